@@ -1,0 +1,1 @@
+"""Pure-Python group state machine (no Spark, no pandas): mirrors Kafka's GroupMetadata."""

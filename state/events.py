@@ -1,0 +1,103 @@
+"""The event model: everything the state machine consumes.
+
+One `Event` is one fact about one consumer group, taken from a broker log line or a
+`__consumer_offsets` record. Parsers (streaming/broker_log.py, streaming/offsets_decoder.py)
+produce them; the Spark glue carries them as rows of `streaming.schema.EVENT_SCHEMA`
+(same field names; `data` travels as the JSON string column `data_json`).
+
+Ordering key inside a group: (ts_ms, source_rank, source_id, seq). `seq` keeps file / partition
+order, which is the truth when two coordinator lines share a millisecond.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+# --- sources ---------------------------------------------------------------------------------
+SOURCE_LOG = "log"          # broker server.log line
+SOURCE_OFFSETS = "offsets"  # __consumer_offsets record
+# Log lines sort before offsets records written in the same millisecond: the coordinator logs
+# "Assignment received" before it appends the GroupMetadata record of that generation.
+SOURCE_RANK = {SOURCE_LOG: 0, SOURCE_OFFSETS: 1}
+
+# --- kinds from broker logs (classic protocol) -------------------------------------------------
+PREPARE_REBALANCE = "prepare_rebalance"        # generation = old generation; reason = verbatim
+JOIN_COMPLETE = "join_complete"                # "Stabilized group G generation N": generation = N
+GROUP_EMPTY = "group_empty"                    # "Group G with generation N is now empty"
+ASSIGNMENT_RECEIVED = "assignment_received"    # "Assignment received from leader ... generation N"
+MEMBER_FAILED = "member_failed"                # heartbeat / session expiry ("has failed")
+MEMBER_LEFT = "member_left"                    # LeaveGroup ("has left"); data.client_reason
+PENDING_MEMBER_EXPIRED = "pending_member_expired"  # pending member removed after session timeout
+MEMBERS_NOT_JOINED = "members_not_joined"      # removed at rebalance timeout; data.member_ids
+MEMBERS_NOT_SYNCED = "members_not_synced"      # removed at pending-sync timeout; data.member_ids
+MEMBER_CREATED = "member_created"              # new member id handed out / member added
+STATIC_MEMBER_REPLACED = "static_member_replaced"  # data.old_member_id, member_id = new id
+GROUP_DEAD = "group_dead"                      # "transitioned to Dead" (offsets expired)
+GROUP_DELETED = "group_deleted"                # DeleteGroups ("The following groups were deleted")
+GROUP_LOADED = "group_loaded"                  # coordinator loaded the group (failover / startup)
+GROUP_UNLOADED = "group_unloaded"              # coordinator unloaded the group
+
+# --- kinds from broker logs (KIP-848 consumer protocol, Java coordinator) ----------------------
+CONSUMER_MEMBER_JOINED = "consumer_member_joined"    # data.protocol: consumer|classic
+CONSUMER_MEMBER_LEFT = "consumer_member_left"
+CONSUMER_MEMBER_FENCED = "consumer_member_fenced"    # data.fence_reason: session|rebalance|join|sync
+GROUP_EPOCH_BUMPED = "group_epoch_bumped"            # generation = new group epoch
+TARGET_ASSIGNMENT = "target_assignment"              # generation = epoch
+GROUP_CONVERTED = "group_converted"                  # data.to: consumer|classic
+
+# --- kinds from __consumer_offsets -------------------------------------------------------------
+OFFSET_COMMIT = "offset_commit"            # data: topic, partition, offset, commit_ts_ms, count
+OFFSET_TOMBSTONE = "offset_tombstone"      # data: topic, partition
+GROUP_METADATA = "group_metadata"          # generation; data: protocol_type, protocol, leader,
+                                           #   current_state_ts_ms, members[...]
+GROUP_TOMBSTONE = "group_tombstone"
+CG_EPOCH = "cg_epoch"                      # type 3: generation = group epoch (tombstone: data.tombstone)
+CG_MEMBER = "cg_member"                    # type 5: member_id; data: client_id, client_host, ...
+CG_TARGET_EPOCH = "cg_target_epoch"        # type 6: generation = assignment epoch
+CG_TARGET_MEMBER = "cg_target_member"      # type 7: member_id
+CG_MEMBER_ASSIGNMENT = "cg_member_assignment"  # type 8: member_id; data: member_epoch, state...
+CG_OTHER = "cg_other"                      # other recognised KIP-848/share/streams records
+
+# --- rebalance trigger classes (the `trigger` field of rebalance records) -----------------------
+TRIGGERS = (
+    "member_join", "member_leave", "heartbeat_expiry", "poll_timeout", "rebalance_timeout",
+    "metadata_change", "leader_rejoin", "static_member_replaced", "coordinator_failover",
+    "group_epoch_bump", "unknown",
+)
+
+# --- control -----------------------------------------------------------------------------------
+END_OF_INPUT = "end_of_input"              # replay only: moves the watermark past the last event
+
+LOG_KINDS = frozenset({
+    PREPARE_REBALANCE, JOIN_COMPLETE, GROUP_EMPTY, ASSIGNMENT_RECEIVED, MEMBER_FAILED, MEMBER_LEFT,
+    PENDING_MEMBER_EXPIRED, MEMBERS_NOT_JOINED, MEMBERS_NOT_SYNCED, MEMBER_CREATED,
+    STATIC_MEMBER_REPLACED, GROUP_DEAD, GROUP_DELETED, GROUP_LOADED, GROUP_UNLOADED,
+    CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT, CONSUMER_MEMBER_FENCED, GROUP_EPOCH_BUMPED,
+    TARGET_ASSIGNMENT, GROUP_CONVERTED,
+})
+OFFSETS_KINDS = frozenset({
+    OFFSET_COMMIT, OFFSET_TOMBSTONE, GROUP_METADATA, GROUP_TOMBSTONE, CG_EPOCH, CG_MEMBER,
+    CG_TARGET_EPOCH, CG_TARGET_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER,
+})
+ALL_KINDS = LOG_KINDS | OFFSETS_KINDS | {END_OF_INPUT}
+
+
+@dataclass
+class Event:
+    group: str
+    ts_ms: int
+    source: str
+    source_id: str
+    seq: int
+    kind: str
+    broker: Optional[int] = None
+    generation: Optional[int] = None
+    member_id: Optional[str] = None
+    reason: Optional[str] = None
+    data: dict[str, Any] = field(default_factory=dict)
+    # Which Kafka cluster the source belongs to (set by the source configuration, not parsed):
+    # the state key is (cluster, group).
+    cluster: str = "default"
+
+    def sort_key(self) -> tuple:
+        return (self.ts_ms, SOURCE_RANK.get(self.source, 9), self.source_id, self.seq)

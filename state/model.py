@@ -1,0 +1,114 @@
+"""Per-group model mirroring Kafka's GroupMetadata, and the legal classic transitions.
+
+The model is a plain dataclass tree that round-trips through JSON (`to_json`/`from_json`) so
+the Spark glue can keep it in a single string column of the group's state.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+# Classic states (Kafka 2.0+; "AwaitingSync" before 1.1 is the same as CompletingRebalance).
+EMPTY = "Empty"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+STABLE = "Stable"
+DEAD = "Dead"
+# KIP-848 consumer-group states (derived, never logged).
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+UNKNOWN = "Unknown"
+
+# Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
+VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
+    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
+    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
+    STABLE: frozenset({COMPLETING_REBALANCE}),
+    EMPTY: frozenset({PREPARING_REBALANCE}),
+    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
+}
+
+CLASSIC_STATES = (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD)
+CONSUMER_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+ALL_STATES = (UNKNOWN, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD,
+              ASSIGNING, RECONCILING)
+
+PROTOCOL_CLASSIC = "classic"
+PROTOCOL_CONSUMER = "consumer"
+
+
+def is_legal(previous: str, target: str) -> bool:
+    return previous in VALID_PREVIOUS_STATES.get(target, frozenset())
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: Optional[str] = None
+    client_host: Optional[str] = None
+    group_instance_id: Optional[str] = None
+    session_timeout_ms: Optional[int] = None
+    rebalance_timeout_ms: Optional[int] = None
+    # KIP-848 only: member epoch and reconciliation state from record type 8.
+    member_epoch: Optional[int] = None
+    member_state: Optional[int] = None
+    has_assignment_record: bool = False
+
+
+@dataclass
+class OpenRebalance:
+    """A rebalance that has started and not ended yet (or classic: not yet Stable)."""
+    protocol: str
+    previous_generation: Optional[int]
+    started_at_ms: Optional[int]
+    trigger: str
+    trigger_member: Optional[str]
+    reason_text: Optional[str]
+    coordinator: Optional[int]
+    generation: Optional[int] = None          # known at join completion (classic) / bump (consumer)
+    join_completed_at_ms: Optional[int] = None
+    completed_at_ms: Optional[int] = None      # classic: became Stable; consumer: all reconciled
+    removals: list[str] = field(default_factory=list)  # member ids removed during it
+
+
+@dataclass
+class GroupModel:
+    cluster: str
+    group: str
+    protocol: str = PROTOCOL_CLASSIC
+    state: str = UNKNOWN
+    generation: Optional[int] = None          # classic generation / consumer group epoch
+    leader: Optional[str] = None
+    protocol_type: Optional[str] = None
+    selected_protocol: Optional[str] = None
+    coordinator: Optional[int] = None
+    state_since_ms: Optional[int] = None      # timestamp of the last transition
+    members: dict[str, Member] = field(default_factory=dict)
+    open_rebalance: Optional[OpenRebalance] = None
+    # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
+    # they are attached to the next rebalance that starts.
+    unattached_removals: list[str] = field(default_factory=list)
+    # Highest generation for which a rebalance record has been emitted: never emit twice.
+    last_emitted_generation: Optional[int] = None
+    target_assignment_epoch: Optional[int] = None
+    # KIP-848: what happened since the last epoch bump (decides the bump's trigger).
+    pending_consumer_trigger: Optional[dict[str, Any]] = None
+    last_commit_ms: Optional[int] = None
+    commits_total: int = 0
+    rebalances_total: int = 0
+    removals_total: int = 0
+    invalid_transitions: int = 0
+    last_event_ms: Optional[int] = None
+
+    # --- serialisation (the Spark state stores this JSON string) -----------------------------
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "GroupModel":
+        raw = json.loads(text)
+        raw["members"] = {k: Member(**v) for k, v in raw.get("members", {}).items()}
+        if raw.get("open_rebalance") is not None:
+            raw["open_rebalance"] = OpenRebalance(**raw["open_rebalance"])
+        return cls(**raw)

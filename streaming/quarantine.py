@@ -1,0 +1,22 @@
+"""Inputs we could not use. Never dropped silently: each becomes one quarantine record."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class Quarantined:
+    source: str             # "log" | "offsets"
+    source_id: str          # file name / topic-partition
+    seq: int                # line number / record offset
+    reason: str             # short machine-readable kind, e.g. "unparseable_line", "corrupt_record"
+    detail: str             # human text; for decode errors names the field and byte offset
+    raw: Optional[str] = None  # the raw line, or base64 of key|value for records (truncated)
+    ts_ms: Optional[int] = None
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source, "source_id": self.source_id, "seq": self.seq,
+            "reason": self.reason, "detail": self.detail, "raw": self.raw, "ts_ms": self.ts_ms,
+        }

@@ -1,0 +1,33 @@
+"""SparkSession for the monitor: local by default, few shuffle partitions, our sources registered."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from streaming.replay_source import LogReplaySource, OffsetsReplaySource
+
+
+def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor"
+              ) -> SparkSession:
+    # Python workers must run the interpreter that has our packages (the venv's).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(master).appName(app_name)
+        # The default 200 shuffle partitions cost seconds per micro-batch in local mode.
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        # Per-source watermarks are combined with min: a lagging source holds the others back
+        # instead of having its rows dropped as late (docs/design.md).
+        .config("spark.sql.streaming.multipleWatermarkPolicy", "min")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(LogReplaySource)
+    spark.dataSource.register(OffsetsReplaySource)
+    return spark

@@ -1,0 +1,109 @@
+"""The applyInPandasWithState adapter: Spark's per-group call -> state/machine.py.
+
+Events are held in the group's state until the watermark passes them, then applied in
+(ts_ms, source_rank, source_id, seq) order, so the result does not depend on how the input was
+cut into micro-batches or which source arrived first. The event-time timeout is set to the
+oldest held event (or the machine's next deadline) so the group is called again when the
+watermark moves even if no new row arrives for it.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterator
+
+import pandas as pd
+
+from state import events as E
+from state.machine import GroupStateMachine, snapshot
+from state.model import DEAD, GroupModel
+from streaming.schema import EVENT_COLUMNS, QUARANTINE_GROUP
+
+OUT_SNAPSHOT = "snapshot"
+OUT_QUARANTINE = "quarantine"
+OUTPUT_COLUMNS = ["kind", "cluster", "group", "ts_ms", "record_json"]
+
+_TS = EVENT_COLUMNS.index("ts_ms")
+
+
+def _clean(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if hasattr(value, "item"):   # numpy scalar
+        value = value.item()
+    return value
+
+
+def row_to_event(row: list) -> E.Event:
+    r = dict(zip(EVENT_COLUMNS, row))
+    return E.Event(
+        group=r["group"], ts_ms=int(r["ts_ms"]), source=r["source"], source_id=r["source_id"],
+        seq=int(r["seq"]), kind=r["kind"],
+        broker=None if r["broker"] is None else int(r["broker"]),
+        generation=None if r["generation"] is None else int(r["generation"]),
+        member_id=r["member_id"], reason=r["reason"],
+        data=json.loads(r["data_json"]) if r["data_json"] else {}, cluster=r["cluster"],
+    )
+
+
+def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list]:
+    rows: list[list] = []
+    for pdf in pdfs:
+        for values in pdf[EVENT_COLUMNS].itertuples(index=False, name=None):
+            rows.append([_clean(v) for v in values])
+    return rows
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+    cluster, group = key
+    if group is None:        # end-of-input markers: they only move the watermark
+        yield pd.DataFrame.from_records([], columns=OUTPUT_COLUMNS)
+        return
+    incoming = _rows(pdfs)
+    out: list[tuple] = []
+    if group == QUARANTINE_GROUP:
+        # Quarantine rows need no order or state: straight to the output.
+        for row in incoming:
+            record = json.loads(row[EVENT_COLUMNS.index("data_json")])
+            out.append((OUT_QUARANTINE, cluster, None, int(row[_TS]), _dump(record)))
+        yield pd.DataFrame.from_records(out, columns=OUTPUT_COLUMNS)
+        return
+
+    if state.exists:
+        model_json, held_json = state.get
+        model = GroupModel.from_json(model_json)
+        held = json.loads(held_json)
+    else:
+        model, held = GroupModel(cluster=cluster, group=group), []
+    held.extend(incoming)
+    watermark = state.getCurrentWatermarkMs()
+    ready = [r for r in held if r[_TS] <= watermark]
+    waiting = [r for r in held if r[_TS] > watermark]
+
+    machine = GroupStateMachine(model)
+    events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
+    for ev in events:
+        machine.apply(ev)
+    machine.advance_to(watermark)
+    for kind, record in machine.outputs:
+        ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
+            or record.get("started_at_ms")
+        out.append((kind, cluster, group, ts, _dump(record)))
+    if events or machine.outputs:
+        out.append((OUT_SNAPSHOT, cluster, group, model.last_event_ms, _dump(snapshot(model))))
+
+    deadlines = [min(r[_TS] for r in waiting)] if waiting else []
+    machine_deadline = machine.next_deadline_ms()
+    if machine_deadline is not None:
+        deadlines.append(machine_deadline)
+    if not deadlines and model.state == DEAD:
+        state.remove()   # a dead group keeps no state; a new group with its id starts fresh
+    else:
+        state.update((model.to_json(), _dump(waiting)))
+        if deadlines:
+            state.setTimeoutTimestamp(max(min(deadlines), watermark + 1))
+    yield pd.DataFrame.from_records(out, columns=OUTPUT_COLUMNS)

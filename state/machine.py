@@ -190,7 +190,9 @@ class GroupStateMachine:
 
         total = seconds(start, done)
         if outcome == "empty" and total is None:
-            total = seconds(start, join_end)   # ended when the group emptied
+            # ended when the group emptied (classic: the "is now empty" line = join_end;
+            # KIP-848: no join phase, the record that emptied it = ended_at_ms)
+            total = seconds(start, join_end if join_end is not None else ended_at_ms)
         record = {
             "cluster": m.cluster, "group": m.group, "protocol": opened.protocol,
             "generation": opened.generation, "previous_generation": opened.previous_generation,
@@ -347,7 +349,10 @@ class GroupStateMachine:
                 o.join_completed_at_ms = ev.ts_ms
                 self._emit_rebalance(o, "empty", ev.ts_ms, 0)
                 return
-            self._set_state(EMPTY, ev.ts_ms) if m.state in (UNKNOWN, DEAD) else self._transition(EMPTY, ev)
+            # Stable -> (PreparingRebalance) -> Empty: offsets-only input never sees the middle
+            # state, as for the Stable -> Stable case below; not an invalid transition.
+            self._set_state(EMPTY, ev.ts_ms) if m.state in (UNKNOWN, DEAD, STABLE) \
+                else self._transition(EMPTY, ev)
             if not already and gen is not None and (m.generation is None or gen > m.generation):
                 o = self._open(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
                 o.join_completed_at_ms = ev.ts_ms
@@ -417,7 +422,9 @@ class GroupStateMachine:
         if m.state == DEAD:
             return
         self._close_open_as("dead", ev)
-        for member_id in list(m.members):
+        # Sorted: the members dict comes back key-sorted from to_json/from_json (Spark state),
+        # so insertion order would make the output depend on batch boundaries.
+        for member_id in sorted(m.members):
             self._remove_member(member_id, "group_deleted", ev)
         if m.state == UNKNOWN:
             self._set_state(DEAD, ev.ts_ms)

@@ -149,10 +149,10 @@ def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
 
 def replay(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
            offsets: list[OffsetsInput], out_dir: Optional[str] = None,
-           max_rows_per_batch: Optional[int] = None, collector: Optional[RunCollector] = None
-           ) -> RunCollector:
+           max_rows_per_batch: Optional[int] = None, collector: Optional[RunCollector] = None,
+           offsets_rows_per_batch: Optional[int] = None) -> RunCollector:
     collector = collector or RunCollector(MetricsSink(settings.duration_buckets))
-    outputs = replay_query(spark, settings, logs, offsets, max_rows_per_batch)
+    outputs = replay_query(spark, settings, logs, offsets, max_rows_per_batch, offsets_rows_per_batch)
     run_to_end(spark, outputs, collector)
     if out_dir:
         collector.write_outputs(out_dir)

@@ -50,11 +50,17 @@ def group_state_machine(events: DataFrame) -> DataFrame:
 
 
 def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
-                 offsets: list[OffsetsInput], max_rows_per_batch: Optional[int] = None) -> DataFrame:
-    """Outputs of a replay over files; either input kind may be empty, not both."""
+                 offsets: list[OffsetsInput], max_rows_per_batch: Optional[int] = None,
+                 offsets_rows_per_batch: Optional[int] = None) -> DataFrame:
+    """Outputs of a replay over files; either input kind may be empty, not both.
+
+    `max_rows_per_batch` caps rows per micro-batch for each source; `offsets_rows_per_batch`
+    overrides it for the offsets source (tests use this to interleave the sources differently).
+    """
     if not logs and not offsets:
         raise ValueError("replay needs at least one --broker-log or --offsets input")
     max_rows = str(max_rows_per_batch or settings.max_rows_per_batch)
+    offsets_rows = str(offsets_rows_per_batch or max_rows)
     parts = []
     if logs:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone}
@@ -68,6 +74,6 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
         raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
-               .option("maxRowsPerBatch", max_rows).load())
+               .option("maxRowsPerBatch", offsets_rows).load())
         parts.append(with_watermark(offsets_events(raw, clusters), settings.lateness_seconds))
     return group_state_machine(reduce(DataFrame.unionByName, parts))

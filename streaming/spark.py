@@ -14,11 +14,15 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
     # Python workers must run the interpreter that has our packages (the venv's).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Loopback only: the driver and its Python workers talk to each other, nothing else.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (
         SparkSession.builder.master(master).appName(app_name)
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         # Per-source watermarks are combined with min: a lagging source holds the others back
         # instead of having its rows dropped as late (docs/design.md).

@@ -1,0 +1,210 @@
+"""`rebalance-monitor` command line: replay, decode-offsets, demo."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional, Sequence
+
+from streaming.config import ConfigError, LogInput, OffsetsInput, load_settings, make_inputs
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CAPTURES = REPO_ROOT / "tests" / "fixtures"
+# The bundled real captures the demo replays: (cluster label, directory, log files).
+DEMO_CAPTURES = (
+    ("kafka-2.7", "kafka-2.7", ("broker1-server.log", "broker2-server.log")),
+    ("kafka-4.0", "kafka-4.0", ("node1-server.log", "node2-server.log")),
+)
+DEMO_ROWS_PER_BATCH = 2000   # several micro-batches, so /metrics fills in while you watch
+
+
+def _settings(args: argparse.Namespace, **extra):
+    return load_settings(getattr(args, "config", None),
+                         broker_timezone=getattr(args, "broker_timezone", None),
+                         cluster=getattr(args, "cluster", None),
+                         lateness_seconds=getattr(args, "lateness_seconds", None),
+                         metrics_port=getattr(args, "port", None),
+                         metrics_host=getattr(args, "host", None), **extra)
+
+
+# ------------------------------------------------------------------------------ replay
+def cmd_replay(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    logs = make_inputs(LogInput, [{"path": p, "cluster": settings.cluster,
+                                   "broker_timezone": settings.broker_timezone,
+                                   "broker_id": args.broker_id} for p in args.broker_log], "--broker-log")
+    offsets = make_inputs(OffsetsInput, [{"path": p, "cluster": settings.cluster}
+                                         for p in args.offsets], "--offsets")
+    if not logs and not offsets:
+        raise ConfigError("replay: give at least one --broker-log or --offsets file")
+    from streaming.driver import replay
+    from streaming.spark import get_spark
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+    started = time.monotonic()
+    collector = replay(spark, settings, logs, offsets, out_dir=args.out,
+                       max_rows_per_batch=args.max_rows_per_batch)
+    print(f"replay: {len(collector.rebalances)} rebalances, {len(collector.removals)} member removals, "
+          f"{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
+          f"{len(collector.anomalies)} invalid transitions in {time.monotonic() - started:.1f} s "
+          f"-> {args.out}", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------ decode-offsets
+def cmd_decode_offsets(args: argparse.Namespace) -> int:
+    from streaming.offsets_decoder import DecodeError, decode_record, iter_jsonl_dump
+    from streaming.quarantine import Quarantined
+    decoded = failed = 0
+    out = sys.stdout
+    for path in args.path:
+        for line_no, item in iter_jsonl_dump(path):
+            if isinstance(item, Quarantined):
+                out.write(json.dumps({"file": path, "line": line_no, "quarantined": item.to_dict()}) + "\n")
+                failed += 1
+                continue
+            doc = {"partition": item["partition"], "offset": item["offset"], "timestamp": item["timestamp"]}
+            try:
+                doc.update(decode_record(item["key"], item["value"]))
+                decoded += 1
+            except DecodeError as exc:
+                doc["error"] = str(exc)
+                failed += 1
+            out.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
+    print(f"decode-offsets: {decoded} decoded, {failed} failed", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------ demo
+def _utc(ms: Optional[int]) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _short(member: Optional[str], width: int = 30) -> str:
+    if not member:
+        return "-"
+    return member if len(member) <= width else member[: width - 1] + "…"
+
+
+def print_summary(collector, out=sys.stdout) -> None:
+    rebalances = sorted(collector.rebalances + collector.in_progress_rebalances(),
+                        key=lambda r: (r["cluster"], r["group"], r["started_at_ms"] or 0, r["generation"] or 0))
+    header = f"{'cluster':<10} {'group':<34} {'proto':<8} {'gen':>7} {'start UTC':<12} " \
+             f"{'join s':>7} {'sync s':>7} {'total s':>8} {'trigger':<17} {'outcome':<11} members"
+    print(f"\nREBALANCES ({len(rebalances)})\n{header}\n{'-' * len(header)}", file=out)
+    for r in rebalances:
+        def sec(v):
+            return "-" if v is None else f"{v:.3f}"
+        gen = f"{r['previous_generation'] if r['previous_generation'] is not None else '?'}->{r['generation'] if r['generation'] is not None else '?'}"
+        print(f"{r['cluster']:<10} {r['group'][:34]:<34} {r['protocol']:<8} {gen:>7} {_utc(r['started_at_ms']):<12} "
+              f"{sec(r['join_seconds']):>7} {sec(r['sync_seconds']):>7} {sec(r['total_seconds']):>8} "
+              f"{r['trigger']:<17} {r['outcome']:<11} {r['members'] if r['members'] is not None else '-'}", file=out)
+    removals = sorted(collector.removals, key=lambda r: (r["cluster"], r["group"], r["removed_at_ms"]))
+    header = f"{'cluster':<10} {'group':<34} {'member':<31} {'client':<22} {'removed UTC':<12} {'cause':<22} root_cause"
+    print(f"\nMEMBER REMOVALS ({len(removals)})\n{header}\n{'-' * len(header)}", file=out)
+    for r in removals:
+        print(f"{r['cluster']:<10} {r['group'][:34]:<34} {_short(r['member_id']):<31} "
+              f"{_short(r['client_id'], 22):<22} {_utc(r['removed_at_ms']):<12} {r['cause']:<22} {r['root_cause']}",
+              file=out)
+    print(f"\n{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
+          f"{len(collector.anomalies)} invalid transitions", file=out)
+
+
+def demo_inputs(captures_dir: Path) -> tuple[list[LogInput], list[OffsetsInput]]:
+    logs, offsets = [], []
+    for cluster, folder, log_files in DEMO_CAPTURES:
+        base = captures_dir / folder
+        logs += [LogInput(path=str(base / name), cluster=cluster) for name in log_files]
+        offsets.append(OffsetsInput(path=str(base / "offsets-topic.jsonl"), cluster=cluster))
+    return logs, offsets
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    try:
+        logs, offsets = demo_inputs(Path(args.captures))
+    except Exception as exc:
+        raise ConfigError(f"--captures: {exc}") from None
+    from sinks.exposition import serve
+    from sinks.prometheus import MetricsSink
+    from streaming.driver import RunCollector, replay
+    from streaming.spark import get_spark
+    metrics = MetricsSink(settings.duration_buckets)
+    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+    port = server.server_port
+    print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
+          f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+    collector = RunCollector(metrics)
+    collector.on_batch = lambda c, batch_id: print(
+        f"demo: batch {batch_id}: {len(c.rebalances)} rebalances, {len(c.removals)} removals so far",
+        file=sys.stderr)
+    replay(spark, settings, logs, offsets, out_dir=args.out,
+           max_rows_per_batch=args.max_rows_per_batch or DEMO_ROWS_PER_BATCH, collector=collector)
+    print_summary(collector)
+    if args.once:
+        server.shutdown()
+        return 0
+    print(f"demo: input consumed; still serving http://{settings.metrics_host}:{port}/metrics "
+          f"(Ctrl-C to stop)", file=sys.stderr)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+    return 0
+
+
+# ------------------------------------------------------------------------------ main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rebalance-monitor",
+                                     description="Kafka consumer-group rebalance monitor")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    replay = sub.add_parser("replay", help="batch run over broker logs and __consumer_offsets dumps")
+    replay.add_argument("--broker-log", nargs="+", action="extend", default=[], metavar="PATH",
+                        help="broker server.log file(s)")
+    replay.add_argument("--offsets", nargs="+", action="extend", default=[], metavar="PATH",
+                        help="__consumer_offsets JSONL dump(s): partition, offset, timestamp, key_b64, value_b64|null")
+    replay.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    replay.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
+    replay.add_argument("--broker-id", type=int, help="broker id when log lines do not name it")
+    replay.add_argument("--cluster", help="cluster label for metrics and records (default: default)")
+    replay.add_argument("--config", metavar="FILE", help="TOML settings file")
+    replay.add_argument("--lateness-seconds", type=float, help="watermark delay per source")
+    replay.add_argument("--max-rows-per-batch", type=int, help="rows per micro-batch per source")
+    replay.set_defaults(func=cmd_replay)
+
+    decode = sub.add_parser("decode-offsets", help="decode a __consumer_offsets JSONL dump, one JSON per record")
+    decode.add_argument("path", nargs="+")
+    decode.set_defaults(func=cmd_decode_offsets)
+
+    demo = sub.add_parser("demo", help="replay the bundled real captures, serve /metrics, print a summary")
+    demo.add_argument("--port", type=int, help="metrics port (default 9108; 0 picks a free one)")
+    demo.add_argument("--host", help="metrics bind address (default 127.0.0.1)")
+    demo.add_argument("--once", action="store_true", help="exit when the input is consumed")
+    demo.add_argument("--out", metavar="DIR", help="also write the replay outputs here")
+    demo.add_argument("--captures", default=str(DEFAULT_CAPTURES), metavar="DIR",
+                      help="directory holding kafka-2.7/ and kafka-4.0/ captures")
+    demo.add_argument("--config", metavar="FILE", help="TOML settings file")
+    demo.add_argument("--max-rows-per-batch", type=int, help=f"rows per micro-batch (default {DEMO_ROWS_PER_BATCH})")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"rebalance-monitor: configuration error:\n{exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -517,11 +517,63 @@ def test_offsets_only_then_logs():
     assert m.m.invalid_transitions == 0
 
 
+# ------------------------------------------------------------------------------- 8b. other paths
+def test_missing_group_empty_line_record_ends_the_rebalance():
+    start, first = stable_group([C1])
+    md = metadata(10003, 2, [])
+    m = run(start + [ev(10000, E.MEMBER_LEFT, member_id=C1), prepare(10000, 1, "member_leave", C1),
+                     md])
+    assert records(m, OUT_REBALANCE)[1] == rebalance(
+        generation=2, previous_generation=1, coordinator=1, started_at_ms=10000,
+        join_completed_at_ms=10003, completed_at_ms=None, ended_at_ms=10003, join_seconds=0.003,
+        sync_seconds=None, total_seconds=0.003, trigger="member_leave", trigger_member=C1,
+        reason_text=None, outcome="empty", members=0, removed_members=[C1])
+    assert m.m.state == EMPTY and m.m.invalid_transitions == 0
+
+
+def test_pending_member_expired_removal():
+    start, _ = stable_group([C1])
+    pend = ev(9000, E.PENDING_MEMBER_EXPIRED, member_id=C2)
+    m = run(start + [pend])
+    assert records(m, OUT_REMOVAL) == [removal(pend, C2, "pending_member_timeout", generation=1,
+                                               client_id="consumer-orders-2")]
+    assert m.m.unattached_removals == [[C2, 9000, "pending_member_timeout"]]
+
+
+def test_coordinator_failover_supersedes_join_in_progress():
+    start, first = stable_group([C1, C2])
+    evs = start + [prepare(10000, 1, "member_join", C3),
+                   ev(11000, E.GROUP_LOADED, 1, data={"members": 2}, broker=2),
+                   ev(11500, E.PREPARE_REBALANCE, 1, data={"trigger": "member_join",
+                                                          "trigger_member": C3}, broker=2),
+                   ev(14500, E.JOIN_COMPLETE, 2, broker=2),
+                   ev(14510, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 3}, broker=2)]
+    m = run(evs)
+    recs = records(m, OUT_REBALANCE)
+    assert recs[1] == rebalance(
+        generation=None, previous_generation=1, coordinator=1, started_at_ms=10000,
+        join_completed_at_ms=None, completed_at_ms=None, ended_at_ms=11000, join_seconds=None,
+        sync_seconds=None, total_seconds=None, trigger="member_join", trigger_member=C3,
+        reason_text=None, outcome="superseded", members=2, removed_members=[])
+    assert (recs[2]["coordinator"], recs[2]["generation"], recs[2]["outcome"],
+            recs[2]["started_at_ms"]) == (2, 2, "stable", 11500)
+    assert m.m.coordinator == 2 and m.m.invalid_transitions == 0
+
+
+def test_classic_tombstone_after_conversion_to_consumer_is_not_death():
+    start, _ = stable_group([C1])
+    m = run(start + [ev(20000, E.GROUP_CONVERTED, data={"to": "consumer"}),
+                     ev(20001, E.GROUP_TOMBSTONE)])
+    assert m.m.protocol == "consumer" and m.m.state != DEAD
+    assert records(m, OUT_REMOVAL) == [] and len(records(m, OUT_REBALANCE)) == 1
+
+
 # ------------------------------------------------------------------------------- 9. dead
-def test_group_dead_closes_open_rebalance():
+@pytest.mark.parametrize("kind", [E.GROUP_DEAD, E.GROUP_DELETED, E.GROUP_TOMBSTONE])
+def test_group_dead_closes_open_rebalance(kind):
     start, first = stable_group([C1, C2])
     reason = f"Removing member {C2} on LeaveGroup; client reason: the consumer is being closed"
-    dead = ev(10500, E.GROUP_DEAD, 1)
+    dead = ev(10500, kind, None if kind == E.GROUP_TOMBSTONE else 1)
     m = run(start + [prepare(10000, 1, "member_leave", C2, reason), dead])
     assert m.outputs == [
         (OUT_REBALANCE, first),
@@ -537,6 +589,7 @@ def test_group_dead_closes_open_rebalance():
     assert m.m.state == DEAD and m.m.members == {} and m.m.open_rebalance is None
     assert m.m.invalid_transitions == 0
     m.apply(ev(10600, E.GROUP_TOMBSTONE))              # the record after the line: nothing new
+    m.apply(ev(10700, E.GROUP_DEAD, 1))
     assert len(m.outputs) == 4 and m.m.invalid_transitions == 0
 
 

@@ -267,6 +267,9 @@ class GroupStateMachine:
 
     def on_group_empty(self, ev: E.Event) -> None:
         m = self.m
+        if m.state == EMPTY and ev.generation is not None and m.last_emitted_generation is not None \
+                and ev.generation <= m.last_emitted_generation:
+            return   # the empty GroupMetadata record of this generation came first
         if m.open_rebalance is None:
             self._open(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown", None, None, None)
         self._transition(EMPTY, ev)
@@ -354,6 +357,8 @@ class GroupStateMachine:
             self._set_state(EMPTY, ev.ts_ms) if m.state in (UNKNOWN, DEAD, STABLE) \
                 else self._transition(EMPTY, ev)
             if not already and gen is not None and (m.generation is None or gen > m.generation):
+                if o is not None:
+                    self._close_open_as("superseded", ev)
                 o = self._open(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
                 o.join_completed_at_ms = ev.ts_ms
                 self._emit_rebalance(o, "empty", ev.ts_ms, 0)
@@ -511,8 +516,18 @@ class GroupStateMachine:
         self._set_state(ASSIGNING if m.members else EMPTY, ev.ts_ms)
 
     def on_group_epoch_bumped(self, ev: E.Event) -> None:
-        if ev.generation is not None:
-            self._start_epoch(ev, ev.generation)
+        m = self.m
+        if ev.generation is None:
+            return
+        o = m.open_rebalance
+        if m.protocol == PROTOCOL_CONSUMER and m.generation is not None and ev.generation <= m.generation:
+            # The epoch record (type 3) sorted first and opened this epoch already: the log
+            # line only brings an earlier start and the reason.
+            if o is not None and o.protocol == PROTOCOL_CONSUMER and o.generation == ev.generation \
+                    and o.started_at_ms is not None:
+                o.started_at_ms = min(o.started_at_ms, ev.ts_ms)
+            return
+        self._start_epoch(ev, ev.generation)
 
     def on_target_assignment(self, ev: E.Event) -> None:
         m = self.m

@@ -4,8 +4,11 @@ Pure Python (no Spark, no pandas). One call of `parse_line` looks at one physica
   * `None`        - not a group-coordinator line, a stack-trace continuation, or a coordinator line
                     that is recognised but carries no group-level fact we use;
   * `[Event, ...]` - usually one event; several when one line names several groups;
-  * `Quarantined` - a coordinator line we cannot read (garbled header, or a message no catalog
-                    entry knows). Nothing is dropped silently.
+  * `Quarantined` - a coordinator line at INFO or above we cannot read (garbled header, or a
+                    message no catalog entry knows).
+DEBUG/TRACE coordinator lines are parsed only by entries flagged `parse_at_debug` (facts Kafka logs
+at DEBUG alone); the rest return None with outcome "debug" from `parse_line_detailed`, because
+brokers repeat several INFO facts at DEBUG and a DEBUG-enabled broker must not double them.
 `parse_line_detailed` returns the same result plus the outcome and the catalog entry, so the caller
 can count "recognised but ignored" apart from "unknown".
 

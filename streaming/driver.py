@@ -20,7 +20,6 @@ from sinks.exposition import write_textfile
 from sinks.prometheus import MetricsSink
 from streaming.config import LogInput, MonitorSettings, OffsetsInput
 from streaming.query import replay_query
-from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME
 
 # END_OF_INPUT_TS_MS is 2100-01-01; the watermark after it is 2099-12-31 minus the lateness.
 END_OF_INPUT_WATERMARK_YEAR = "2099"
@@ -62,12 +61,19 @@ class RunCollector:
             self.on_batch(self, batch_id)
 
     def count_progress(self, progress: dict) -> None:
-        """Raw input rows per source, from Spark's own progress report."""
+        """Raw input rows per source kind, from Spark's own progress report."""
         for source in progress.get("sources") or []:
-            description = source.get("description") or ""
-            kind = "broker_log" if LOG_SOURCE_NAME in description else \
-                "offsets" if OFFSETS_SOURCE_NAME in description else "other"
-            self.metrics.count_input(kind, int(source.get("numInputRows") or 0))
+            rows = int(source.get("numInputRows") or 0)
+            kind = "other"
+            try:
+                start = json.loads(source["startOffset"]) if source.get("startOffset") else {}
+                end = json.loads(source["endOffset"]) if source.get("endOffset") else {}
+                kind = end.get("source") or kind
+                if end.get("eof") and not start.get("eof"):
+                    rows -= 1   # the end-of-input marker is not input
+            except (TypeError, ValueError, AttributeError):
+                pass
+            self.metrics.count_input(kind, max(0, rows))
 
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""

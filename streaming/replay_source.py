@@ -10,7 +10,8 @@ not emitted yet, and the result does not depend on how the input is cut into mic
 step turns into an END_OF_INPUT event far in the future so the watermark flushes held events.
 
 Offsets are JSON and fully determine a batch: `partitions(start, end)` recomputes the rows, so a
-restarted query replays the same batches.
+restarted query replays the same batches. Each offset names its source kind ("broker_log" or
+"offsets"): Spark's progress report echoes offsets, which is how input rows are counted per kind.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ class LogMergeCursor:
 
     def initial(self) -> dict:
         n = len(self.files)
-        return {"pos": [0] * n, "seq": [0] * n, "last_ts": [None] * n, "emitted": 0, "eof": False}
+        return {"source": "broker_log", "pos": [0] * n, "seq": [0] * n, "last_ts": [None] * n,
+                "emitted": 0, "eof": False}
 
     def advance(self, start: dict, max_rows: int) -> tuple[list, dict]:
         pos, seq, last_ts = list(start["pos"]), list(start["seq"]), list(start["last_ts"])
@@ -90,7 +92,7 @@ class LogMergeCursor:
         finally:
             for h in handles:
                 h.close()
-        return rows, {"pos": pos, "seq": seq, "last_ts": last_ts,
+        return rows, {"source": "broker_log", "pos": pos, "seq": seq, "last_ts": last_ts,
                       "emitted": start["emitted"] + len(rows), "eof": eof}
 
 
@@ -200,7 +202,7 @@ class OffsetsReplayStreamReader(DataSourceStreamReader):
         self._latest: Optional[dict] = None
 
     def initialOffset(self) -> dict:
-        return {"i": 0, "eof": False}
+        return {"source": "offsets", "i": 0, "eof": False}
 
     def latestOffset(self) -> dict:
         start = self._latest or self.initialOffset()
@@ -208,7 +210,7 @@ class OffsetsReplayStreamReader(DataSourceStreamReader):
             return start
         i = min(len(self.index), start["i"] + self.max_rows)
         eof = i == len(self.index) and (i - start["i"]) < self.max_rows
-        self._latest = {"i": i, "eof": eof}
+        self._latest = {"source": "offsets", "i": i, "eof": eof}
         return self._latest
 
     def partitions(self, start: dict, end: dict) -> list:

@@ -1059,3 +1059,31 @@ def test_same_millisecond_log_sorts_before_offsets_record():
     [rec] = records(m, OUT_REBALANCE)
     assert rec["completed_at_ms"] == 4050 and rec["members"] == 1 and rec["started_at_ms"] == 1000
     assert m.m.invalid_transitions == 0
+
+
+# --- a record that sorts before its log line is not a second rebalance ------------------------
+
+def test_epoch_record_before_its_bump_line_is_one_rebalance():
+    m = run([
+        ev(1000, E.CONSUMER_MEMBER_JOINED, member_id="A", data={"protocol": "consumer"}),
+        ev(1000, E.CG_EPOCH, 1),                      # the record is a millisecond early ...
+        ev(1001, E.GROUP_EPOCH_BUMPED, 1),            # ... its log line comes after it
+        ev(1005, E.CG_MEMBER_ASSIGNMENT, member_id="A", data={"member_epoch": 1, "state": 0}),
+    ])
+    [r] = records(m, OUT_REBALANCE)
+    assert (r["protocol"], r["generation"], r["outcome"], r["started_at_ms"], r["completed_at_ms"]) == \
+        ("consumer", 1, "stable", 1000, 1005)
+
+
+def test_empty_metadata_record_before_its_is_now_empty_line_is_one_rebalance():
+    m = run([
+        ev(1000, E.PREPARE_REBALANCE, 0, reason="Adding new member a-1", data={"trigger": "member_join"}),
+        ev(4000, E.JOIN_COMPLETE, 1),
+        ev(4001, E.ASSIGNMENT_RECEIVED, 1, data={"members": 1}),
+        ev(9000, E.PREPARE_REBALANCE, 1, data={"trigger": "member_leave"}),
+        metadata(9000, 2, []),                        # the empty record is written ...
+        ev(9001, E.GROUP_EMPTY, 2),                   # ... before this line's millisecond
+    ])
+    rebalances = records(m, OUT_REBALANCE)
+    assert [(r["generation"], r["outcome"]) for r in rebalances] == [(1, "stable"), (2, "empty")]
+    assert m.m.invalid_transitions == 0

@@ -1,0 +1,108 @@
+"""The command line as an operator uses it: the demo end to end (HTTP scrape + promtool),
+decode-offsets, and configuration errors that name the bad field."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from capture_expectations import FIXTURES
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "streaming.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env():
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
+    return env
+
+
+@pytest.mark.spark
+def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(tmp_path):
+    port = _free_port()
+    log = tmp_path / "demo.stderr"
+    with open(log, "w") as err, open(tmp_path / "demo.stdout", "w") as out:
+        proc = subprocess.Popen(CLI + ["demo", "--port", str(port)], cwd=ROOT, env=_env(), stdout=out, stderr=err)
+    try:
+        deadline = time.monotonic() + 300
+        while "input consumed" not in log.read_text():
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "demo did not finish its replay in 300 s"
+            time.sleep(0.5)
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    # Real rebalances of both bundled clusters, e.g. sc03's heartbeat expiry on Kafka 2.7.
+    assert 'rebalance_monitor_rebalances_total{cluster="kafka-2.7",group="sc03-heartbeat-expiry",' \
+           'outcome="stable",protocol="classic",trigger="heartbeat_expiry"} 1.0' in page
+    assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
+           'group="k4-sc09-consumer-protocol",root_cause="unknown"} 2.0' in page
+    assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",group="sc11-stuck-in-rebalance",' \
+           'le="30.0",phase="join",protocol="classic"}' in page
+    summary = (tmp_path / "demo.stdout").read_text()
+    assert "REBALANCES (188)" in summary and "MEMBER REMOVALS (155)" in summary
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool not installed (Debian package 'prometheus'; scripts/test installs it)")
+    check = subprocess.run([promtool, "check", "metrics"], input=page, capture_output=True, text=True)
+    assert (check.returncode, check.stdout + check.stderr) == (0, "")
+
+
+def test_decode_offsets_prints_one_object_per_record(tmp_path):
+    dump = FIXTURES / "kafka-4.0" / "offsets-topic.jsonl"
+    result = subprocess.run(CLI + ["decode-offsets", str(dump)], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(records) == 4634
+    assert "4634 decoded, 0 failed" in result.stderr
+    types = {r["key"]["type"] for r in records}
+    assert types == {1, 2, 3, 4, 5, 6, 7, 8}
+    epoch = next(r for r in records if r["key"]["type"] == 3 and not r["tombstone"])
+    assert epoch["key"]["group"] and "epoch" in epoch["value"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["replay", "--out", "x"], "give at least one --broker-log or --offsets"),
+    (["replay", "--broker-log", "no-such.log", "--out", "x"], "--broker-log[0]: path: Value error, no such file"),
+    (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"), "--broker-timezone",
+      "Mars/Olympus", "--out", "x"], "broker_timezone: Value error, unknown time zone 'Mars/Olympus'"),
+    (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"), "--lateness-seconds", "-1",
+      "--out", "x"], "lateness_seconds: Input should be greater than or equal to 0"),
+])
+def test_configuration_errors_name_the_field(args, message):
+    result = subprocess.run(CLI + args, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_settings_file_and_environment(tmp_path, monkeypatch):
+    from streaming.config import ConfigError, load_settings
+    cfg = tmp_path / "monitor.toml"
+    cfg.write_text('broker_timezone = "Europe/Berlin"\nmetrics_port = 9200\n')
+    monkeypatch.setenv("REBALANCE_MONITOR_LATENESS_SECONDS", "5")
+    s = load_settings(str(cfg))
+    assert (s.broker_timezone, s.metrics_port, s.lateness_seconds) == ("Europe/Berlin", 9200, 5.0)
+    cfg.write_text('metrics_port = "high"\n')
+    with pytest.raises(ConfigError, match=r"monitor.toml: metrics_port: Input should be a valid integer"):
+        load_settings(str(cfg))
+    cfg.write_text('metric_port = 1\n')   # a typo is an error, not silently ignored
+    with pytest.raises(ConfigError, match="metric_port: Extra inputs are not permitted"):
+        load_settings(str(cfg))

@@ -66,8 +66,9 @@ class RunCollector:
             rows = int(source.get("numInputRows") or 0)
             kind = "other"
             try:
-                start = json.loads(source["startOffset"]) if source.get("startOffset") else {}
-                end = json.loads(source["endOffset"]) if source.get("endOffset") else {}
+                # Spark reports the first batch's start as the string "null".
+                start = json.loads(source.get("startOffset") or "null") or {}
+                end = json.loads(source.get("endOffset") or "null") or {}
                 kind = end.get("source") or kind
                 if end.get("eof") and not start.get("eof"):
                     rows -= 1   # the end-of-input marker is not input

@@ -106,3 +106,21 @@ def test_settings_file_and_environment(tmp_path, monkeypatch):
     cfg.write_text('metric_port = 1\n')   # a typo is an error, not silently ignored
     with pytest.raises(ConfigError, match="metric_port: Extra inputs are not permitted"):
         load_settings(str(cfg))
+
+
+def test_input_rows_are_counted_per_source_kind_without_markers():
+    from sinks.exposition import text
+    from sinks.prometheus import MetricsSink
+    from streaming.driver import RunCollector
+    collector = RunCollector(MetricsSink([1.0]))
+    # Shapes as Spark reports them (first batch's start is the string "null").
+    collector.count_progress({"sources": [
+        {"startOffset": "null", "endOffset": '{"source": "offsets", "i": 1606, "eof": true}', "numInputRows": 1607},
+        {"startOffset": "null", "endOffset": '{"source": "broker_log", "emitted": 500, "eof": false}',
+         "numInputRows": 500}]})
+    collector.count_progress({"sources": [
+        {"startOffset": '{"source": "offsets", "i": 1606, "eof": true}',
+         "endOffset": '{"source": "offsets", "i": 1606, "eof": true}', "numInputRows": 0}]})
+    page = text(collector.metrics.registry)
+    assert 'rebalance_monitor_input_records_total{source="offsets"} 1606.0' in page
+    assert 'rebalance_monitor_input_records_total{source="broker_log"} 500.0' in page

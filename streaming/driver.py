@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -121,37 +121,33 @@ class RunCollector:
 
 def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
                checkpoint_dir: Optional[str] = None, timeout_s: float = 1800.0) -> None:
-    """Run a finite (replay) query until every input row is processed, then stop it.
+    """Run a finite (replay) query with Trigger.AvailableNow until all input is processed.
 
-    Done means: a batch has run with the watermark moved by the end-of-input markers (that
-    no-data batch flushes everything held) and no trigger is active any more.
+    The sources cap each micro-batch (admission control), so AvailableNow still runs many
+    batches. Done is checked, not assumed: the last batch must have run with the watermark moved
+    by the end-of-input markers, which is the batch that flushes every held event.
     """
+    own_checkpoint = checkpoint_dir is None
     checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="rebalance-monitor-ckpt-")
     query = (outputs.writeStream.foreachBatch(collector.foreach_batch)
-             .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start())
-    seen_batches: set[int] = set()
-    final_watermark_seen = False
-    deadline = time.monotonic() + timeout_s
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     try:
-        query.processAllAvailable()
-        while time.monotonic() < deadline and query.exception() is None:
-            for p in query.recentProgress:
-                if p["batchId"] in seen_batches:
-                    continue
-                seen_batches.add(p["batchId"])
-                collector.count_progress(p)
-                watermark = (p.get("eventTime") or {}).get("watermark", "")
-                final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
-            if final_watermark_seen and not query.status["isTriggerActive"]:
-                break
-            time.sleep(0.05)
-        else:
-            if query.exception() is None:
-                raise TimeoutError(f"replay did not finish within {timeout_s:.0f} s")
+        finished = query.awaitTermination(timeout_s)
+        if query.exception() is not None:
+            raise RuntimeError(f"streaming query failed: {query.exception()}")
+        if not finished:
+            raise TimeoutError(f"replay did not finish within {timeout_s:.0f} s")
     finally:
         query.stop()
-    if query.exception() is not None:
-        raise RuntimeError(f"streaming query failed: {query.exception()}")
+        if own_checkpoint:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    final_watermark_seen = False
+    for progress in query.recentProgress:
+        collector.count_progress(progress)
+        watermark = (progress.get("eventTime") or {}).get("watermark", "")
+        final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
+    if not final_watermark_seen:
+        raise RuntimeError("replay ended before the end-of-input watermark flushed held events")
 
 
 def replay(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],

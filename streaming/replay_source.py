@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from streaming.offsets_decoder import parse_dump_line
 from streaming.schema import END_OF_INPUT_TS_MS, RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
@@ -35,6 +36,13 @@ DEFAULT_MAX_ROWS = 200_000
 @dataclass
 class RowsPartition(InputPartition):
     rows: list
+
+
+def _rows_allowed(limit: ReadLimit) -> int:
+    """Rows a batch may take under Spark's admission control (AvailableNow asks for all)."""
+    if isinstance(limit, ReadMaxRows):
+        return max(1, int(limit.max_rows))
+    return 1 << 62
 
 
 # ---------------------------------------------------------------------------- broker logs
@@ -96,20 +104,23 @@ class LogMergeCursor:
                       "emitted": start["emitted"] + len(rows), "eof": eof}
 
 
-class LogReplayStreamReader(DataSourceStreamReader):
+class LogReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict):
         self.cursor = LogMergeCursor(json.loads(options["files"]))
         self.max_rows = int(options.get("maxRowsPerBatch", DEFAULT_MAX_ROWS))
-        self._latest: Optional[dict] = None
 
     def initialOffset(self) -> dict:
         return self.cursor.initial()
 
-    def latestOffset(self) -> dict:
-        start = self._latest or self.cursor.initial()
-        _, end = self.cursor.advance(start, self.max_rows)
-        self._latest = end
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_rows)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        _, end = self.cursor.advance(start, _rows_allowed(limit))
         return end
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass   # files do not grow during a replay: "available now" is up to end of input
 
     def partitions(self, start: dict, end: dict) -> list:
         rows, reached = self.cursor.advance(start, end["emitted"] - start["emitted"])
@@ -194,24 +205,29 @@ def dump_line_to_row(source_id: str, line_no: int, raw: bytes, fallback_ts: int)
                 f"{type(exc).__name__}: {exc}"[:500] + " | " + text, False)
 
 
-class OffsetsReplayStreamReader(DataSourceStreamReader):
+class OffsetsReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict):
         self.files = json.loads(options["files"])
         self.max_rows = int(options.get("maxRowsPerBatch", DEFAULT_MAX_ROWS))
         self.index = index_offsets_dump(self.files)
-        self._latest: Optional[dict] = None
 
     def initialOffset(self) -> dict:
         return {"source": "offsets", "i": 0, "eof": False}
 
-    def latestOffset(self) -> dict:
-        start = self._latest or self.initialOffset()
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_rows)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if start["eof"]:
             return start
-        i = min(len(self.index), start["i"] + self.max_rows)
-        eof = i == len(self.index) and (i - start["i"]) < self.max_rows
-        self._latest = {"source": "offsets", "i": i, "eof": eof}
-        return self._latest
+        allowed = _rows_allowed(limit)
+        i = min(len(self.index), start["i"] + allowed)
+        # The end-of-input marker takes one row of the budget, after the last record.
+        eof = i == len(self.index) and (i - start["i"]) < allowed
+        return {"source": "offsets", "i": i, "eof": eof}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass   # a dump does not grow during a replay
 
     def partitions(self, start: dict, end: dict) -> list:
         rows = []

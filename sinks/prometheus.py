@@ -4,15 +4,18 @@ Exposition (HTTP server, text file) is in sinks/exposition.py. Every metric here
 in docs/metrics.md; labels stay low-cardinality (cluster, group, phase, trigger, outcome, cause,
 root_cause, state, source, reason) and never carry member ids or hosts.
 
-Counters and histograms are fed once per output record; gauges are computed at scrape time from
-the latest snapshot of each group (snapshot-on-scrape), so a dead group's gauges disappear.
+Counters and histograms are fed once per output record; group gauges are computed at scrape time
+from the latest snapshot of each group (snapshot-on-scrape). Every series of a group that has
+been Dead for `dead_group_retention_seconds` (processing time) is removed; groups beyond
+`max_groups` are folded into group="__other__".
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable
+import time
+from typing import Any, Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -31,14 +34,18 @@ class GroupStateCollector(Collector):
     def update(self, snapshot: dict[str, Any]) -> None:
         key = (snapshot["cluster"], snapshot["group"])
         with self._lock:
-            if snapshot.get("state") == DEAD:
-                self._snapshots.pop(key, None)   # deleted/expired groups leave no series behind
-            else:
-                self._snapshots[key] = snapshot
+            self._snapshots[key] = snapshot
+
+    def forget(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._snapshots.pop(key, None)
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._snapshots.values())
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        with self._lock:
-            snapshots = list(self._snapshots.values())
+        snapshots = self.snapshots()
         state = GaugeMetricFamily(f"{PREFIX}_group_state",
                                   "1 for the group's current state, 0 for the others.",
                                   labels=["cluster", "group", "protocol", "state"])
@@ -52,8 +59,18 @@ class GroupStateCollector(Collector):
                                   labels=["cluster", "group", "protocol"])
         groups = GaugeMetricFamily(f"{PREFIX}_groups", "Groups tracked, by state.",
                                    labels=["cluster", "state"])
+        member_total = GaugeMetricFamily(f"{PREFIX}_state_members",
+                                         "Members held in the monitor's state, over all groups.",
+                                         labels=["cluster"])
         per_state: dict[tuple[str, str], int] = {}
+        per_cluster_members: dict[str, int] = {}
         for snap in sorted(snapshots, key=lambda s: (s["cluster"], s["group"])):
+            per_cluster_members[snap["cluster"]] = per_cluster_members.get(snap["cluster"], 0) \
+                + int(snap.get("member_count") or 0)
+            if snap.get("_over_cap"):
+                k = (snap["cluster"], snap["state"])
+                per_state[k] = per_state.get(k, 0) + 1
+                continue
             labels = [snap["cluster"], snap["group"], snap["protocol"]]
             for name in ALL_STATES:
                 state.add_metric(labels + [name], 1.0 if snap["state"] == name else 0.0)
@@ -66,12 +83,26 @@ class GroupStateCollector(Collector):
             per_state[k] = per_state.get(k, 0) + 1
         for (cluster, name), count in sorted(per_state.items()):
             groups.add_metric([cluster, name], float(count))
-        return [state, generation, members, since, groups]
+        for cluster, count in sorted(per_cluster_members.items()):
+            member_total.add_metric([cluster], float(count))
+        return [state, generation, members, since, groups, member_total]
+
+
+OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
 
 
 class MetricsSink:
-    def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None):
+    def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None,
+                 max_groups: int = 10_000, dead_group_retention_seconds: float = 600.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.registry = registry or CollectorRegistry()
+        self.max_groups = max_groups
+        self.dead_group_retention_seconds = dead_group_retention_seconds
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._exported: set[tuple[str, str]] = set()          # groups with their own series
+        self._series: dict[tuple[str, str], set[tuple[Any, tuple]]] = {}
+        self._dead_since: dict[tuple[str, str], float] = {}
         r = self.registry
         self.rebalance_duration = Histogram(
             f"{PREFIX}_rebalance_duration_seconds",
@@ -96,27 +127,107 @@ class MetricsSink:
             "Observed transitions Kafka's state table forbids (missed or misordered input).",
             ["cluster"], registry=r)
         self.batches = Counter(f"{PREFIX}_batches_total", "Micro-batches applied.", registry=r)
+        # --- health of the monitor itself (fed from Spark's progress reports) ---
+        self.input_rate = Gauge(f"{PREFIX}_input_rows_per_second",
+                                "Input rows per second of the last micro-batch, per source.",
+                                ["source"], registry=r)
+        self.batch_duration = Gauge(f"{PREFIX}_batch_duration_seconds",
+                                    "Wall time of the last micro-batch.", registry=r)
+        self.watermark_delay = Gauge(f"{PREFIX}_watermark_delay_seconds",
+                                     "Wall clock minus the query's event-time watermark.", registry=r)
+        self.newest_event_age = Gauge(f"{PREFIX}_source_newest_event_age_seconds",
+                                      "Wall clock minus the newest event time seen per source.",
+                                      ["source"], registry=r)
+        self.source_up = Gauge(f"{PREFIX}_source_up",
+                               "1 when the last attempt to read the source worked, 0 when it failed.",
+                               ["source"], registry=r)
+        self.source_errors = Counter(f"{PREFIX}_source_errors_total",
+                                     "Failed attempts to reach a source (broker down, topic gone).",
+                                     ["source"], registry=r)
+        self.offset_gaps = Gauge(f"{PREFIX}_source_offset_gap_records",
+                                 "Records removed by retention or compaction before the monitor read "
+                                 "them (since the query started from its checkpoint).",
+                                 ["source"], registry=r)
+        self.late_rows = Counter(f"{PREFIX}_late_rows_total",
+                                 "Events Spark dropped because they arrived after the watermark had "
+                                 "passed them (raise lateness_seconds if this grows).", registry=r)
+        self.state_rows = Gauge(f"{PREFIX}_state_rows", "Rows in Spark's state store (one per group).",
+                                registry=r)
+        self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
+                                      "Times the streaming query failed and was restarted.", registry=r)
+        self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",
+                                     "Groups whose series are folded into group=\"__other__\" (max_groups).",
+                                     registry=r)
         self.groups = GroupStateCollector()
         r.register(self.groups)
 
+    # ------------------------------------------------------------------ group series
+    def _group_label(self, cluster: str, group: str) -> str:
+        key = (cluster, group)
+        with self._lock:
+            if key in self._exported:
+                return group
+            if len(self._exported) < self.max_groups:
+                self._exported.add(key)
+                return group
+        return OTHER_GROUPS
+
+    def _child(self, metric, key: tuple[str, str], labels: tuple):
+        with self._lock:
+            if labels[1] != OTHER_GROUPS:
+                self._series.setdefault(key, set()).add((metric, labels))
+        return metric.labels(*labels)
+
     def observe(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "rebalance":
-            labels = (record["cluster"], record["group"], record["protocol"])
+            key = (record["cluster"], record["group"])
+            labels = (record["cluster"], self._group_label(*key), record["protocol"])
             for phase in ("join", "sync", "total"):
                 value = record.get(f"{phase}_seconds")
                 if value is not None:
-                    self.rebalance_duration.labels(*labels, phase).observe(max(0.0, value))
-            self.rebalances.labels(*labels, record["trigger"], record["outcome"]).inc()
+                    self._child(self.rebalance_duration, key, labels + (phase,)).observe(max(0.0, value))
+            self._child(self.rebalances, key, labels + (record["trigger"], record["outcome"])).inc()
         elif kind == "removal":
-            self.removals.labels(record["cluster"], record["group"], record["cause"],
-                                 record["root_cause"]).inc()
+            key = (record["cluster"], record["group"])
+            labels = (record["cluster"], self._group_label(*key), record["cause"], record["root_cause"])
+            self._child(self.removals, key, labels).inc()
         elif kind == "snapshot":
-            self.groups.update(record)
+            self._snapshot(record)
         elif kind == "anomaly":
             self.invalid_transitions.labels(record["cluster"]).inc()
         elif kind == "quarantine":
             self.quarantined.labels(record.get("cluster") or "default", record["source"],
                                     record["reason"]).inc()
+
+    def _snapshot(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["group"])
+        if self._group_label(*key) == OTHER_GROUPS:
+            record = dict(record, _over_cap=True)
+        with self._lock:
+            if record.get("state") == DEAD:
+                self._dead_since.setdefault(key, self._clock())
+            else:
+                self._dead_since.pop(key, None)
+        self.groups.update(record)
+        self.sweep()
+
+    def sweep(self) -> None:
+        """Drop every series of groups that have been Dead longer than the retention."""
+        now = self._clock()
+        with self._lock:
+            expired = [k for k, since in self._dead_since.items()
+                       if now - since >= self.dead_group_retention_seconds]
+            for key in expired:
+                del self._dead_since[key]
+                for metric, labels in self._series.pop(key, set()):
+                    try:
+                        metric.remove(*labels)
+                    except KeyError:
+                        pass
+                self._exported.discard(key)
+                self.groups.forget(key)
+            over = sum(1 for s in self.groups.snapshots() if s.get("_over_cap"))
+        self.groups_over_cap.set(over)
 
     def count_input(self, source: str, rows: int) -> None:
         if rows:

@@ -160,6 +160,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------ run
+def cmd_run(args: argparse.Namespace) -> int:
+    import logging
+    import signal
+    import threading
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = {}
+    if args.bootstrap_servers or args.log_topic or args.offsets_topic:
+        kafka = {"bootstrap_servers": args.bootstrap_servers}
+        if args.log_topic:
+            kafka["log_topics"] = args.log_topic
+        if args.offsets_topic:
+            kafka["offsets_topic"] = args.offsets_topic
+        if args.kafka_source:
+            kafka["source"] = args.kafka_source
+        overrides["kafka"] = kafka
+    settings = _settings(args, checkpoint_location=args.checkpoint, events_dir=args.events_dir,
+                         trigger_interval_seconds=args.trigger_interval_seconds, **overrides)
+    from streaming.live import run
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return run(settings, stop)
+
+
 # ------------------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rebalance-monitor",
@@ -194,6 +219,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", metavar="FILE", help="TOML settings file")
     demo.add_argument("--max-rows-per-batch", type=int, help=f"rows per micro-batch (default {DEMO_ROWS_PER_BATCH})")
     demo.set_defaults(func=cmd_demo)
+    run = sub.add_parser("run", help="the live service: read Kafka topics, serve /metrics")
+    run.add_argument("--config", metavar="FILE", help="TOML settings file (kafka.*, checkpoint_location, ...)")
+    run.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="kafka.bootstrap_servers")
+    run.add_argument("--log-topic", action="append", metavar="TOPIC", help="kafka.log_topics (repeatable)")
+    run.add_argument("--offsets-topic", metavar="TOPIC", help="kafka.offsets_topic (default __consumer_offsets)")
+    run.add_argument("--kafka-source", choices=["auto", "python", "spark"], help="kafka.source")
+    run.add_argument("--checkpoint", metavar="DIR", help="checkpoint_location")
+    run.add_argument("--events-dir", metavar="DIR", help="durable event sink directory")
+    run.add_argument("--trigger-interval-seconds", type=float)
+    run.add_argument("--broker-timezone", metavar="TZ")
+    run.add_argument("--cluster")
+    run.add_argument("--lateness-seconds", type=float)
+    run.add_argument("--port", type=int, help="metrics port")
+    run.add_argument("--host", help="metrics bind address")
+    run.set_defaults(func=cmd_run)
     return parser
 
 

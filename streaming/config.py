@@ -5,9 +5,10 @@ Every value is validated at start; an error names the field that is wrong.
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,8 +51,50 @@ class OffsetsInput(BaseModel):
     _exists = field_validator("path")(LogInput._exists.__func__)
 
 
+class KafkaSettings(BaseModel):
+    """Where the live query reads from (`rebalance-monitor run`)."""
+    model_config = {"extra": "forbid"}
+
+    bootstrap_servers: str = Field(min_length=1, description="host:port[,host:port...]")
+    # kafka-python settings passed through as they are: security_protocol, sasl_mechanism,
+    # sasl_plain_username, ssl_cafile, ssl_certfile, ... (see kafka-python's KafkaConsumer).
+    client: dict[str, Any] = Field(default_factory=dict)
+    # Settings whose value is read from a file at start (mounted secrets; never inline them),
+    # e.g. {"sasl_plain_password" = "/etc/rebalance-monitor/kafka/password"}.
+    client_secret_files: dict[str, str] = Field(default_factory=dict)
+    # Extra options for Spark's built-in kafka source, as Spark names them
+    # ("kafka.security.protocol", "kafka.sasl.jaas.config", ...).
+    spark_options: dict[str, str] = Field(default_factory=dict)
+    log_topics: list[str] = Field(default_factory=list, description="topics carrying broker log lines")
+    offsets_topic: Optional[str] = "__consumer_offsets"
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    source: Literal["auto", "python", "spark"] = "auto"
+    # No cap by default: a batch reads every partition to its end, so partitions never drift
+    # apart in event time (a capped catch-up can make one partition's rows late; they are counted
+    # in rebalance_monitor_late_rows_total).
+    max_rows_per_batch: Optional[int] = Field(default=None, ge=1)
+    # When every partition of a topic is read to its end, add a marker at wall-clock time so a
+    # quiet topic does not hold events back (docs/design.md). Off only for replays of old data.
+    idle_flush: bool = True
+
+    @field_validator("client_secret_files")
+    @classmethod
+    def _secret_files_exist(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, path in value.items():
+            if not Path(path).is_file():
+                raise ValueError(f"{key}: no such file: {path}")
+        return value
+
+    def client_config(self) -> dict[str, Any]:
+        config = dict(self.client)
+        for key, path in self.client_secret_files.items():
+            config[key] = Path(path).read_text().strip()
+        return config
+
+
 class MonitorSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", env_nested_delimiter="__",
+                                      extra="forbid")
 
     cluster: str = Field(default="default", min_length=1)
     broker_timezone: str = "UTC"
@@ -62,8 +105,27 @@ class MonitorSettings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9108, ge=0, le=65535)
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
+    # --- live mode (`run`) ---
+    kafka: Optional[KafkaSettings] = None
+    checkpoint_location: Optional[str] = None
+    events_dir: Optional[str] = Field(default=None, description="durable event sink (JSON lines per batch)")
+    trigger_interval_seconds: float = Field(default=10.0, gt=0)
+    group_allow: list[str] = Field(default_factory=list, description="regexes; empty = all groups")
+    group_deny: list[str] = Field(default_factory=list, description="regexes")
+    max_groups: int = Field(default=10_000, ge=1, description="cap on groups exported as series")
+    dead_group_retention_seconds: float = Field(default=600.0, ge=0)
 
     _zone = field_validator("broker_timezone")(_check_zone)
+
+    @field_validator("group_allow", "group_deny")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
+        return value
 
     @field_validator("duration_buckets")
     @classmethod
@@ -83,6 +145,20 @@ def _format(err: ValidationError, origin: str) -> str:
         where = ".".join(str(p) for p in e["loc"]) or "(root)"
         lines.append(f"{origin}: {where}: {e['msg']}")
     return "\n".join(lines)
+
+
+def require_live(settings: MonitorSettings) -> KafkaSettings:
+    """The settings `run` needs, or a ConfigError naming what is missing."""
+    problems = []
+    if settings.kafka is None:
+        problems.append("kafka: required for `run` (kafka.bootstrap_servers, kafka.log_topics / kafka.offsets_topic)")
+    elif not settings.kafka.log_topics and not settings.kafka.offsets_topic:
+        problems.append("kafka: give kafka.log_topics and/or kafka.offsets_topic")
+    if not settings.checkpoint_location:
+        problems.append("checkpoint_location: required for `run` (restarts resume from it)")
+    if problems:
+        raise ConfigError("\n".join(f"configuration: {p}" for p in problems))
+    return settings.kafka
 
 
 def load_settings(config_file: Optional[str] = None, **overrides: Any) -> MonitorSettings:

@@ -10,12 +10,15 @@ import json
 import os
 import shutil
 import tempfile
+import time
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
 from sinks import event_files
+from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import write_textfile
 from sinks.prometheus import MetricsSink
 from streaming.config import LogInput, MonitorSettings, OffsetsInput
@@ -25,56 +28,132 @@ from streaming.query import replay_query
 END_OF_INPUT_WATERMARK_YEAR = "2099"
 
 
+def _offset(value) -> dict:
+    """A source offset from a progress report: a dict, a JSON string, or "null" (first batch)."""
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value or "null")
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _iso_ms(text: str) -> float:
+    """Spark's progress timestamps (`2026-11-21T19:33:21.663Z`) -> epoch ms."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
+
+
 @dataclass
 class RunCollector:
-    """Everything the query produced, plus the metrics sink fed from it."""
+    """What the query produced, fanned out to the metrics sink and (optionally) durable files.
+
+    `keep_records` keeps every record in memory (replay, demo); the live service keeps only the
+    latest snapshot per group and writes records to the event sink.
+    """
     metrics: MetricsSink
+    keep_records: bool = True
+    event_sink: Optional[EventSink] = None
+    state_file: Optional[GroupStateFile] = None
     rebalances: list[dict] = field(default_factory=list)
     removals: list[dict] = field(default_factory=list)
     anomalies: list[dict] = field(default_factory=list)
     quarantine: list[dict] = field(default_factory=list)
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
     last_batch_id: int = -1
+    # Batches whose records are already in the counters (restored from the event sink): a batch
+    # Spark re-runs after a crash updates snapshots but is not counted again.
+    counted_through: int = -1
     on_batch: Optional[Callable[["RunCollector", int], None]] = None
 
     def handle(self, kind: str, record: dict[str, Any]) -> None:
-        if kind == "rebalance":
-            self.rebalances.append(record)
-        elif kind == "removal":
-            self.removals.append(record)
-        elif kind == "anomaly":
-            self.anomalies.append(record)
-        elif kind == "quarantine":
-            self.quarantine.append(record)
-        elif kind == "snapshot":
+        if kind == "snapshot":
             self.snapshots[(record["cluster"], record["group"])] = record
+        elif self.keep_records:
+            {"rebalance": self.rebalances, "removal": self.removals, "anomaly": self.anomalies,
+             "quarantine": self.quarantine}.get(kind, []).append(record)
         self.metrics.observe(kind, record)
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
         if batch_id <= self.last_batch_id:
-            return
+            return   # Spark re-ran a batch this process already applied
+        by_kind: dict[str, list[dict]] = {}
         for row in df.collect():
-            self.handle(row["kind"], json.loads(row["record_json"]))
+            by_kind.setdefault(row["kind"], []).append(json.loads(row["record_json"]))
+        if self.event_sink is not None:
+            # Files first: a crash after this point re-runs the batch and rewrites the same files.
+            self.event_sink.write_batch(batch_id, by_kind)
+        replayed = batch_id <= self.counted_through
+        for kind in ("rebalance", "removal", "anomaly", "quarantine", "snapshot"):
+            if replayed and kind != "snapshot":
+                continue
+            for record in by_kind.get(kind, []):
+                self.handle(kind, record)
+        if self.state_file is not None:
+            self.state_file.save(batch_id, self.snapshots)
         self.metrics.batches.inc()
         self.last_batch_id = batch_id
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
 
+    def restore(self) -> int:
+        """After a restart: group gauges from the state file, counters and histograms from the
+        event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
+        last = -1
+        if self.state_file is not None:
+            last, snapshots = self.state_file.load()
+            for snap in snapshots:
+                self.snapshots[(snap["cluster"], snap["group"])] = snap
+                self.metrics.observe("snapshot", snap)
+        if self.event_sink is not None:
+            for kind in ("rebalance", "removal", "anomaly", "quarantine"):
+                for record in self.event_sink.records(kind):
+                    self.metrics.observe(kind, record)
+            self.counted_through = max(last, self.event_sink.last_batch_id())
+        return last
+
     def count_progress(self, progress: dict) -> None:
-        """Raw input rows per source kind, from Spark's own progress report."""
+        """Health metrics from one of Spark's progress reports (one per micro-batch)."""
+        m = self.metrics
+        now_ms = time.time() * 1000
+        if hasattr(progress, "json"):   # PySpark's StreamingQueryProgress (nested Rows): use its JSON
+            progress = json.loads(progress.json)
         for source in progress.get("sources") or []:
             rows = int(source.get("numInputRows") or 0)
             kind = "other"
-            try:
-                # Spark reports the first batch's start as the string "null".
-                start = json.loads(source.get("startOffset") or "null") or {}
-                end = json.loads(source.get("endOffset") or "null") or {}
+            start, end = _offset(source.get("startOffset")), _offset(source.get("endOffset"))
+            if isinstance(end, dict):
                 kind = end.get("source") or kind
                 if end.get("eof") and not start.get("eof"):
-                    rows -= 1   # the end-of-input marker is not input
-            except (TypeError, ValueError, AttributeError):
-                pass
-            self.metrics.count_input(kind, max(0, rows))
+                    rows -= 1   # the replay's end-of-input marker is not input
+                if end.get("tick") and end.get("tick") != start.get("tick"):
+                    rows -= 1   # nor is a live source's caught-up marker
+                if "error" in end:   # live sources say whether Kafka answered
+                    m.source_up.labels(kind).set(0 if end["error"] else 1)
+                    if end["error"]:
+                        m.source_errors.labels(kind).inc()
+                if "gap" in end:
+                    m.offset_gaps.labels(kind).set(int(end.get("gap") or 0))
+            m.count_input(kind, max(0, rows))
+            rate = source.get("inputRowsPerSecond")
+            if rate is not None:
+                m.input_rate.labels(kind).set(float(rate))
+        duration = (progress.get("durationMs") or {}).get("triggerExecution")
+        if duration is not None:
+            m.batch_duration.set(duration / 1000.0)
+        watermark = (progress.get("eventTime") or {}).get("watermark")
+        if watermark and not watermark.startswith(END_OF_INPUT_WATERMARK_YEAR):
+            m.watermark_delay.set(max(0.0, (now_ms - _iso_ms(watermark)) / 1000.0))
+        for name, values in (progress.get("observedMetrics") or {}).items():
+            newest = (values or {}).get("newest_event_ms")
+            if name.startswith("source_") and newest is not None:
+                m.newest_event_age.labels(name[len("source_"):]).set(max(0.0, (now_ms - newest) / 1000.0))
+        operators = progress.get("stateOperators") or []
+        if operators:
+            m.state_rows.set(sum(int(op.get("numRowsTotal") or 0) for op in operators))
+            late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
+            if late:
+                m.late_rows.inc(late)
 
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""
@@ -143,6 +222,7 @@ def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
             shutil.rmtree(checkpoint, ignore_errors=True)
     final_watermark_seen = False
     for progress in query.recentProgress:
+        progress = json.loads(progress.json)
         collector.count_progress(progress)
         watermark = (progress.get("eventTime") or {}).get("watermark", "")
         final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)

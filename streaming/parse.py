@@ -47,23 +47,31 @@ def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int]) -> t
             None, None, None, q.reason, json.dumps(record, separators=(",", ":"), default=str))
 
 
-def end_of_input_row(source: str) -> tuple:
-    return ("", None, END_OF_INPUT_TS_MS, source, "end-of-input", 0, E.END_OF_INPUT,
-            None, None, None, None, None)
+def marker_row(source: str, ts_ms: Optional[int]) -> tuple:
+    """A row that only moves its source's watermark: the replay's end of input (far future) or a
+    live source's "caught up at wall-clock time T" tick. It reaches the stateful step under a
+    null group and is ignored there."""
+    ts = END_OF_INPUT_TS_MS if ts_ms is None or pd.isna(ts_ms) else int(ts_ms)
+    return ("", None, ts, source, "marker", 0, E.END_OF_INPUT, None, None, None, None, None)
 
 
 def _frame(rows: list) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=EVENT_COLUMNS)
 
 
-def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec]) -> list[tuple]:
-    """(source_id, seq, line, ts_hint_ms, eof) tuples -> event rows. Pure Python, testable."""
+def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
+                   default_spec: Optional[LogSourceSpec] = None) -> list[tuple]:
+    """(source_id, seq, line, ts_hint_ms, eof) tuples -> event rows. Pure Python, testable.
+
+    `specs` maps a replay file's source_id to its settings; rows of other sources (topic
+    partitions of a live log topic) use `default_spec`."""
     out: list[tuple] = []
+    fallback = default_spec or LogSourceSpec(cluster="default")
     for source_id, seq, line, ts_hint, eof in rows:
         if eof:
-            out.append(end_of_input_row(E.SOURCE_LOG))
+            out.append(marker_row(E.SOURCE_LOG, ts_hint))
             continue
-        spec = specs.get(source_id) or LogSourceSpec(cluster="default")
+        spec = specs.get(source_id) or fallback
         result = parse_line(line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
                             default_broker=spec.broker_id)
         if result is None:
@@ -77,22 +85,23 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec]) -> li
     return out
 
 
-def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec]
-                       ) -> Iterator[pd.DataFrame]:
+def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec],
+                       default_spec: Optional[LogSourceSpec] = None) -> Iterator[pd.DataFrame]:
     for pdf in batches:
         rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["ts_hint_ms"], pdf["eof"])
-        yield _frame(parse_log_rows(rows, specs))
+        yield _frame(parse_log_rows(rows, specs, default_spec))
 
 
-def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str]) -> list[tuple]:
+def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str],
+                        default_cluster: str = "default") -> list[tuple]:
     """(source_id, seq, partition, offset, timestamp_ms, key, value, error, eof) -> event rows."""
     out: list[tuple] = []
     commits: dict[tuple, E.Event] = {}
     for source_id, seq, partition, offset, timestamp_ms, key, value, error, eof in rows:
         if eof:
-            out.append(end_of_input_row(E.SOURCE_OFFSETS))
+            out.append(marker_row(E.SOURCE_OFFSETS, timestamp_ms))
             continue
-        cluster = clusters.get(source_id, "default")
+        cluster = clusters.get(source_id, default_cluster)
         if isinstance(error, str):
             q = Quarantined(source=E.SOURCE_OFFSETS, source_id=source_id, seq=int(seq),
                             reason="malformed_dump_line", detail=error, raw=None,
@@ -127,9 +136,9 @@ def _merge_commit(commits: dict[tuple, E.Event], ev: E.Event) -> None:
         seen.ts_ms, seen.source_id, seen.seq = ev.ts_ms, ev.source_id, ev.seq
 
 
-def offsets_rows_to_events(batches: Iterator[pd.DataFrame], clusters: dict[str, str]
-                           ) -> Iterator[pd.DataFrame]:
+def offsets_rows_to_events(batches: Iterator[pd.DataFrame], clusters: dict[str, str],
+                           default_cluster: str = "default") -> Iterator[pd.DataFrame]:
     for pdf in batches:
         rows = zip(pdf["source_id"], pdf["seq"], pdf["partition"], pdf["offset"],
                    pdf["timestamp_ms"], pdf["key"], pdf["value"], pdf["error"], pdf["eof"])
-        yield _frame(decode_offsets_rows(rows, clusters))
+        yield _frame(decode_offsets_rows(rows, clusters, default_cluster))

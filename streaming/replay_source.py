@@ -95,7 +95,7 @@ class LogMergeCursor:
                 push(i)
             eof = False
             if not heap and len(rows) < max_rows:
-                rows.append(("end-of-input", 0, None, END_OF_INPUT_TS_MS, True))
+                rows.append(("end-of-input", 0, None, END_OF_INPUT_TS_MS, True))   # marker row
                 eof = True
         finally:
             for h in handles:

@@ -6,6 +6,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from streaming.kafka_source import KafkaSource
 from streaming.replay_source import LogReplaySource, OffsetsReplaySource
 
 
@@ -34,4 +35,5 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(LogReplaySource)
     spark.dataSource.register(OffsetsReplaySource)
+    spark.dataSource.register(KafkaSource)
     return spark

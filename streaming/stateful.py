@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Iterator
 
 import pandas as pd
@@ -58,9 +59,23 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
 
 
-def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:
+    """Allow/deny patterns (re.search, like Spark's rlike); empty allow = every group."""
+    if allow and not any(re.search(p, group) for p in allow):
+        return False
+    return not any(re.search(p, group) for p in deny)
+
+
+def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
+                  group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = ()
+                  ) -> Iterator[pd.DataFrame]:
     cluster, group = key
-    if group is None:        # end-of-input markers: they only move the watermark
+    if group is None or (group != QUARANTINE_GROUP and (group_allow or group_deny)
+                         and not group_selected(group, group_allow, group_deny)):
+        # End-of-input markers and groups the configuration leaves out: they only moved the
+        # watermark on their way here. No output, no state.
+        for _ in pdfs:
+            pass
         yield pd.DataFrame.from_records([], columns=OUTPUT_COLUMNS)
         return
     incoming = _rows(pdfs)

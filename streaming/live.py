@@ -1,0 +1,102 @@
+"""`rebalance-monitor run`: the long-running service over Kafka topics.
+
+- checks the topics at start: a missing topic is a clear error (exit 2); an unreachable broker
+  is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
+- serves /metrics from the start, with group gauges restored from the checkpoint's state file
+  and counters rebuilt from the event sink, then runs the query;
+- restarts a failed query from its checkpoint with backoff (rebalance_monitor_query_restarts_total).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Optional
+
+from sinks.event_sink import EventSink, GroupStateFile
+from sinks.exposition import serve
+from sinks.prometheus import MetricsSink
+from streaming.config import ConfigError, MonitorSettings, require_live
+from streaming.driver import RunCollector
+from streaming.kafka_source import check_topics
+
+LOG = logging.getLogger("rebalance_monitor.run")
+MAX_RESTART_BACKOFF_S = 60.0
+
+
+def _wait_for_kafka(settings: MonitorSettings, metrics: MetricsSink, stop: threading.Event) -> None:
+    kafka = settings.kafka
+    topics = list(kafka.log_topics) + ([kafka.offsets_topic] if kafka.offsets_topic else [])
+    backoff = 1.0
+    while not stop.is_set():
+        try:
+            problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config())
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if problem is None:
+            for kind in (["broker_log"] if kafka.log_topics else []) + (["offsets"] if kafka.offsets_topic else []):
+                metrics.source_up.labels(kind).set(1)
+            return
+        if problem.startswith("topic(s) not found"):
+            raise ConfigError(f"kafka: {problem}")
+        LOG.warning("run: %s; retrying in %.0f s", problem, backoff)
+        for kind in ("broker_log", "offsets"):
+            metrics.source_up.labels(kind).set(0)
+        metrics.source_errors.labels("kafka").inc()
+        stop.wait(backoff)
+        backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
+
+
+def build_collector(settings: MonitorSettings, metrics: MetricsSink) -> RunCollector:
+    state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
+    sink = EventSink(settings.events_dir) if settings.events_dir else None
+    collector = RunCollector(metrics, keep_records=False, event_sink=sink, state_file=state_file)
+    collector.restore()
+    return collector
+
+
+def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
+        metrics: Optional[MetricsSink] = None) -> int:
+    require_live(settings)
+    stop = stop or threading.Event()
+    metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
+                                     dead_group_retention_seconds=settings.dead_group_retention_seconds)
+    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+    LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
+    collector = build_collector(settings, metrics)
+    try:
+        _wait_for_kafka(settings, metrics, stop)
+        from streaming.query import choose_kafka_source, live_query
+        from streaming.spark import get_spark
+        spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+        source = choose_kafka_source(spark, settings.kafka)
+        LOG.warning("run: reading Kafka with the %s source (%s)", source,
+                    "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")
+        backoff = 1.0
+        while not stop.is_set():
+            query = (live_query(spark, settings, source).writeStream
+                     .foreachBatch(collector.foreach_batch)
+                     .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
+                     .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
+                     .queryName("rebalance-monitor").start())
+            seen: set[int] = set()
+            while query.isActive and not stop.is_set():
+                stop.wait(1.0)
+                for progress in query.recentProgress:
+                    if progress.batchId not in seen:
+                        seen.add(progress.batchId)
+                        collector.count_progress(progress)
+                metrics.sweep()
+            if stop.is_set():
+                query.stop()
+                break
+            failure = query.exception()
+            LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",
+                      failure, backoff)
+            metrics.query_restarts.inc()
+            stop.wait(backoff)
+            backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
+        return 0
+    finally:
+        server.shutdown()

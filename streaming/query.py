@@ -135,7 +135,12 @@ def _spark_kafka_raw(spark: SparkSession, kafka: KafkaSettings, topics: list[str
         reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in kafka.spark_options.items():
         reader = reader.option(key, value)
-    raw = reader.load()
+    return connector_rows_to_raw(reader.load(), kind)
+
+
+def connector_rows_to_raw(raw: DataFrame, kind: str) -> DataFrame:
+    """Spark kafka connector rows (key, value, topic, partition, offset, timestamp) -> the raw
+    schemas the Python sources produce, so both paths feed the same query."""
     source_id = F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"))
     if kind == KIND_OFFSETS:
         return raw.select(source_id.alias("source_id"), F.col("offset").alias("seq"), F.col("partition"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from streaming.kafka_source import KafkaSource
@@ -12,24 +13,29 @@ from streaming.replay_source import LogReplaySource, OffsetsReplaySource
 
 def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor"
               ) -> SparkSession:
-    # Python workers must run the interpreter that has our packages (the venv's).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # Loopback only: the driver and its Python workers talk to each other, nothing else.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    """The session: local mode with loopback-only networking by default; under spark-submit the
+    master (k8s://, yarn, spark://) and networking come from spark-submit and are left alone."""
+    submitted = SparkConf().contains("spark.master")
+    builder = SparkSession.builder.appName(app_name)
+    if not submitted:
+        # Python workers must run the interpreter that has our packages (the venv's).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # Loopback only: the driver and its Python workers talk to each other, nothing else.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (builder.master(master)
+                   .config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.ui.enabled", "false"))
     spark = (
-        SparkSession.builder.master(master).appName(app_name)
+        builder
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         # Per-source watermarks are combined with min: a lagging source holds the others back
         # instead of having its rows dropped as late (docs/design.md).
         .config("spark.sql.streaming.multipleWatermarkPolicy", "min")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -49,6 +49,17 @@ def group_state_machine(events: DataFrame) -> DataFrame:
                                     GroupStateTimeout.EventTimeTimeout))
 
 
+def log_source_events(spark: SparkSession, logs: list[LogInput], max_rows_per_batch: int) -> DataFrame:
+    """Replay of broker log files: the log source, the JVM filter and the parse step (no watermark)."""
+    files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone}
+             for i in logs]
+    specs = {f["source_id"]: LogSourceSpec(i.cluster, i.broker_timezone, i.broker_id)
+             for f, i in zip(files, logs)}
+    raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
+           .option("maxRowsPerBatch", str(max_rows_per_batch)).load())
+    return log_events(raw, specs)
+
+
 def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
                  offsets: list[OffsetsInput], max_rows_per_batch: Optional[int] = None,
                  offsets_rows_per_batch: Optional[int] = None) -> DataFrame:
@@ -63,13 +74,8 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
     offsets_rows = str(offsets_rows_per_batch or max_rows)
     parts = []
     if logs:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone}
-                 for i in logs]
-        specs = {f["source_id"]: LogSourceSpec(i.cluster, i.broker_timezone, i.broker_id)
-                 for f, i in zip(files, logs)}
-        raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
-               .option("maxRowsPerBatch", max_rows).load())
-        parts.append(with_watermark(log_events(raw, specs), settings.lateness_seconds))
+        parts.append(with_watermark(log_source_events(spark, logs, int(max_rows)),
+                                    settings.lateness_seconds))
     if offsets:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}

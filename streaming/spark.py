@@ -21,6 +21,7 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from streaming.config import ConfigError, LogInput, OffsetsInput, load_settings, make_inputs
+from streaming.envelope import ENVELOPES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CAPTURES = REPO_ROOT / "tests" / "fixtures"
@@ -25,6 +26,8 @@ DEMO_ROWS_PER_BATCH = 2000   # several micro-batches, so /metrics fills in while
 def _settings(args: argparse.Namespace, **extra):
     return load_settings(getattr(args, "config", None),
                          broker_timezone=getattr(args, "broker_timezone", None),
+                         log_envelope=getattr(args, "log_envelope", None),
+                         broker_id_field=getattr(args, "broker_id_field", None),
                          cluster=getattr(args, "cluster", None),
                          lateness_seconds=getattr(args, "lateness_seconds", None),
                          metrics_port=getattr(args, "port", None),
@@ -36,7 +39,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     settings = _settings(args)
     logs = make_inputs(LogInput, [{"path": p, "cluster": settings.cluster,
                                    "broker_timezone": settings.broker_timezone,
-                                   "broker_id": args.broker_id} for p in args.broker_log], "--broker-log")
+                                   "broker_id": args.broker_id, "envelope": settings.log_envelope,
+                                   "broker_id_field": settings.broker_id_field}
+                                  for p in args.broker_log], "--broker-log")
     offsets = make_inputs(OffsetsInput, [{"path": p, "cluster": settings.cluster}
                                          for p in args.offsets], "--offsets")
     if not logs and not offsets:
@@ -174,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", required=True, metavar="DIR", help="output directory")
     replay.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
     replay.add_argument("--broker-id", type=int, help="broker id when log lines do not name it")
+    replay.add_argument("--log-envelope", choices=ENVELOPES,
+                        help="plain log4j lines, JSON documents of a log shipper (Filebeat, Fluent Bit, "
+                             "Vector), or auto: JSON when a line starts with '{' (default auto)")
+    replay.add_argument("--broker-id-field", metavar="PATH",
+                        help="JSON envelope field with the broker id, e.g. fields.broker_id or "
+                             "kubernetes.pod_name (trailing digits are used)")
     replay.add_argument("--cluster", help="cluster label for metrics and records (default: default)")
     replay.add_argument("--config", metavar="FILE", help="TOML settings file")
     replay.add_argument("--lateness-seconds", type=float, help="watermark delay per source")

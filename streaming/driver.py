@@ -70,7 +70,11 @@ class RunCollector:
                 start = json.loads(source.get("startOffset") or "null") or {}
                 end = json.loads(source.get("endOffset") or "null") or {}
                 kind = end.get("source") or kind
-                if end.get("eof") and not start.get("eof"):
+                if "lines" in end:
+                    # The log reader emits only lines with a coordinator marker; its offsets
+                    # count every line it read.
+                    rows = int(end["lines"]) - int(start.get("lines") or 0)
+                elif end.get("eof") and not start.get("eof"):
                     rows -= 1   # the end-of-input marker is not input
             except (TypeError, ValueError, AttributeError):
                 pass

@@ -9,16 +9,20 @@ the latest snapshot of each group (snapshot-on-scrape), so a dead group's gauges
 """
 from __future__ import annotations
 
+import statistics
 import threading
+from collections import deque
 from typing import Any, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from state.model import ALL_STATES, DEAD
 
 PREFIX = "rebalance_monitor"
+# The clock-skew gauge is the median of this many latest observations per (cluster, source).
+CLOCK_SKEW_WINDOW = 15
 
 
 class GroupStateCollector(Collector):
@@ -96,6 +100,12 @@ class MetricsSink:
             "Observed transitions Kafka's state table forbids (missed or misordered input).",
             ["cluster"], registry=r)
         self.batches = Counter(f"{PREFIX}_batches_total", "Micro-batches applied.", registry=r)
+        self.clock_skew = Gauge(
+            f"{PREFIX}_log_clock_skew_seconds",
+            "Log line time minus offsets record time for the same coordinator action, median of the "
+            f"last {CLOCK_SKEW_WINDOW} pairs per log source; near 0 when broker_timezone is right.",
+            ["cluster", "source"], registry=r)
+        self._skews: dict[tuple[str, str], deque] = {}
         self.groups = GroupStateCollector()
         r.register(self.groups)
 
@@ -114,6 +124,11 @@ class MetricsSink:
             self.groups.update(record)
         elif kind == "anomaly":
             self.invalid_transitions.labels(record["cluster"]).inc()
+        elif kind == "clock_skew":
+            key = (record.get("cluster") or "default", record["source"])
+            window = self._skews.setdefault(key, deque(maxlen=CLOCK_SKEW_WINDOW))
+            window.append(record["skew_ms"] / 1000.0)
+            self.clock_skew.labels(*key).set(statistics.median(window))
         elif kind == "quarantine":
             self.quarantined.labels(record.get("cluster") or "default", record["source"],
                                     record["reason"]).inc()

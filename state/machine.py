@@ -22,6 +22,7 @@ from state.model import (
 OUT_REBALANCE = "rebalance"
 OUT_REMOVAL = "removal"
 OUT_ANOMALY = "anomaly"
+OUT_CLOCK_SKEW = "clock_skew"
 
 OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
 CAUSES = ("heartbeat_expiry", "leave_group", "poll_timeout", "rebalance_timeout", "sync_timeout",
@@ -41,6 +42,8 @@ INFERRED_LEAVE = ("inferred: member of generation {prev}, absent from generation
                   "left with LeaveGroup (logged at DEBUG before Kafka 2.2)")
 INFERRED_TIMEOUT = ("inferred: member of generation {prev}, absent from generation {gen}, no removal line; "
                     "the JOIN phase lasted its rebalance timeout (dropped silently before Kafka 2.7)")
+# Clock-skew pairs waiting for their partner are kept for this many generations per kind.
+SKEW_PROBE_KEEP = 8
 # KIP-848 member state STABLE (record type 8).
 MEMBER_STATE_STABLE = 0
 
@@ -74,6 +77,7 @@ class GroupStateMachine:
         handler = _HANDLERS.get(ev.kind)
         if handler is not None:
             handler(self, ev)
+        self._probe_clock(ev)
         m.last_event_ms = ev.ts_ms if m.last_event_ms is None else max(m.last_event_ms, ev.ts_ms)
 
     def apply_all(self, events: Iterable[E.Event]) -> list[tuple[str, dict[str, Any]]]:
@@ -91,6 +95,46 @@ class GroupStateMachine:
         if o is not None and o.completed_at_ms is not None:
             return o.completed_at_ms + METADATA_GRACE_MS
         return None
+
+    # ------------------------------------------------------------------ clock skew
+    def _probe_clock(self, ev: E.Event) -> None:
+        """Pair a log line with the offsets record the coordinator wrote at the same moment.
+
+        The coordinator logs "Assignment received ... generation N" and appends the GroupMetadata
+        record of generation N within milliseconds ("is now empty" and the empty record, "Bumped
+        group epoch to N" and the ConsumerGroupMetadata record likewise). Log times come from a
+        zone-less header read in the configured zone; record times are UTC. Their difference is
+        the log source's clock or zone error: a whole hour means a wrong broker_timezone.
+        """
+        if ev.generation is None:
+            return
+        d = ev.data
+        if ev.kind in (E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY):
+            side, key = "log", f"classic{'0' if ev.kind == E.GROUP_EMPTY else '1'}:{ev.generation}"
+        elif ev.kind == E.GROUP_EPOCH_BUMPED:
+            side, key = "log", f"consumer:{ev.generation}"
+        elif ev.kind == E.GROUP_METADATA:
+            side, key = "rec", f"classic{'1' if d.get('members') else '0'}:{ev.generation}"
+        elif ev.kind == E.CG_EPOCH and not d.get("tombstone"):
+            side, key = "rec", f"consumer:{ev.generation}"
+        else:
+            return
+        probe = self.m.skew_probe
+        mine, other = probe.setdefault(side, {}), probe.setdefault("rec" if side == "log" else "log", {})
+        if key in other:
+            log = other.pop(key) if side == "rec" else [ev.ts_ms, d.get("log_host") or ev.source_id]
+            record_ts = ev.ts_ms if side == "rec" else other.pop(key)
+            self.outputs.append((OUT_CLOCK_SKEW, {
+                "cluster": self.m.cluster, "group": self.m.group, "source": log[1],
+                "pair": key.split(":")[0], "generation": ev.generation, "log_ts_ms": log[0],
+                "record_ts_ms": record_ts, "skew_ms": log[0] - record_ts, "ts_ms": max(log[0], record_ts)}))
+            return
+        if key in mine:
+            return   # the first one counts (a static member replacement rewrites the record later)
+        mine[key] = [ev.ts_ms, d.get("log_host") or ev.source_id] if side == "log" else ev.ts_ms
+        if len(mine) > SKEW_PROBE_KEEP:
+            oldest = min(mine, key=lambda k: mine[k][0] if side == "log" else mine[k])
+            del mine[oldest]
 
     # ------------------------------------------------------------------ transitions
     def _transition(self, target: str, ev: E.Event) -> None:

@@ -94,6 +94,11 @@ class GroupModel:
     recent_joins: list = field(default_factory=list)
     # Generation of the GroupMetadata record (or empty line) `members` was last taken from.
     members_generation: Optional[int] = None
+    # Clock-skew probe: the log line and the offsets record that mark the same moment of the same
+    # generation ("Assignment received" / "is now empty" / "Bumped group epoch" and the
+    # GroupMetadata / ConsumerGroupMetadata record), waiting for their partner:
+    # {"log": {"<kind>:<gen>": [ts_ms, source]}, "rec": {"<kind>:<gen>": ts_ms}}.
+    skew_probe: dict = field(default_factory=dict)
     # Highest generation for which a rebalance record has been emitted: never emit twice.
     last_emitted_generation: Optional[int] = None
     target_assignment_epoch: Optional[int] = None

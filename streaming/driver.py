@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -23,6 +24,9 @@ from streaming.query import replay_query
 
 # END_OF_INPUT_TS_MS is 2100-01-01; the watermark after it is 2099-12-31 minus the lateness.
 END_OF_INPUT_WATERMARK_YEAR = "2099"
+# A log source whose lines are this far from the offsets records of the same actions is reported
+# on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
+CLOCK_SKEW_WARN_MS = 60_000
 
 
 @dataclass
@@ -34,6 +38,8 @@ class RunCollector:
     anomalies: list[dict] = field(default_factory=list)
     quarantine: list[dict] = field(default_factory=list)
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
+    clock_skew: list[dict] = field(default_factory=list)
+    skew_warned: set = field(default_factory=set)
     last_batch_id: int = -1
     on_batch: Optional[Callable[["RunCollector", int], None]] = None
 
@@ -48,6 +54,15 @@ class RunCollector:
             self.quarantine.append(record)
         elif kind == "snapshot":
             self.snapshots[(record["cluster"], record["group"])] = record
+        elif kind == "clock_skew":
+            self.clock_skew.append(record)
+            key = (record["cluster"], record["source"])
+            if abs(record["skew_ms"]) >= CLOCK_SKEW_WARN_MS and key not in self.skew_warned:
+                self.skew_warned.add(key)
+                print(f"rebalance-monitor: warning: log times of {record['source']} (cluster {record['cluster']}) "
+                      f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
+                      f"action (group {record['group']}, generation {record['generation']}); check its "
+                      f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
         self.metrics.observe(kind, record)
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
@@ -118,6 +133,10 @@ class RunCollector:
             event_files.ANOMALIES: event_files.write_jsonl(
                 os.path.join(out_dir, event_files.ANOMALIES),
                 sorted(self.anomalies, key=lambda a: (a["cluster"], a["group"], a["ts_ms"], a["seq"]))),
+            event_files.CLOCK_SKEW: event_files.write_jsonl(
+                os.path.join(out_dir, event_files.CLOCK_SKEW),
+                sorted(self.clock_skew, key=lambda c: (c["cluster"], c["source"], c["log_ts_ms"], c["group"],
+                                                       c["pair"], c["generation"]))),
         }
         write_textfile(self.metrics.registry, os.path.join(out_dir, "metrics.prom"))
         return counts

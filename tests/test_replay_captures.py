@@ -148,3 +148,16 @@ def test_kafka40_every_readme_removal(replay_capture):
         unmatched.remove(match[0])
     [static] = unmatched   # k4-sc06 quick restart: static member replaced, no rebalance
     assert (static["group"], static["cause"]) == ("k4-sc06-static-membership", "static_member_fenced")
+
+
+def test_kafka27_clock_skew_metric_per_log_source(replay_capture):
+    """The capture's brokers log in UTC (the default zone): every line sits within milliseconds of
+    the offsets record of the same action, and the gauge says so for both log files."""
+    import re
+    collector, out = replay_capture("kafka-2.7")
+    pairs = _read(out, "clock_skew.jsonl")
+    assert len(pairs) == 82 and all(abs(p["skew_ms"]) <= 10 for p in pairs)
+    page = (out / "metrics.prom").read_text()
+    values = dict(re.findall(r'rebalance_monitor_log_clock_skew_seconds\{cluster="default",source="([^"]+)"\} (\S+)', page))
+    assert set(values) == {"default:broker1-server.log", "default:broker2-server.log"}
+    assert all(abs(float(v)) <= 0.01 for v in values.values())

@@ -95,6 +95,11 @@ class MetricsSink:
         self.quarantined = Counter(
             f"{PREFIX}_quarantined_records_total", "Inputs that could not be used, by reason.",
             ["cluster", "source", "reason"], registry=r)
+        self.unknown_lines = Counter(
+            f"{PREFIX}_unknown_coordinator_lines",
+            "INFO/WARN/ERROR group-coordinator lines no catalog entry matches, by logger (a sample of "
+            "them is kept in quarantine).",
+            ["cluster", "logger"], registry=r)
         self.invalid_transitions = Counter(
             f"{PREFIX}_invalid_transitions_total",
             "Observed transitions Kafka's state table forbids (missed or misordered input).",
@@ -130,8 +135,11 @@ class MetricsSink:
             window.append(record["skew_ms"] / 1000.0)
             self.clock_skew.labels(*key).set(statistics.median(window))
         elif kind == "quarantine":
-            self.quarantined.labels(record.get("cluster") or "default", record["source"],
-                                    record["reason"]).inc()
+            count = int(record.get("count") or 1)
+            cluster = record.get("cluster") or "default"
+            self.quarantined.labels(cluster, record["source"], record["reason"]).inc(count)
+            if record["reason"] == "unknown_coordinator_line":
+                self.unknown_lines.labels(cluster, record.get("logger") or "unknown").inc(count)
 
     def count_input(self, source: str, rows: int) -> None:
         if rows:

@@ -67,6 +67,8 @@ class GroupStateMachine:
     def __init__(self, model: GroupModel):
         self.m = model
         self.outputs: list[tuple[str, dict[str, Any]]] = []
+        # Observations about the inputs rather than the group (clock_skew records).
+        self.observations: list[tuple[str, dict[str, Any]]] = []
 
     # ------------------------------------------------------------------ entry points
     def apply(self, ev: E.Event) -> None:
@@ -124,7 +126,7 @@ class GroupStateMachine:
         if key in other:
             log = other.pop(key) if side == "rec" else [ev.ts_ms, d.get("log_host") or ev.source_id]
             record_ts = ev.ts_ms if side == "rec" else other.pop(key)
-            self.outputs.append((OUT_CLOCK_SKEW, {
+            self.observations.append((OUT_CLOCK_SKEW, {
                 "cluster": self.m.cluster, "group": self.m.group, "source": log[1],
                 "pair": key.split(":")[0], "generation": ev.generation, "log_ts_ms": log[0],
                 "record_ts_ms": record_ts, "skew_ms": log[0] - record_ts, "ts_ms": max(log[0], record_ts)}))

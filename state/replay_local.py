@@ -25,7 +25,7 @@ def run_events(events: Iterable[E.Event]) -> dict[str, list]:
         machine = GroupStateMachine(GroupModel(cluster=cluster, group=group))
         machine.apply_all(evs)
         machine.advance_to(FAR_FUTURE_MS)
-        for kind, record in machine.outputs:
+        for kind, record in machine.outputs + machine.observations:
             out[kind].append(record)
         out["snapshot"].append(snapshot(machine.m))
     return out

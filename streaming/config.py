@@ -82,6 +82,9 @@ class MonitorSettings(BaseSettings):
     broker_id_field: Optional[str] = None        # default broker id field of JSON envelopes
     lateness_seconds: float = Field(default=30.0, ge=0, description="watermark delay per source")
     max_rows_per_batch: int = Field(default=200_000, ge=1)
+    parse_partitions: int = Field(default=2, ge=1, description="parse tasks per log micro-batch")
+    unknown_lines_sample_per_logger: int = Field(
+        default=10, ge=0, description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
     metrics_host: str = "127.0.0.1"

@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Optional
 import pandas as pd
 
 from state import events as E
-from streaming.broker_log import parse_line
+from streaming.broker_log import HEADER_RE, parse_line
 from streaming.envelope import ENVELOPE_AUTO, unwrap
 from streaming.offsets_decoder import record_to_events
 from streaming.quarantine import Quarantined
@@ -48,9 +48,10 @@ def event_row(ev: E.Event) -> tuple:
             json.dumps(ev.data, separators=(",", ":"), sort_keys=True, default=str) if ev.data else None)
 
 
-def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int], host: Optional[str] = None) -> tuple:
+def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int], host: Optional[str] = None,
+                   extra: Optional[dict] = None) -> tuple:
     ts = q.ts_ms if q.ts_ms is not None else (ts_hint_ms if ts_hint_ms is not None else 1)
-    record = {"cluster": cluster, **q.to_dict(), "ts_ms": ts}
+    record = {"cluster": cluster, **q.to_dict(), "ts_ms": ts, **(extra or {})}
     if host is not None:
         record["host"] = host
     return (cluster, QUARANTINE_GROUP, int(ts), q.source, q.source_id, int(q.seq), QUARANTINE_KIND,
@@ -71,11 +72,58 @@ def _frame(rows: list) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=EVENT_COLUMNS)
 
 
-def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec]) -> list[tuple]:
+UNKNOWN_LINE = "unknown_coordinator_line"
+DEFAULT_UNKNOWN_SAMPLE = 10
+
+
+class UnknownLineSampler:
+    """Keeps at most `keep` unknown coordinator lines per (cluster, logger) as quarantine rows.
+
+    Every unknown line is counted: the kept ones carry `count` 1, and `summary_rows()` gives one
+    more quarantine row per (cluster, logger) with the number of lines that were not kept
+    (`count`, `sampled_out` true, no raw text). One sampler lives for one parse task, that is
+    one partition of one micro-batch.
+    """
+
+    def __init__(self, keep: int = DEFAULT_UNKNOWN_SAMPLE):
+        self.keep = keep
+        self.kept: dict[tuple[str, str], int] = {}
+        self.dropped: dict[tuple[str, str], list] = {}   # key -> [count, last Quarantined, ts, host]
+
+    def offer(self, q: Quarantined, cluster: str, ts_hint: Optional[int], host: Optional[str]) -> Optional[tuple]:
+        header = HEADER_RE.match(q.raw or "")
+        logger = header.group(4) if header else "unknown"
+        key = (cluster, logger)
+        if self.kept.get(key, 0) < self.keep:
+            self.kept[key] = self.kept.get(key, 0) + 1
+            return quarantine_row(q, cluster, ts_hint, host, extra={"logger": logger, "count": 1})
+        entry = self.dropped.setdefault(key, [0, None, None, None])
+        entry[0] += 1
+        entry[1:] = [q, ts_hint, host]
+        return None
+
+    def summary_rows(self) -> list[tuple]:
+        rows = []
+        for (cluster, logger), (count, q, ts_hint, host) in sorted(self.dropped.items()):
+            summary = Quarantined(
+                source=q.source, source_id=q.source_id, seq=q.seq, reason=UNKNOWN_LINE,
+                detail=f"{count} more INFO/WARN/ERROR lines of {logger} matched no catalog entry in this "
+                       f"batch; not kept (at most {self.keep} per logger and batch); the last one is at "
+                       f"source_id/seq", raw=None, ts_ms=q.ts_ms)
+            rows.append(quarantine_row(summary, cluster, ts_hint, host,
+                                       extra={"logger": logger, "count": count, "sampled_out": True}))
+        self.dropped.clear()
+        return rows
+
+
+def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
+                   sampler: Optional[UnknownLineSampler] = None) -> list[tuple]:
     """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof) tuples -> event rows.
 
     `line` is the unwrapped log4j line (None when the row's envelope could not be read), `raw` the
-    row as read. Pure Python, testable.
+    row as read. Unknown coordinator lines go through `sampler` (quarantine rows for the first few
+    per logger, counts for the rest; the caller adds `sampler.summary_rows()` at the end); without
+    one every unknown line is quarantined. Pure Python, testable.
     """
     out: list[tuple] = []
     for source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof in rows:
@@ -97,7 +145,13 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec]) -> li
         if result is None:
             continue
         if isinstance(result, Quarantined):
-            out.append(quarantine_row(result, spec.cluster, hint, host_hint))
+            if result.reason == UNKNOWN_LINE:
+                sampler = sampler if sampler is not None else UnknownLineSampler(keep=1 << 62)
+                row = sampler.offer(result, spec.cluster, hint, host_hint)
+                if row is not None:
+                    out.append(row)
+            else:
+                out.append(quarantine_row(result, spec.cluster, hint, host_hint))
             continue
         for ev in result:
             ev.cluster = spec.cluster
@@ -121,12 +175,16 @@ def unwrap_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec]) -> Itera
         yield source_id, seq, u.line, raw, u.broker, u.host, ts_hint, False
 
 
-def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec]
-                       ) -> Iterator[pd.DataFrame]:
+def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec],
+                       unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE) -> Iterator[pd.DataFrame]:
+    sampler = UnknownLineSampler(unknown_sample)     # one per task: partition of a micro-batch
     for pdf in batches:
         rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["raw"], pdf["broker_hint"],
                    pdf["host_hint"], pdf["ts_hint_ms"], pdf["eof"])
-        yield _frame(parse_log_rows(rows, specs))
+        yield _frame(parse_log_rows(rows, specs, sampler))
+    summary = sampler.summary_rows()
+    if summary:
+        yield _frame(summary)
 
 
 def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str]) -> list[tuple]:

@@ -16,7 +16,8 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from streaming.broker_log import COORDINATOR_LOGGER_MARKERS
 from streaming.config import LogInput, MonitorSettings, OffsetsInput
 from streaming.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
-from streaming.parse import LogSourceSpec, log_rows_to_events, log_spec, offsets_rows_to_events
+from streaming.parse import (DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events, log_spec,
+                             offsets_rows_to_events)
 from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id
 from streaming.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.stateful import process_group
@@ -63,7 +64,8 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec]) -> list:
     return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint")]
 
 
-def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec]) -> DataFrame:
+def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE
+               ) -> DataFrame:
     """Raw log rows (RAW_LOG_SCHEMA) -> EVENT_SCHEMA rows.
 
     The marker test runs twice in the JVM: on the raw row (a JSON envelope contains the logger name
@@ -75,7 +77,8 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec]) -> DataFrame:
     unwrapped = prefiltered.select(
         "source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof", *unwrap_columns("line", specs))
     kept = unwrapped.where(F.col("eof") | F.col("line").isNull() | coordinator_line_filter("line"))
-    return kept.mapInPandas(partial(log_rows_to_events, specs=specs), EVENT_SCHEMA)
+    return kept.mapInPandas(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample),
+                            EVENT_SCHEMA)
 
 
 def offsets_events(raw: DataFrame, clusters: dict[str, str]) -> DataFrame:
@@ -96,7 +99,7 @@ def group_state_machine(events: DataFrame) -> DataFrame:
 
 
 def log_source_events(spark: SparkSession, logs: list[LogInput], max_rows_per_batch: int,
-                      num_partitions: int = 2) -> DataFrame:
+                      num_partitions: int = 2, unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE) -> DataFrame:
     """Replay of broker log files: the log source, the JVM filter and the parse step (no watermark)."""
     files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
               "envelope": i.envelope} for i in logs]
@@ -104,7 +107,7 @@ def log_source_events(spark: SparkSession, logs: list[LogInput], max_rows_per_ba
     raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
            .option("maxRowsPerBatch", str(max_rows_per_batch))
            .option("numPartitions", str(num_partitions)).load())
-    return log_events(raw, specs)
+    return log_events(raw, specs, unknown_sample)
 
 
 def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
@@ -121,8 +124,10 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
     offsets_rows = str(offsets_rows_per_batch or max_rows)
     parts = []
     if logs:
-        parts.append(with_watermark(log_source_events(spark, logs, int(max_rows)),
-                                    settings.lateness_seconds))
+        parts.append(with_watermark(
+            log_source_events(spark, logs, int(max_rows), settings.parse_partitions,
+                              settings.unknown_lines_sample_per_logger),
+            settings.lateness_seconds))
     if offsets:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}

@@ -1,4 +1,4 @@
-"""`rebalance-monitor` command line: replay, decode-offsets, demo."""
+"""`rebalance-monitor` command line: replay, parse-logs, decode-offsets, demo."""
 from __future__ import annotations
 
 import argparse
@@ -80,6 +80,59 @@ def cmd_decode_offsets(args: argparse.Namespace) -> int:
                 failed += 1
             out.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
     print(f"decode-offsets: {decoded} decoded, {failed} failed", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------ parse-logs
+def cmd_parse_logs(args: argparse.Namespace) -> int:
+    """One JSON object per coordinator event in broker logs; counts on stderr. No Spark."""
+    from collections import Counter
+
+    from streaming.broker_log import (COORDINATOR_LOGGER_MARKERS, HEADER_RE, OUTCOME_EVENTS, OUTCOME_UNKNOWN,
+                                      iter_log_file, parse_line_detailed)
+    from streaming.envelope import unwrap
+    from streaming.timeutil import zone
+    settings = _settings(args)
+    inputs = make_inputs(LogInput, [{"path": p, "broker_timezone": settings.broker_timezone,
+                                     "broker_id": args.broker_id, "envelope": settings.log_envelope,
+                                     "broker_id_field": settings.broker_id_field} for p in args.path], "PATH")
+    outcomes: Counter = Counter()
+    unknown_by_logger: Counter = Counter()
+    lines = events = 0
+    out = sys.stdout
+    for spec in inputs:
+        tz = zone(spec.broker_timezone)
+        for seq, raw in iter_log_file(spec.path):
+            lines += 1
+            if not any(marker in raw for marker in COORDINATOR_LOGGER_MARKERS):
+                continue
+            u = unwrap(raw, spec.envelope, spec.broker_id_field)
+            if u.line is None:
+                outcomes["unreadable_envelope"] += 1
+                continue
+            broker = u.broker if u.broker is not None else spec.broker_id
+            parsed = parse_line_detailed(u.line, source_id=spec.path, seq=seq, tz=tz, default_broker=broker)
+            outcomes[parsed.outcome] += 1
+            if parsed.outcome == OUTCOME_UNKNOWN:
+                header = HEADER_RE.match(u.line)
+                unknown_by_logger[header.group(4) if header else "?"] += 1
+            if parsed.outcome != OUTCOME_EVENTS:
+                continue
+            for ev in parsed.result:
+                events += 1
+                out.write(json.dumps({
+                    "ts_ms": ev.ts_ms, "broker": ev.broker, "kind": ev.kind, "group": ev.group,
+                    "generation": ev.generation, "member_id": ev.member_id, "reason": ev.reason,
+                    "trigger": ev.data.get("trigger"), "file": spec.path, "line": seq,
+                    **({"host": u.host} if u.host else {})}) + "\n")
+    coordinator = sum(v for k, v in outcomes.items() if k != "not_coordinator")
+    print(f"parse-logs: {lines} lines, {coordinator} coordinator lines: {events} events from "
+          f"{outcomes[OUTCOME_EVENTS]} lines, {outcomes['ignored']} recognised without a fact, "
+          f"{outcomes['debug']} DEBUG/TRACE skipped, {outcomes['continuation']} continuation, "
+          f"{outcomes['unparseable'] + outcomes['unreadable_envelope']} unparseable, "
+          f"{sum(unknown_by_logger.values())} unrecognised", file=sys.stderr)
+    for logger, count in sorted(unknown_by_logger.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"parse-logs: unrecognised {count} {logger}", file=sys.stderr)
     return 0
 
 
@@ -191,6 +244,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--max-rows-per-batch", type=int, help="rows per micro-batch per source")
     replay.set_defaults(func=cmd_replay)
 
+    parse_logs = sub.add_parser("parse-logs", help="print the coordinator events of broker logs as JSON lines "
+                                "(no Spark); unrecognised coordinator lines are counted by logger on stderr")
+    parse_logs.add_argument("path", nargs="+", metavar="PATH", help="server.log file(s), plain or JSON envelopes")
+    parse_logs.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
+    parse_logs.add_argument("--log-envelope", choices=ENVELOPES, help="auto (default), plain or json")
+    parse_logs.add_argument("--broker-id", type=int, help="broker id when neither line nor envelope names it")
+    parse_logs.add_argument("--broker-id-field", metavar="PATH", help="JSON envelope field with the broker id")
+    parse_logs.add_argument("--config", metavar="FILE", help="TOML settings file")
+    parse_logs.set_defaults(func=cmd_parse_logs)
+
     decode = sub.add_parser("decode-offsets", help="decode a __consumer_offsets JSONL dump, one JSON per record")
     decode.add_argument("path", nargs="+")
     decode.set_defaults(func=cmd_decode_offsets)
@@ -215,6 +278,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ConfigError as exc:
         print(f"rebalance-monitor: configuration error:\n{exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:          # `... | head`: the reader is gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -142,6 +142,43 @@ def build_logs(work_dir: Path, total_lines: int, share: float) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- measurements
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user+system, incl. reaped children) of this process and all its descendants:
+    the driver, the Spark JVM and its Python workers. Linux /proc only; 0.0 elsewhere."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid = int(fields[1])
+        cpu = sum(int(v) for v in fields[11:15]) / ticks      # utime stime cutime cstime
+        stats[int(entry)] = (ppid, cpu)
+    total, todo, seen = 0.0, [os.getpid()], set()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        total += stats[pid][1]
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def warm_cache(files: list[dict]) -> None:
     for f in files:
         with open(f["file"], "rb") as handle:
@@ -174,11 +211,13 @@ def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
     events = log_source_events(spark, logs, max_rows)
     checkpoint = tempfile.mkdtemp(prefix="bench-logs-ckpt-")
     try:
+        cpu_before = tree_cpu_seconds()
         started = time.perf_counter()
         query = (events.writeStream.format("noop").option("checkpointLocation", checkpoint)
                  .trigger(availableNow=True).start())
         query.awaitTermination()
         elapsed = time.perf_counter() - started
+        cpu = tree_cpu_seconds() - cpu_before
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
         progress = query.recentProgress
@@ -198,7 +237,7 @@ def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
                 lines += int(end.get("lines", 0)) - int(start.get("lines", 0))
             except (TypeError, ValueError, AttributeError):
                 pass
-    return {"seconds": elapsed, "batches": len(progress), "source_rows": rows,
+    return {"seconds": elapsed, "cpu_seconds": cpu, "batches": len(progress), "source_rows": rows,
             "lines_reported": lines, "durations_ms": durations}
 
 
@@ -228,6 +267,7 @@ def main(argv=None) -> int:
     parser.add_argument("--static", action="store_true", help="also time the static spark.read.text path")
     args = parser.parse_args(argv)
 
+    load_before = load_average()
     started = time.perf_counter()
     files = build_logs(Path(args.work_dir), args.lines, args.coordinator_share)
     total = sum(f["lines"] for f in files)
@@ -252,6 +292,10 @@ def main(argv=None) -> int:
           f"{run['seconds']:.2f} s for {total:,} lines in {run['batches']} micro-batches "
           f"({run['source_rows']:,} rows left the source) = {lps:,.0f} lines/s")
     print(f"  Spark durationMs summed over batches: {json.dumps(run['durations_ms'], sort_keys=True)}")
+    print(f"  CPU: {run['cpu_seconds']:.2f} s of driver + JVM + Python workers during the query "
+          f"({total / max(run['cpu_seconds'], 1e-9):,.0f} lines per CPU-second); machine load average "
+          f"before {load_before}, after {load_average()} (nproc {os.cpu_count()}); other processes on the "
+          f"machine compete for the same cores, so wall-clock figures vary between runs")
     if args.static:
         st = static_run(spark, paths)
         print(f"static spark.read.text -> JVM filter -> parse -> noop (no merge, for comparison): "

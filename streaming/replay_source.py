@@ -51,9 +51,11 @@ def _rows_allowed(limit: ReadLimit) -> int:
 # ---------------------------------------------------------------------------- broker logs
 # Every coordinator marker (COORDINATOR_LOGGER_MARKERS) contains this core: one bytes.find pass
 # finds candidate lines, which are then checked against the markers themselves.
-_MARKERS = tuple(m.encode() for m in COORDINATOR_LOGGER_MARKERS)
 _MARKER_CORE = b"kafka.coordinator."
-assert all(_MARKER_CORE in m for m in _MARKERS)
+# Each marker as (bytes before the core, bytes after it), checked in place around a core hit.
+_MARKER_PARTS = tuple((m.encode()[:m.encode().index(_MARKER_CORE)],
+                       m.encode()[m.encode().index(_MARKER_CORE) + len(_MARKER_CORE):])
+                      for m in COORDINATOR_LOGGER_MARKERS)
 CHUNK_BYTES = 8 << 20
 
 
@@ -85,6 +87,7 @@ class _KeptLines:
         self.handle.seek(pos)
         self.tz, self.envelope, self.keep_all = tz, envelope, keep_all
         self.buf = b""
+        self.end = 0                # buf[:end] is the current chunk (whole lines); the rest is reread
         self.buf_pos = pos          # file offset of buf[0]
         self.cursor = 0             # index in buf of the first line not yet counted
         self.line_no = line_no      # lines counted up to buf_pos + cursor
@@ -97,10 +100,10 @@ class _KeptLines:
 
     def _refill(self) -> bool:
         """Next chunk, cut after its last newline. The current buffer must be fully counted."""
-        if self.buf:
-            self.carry_ts = self._header_ts_before(len(self.buf))
-        self.buf_pos += len(self.buf)
-        self.buf, self.cursor = b"", 0
+        if self.end:
+            self.carry_ts = self._header_ts_before(self.end)
+        self.buf_pos += self.end
+        self.buf, self.cursor, self.end = b"", 0, 0
         self.mark = (0, self.carry_ts)
         if self.eof:
             return False
@@ -120,7 +123,7 @@ class _KeptLines:
             cut = data.rfind(b"\n")
         if not self.eof:
             self.handle.seek(self.buf_pos + cut + 1)
-        self.buf = data[:cut + 1]
+        self.buf, self.end = data, cut + 1     # no copy: searches are bounded by `end`
         return True
 
     def _header_ts_before(self, index: int) -> Optional[int]:
@@ -148,18 +151,18 @@ class _KeptLines:
     def _next_hit(self) -> int:
         """Index of a byte inside the next line (from cursor) to keep, or -1 if none in buf."""
         if self.keep_all:
-            return self.cursor if self.cursor < len(self.buf) else -1
-        buf, at = self.buf, self.cursor
+            return self.cursor if self.cursor < self.end else -1
+        buf, at, end_of_chunk = self.buf, self.cursor, self.end
+        core = len(_MARKER_CORE)
         while True:
-            hit = buf.find(_MARKER_CORE, at)
+            hit = buf.find(_MARKER_CORE, at, end_of_chunk)
             if hit < 0:
                 return -1
-            start = buf.rfind(b"\n", 0, hit) + 1
-            end = buf.find(b"\n", hit)
-            line = buf[start:end]
-            if any(m in line for m in _MARKERS):
-                return hit
-            at = end + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
+            for before, after in _MARKER_PARTS:
+                if buf.startswith(after, hit + core) and (
+                        not before or (hit >= len(before) and buf.startswith(before, hit - len(before)))):
+                    return hit
+            at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
 
     def next(self) -> Optional[tuple[int, int, str, int]]:
         """(ts_ms, line number, line, file offset after the line) of the next kept line, or None."""
@@ -167,8 +170,8 @@ class _KeptLines:
             hit = self._next_hit()
             if hit >= 0:
                 break
-            self.line_no += self.buf.count(b"\n", self.cursor)
-            self.cursor = len(self.buf)
+            self.line_no += self.buf.count(b"\n", self.cursor, self.end)
+            self.cursor = self.end
             if not self._refill():
                 return None
         buf = self.buf
@@ -191,8 +194,8 @@ class _KeptLines:
     def count_rest(self) -> int:
         """Count the lines left in the file (consumes it); returns the final line number."""
         while True:
-            self.line_no += self.buf.count(b"\n", self.cursor)
-            self.cursor = len(self.buf)
+            self.line_no += self.buf.count(b"\n", self.cursor, self.end)
+            self.cursor = self.end
             if not self._refill():
                 return self.line_no
 
@@ -297,11 +300,33 @@ class LogReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._cached = None
         return split_rows(rows, self.num_partitions)
 
-    def read(self, partition: RowsPartition) -> Iterator[tuple]:
-        yield from partition.rows
+    def read(self, partition: RowsPartition) -> Iterator:
+        # One Arrow batch per chunk instead of tuples: PySpark converts tuples value by value.
+        for start in range(0, len(partition.rows), ARROW_BATCH_ROWS):
+            yield rows_to_arrow(partition.rows[start:start + ARROW_BATCH_ROWS], _raw_log_arrow_schema())
 
     def commit(self, end: dict) -> None:
         pass
+
+
+ARROW_BATCH_ROWS = 10_000
+_ARROW_SCHEMAS: dict = {}
+
+
+def _raw_log_arrow_schema():
+    schema = _ARROW_SCHEMAS.get("log")
+    if schema is None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+        schema = _ARROW_SCHEMAS["log"] = to_arrow_schema(RAW_LOG_SCHEMA, timezone="UTC")
+    return schema
+
+
+def rows_to_arrow(rows: list, schema):
+    """Rows (tuples in schema order) -> one pyarrow.RecordBatch with exactly `schema`."""
+    import pyarrow as pa
+    columns = list(zip(*rows)) if rows else [[] for _ in schema]
+    return pa.RecordBatch.from_arrays([pa.array(col, type=field.type) for col, field in zip(columns, schema)],
+                                      schema=schema)
 
 
 class LogReplaySource(DataSource):

@@ -35,13 +35,27 @@ def _settings(args: argparse.Namespace, **extra):
 
 
 # ------------------------------------------------------------------------------ replay
+def _broker_ids(ids: Optional[list[int]], paths: list[str]) -> list[Optional[int]]:
+    """--broker-id: one id for every file, or one per file in --broker-log order."""
+    if not ids:
+        return [None] * len(paths)
+    if len(ids) == 1:
+        return ids * len(paths)
+    if len(ids) != len(paths):
+        raise ConfigError(f"--broker-id: give one id for all files or one per --broker-log file "
+                          f"({len(ids)} ids for {len(paths)} files)")
+    return list(ids)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     settings = _settings(args)
     logs = make_inputs(LogInput, [{"path": p, "cluster": settings.cluster,
                                    "broker_timezone": settings.broker_timezone,
-                                   "broker_id": args.broker_id, "envelope": settings.log_envelope,
+                                   "broker_id": broker_id, "envelope": settings.log_envelope,
                                    "broker_id_field": settings.broker_id_field}
-                                  for p in args.broker_log], "--broker-log")
+                                  for p, broker_id in zip(args.broker_log,
+                                                          _broker_ids(args.broker_id, args.broker_log))],
+                       "--broker-log")
     offsets = make_inputs(OffsetsInput, [{"path": p, "cluster": settings.cluster}
                                          for p in args.offsets], "--offsets")
     if not logs and not offsets:
@@ -94,8 +108,10 @@ def cmd_parse_logs(args: argparse.Namespace) -> int:
     from streaming.timeutil import zone
     settings = _settings(args)
     inputs = make_inputs(LogInput, [{"path": p, "broker_timezone": settings.broker_timezone,
-                                     "broker_id": args.broker_id, "envelope": settings.log_envelope,
-                                     "broker_id_field": settings.broker_id_field} for p in args.path], "PATH")
+                                     "broker_id": broker_id, "envelope": settings.log_envelope,
+                                     "broker_id_field": settings.broker_id_field}
+                                    for p, broker_id in zip(args.path, _broker_ids(args.broker_id, args.path))],
+                         "PATH")
     outcomes: Counter = Counter()
     unknown_by_logger: Counter = Counter()
     lines = events = 0
@@ -231,7 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="__consumer_offsets JSONL dump(s): partition, offset, timestamp, key_b64, value_b64|null")
     replay.add_argument("--out", required=True, metavar="DIR", help="output directory")
     replay.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
-    replay.add_argument("--broker-id", type=int, help="broker id when log lines do not name it")
+    replay.add_argument("--broker-id", type=int, nargs="+", metavar="N",
+                        help="broker id when neither the line nor its envelope names it: one for all "
+                             "files, or one per --broker-log file")
     replay.add_argument("--log-envelope", choices=ENVELOPES,
                         help="plain log4j lines, JSON documents of a log shipper (Filebeat, Fluent Bit, "
                              "Vector), or auto: JSON when a line starts with '{' (default auto)")
@@ -249,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     parse_logs.add_argument("path", nargs="+", metavar="PATH", help="server.log file(s), plain or JSON envelopes")
     parse_logs.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
     parse_logs.add_argument("--log-envelope", choices=ENVELOPES, help="auto (default), plain or json")
-    parse_logs.add_argument("--broker-id", type=int, help="broker id when neither line nor envelope names it")
+    parse_logs.add_argument("--broker-id", type=int, nargs="+", metavar="N",
+                            help="broker id when neither line nor envelope names it: one, or one per PATH")
     parse_logs.add_argument("--broker-id-field", metavar="PATH", help="JSON envelope field with the broker id")
     parse_logs.add_argument("--config", metavar="FILE", help="TOML settings file")
     parse_logs.set_defaults(func=cmd_parse_logs)

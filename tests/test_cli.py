@@ -177,3 +177,18 @@ def test_parse_logs_reads_envelopes_and_counts_unrecognised_lines_by_logger(tmp_
     assert "3 unrecognised" in stderr
     assert "unrecognised 2 org.apache.kafka.coordinator.group.GroupMetadataManager" in stderr
     assert "unrecognised 1 kafka.coordinator.group.GroupMetadata\n" in stderr
+
+
+def test_parse_logs_broker_id_per_file(tmp_path):
+    from log_rewrite import write
+    # a coordinator line without the `[GroupCoordinator N]: ` prefix: the broker comes from --broker-id
+    line = ("[2026-11-21 19:33:51,663] INFO The following groups were deleted: g1. A total of 2 offsets were "
+            "removed. (kafka.coordinator.group.GroupCoordinator)")
+    a, b = write(tmp_path / "a.log", [line]), write(tmp_path / "b.log", [line])
+    events, _ = _parse_logs(a, b, "--broker-id", "4", "5")
+    assert [(e["file"], e["broker"]) for e in events] == [(a, 4), (b, 5)]
+    events, _ = _parse_logs(a, b, "--broker-id", "7")
+    assert [e["broker"] for e in events] == [7, 7]
+    result = subprocess.run(CLI + ["parse-logs", a, b, "--broker-id", "1", "2", "3"], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "one per --broker-log file (3 ids for 2 files)" in result.stderr

@@ -10,6 +10,7 @@ REMOVALS = "member_removals.jsonl"
 GROUPS = "groups.jsonl"
 QUARANTINE = "quarantine.jsonl"
 ANOMALIES = "anomalies.jsonl"
+CLOCK_SKEW = "clock_skew.jsonl"
 
 
 def _null_last(value: Any) -> tuple:

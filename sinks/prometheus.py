@@ -11,8 +11,10 @@ been Dead for `dead_group_retention_seconds` (processing time) is removed; group
 """
 from __future__ import annotations
 
+import statistics
 import threading
 import time
+from collections import deque
 from typing import Any, Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -22,6 +24,8 @@ from prometheus_client.registry import Collector
 from state.model import ALL_STATES, DEAD
 
 PREFIX = "rebalance_monitor"
+# The clock-skew gauge is the median of this many latest observations per (cluster, source).
+CLOCK_SKEW_WINDOW = 15
 
 
 class GroupStateCollector(Collector):
@@ -122,6 +126,11 @@ class MetricsSink:
         self.quarantined = Counter(
             f"{PREFIX}_quarantined_records_total", "Inputs that could not be used, by reason.",
             ["cluster", "source", "reason"], registry=r)
+        self.unknown_lines = Counter(
+            f"{PREFIX}_unknown_coordinator_lines",
+            "INFO/WARN/ERROR group-coordinator lines no catalog entry matches, by logger (a sample of "
+            "them is kept in quarantine).",
+            ["cluster", "logger"], registry=r)
         self.invalid_transitions = Counter(
             f"{PREFIX}_invalid_transitions_total",
             "Observed transitions Kafka's state table forbids (missed or misordered input).",
@@ -158,6 +167,12 @@ class MetricsSink:
         self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",
                                      "Groups whose series are folded into group=\"__other__\" (max_groups).",
                                      registry=r)
+        self.clock_skew = Gauge(
+            f"{PREFIX}_log_clock_skew_seconds",
+            "Log line time minus offsets record time for the same coordinator action, median of the "
+            f"last {CLOCK_SKEW_WINDOW} pairs per log source; near 0 when broker_timezone is right.",
+            ["cluster", "source"], registry=r)
+        self._skews: dict[tuple[str, str], deque] = {}
         self.groups = GroupStateCollector()
         r.register(self.groups)
 
@@ -195,9 +210,17 @@ class MetricsSink:
             self._snapshot(record)
         elif kind == "anomaly":
             self.invalid_transitions.labels(record["cluster"]).inc()
+        elif kind == "clock_skew":
+            key = (record.get("cluster") or "default", record["source"])
+            window = self._skews.setdefault(key, deque(maxlen=CLOCK_SKEW_WINDOW))
+            window.append(record["skew_ms"] / 1000.0)
+            self.clock_skew.labels(*key).set(statistics.median(window))
         elif kind == "quarantine":
-            self.quarantined.labels(record.get("cluster") or "default", record["source"],
-                                    record["reason"]).inc()
+            count = int(record.get("count") or 1)
+            cluster = record.get("cluster") or "default"
+            self.quarantined.labels(cluster, record["source"], record["reason"]).inc(count)
+            if record["reason"] == "unknown_coordinator_line":
+                self.unknown_lines.labels(cluster, record.get("logger") or "unknown").inc(count)
 
     def _snapshot(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

@@ -22,6 +22,7 @@ from state.model import (
 OUT_REBALANCE = "rebalance"
 OUT_REMOVAL = "removal"
 OUT_ANOMALY = "anomaly"
+OUT_CLOCK_SKEW = "clock_skew"
 
 OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
 CAUSES = ("heartbeat_expiry", "leave_group", "poll_timeout", "rebalance_timeout", "sync_timeout",
@@ -31,8 +32,18 @@ CAUSES = ("heartbeat_expiry", "leave_group", "poll_timeout", "rebalance_timeout"
 # generation, which carries the member list; Kafka appends it within milliseconds.
 METADATA_GRACE_MS = 2000
 # Removals logged just before "Preparing to rebalance" (Kafka 2.2-2.8, Java LeaveGroup) belong to
-# the rebalance they caused.
+# the rebalance they caused; so does a member id created just before it (the trigger of a rebalance
+# logged without a reason, Kafka 1.1-2.0).
 REMOVAL_ATTACH_WINDOW_MS = 1000
+# A member missing from the next generation without a removal line was dropped at the rebalance
+# timeout (silent before Kafka 2.7) if the JOIN phase lasted at least this share of its timeout.
+REBALANCE_TIMEOUT_SHARE = 0.95
+INFERRED_LEAVE = ("inferred: member of generation {prev}, absent from generation {gen}, no removal line; "
+                  "left with LeaveGroup (logged at DEBUG before Kafka 2.2)")
+INFERRED_TIMEOUT = ("inferred: member of generation {prev}, absent from generation {gen}, no removal line; "
+                    "the JOIN phase lasted its rebalance timeout (dropped silently before Kafka 2.7)")
+# Clock-skew pairs waiting for their partner are kept for this many generations per kind.
+SKEW_PROBE_KEEP = 8
 # KIP-848 member state STABLE (record type 8).
 MEMBER_STATE_STABLE = 0
 
@@ -56,6 +67,8 @@ class GroupStateMachine:
     def __init__(self, model: GroupModel):
         self.m = model
         self.outputs: list[tuple[str, dict[str, Any]]] = []
+        # Observations about the inputs rather than the group (clock_skew records).
+        self.observations: list[tuple[str, dict[str, Any]]] = []
 
     # ------------------------------------------------------------------ entry points
     def apply(self, ev: E.Event) -> None:
@@ -66,6 +79,7 @@ class GroupStateMachine:
         handler = _HANDLERS.get(ev.kind)
         if handler is not None:
             handler(self, ev)
+        self._probe_clock(ev)
         m.last_event_ms = ev.ts_ms if m.last_event_ms is None else max(m.last_event_ms, ev.ts_ms)
 
     def apply_all(self, events: Iterable[E.Event]) -> list[tuple[str, dict[str, Any]]]:
@@ -83,6 +97,46 @@ class GroupStateMachine:
         if o is not None and o.completed_at_ms is not None:
             return o.completed_at_ms + METADATA_GRACE_MS
         return None
+
+    # ------------------------------------------------------------------ clock skew
+    def _probe_clock(self, ev: E.Event) -> None:
+        """Pair a log line with the offsets record the coordinator wrote at the same moment.
+
+        The coordinator logs "Assignment received ... generation N" and appends the GroupMetadata
+        record of generation N within milliseconds ("is now empty" and the empty record, "Bumped
+        group epoch to N" and the ConsumerGroupMetadata record likewise). Log times come from a
+        zone-less header read in the configured zone; record times are UTC. Their difference is
+        the log source's clock or zone error: a whole hour means a wrong broker_timezone.
+        """
+        if ev.generation is None:
+            return
+        d = ev.data
+        if ev.kind in (E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY):
+            side, key = "log", f"classic{'0' if ev.kind == E.GROUP_EMPTY else '1'}:{ev.generation}"
+        elif ev.kind == E.GROUP_EPOCH_BUMPED:
+            side, key = "log", f"consumer:{ev.generation}"
+        elif ev.kind == E.GROUP_METADATA:
+            side, key = "rec", f"classic{'1' if d.get('members') else '0'}:{ev.generation}"
+        elif ev.kind == E.CG_EPOCH and not d.get("tombstone"):
+            side, key = "rec", f"consumer:{ev.generation}"
+        else:
+            return
+        probe = self.m.skew_probe
+        mine, other = probe.setdefault(side, {}), probe.setdefault("rec" if side == "log" else "log", {})
+        if key in other:
+            log = other.pop(key) if side == "rec" else [ev.ts_ms, d.get("log_host") or ev.source_id]
+            record_ts = ev.ts_ms if side == "rec" else other.pop(key)
+            self.observations.append((OUT_CLOCK_SKEW, {
+                "cluster": self.m.cluster, "group": self.m.group, "source": log[1],
+                "pair": key.split(":")[0], "generation": ev.generation, "log_ts_ms": log[0],
+                "record_ts_ms": record_ts, "skew_ms": log[0] - record_ts, "ts_ms": max(log[0], record_ts)}))
+            return
+        if key in mine:
+            return   # the first one counts (a static member replacement rewrites the record later)
+        mine[key] = [ev.ts_ms, d.get("log_host") or ev.source_id] if side == "log" else ev.ts_ms
+        if len(mine) > SKEW_PROBE_KEEP:
+            oldest = min(mine, key=lambda k: mine[k][0] if side == "log" else mine[k])
+            del mine[oldest]
 
     # ------------------------------------------------------------------ transitions
     def _transition(self, target: str, ev: E.Event) -> None:
@@ -112,10 +166,12 @@ class GroupStateMachine:
         if m.state != DEAD:
             return
         m.members.clear()
+        m.members_generation = None
         m.generation = 0
         m.leader = None
         m.open_rebalance = None
         m.unattached_removals = []
+        m.recent_joins = []
         m.last_emitted_generation = None
         m.target_assignment_epoch = None
         m.state = EMPTY
@@ -136,20 +192,26 @@ class GroupStateMachine:
             info["client_id"] = client_id_from_member_id(member_id)
         return info
 
+    def _removal_record(self, member_id: str, known: Optional[Member], cause: str, ev: E.Event,
+                        at_ms: int, generation: Optional[int], reason_text: Optional[str] = None,
+                        evidence: str = "") -> dict[str, Any]:
+        m = self.m
+        return {
+            "cluster": m.cluster, "group": m.group, "protocol": m.protocol,
+            **self._member_info(member_id, known),
+            "removed_at_ms": at_ms, "cause": cause, "root_cause": "unknown", "evidence": evidence,
+            "reason_text": reason_text, "generation": generation,
+            "coordinator": ev.broker if ev.broker is not None else m.coordinator,
+            "source_id": ev.source_id, "seq": ev.seq,
+        }
+
     def _remove_member(self, member_id: str, cause: str, ev: E.Event,
                        reason_text: Optional[str] = None) -> None:
         m = self.m
         known = m.members.pop(member_id, None)
         if m.leader == member_id:
             m.leader = None
-        record = {
-            "cluster": m.cluster, "group": m.group, "protocol": m.protocol,
-            **self._member_info(member_id, known),
-            "removed_at_ms": ev.ts_ms, "cause": cause, "root_cause": "unknown", "evidence": "",
-            "reason_text": reason_text, "generation": m.generation,
-            "coordinator": ev.broker if ev.broker is not None else m.coordinator,
-            "source_id": ev.source_id, "seq": ev.seq,
-        }
+        record = self._removal_record(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text)
         self.outputs.append((OUT_REMOVAL, record))
         m.removals_total += 1
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
@@ -167,8 +229,17 @@ class GroupStateMachine:
               started_at_ms: Optional[int], generation: Optional[int] = None) -> OpenRebalance:
         m = self.m
         recent = self._take_recent_removals(ev.ts_ms)
-        if trigger == "unknown" and recent:
-            # Brokers before 2.4 log no reason: the removal just before is the trigger.
+        joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        m.recent_joins = []
+        if trigger == "unknown" and protocol == PROTOCOL_CLASSIC and reason is None:
+            # Brokers before 2.1 log no reason: the removal or the new member id just before is
+            # the trigger (the later of the two; a removal wins a tie).
+            if joins and (not recent or joins[-1][1] > recent[-1][1]):
+                trigger, trigger_member = "member_join", trigger_member or joins[-1][0]
+            elif recent:
+                trigger = _REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
+                trigger_member = trigger_member or recent[-1][0]
+        elif trigger == "unknown" and recent:
             trigger = _REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
             trigger_member = trigger_member or recent[-1][0]
         opened = OpenRebalance(
@@ -234,7 +305,64 @@ class GroupStateMachine:
         members = 0 if outcome in ("empty", "dead") else (len(self.m.members) or None)
         self._emit_rebalance(o, outcome, ev.ts_ms, members)
 
+    def _reconcile_membership(self, o: Optional[OpenRebalance], previous: dict[str, Member],
+                              new_ids: list[str], ev: E.Event) -> None:
+        """A classic generation completed: account for members that changed without a line.
+
+        Kafka 1.1-2.1 logs a LeaveGroup only at DEBUG and no reason on "Preparing to rebalance";
+        before 2.7 members that miss the JOIN phase are dropped silently. So a member of the
+        previous generation that is absent from the new one and was not removed by any line is
+        removed here (cause leave_group, or rebalance_timeout when the JOIN phase lasted its
+        rebalance timeout), and a rebalance without a reason gets the trigger the membership
+        change shows: member_leave if someone left, else member_join if someone new is in.
+        Only when `previous` is the member list of the generation this rebalance started from.
+        """
+        m = self.m
+        if o is None or o.protocol != PROTOCOL_CLASSIC or o.previous_generation is None:
+            return
+        if m.members_generation != o.previous_generation \
+                and not (o.previous_generation == 0 and not previous):   # a new group has no members
+            return
+        current = set(new_ids)
+        join_ms = None if o.started_at_ms is None or o.join_completed_at_ms is None \
+            else o.join_completed_at_ms - o.started_at_ms
+        leavers = []
+        for member_id in sorted(mid for mid in previous if mid not in current):
+            known = previous[member_id]
+            timeout = known.rebalance_timeout_ms
+            timed_out = join_ms is not None and bool(timeout) and join_ms >= REBALANCE_TIMEOUT_SHARE * timeout
+            cause = "rebalance_timeout" if timed_out else "leave_group"
+            at_ms = o.join_completed_at_ms if timed_out else o.started_at_ms
+            if at_ms is None:
+                at_ms = ev.ts_ms
+            template = INFERRED_TIMEOUT if timed_out else INFERRED_LEAVE
+            record = self._removal_record(member_id, known, cause, ev, at_ms, o.previous_generation,
+                                          evidence=template.format(prev=o.previous_generation, gen=o.generation))
+            self.outputs.append((OUT_REMOVAL, record))
+            m.removals_total += 1
+            o.removals.append(member_id)
+            if not timed_out:
+                leavers.append(member_id)
+        if o.trigger == "unknown" and o.reason_text is None:
+            joined = [mid for mid in new_ids if mid not in previous and mid not in o.removals]
+            if m.leader in joined:
+                # The first member to join a group becomes its leader: into a group without
+                # members, that is the member whose JoinGroup started the rebalance.
+                joined.remove(m.leader)
+                joined.insert(0, m.leader)
+            if leavers:
+                o.trigger, o.trigger_member = "member_leave", o.trigger_member or leavers[0]
+            elif joined:
+                o.trigger, o.trigger_member = "member_join", o.trigger_member or joined[0]
+
     # ------------------------------------------------------------------ classic handlers
+    def on_member_created(self, ev: E.Event) -> None:
+        if not ev.member_id:
+            return
+        m = self.m
+        m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        m.recent_joins.append([ev.member_id, ev.ts_ms])
+
     def on_prepare(self, ev: E.Event) -> None:
         m = self.m
         self._reincarnate_if_dead(ev)
@@ -274,11 +402,13 @@ class GroupStateMachine:
             self._open(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown", None, None, None)
         self._transition(EMPTY, ev)
         m.generation = ev.generation
-        m.members.clear()
-        m.leader = None
         o = m.open_rebalance
         o.generation = ev.generation
         o.join_completed_at_ms = ev.ts_ms
+        self._reconcile_membership(o, m.members, [], ev)
+        m.members.clear()
+        m.members_generation = ev.generation
+        m.leader = None
         self._emit_rebalance(o, "empty", ev.ts_ms, 0)
 
     def on_assignment_received(self, ev: E.Event) -> None:
@@ -334,9 +464,18 @@ class GroupStateMachine:
                 session_timeout_ms=raw.get("session_timeout_ms"),
                 rebalance_timeout_ms=raw.get("rebalance_timeout_ms"),
             )
+        previous, previous_generation = m.members, m.members_generation
         m.members = new_members
+        m.members_generation = gen
         o = m.open_rebalance
+
+        def reconcile() -> None:
+            m.members_generation = previous_generation
+            self._reconcile_membership(o, previous, list(new_members), ev)
+            m.members_generation = gen
+
         if o is not None and o.generation == gen and o.completed_at_ms is not None:
+            reconcile()
             self._emit_rebalance(o, "stable", o.completed_at_ms, len(new_members))
             return
         already = m.last_emitted_generation is not None and gen is not None \
@@ -350,6 +489,7 @@ class GroupStateMachine:
                 m.generation = gen
                 o.generation = gen
                 o.join_completed_at_ms = ev.ts_ms
+                reconcile()
                 self._emit_rebalance(o, "empty", ev.ts_ms, 0)
                 return
             # Stable -> (PreparingRebalance) -> Empty: offsets-only input never sees the middle
@@ -368,6 +508,7 @@ class GroupStateMachine:
             # "Assignment received" is missing: the record is when the group became Stable.
             self._transition(STABLE, ev)
             o.completed_at_ms = ev.ts_ms
+            reconcile()
             self._emit_rebalance(o, "stable", ev.ts_ms, len(new_members))
             return
         if m.state == STABLE and m.generation == gen:
@@ -477,6 +618,7 @@ class GroupStateMachine:
                 self._close_open_as("superseded", ev)
             m.protocol = PROTOCOL_CONSUMER
             m.members = {k: v for k, v in m.members.items() if v.has_assignment_record}
+            m.members_generation = None
 
     def on_consumer_member_joined(self, ev: E.Event) -> None:
         m = self.m
@@ -617,6 +759,7 @@ _HANDLERS = {
     E.PREPARE_REBALANCE: GroupStateMachine.on_prepare,
     E.JOIN_COMPLETE: GroupStateMachine.on_join_complete,
     E.GROUP_EMPTY: GroupStateMachine.on_group_empty,
+    E.MEMBER_CREATED: GroupStateMachine.on_member_created,
     E.ASSIGNMENT_RECEIVED: GroupStateMachine.on_assignment_received,
     E.GROUP_METADATA: GroupStateMachine.on_group_metadata,
     E.MEMBER_FAILED: GroupStateMachine.on_member_failed,

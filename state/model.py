@@ -89,6 +89,16 @@ class GroupModel:
     # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
     # they are attached to the next rebalance that starts.
     unattached_removals: list[str] = field(default_factory=list)
+    # Member ids created just before (MEMBER_CREATED lines, [member_id, ts_ms]): the trigger of
+    # a rebalance that opens without a reason (Kafka 1.1-2.0) right after them.
+    recent_joins: list = field(default_factory=list)
+    # Generation of the GroupMetadata record (or empty line) `members` was last taken from.
+    members_generation: Optional[int] = None
+    # Clock-skew probe: the log line and the offsets record that mark the same moment of the same
+    # generation ("Assignment received" / "is now empty" / "Bumped group epoch" and the
+    # GroupMetadata / ConsumerGroupMetadata record), waiting for their partner:
+    # {"log": {"<kind>:<gen>": [ts_ms, source]}, "rec": {"<kind>:<gen>": ts_ms}}.
+    skew_probe: dict = field(default_factory=dict)
     # Highest generation for which a rebalance record has been emitted: never emit twice.
     last_emitted_generation: Optional[int] = None
     target_assignment_epoch: Optional[int] = None

@@ -20,12 +20,12 @@ def run_events(events: Iterable[E.Event]) -> dict[str, list]:
     for ev in events:
         if ev.group is not None and ev.kind != E.END_OF_INPUT:
             by_group[(ev.cluster, ev.group)].append(ev)
-    out: dict[str, list] = {"rebalance": [], "removal": [], "anomaly": [], "snapshot": []}
+    out: dict[str, list] = {"rebalance": [], "removal": [], "anomaly": [], "clock_skew": [], "snapshot": []}
     for (cluster, group), evs in sorted(by_group.items()):
         machine = GroupStateMachine(GroupModel(cluster=cluster, group=group))
         machine.apply_all(evs)
         machine.advance_to(FAR_FUTURE_MS)
-        for kind, record in machine.outputs:
+        for kind, record in machine.outputs + machine.observations:
             out[kind].append(record)
         out["snapshot"].append(snapshot(machine.m))
     return out

@@ -13,7 +13,10 @@ brokers repeat several INFO facts at DEBUG and a DEBUG-enabled broker must not d
 can count "recognised but ignored" apart from "unknown".
 
 The messages are described by CATALOG: one entry per message template and Kafka version range
-(templates from docs/kafka-formats.md §1-3, checked against the 2.7 and 4.0 captures). Named
+(templates from docs/kafka-formats.md §1-3, checked against the 2.7 and 4.0 captures). Kafka 1.1
+and the INFO/WARN/ERROR calls of every apache/kafka release tag 1.1.0-3.8.0, 3.9.0-rc3 and trunk of
+2024-10-25 (Scala coordinator, Java group coordinator and runtime) were audited against the catalog;
+see docs/broker-logs.md "Catalog audit" for what is covered and what is deliberately not. Named
 regex groups map onto event fields: `group`/`groups`, `generation`, `member_id`, `reason` become
 Event attributes, every other named group goes into `Event.data` (converted by FIELD_CONVERTERS).
 Supporting a new Kafka wording means adding one entry.
@@ -294,14 +297,14 @@ CATALOG: list[CatalogEntry] = [
     _entry("scala_prepare_rebalance", "scala", "2.1-4.0", PREPARE_REBALANCE,
            rf"Preparing to rebalance group {_G} in state {_ST} with old generation {_GEN} {_OP} "
            r"\(reason: (?P<reason>.*)\)", "Preparing to rebalance group ", **_PREPARE),
-    _entry("scala_prepare_rebalance_no_reason", "scala", "2.0", PREPARE_REBALANCE,
+    _entry("scala_prepare_rebalance_no_reason", "scala", "1.1-2.0", PREPARE_REBALANCE,
            rf"Preparing to rebalance group {_G} with old generation {_GEN} {_OP}",
            "Preparing to rebalance group ", **_PREPARE),
     _entry("java_prepare_rebalance", "java", "3.7-4.2", PREPARE_REBALANCE,
            # the reason keeps its own trailing '.'; the final '.' after ')' ends the sentence
            rf"Preparing to rebalance group {_G} in state {_ST} with old generation {_GEN} "
            r"\(reason: (?P<reason>.*)\)\.", "Preparing to rebalance group ", **_PREPARE),
-    _entry("scala_stabilized", "scala", "2.0-2.7", JOIN_COMPLETE,
+    _entry("scala_stabilized", "scala", "1.1-2.7", JOIN_COMPLETE,
            rf"Stabilized group {_G} generation {_GEN} {_OP}", "Stabilized group "),
     _entry("scala_stabilized_with_members", "scala", "2.8-4.0", JOIN_COMPLETE,
            rf"Stabilized group {_G} generation {_GEN} {_OP} with (?P<members>\d+) members",
@@ -309,7 +312,7 @@ CATALOG: list[CatalogEntry] = [
     _entry("java_stabilized", "java", "3.7-4.2", JOIN_COMPLETE,
            rf"Stabilized group {_G} generation {_GEN} with (?P<members>\d+) members\.",
            "Stabilized group "),
-    _entry("scala_assignment_received", "scala", "2.0-2.7", ASSIGNMENT_RECEIVED,
+    _entry("scala_assignment_received", "scala", "1.1-2.7", ASSIGNMENT_RECEIVED,
            rf"Assignment received from leader for group {_G} for generation {_GEN}",
            "Assignment received from leader for group "),
     _entry("scala_assignment_received_counts", "scala", "2.8", ASSIGNMENT_RECEIVED,
@@ -320,7 +323,7 @@ CATALOG: list[CatalogEntry] = [
            rf"Assignment received from leader {_M} for group {_G} for generation {_GEN}\. "
            r"The group has (?P<members>\d+) members, (?P<static_members>\d+) of which are static\.",
            "Assignment received from leader "),
-    _entry("scala_group_empty", "scala", "2.0-4.0", GROUP_EMPTY,
+    _entry("scala_group_empty", "scala", "1.1-4.0", GROUP_EMPTY,
            rf"Group {_G} with generation {_GEN} is now empty {_OP}", " is now empty ("),
     _entry("java_group_empty", "java", "3.7-4.2", GROUP_EMPTY,
            rf"Group {_G} with generation {_GEN} is now empty\.", " is now empty."),
@@ -382,7 +385,7 @@ CATALOG: list[CatalogEntry] = [
            r"while old member \S+ will be removed\.", " with unknown member id rejoins, assigning new"),
 
     # --- classic protocol: members leaving / failing (§2.4, §2.6) -------------------------------
-    _entry("scala_member_failed", "scala", "2.0-4.0", MEMBER_FAILED,
+    _entry("scala_member_failed", "scala", "1.1-4.0", MEMBER_FAILED,
            rf"Member {_M} in group {_G} has failed, removing it from the group",
            " has failed, removing it from the group"),
     _entry("java_member_failed", "java", "3.7-4.2", MEMBER_FAILED,
@@ -391,7 +394,7 @@ CATALOG: list[CatalogEntry] = [
     _entry("scala_member_left_2_4", "scala", "2.4-2.8", MEMBER_LEFT,
            rf"Member\[group\.instance\.id {_IID}, member\.id (?P<member_id>.*?)\] in group {_G} has left, "
            r"removing it from the group", "Member[group.instance.id ", data={"pending": False}),
-    _entry("scala_member_left_2_0", "scala", "2.0-2.1 (DEBUG), 2.2-2.3", MEMBER_LEFT,
+    _entry("scala_member_left_2_0", "scala", "1.1-2.1 (DEBUG), 2.2-2.3", MEMBER_LEFT,
            rf"Member {_M} in group {_G} has left, removing it from the group",
            " has left, removing it from the group", data={"pending": False}, parse_at_debug=True),
     _entry("scala_member_left_3_2", "scala", "3.2-4.0", MEMBER_LEFT,
@@ -429,9 +432,9 @@ CATALOG: list[CatalogEntry] = [
            " removed members who haven't sent their sync request", parse_at_debug=True),
 
     # --- group load / unload / expiry / deletion (§2.8, §2.9) -----------------------------------
-    _entry("scala_group_loading", "scala", "2.0-4.0", GROUP_LOADED,
+    _entry("scala_group_loading", "scala", "1.1-4.0", GROUP_LOADED,
            rf"Loading group metadata for {_G} with generation {_GEN}", "Loading group metadata for "),
-    _entry("scala_group_unloading", "scala", "2.0-4.0", GROUP_UNLOADED,
+    _entry("scala_group_unloading", "scala", "1.1-4.0", GROUP_UNLOADED,
            rf"Unloading group metadata for {_G} with generation {_GEN}", "Unloading group metadata for "),
     _entry("java_group_loaded", "java", "3.7-4.2", GROUP_LOADED,
            rf"Loaded (?P<group_type>\w+) group {_G} with (?P<members>\d+) members\.", "Loaded "),
@@ -441,11 +444,16 @@ CATALOG: list[CatalogEntry] = [
     _entry("java_modern_group_unloaded", "java", "3.8-4.2", GROUP_UNLOADED,
            rf"\[GroupId={_GB}\] Unloaded group metadata for group epoch {_GEN}\.",
            "] Unloaded group metadata for group epoch "),
-    _entry("scala_group_dead", "scala", "2.0-4.0", GROUP_DEAD,
+    _entry("scala_group_dead", "scala", "1.1-4.0", GROUP_DEAD,
            rf"Group {_G} transitioned to Dead in generation {_GEN}", " transitioned to Dead in generation "),
     _entry("groups_deleted", "both", "scala 2.0-4.0, java 3.7-4.2", GROUP_DELETED,
            r"The following groups were deleted: (?P<groups>.*)\. "
            r"A total of (?P<offsets_removed_total>\d+) offsets were removed\.",
+           "The following groups were deleted: "),
+    # 1.1 (DeleteGroups is new in 1.1, KIP-229) prints the names only; the lookahead keeps the
+    # 2.0+ line out of this entry.
+    _entry("scala_groups_deleted_1_1", "scala", "1.1", GROUP_DELETED,
+           r"The following groups were deleted: (?P<groups>(?:(?!\. A total of \d+ offsets were removed\.$).)*)",
            "The following groups were deleted: "),
 
     # --- KIP-848 consumer groups (§3) -----------------------------------------------------------
@@ -552,8 +560,45 @@ CATALOG: list[CatalogEntry] = [
     _entry("scala_member_loaded", "scala", "2.8-4.0", None,
            r"Loaded member .+ in group .+ with generation -?\d+\.", "Loaded member "),
     _entry("scala_partition_load_unload", "scala", "2.0-4.0", None,
-           r"(?:Scheduling loading of|Finished loading|Scheduling unloading of) offsets and group metadata "
-           r"from .+", " offsets and group metadata from "),
+           r"(?:Scheduling loading of|Finished loading|Scheduling unloading of|Already loading) offsets and "
+           r"group metadata from .+", " offsets and group metadata from "),
+    _entry("scala_offset_load_in_progress_1_1", "scala", "1.1", None,
+           r"Offset load from \S+ already in progress\.", "Offset load from "),
+    _entry("scala_stale_epoch_load_unload", "scala", "2.8.1-4.0", None,
+           r"Not (?:loading|removing) offsets and group metadata for \S+ in epoch -?\d+ since current epoch is .+",
+           " offsets and group metadata for "),
+    _entry("scala_partition_load_problem", "scala", "1.1-4.0 (ERROR/WARN)", None,
+           r"(?:Error loading offsets from \S+|Attempted to load offsets and group metadata from \S+, but found no log)",
+           " from "),
+    _entry("loader_buffer_larger", "both", "scala 2.0.1-4.0, CoordinatorLoaderImpl 3.6+ (WARN)", None,
+           r"Loaded (?:offsets and group )?metadata from \S+ with buffer larger \(\d+ bytes\) than configured "
+           r"(?:offsets\.load\.buffer\.size|buffer size) \(\d+ bytes\)\.?", " with buffer larger ("),
+    _entry("loader_record_failed", "both", "CoordinatorLoaderImpl 3.6+ (ERROR)", None,
+           r"(?:Deserializing record .+ from \S+|Replaying record .+ from \S+ at offset \d+ with producer id -?\d+ "
+           r"and producer epoch -?\d+) failed due to: .*", " failed due to: "),
+    _entry("coordinator_loader_shutting_down", "both", "CoordinatorLoaderImpl 3.6+ (WARN)", None,
+           r"Coordinator loader is already shutting down\.", "Coordinator loader is already shutting down."),
+    _entry("scala_append_metadata_failed", "scala", "1.1-4.0 (ERROR)", None,
+           r"Appending metadata message for group .+ generation -?\d+ failed due to (?:\w+, returning UNKNOWN "
+           r"error code to the client|unexpected error: .*)", "Appending metadata message for group "),
+    _entry("scala_tombstone_append_failed", "scala", "1.1-4.0 (ERROR)", None,
+           r"Failed to append \d+ tombstones to \S+ for expired/deleted offsets and/or metadata for group .+",
+           " tombstones to "),
+    _entry("scala_mixed_offset_commits", "scala", "1.1-4.0 (WARN)", None,
+           r"group: .+ with leader: .+ has received offset commits from consumers as well as transactional "
+           r"producers\. .*", " has received offset commits from consumers as well as transactional producers"),
+    _entry("scala_cleanup_not_coordinator", "scala", "1.1-4.0", None,
+           r"BrokerId \d+ is no longer a coordinator for the group .+\. Proceeding cleanup for other alive groups",
+           " is no longer a coordinator for the group "),
+    _entry("scala_txn_marker_group_moved", "scala", "1.1-4.0", None,
+           r"Group .+ has moved away from \d+ after transaction marker was written but before the cache was "
+           r"updated\. The cache on the new group owner will be updated instead\.",
+           " after transaction marker was written but before the cache was updated."),
+    _entry("consumer_protocol_parse_failed", "both", "scala 2.4-4.0 (GroupMetadata), java 3.7+ (ClassicGroup), WARN",
+           None, r"Failed to parse Consumer Protocol .+ of group .+\. Consumer group coordinator is not aware of "
+           r"the subscribed topics\.", "Failed to parse Consumer Protocol "),
+    _entry("scala_callback_failed", "scala", "3.3.2-4.0 (ERROR, GroupMetadata)", None,
+           r"Failed to invoke (?:join|sync) callback for \S+ due to .*", "Failed to invoke "),
     _entry("scala_partition_unloaded", "scala", "2.0-4.0", None,
            r"Finished unloading \S+?(?: for coordinator epoch -?\d+)?\. Removed \d+ cached offsets and \d+ "
            r"cached groups\.", "Finished unloading "),
@@ -619,10 +664,38 @@ CATALOG: list[CatalogEntry] = [
            r"Event processor closed)\.", "."),
     _entry("java_event_processor_thread", "java", "3.7-4.2", None,
            r"\[group-coordinator-event-processor-\d+\]: (?:Starting|Stopped|Shutdown completed|"
-           r"Shutting down\. Draining the remaining events\.)", "[group-coordinator-event-processor-"),
+           r"Shutting down\. Draining the remaining events\.|Exiting with exception\.|Draining threw exception\.|"
+           r"Failed to (?:run|reject) event .+ due to: .*)", "[group-coordinator-event-processor-"),
     _entry("java_tombstones_generated", "java", "3.7-4.2", None,
-           r"Generated \d+ tombstone records while cleaning up group metadata in \d+ milliseconds\.",
-           " tombstone records while cleaning up group metadata"),
+           r"Generated \d+ tombstone records (?:while cleaning up group metadata in \d+ milliseconds|in \d+ "
+           r"milliseconds while deleting offsets for partitions .*)\.", "Generated "),
+    # CoordinatorRuntime (prefix `[GroupCoordinator id=N]`): load races, write failures, shutdown.
+    _entry("java_runtime_misc", "java", "3.7-4.2 (INFO/WARN/ERROR, CoordinatorRuntime)", None,
+           r"(?:The write event .+ for the timer .+ failed due to .*\. (?:Rescheduling|Ignoring) it\. ?"
+           r"|Failed to enqueue write event .+ for timer .+ because the runtime is closed\. Ignoring it\."
+           r"|Ignor(?:ed|ing) load completion from .+ because context is in \w+ state\."
+           r"|Failed to load metadata from .+ with epoch -?\d+ due to .*\."
+           r"|The state machine of the coordinator .+ is out of sync with the underlying log\. .*"
+           r"|Writing records to .+ failed due to: .*\."
+           r"|Replaying records? .*to .+ failed due to: .*\."
+           r"|Execution of .+ failed due to .*\."
+           r"|The coordinator .+ is already (?:loading metadata|active)\."
+           r"|Cannot load coordinator .+ in state \w+\."
+           r"|Ignor(?:ed|ing) loading metadata from .+ since current epoch .+ is larger than or equals to .+\."
+           r"|Coordinator runtime is already shutting down\.)", " "),
+    # GroupCoordinatorService (prefix `[GroupCoordinator id=N]`).
+    _entry("java_service_misc", "java", "3.7-4.2 (WARN/ERROR, GroupCoordinatorService)", None,
+           r"(?:\w+ request .+ hit an unexpected exception: .*|Operation .+ with .+ hit an unexpected exception: .*"
+           r"|Group coordinator is already (?:running|shutting down)\."
+           r"|Could not delete offsets for deleted partitions .+ due to: .*)", " "),
+    _entry("java_unknown_group_type", "java", "3.8-4.2 (WARN)", None,
+           r"(?:(?:Removed|Loaded) group .+|onUnloaded group) with an unknown group type .+\.",
+           " with an unknown group type "),
+    _entry("java_txn_offset_materialization_skipped", "java", "3.8-4.2", None,
+           r"Skipped the materialization of transactional offset commit .+",
+           "Skipped the materialization of transactional offset commit "),
+    _entry("java_share_group_metrics_state", "java", "4.0-4.2 (WARN, GroupCoordinatorMetricsShard)", None,
+           r"Unknown (?:new|previous) share group state: .+", " share group state: "),
     _entry("consumer_member_subscription_changed", "java", "3.7-3.9 (DEBUG from 4.0)", None,
            r"\[GroupId [^\]]+\] Member \S+ updated its subscribed (?:topics|regex) to: .*",
            " updated its subscribed "),
@@ -636,7 +709,9 @@ CATALOG: list[CatalogEntry] = [
            r"cannot join the group because the instance id is (?:is )?owned by member) \S+\.",
            "] Static member "),
     _entry("group_conversion_refused", "java", "3.8-4.2", None,
-           r"Cannot (?:upgrade|downgrade) (?:classic|consumer) group .+ to (?:consumer|classic) group because .*",
+           r"Cannot (?:(?:upgrade|downgrade) (?:classic|consumer) group .+ to (?:consumer|classic) group because .*"
+           r"|upgrade the classic group .+ to consumer group because the embedded consumer protocol is "
+           r"malformed: .*|downgrade the consumer group .+: fail to parse the Consumer Protocol .*)",
            "Cannot "),
     _entry("consumer_regex_refresh", "java", "4.0-4.2", None,
            r"(?:\[GroupId [^\]]+\] )?(?:Scanned \d+ topics to refresh regular expressions .*|"

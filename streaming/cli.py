@@ -1,4 +1,4 @@
-"""`rebalance-monitor` command line: replay, decode-offsets, demo."""
+"""`rebalance-monitor` command line: replay, parse-logs, decode-offsets, demo."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from streaming.config import ConfigError, LogInput, OffsetsInput, load_settings, make_inputs
+from streaming.envelope import ENVELOPES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CAPTURES = REPO_ROOT / "tests" / "fixtures"
@@ -25,6 +26,8 @@ DEMO_ROWS_PER_BATCH = 2000   # several micro-batches, so /metrics fills in while
 def _settings(args: argparse.Namespace, **extra):
     return load_settings(getattr(args, "config", None),
                          broker_timezone=getattr(args, "broker_timezone", None),
+                         log_envelope=getattr(args, "log_envelope", None),
+                         broker_id_field=getattr(args, "broker_id_field", None),
                          cluster=getattr(args, "cluster", None),
                          lateness_seconds=getattr(args, "lateness_seconds", None),
                          metrics_port=getattr(args, "port", None),
@@ -32,11 +35,27 @@ def _settings(args: argparse.Namespace, **extra):
 
 
 # ------------------------------------------------------------------------------ replay
+def _broker_ids(ids: Optional[list[int]], paths: list[str]) -> list[Optional[int]]:
+    """--broker-id: one id for every file, or one per file in --broker-log order."""
+    if not ids:
+        return [None] * len(paths)
+    if len(ids) == 1:
+        return ids * len(paths)
+    if len(ids) != len(paths):
+        raise ConfigError(f"--broker-id: give one id for all files or one per --broker-log file "
+                          f"({len(ids)} ids for {len(paths)} files)")
+    return list(ids)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     settings = _settings(args)
     logs = make_inputs(LogInput, [{"path": p, "cluster": settings.cluster,
                                    "broker_timezone": settings.broker_timezone,
-                                   "broker_id": args.broker_id} for p in args.broker_log], "--broker-log")
+                                   "broker_id": broker_id, "envelope": settings.log_envelope,
+                                   "broker_id_field": settings.broker_id_field}
+                                  for p, broker_id in zip(args.broker_log,
+                                                          _broker_ids(args.broker_id, args.broker_log))],
+                       "--broker-log")
     offsets = make_inputs(OffsetsInput, [{"path": p, "cluster": settings.cluster}
                                          for p in args.offsets], "--offsets")
     if not logs and not offsets:
@@ -75,6 +94,61 @@ def cmd_decode_offsets(args: argparse.Namespace) -> int:
                 failed += 1
             out.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
     print(f"decode-offsets: {decoded} decoded, {failed} failed", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------ parse-logs
+def cmd_parse_logs(args: argparse.Namespace) -> int:
+    """One JSON object per coordinator event in broker logs; counts on stderr. No Spark."""
+    from collections import Counter
+
+    from streaming.broker_log import (COORDINATOR_LOGGER_MARKERS, HEADER_RE, OUTCOME_EVENTS, OUTCOME_UNKNOWN,
+                                      iter_log_file, parse_line_detailed)
+    from streaming.envelope import unwrap
+    from streaming.timeutil import zone
+    settings = _settings(args)
+    inputs = make_inputs(LogInput, [{"path": p, "broker_timezone": settings.broker_timezone,
+                                     "broker_id": broker_id, "envelope": settings.log_envelope,
+                                     "broker_id_field": settings.broker_id_field}
+                                    for p, broker_id in zip(args.path, _broker_ids(args.broker_id, args.path))],
+                         "PATH")
+    outcomes: Counter = Counter()
+    unknown_by_logger: Counter = Counter()
+    lines = events = 0
+    out = sys.stdout
+    for spec in inputs:
+        tz = zone(spec.broker_timezone)
+        for seq, raw in iter_log_file(spec.path):
+            lines += 1
+            if not any(marker in raw for marker in COORDINATOR_LOGGER_MARKERS):
+                continue
+            u = unwrap(raw, spec.envelope, spec.broker_id_field)
+            if u.line is None:
+                outcomes["unreadable_envelope"] += 1
+                continue
+            broker = u.broker if u.broker is not None else spec.broker_id
+            parsed = parse_line_detailed(u.line, source_id=spec.path, seq=seq, tz=tz, default_broker=broker)
+            outcomes[parsed.outcome] += 1
+            if parsed.outcome == OUTCOME_UNKNOWN:
+                header = HEADER_RE.match(u.line)
+                unknown_by_logger[header.group(4) if header else "?"] += 1
+            if parsed.outcome != OUTCOME_EVENTS:
+                continue
+            for ev in parsed.result:
+                events += 1
+                out.write(json.dumps({
+                    "ts_ms": ev.ts_ms, "broker": ev.broker, "kind": ev.kind, "group": ev.group,
+                    "generation": ev.generation, "member_id": ev.member_id, "reason": ev.reason,
+                    "trigger": ev.data.get("trigger"), "file": spec.path, "line": seq,
+                    **({"host": u.host} if u.host else {})}) + "\n")
+    coordinator = sum(v for k, v in outcomes.items() if k != "not_coordinator")
+    print(f"parse-logs: {lines} lines, {coordinator} coordinator lines: {events} events from "
+          f"{outcomes[OUTCOME_EVENTS]} lines, {outcomes['ignored']} recognised without a fact, "
+          f"{outcomes['debug']} DEBUG/TRACE skipped, {outcomes['continuation']} continuation, "
+          f"{outcomes['unparseable'] + outcomes['unreadable_envelope']} unparseable, "
+          f"{sum(unknown_by_logger.values())} unrecognised", file=sys.stderr)
+    for logger, count in sorted(unknown_by_logger.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"parse-logs: unrecognised {count} {logger}", file=sys.stderr)
     return 0
 
 
@@ -198,12 +272,31 @@ def build_parser() -> argparse.ArgumentParser:
                         help="__consumer_offsets JSONL dump(s): partition, offset, timestamp, key_b64, value_b64|null")
     replay.add_argument("--out", required=True, metavar="DIR", help="output directory")
     replay.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
-    replay.add_argument("--broker-id", type=int, help="broker id when log lines do not name it")
+    replay.add_argument("--broker-id", type=int, nargs="+", metavar="N",
+                        help="broker id when neither the line nor its envelope names it: one for all "
+                             "files, or one per --broker-log file")
+    replay.add_argument("--log-envelope", choices=ENVELOPES,
+                        help="plain log4j lines, JSON documents of a log shipper (Filebeat, Fluent Bit, "
+                             "Vector), or auto: JSON when a line starts with '{' (default auto)")
+    replay.add_argument("--broker-id-field", metavar="PATH",
+                        help="JSON envelope field with the broker id, e.g. fields.broker_id or "
+                             "kubernetes.pod_name (trailing digits are used)")
     replay.add_argument("--cluster", help="cluster label for metrics and records (default: default)")
     replay.add_argument("--config", metavar="FILE", help="TOML settings file")
     replay.add_argument("--lateness-seconds", type=float, help="watermark delay per source")
     replay.add_argument("--max-rows-per-batch", type=int, help="rows per micro-batch per source")
     replay.set_defaults(func=cmd_replay)
+
+    parse_logs = sub.add_parser("parse-logs", help="print the coordinator events of broker logs as JSON lines "
+                                "(no Spark); unrecognised coordinator lines are counted by logger on stderr")
+    parse_logs.add_argument("path", nargs="+", metavar="PATH", help="server.log file(s), plain or JSON envelopes")
+    parse_logs.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
+    parse_logs.add_argument("--log-envelope", choices=ENVELOPES, help="auto (default), plain or json")
+    parse_logs.add_argument("--broker-id", type=int, nargs="+", metavar="N",
+                            help="broker id when neither line nor envelope names it: one, or one per PATH")
+    parse_logs.add_argument("--broker-id-field", metavar="PATH", help="JSON envelope field with the broker id")
+    parse_logs.add_argument("--config", metavar="FILE", help="TOML settings file")
+    parse_logs.set_defaults(func=cmd_parse_logs)
 
     decode = sub.add_parser("decode-offsets", help="decode a __consumer_offsets JSONL dump, one JSON per record")
     decode.add_argument("path", nargs="+")
@@ -244,6 +337,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ConfigError as exc:
         print(f"rebalance-monitor: configuration error:\n{exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:          # `... | head`: the reader is gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from streaming.envelope import ENVELOPE_AUTO, ENVELOPES, parse_field_path
 from streaming.timeutil import zone
 
 # Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
@@ -26,14 +27,36 @@ def _check_zone(value: str) -> str:
     return value
 
 
+def _check_envelope(value: str) -> str:
+    if value not in ENVELOPES:
+        raise ValueError(f"must be one of {', '.join(ENVELOPES)}")
+    return value
+
+
+def _check_field_path(value: Optional[str]) -> Optional[str]:
+    if value is not None:
+        parse_field_path(value)   # raises ValueError naming the bad path
+    return value
+
+
 class LogInput(BaseModel):
-    """One broker log file (replay)."""
+    """One broker log file (replay).
+
+    envelope: `auto` (default; JSON documents are recognised by a leading `{`), `plain` or `json`
+    (Filebeat / Fluent Bit / Vector documents, streaming/envelope.py). broker_id_field: dotted
+    path of the envelope field holding the broker id, used when the line's coordinator prefix
+    does not name the broker; broker_id: the last fallback.
+    """
     path: str
     cluster: str = "default"
     broker_timezone: str = "UTC"
     broker_id: Optional[int] = Field(default=None, ge=0)
+    envelope: str = ENVELOPE_AUTO
+    broker_id_field: Optional[str] = None
 
     _zone = field_validator("broker_timezone")(_check_zone)
+    _envelope = field_validator("envelope")(_check_envelope)
+    _field = field_validator("broker_id_field")(_check_field_path)
 
     @field_validator("path")
     @classmethod
@@ -98,8 +121,13 @@ class MonitorSettings(BaseSettings):
 
     cluster: str = Field(default="default", min_length=1)
     broker_timezone: str = "UTC"
+    log_envelope: str = ENVELOPE_AUTO            # default envelope of --broker-log inputs
+    broker_id_field: Optional[str] = None        # default broker id field of JSON envelopes
     lateness_seconds: float = Field(default=30.0, ge=0, description="watermark delay per source")
     max_rows_per_batch: int = Field(default=200_000, ge=1)
+    parse_partitions: int = Field(default=2, ge=1, description="parse tasks per log micro-batch")
+    unknown_lines_sample_per_logger: int = Field(
+        default=10, ge=0, description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
     metrics_host: str = "127.0.0.1"
@@ -116,6 +144,8 @@ class MonitorSettings(BaseSettings):
     dead_group_retention_seconds: float = Field(default=600.0, ge=0)
 
     _zone = field_validator("broker_timezone")(_check_zone)
+    _envelope = field_validator("log_envelope")(_check_envelope)
+    _field = field_validator("broker_id_field")(_check_field_path)
 
     @field_validator("group_allow", "group_deny")
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from datetime import datetime
@@ -26,6 +27,9 @@ from streaming.query import replay_query
 
 # END_OF_INPUT_TS_MS is 2100-01-01; the watermark after it is 2099-12-31 minus the lateness.
 END_OF_INPUT_WATERMARK_YEAR = "2099"
+# A log source whose lines are this far from the offsets records of the same actions is reported
+# on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
+CLOCK_SKEW_WARN_MS = 60_000
 
 
 def _offset(value) -> dict:
@@ -60,6 +64,8 @@ class RunCollector:
     anomalies: list[dict] = field(default_factory=list)
     quarantine: list[dict] = field(default_factory=list)
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
+    clock_skew: list[dict] = field(default_factory=list)
+    skew_warned: set = field(default_factory=set)
     last_batch_id: int = -1
     # Batches whose records are already in the counters (restored from the event sink): a batch
     # Spark re-runs after a crash updates snapshots but is not counted again.
@@ -69,6 +75,16 @@ class RunCollector:
     def handle(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "snapshot":
             self.snapshots[(record["cluster"], record["group"])] = record
+        elif kind == "clock_skew":
+            if self.keep_records:
+                self.clock_skew.append(record)
+            key = (record["cluster"], record["source"])
+            if abs(record["skew_ms"]) >= CLOCK_SKEW_WARN_MS and key not in self.skew_warned:
+                self.skew_warned.add(key)
+                print(f"rebalance-monitor: warning: log times of {record['source']} (cluster {record['cluster']}) "
+                      f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
+                      f"action (group {record['group']}, generation {record['generation']}); check its "
+                      f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
         elif self.keep_records:
             {"rebalance": self.rebalances, "removal": self.removals, "anomaly": self.anomalies,
              "quarantine": self.quarantine}.get(kind, []).append(record)
@@ -84,7 +100,7 @@ class RunCollector:
             # Files first: a crash after this point re-runs the batch and rewrites the same files.
             self.event_sink.write_batch(batch_id, by_kind)
         replayed = batch_id <= self.counted_through
-        for kind in ("rebalance", "removal", "anomaly", "quarantine", "snapshot"):
+        for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "snapshot"):
             if replayed and kind != "snapshot":
                 continue
             for record in by_kind.get(kind, []):
@@ -106,7 +122,7 @@ class RunCollector:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
                 self.metrics.observe("snapshot", snap)
         if self.event_sink is not None:
-            for kind in ("rebalance", "removal", "anomaly", "quarantine"):
+            for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew"):
                 for record in self.event_sink.records(kind):
                     self.metrics.observe(kind, record)
             self.counted_through = max(last, self.event_sink.last_batch_id())
@@ -124,7 +140,11 @@ class RunCollector:
             start, end = _offset(source.get("startOffset")), _offset(source.get("endOffset"))
             if isinstance(end, dict):
                 kind = end.get("source") or kind
-                if end.get("eof") and not start.get("eof"):
+                if "lines" in end:
+                    # The log reader emits only lines with a coordinator marker; its offsets
+                    # count every line it read.
+                    rows = int(end["lines"]) - int(start.get("lines") or 0)
+                elif end.get("eof") and not start.get("eof"):
                     rows -= 1   # the replay's end-of-input marker is not input
                 if end.get("tick") and end.get("tick") != start.get("tick"):
                     rows -= 1   # nor is a live source's caught-up marker
@@ -193,6 +213,10 @@ class RunCollector:
             event_files.ANOMALIES: event_files.write_jsonl(
                 os.path.join(out_dir, event_files.ANOMALIES),
                 sorted(self.anomalies, key=lambda a: (a["cluster"], a["group"], a["ts_ms"], a["seq"]))),
+            event_files.CLOCK_SKEW: event_files.write_jsonl(
+                os.path.join(out_dir, event_files.CLOCK_SKEW),
+                sorted(self.clock_skew, key=lambda c: (c["cluster"], c["source"], c["log_ts_ms"], c["group"],
+                                                       c["pair"], c["generation"]))),
         }
         write_textfile(self.metrics.registry, os.path.join(out_dir, "metrics.prom"))
         return counts

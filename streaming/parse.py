@@ -17,7 +17,8 @@ from typing import Iterable, Iterator, Optional
 import pandas as pd
 
 from state import events as E
-from streaming.broker_log import parse_line
+from streaming.broker_log import HEADER_RE, parse_line
+from streaming.envelope import ENVELOPE_AUTO, unwrap
 from streaming.offsets_decoder import record_to_events
 from streaming.quarantine import Quarantined
 from streaming.schema import END_OF_INPUT_TS_MS, EVENT_COLUMNS, QUARANTINE_GROUP
@@ -31,7 +32,14 @@ class LogSourceSpec:
     """Per-file (or per-topic) settings of a broker-log source."""
     cluster: str
     broker_timezone: str = "UTC"
-    broker_id: Optional[int] = None   # used when the line's prefix does not name the broker
+    broker_id: Optional[int] = None   # used when neither the line's prefix nor the envelope names the broker
+    envelope: str = ENVELOPE_AUTO     # auto | plain | json (streaming/envelope.py)
+    broker_id_field: Optional[str] = None   # JSON envelope field with the broker id
+
+
+def log_spec(i) -> LogSourceSpec:
+    """The parse settings of a streaming.config.LogInput."""
+    return LogSourceSpec(i.cluster, i.broker_timezone, i.broker_id, i.envelope, i.broker_id_field)
 
 
 def event_row(ev: E.Event) -> tuple:
@@ -40,9 +48,12 @@ def event_row(ev: E.Event) -> tuple:
             json.dumps(ev.data, separators=(",", ":"), sort_keys=True, default=str) if ev.data else None)
 
 
-def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int]) -> tuple:
+def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int], host: Optional[str] = None,
+                   extra: Optional[dict] = None) -> tuple:
     ts = q.ts_ms if q.ts_ms is not None else (ts_hint_ms if ts_hint_ms is not None else 1)
-    record = {"cluster": cluster, **q.to_dict(), "ts_ms": ts}
+    record = {"cluster": cluster, **q.to_dict(), "ts_ms": ts, **(extra or {})}
+    if host is not None:
+        record["host"] = host
     return (cluster, QUARANTINE_GROUP, int(ts), q.source, q.source_id, int(q.seq), QUARANTINE_KIND,
             None, None, None, q.reason, json.dumps(record, separators=(",", ":"), default=str))
 
@@ -55,41 +66,133 @@ def marker_row(source: str, ts_ms: Optional[int]) -> tuple:
     return ("", None, ts, source, "marker", 0, E.END_OF_INPUT, None, None, None, None, None)
 
 
+def _missing(value) -> bool:
+    """None, or the NaN pandas puts in a numeric column for null."""
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
 def _frame(rows: list) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=EVENT_COLUMNS)
 
 
-def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
-                   default_spec: Optional[LogSourceSpec] = None) -> list[tuple]:
-    """(source_id, seq, line, ts_hint_ms, eof) tuples -> event rows. Pure Python, testable.
+UNKNOWN_LINE = "unknown_coordinator_line"
+DEFAULT_UNKNOWN_SAMPLE = 10
 
-    `specs` maps a replay file's source_id to its settings; rows of other sources (topic
-    partitions of a live log topic) use `default_spec`."""
+
+class UnknownLineSampler:
+    """Keeps at most `keep` unknown coordinator lines per (cluster, logger) as quarantine rows.
+
+    Every unknown line is counted: the kept ones carry `count` 1, and `summary_rows()` gives one
+    more quarantine row per (cluster, logger) with the number of lines that were not kept
+    (`count`, `sampled_out` true, no raw text). One sampler lives for one parse task, that is
+    one partition of one micro-batch.
+    """
+
+    def __init__(self, keep: int = DEFAULT_UNKNOWN_SAMPLE):
+        self.keep = keep
+        self.kept: dict[tuple[str, str], int] = {}
+        self.dropped: dict[tuple[str, str], list] = {}   # key -> [count, last Quarantined, ts, host]
+
+    def offer(self, q: Quarantined, cluster: str, ts_hint: Optional[int], host: Optional[str]) -> Optional[tuple]:
+        header = HEADER_RE.match(q.raw or "")
+        logger = header.group(4) if header else "unknown"
+        key = (cluster, logger)
+        if self.kept.get(key, 0) < self.keep:
+            self.kept[key] = self.kept.get(key, 0) + 1
+            return quarantine_row(q, cluster, ts_hint, host, extra={"logger": logger, "count": 1})
+        entry = self.dropped.setdefault(key, [0, None, None, None])
+        entry[0] += 1
+        entry[1:] = [q, ts_hint, host]
+        return None
+
+    def summary_rows(self) -> list[tuple]:
+        rows = []
+        for (cluster, logger), (count, q, ts_hint, host) in sorted(self.dropped.items()):
+            summary = Quarantined(
+                source=q.source, source_id=q.source_id, seq=q.seq, reason=UNKNOWN_LINE,
+                detail=f"{count} more INFO/WARN/ERROR lines of {logger} matched no catalog entry in this "
+                       f"batch; not kept (at most {self.keep} per logger and batch); the last one is at "
+                       f"source_id/seq", raw=None, ts_ms=q.ts_ms)
+            rows.append(quarantine_row(summary, cluster, ts_hint, host,
+                                       extra={"logger": logger, "count": count, "sampled_out": True}))
+        self.dropped.clear()
+        return rows
+
+
+def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
+                   sampler: Optional[UnknownLineSampler] = None,
+                   default_spec: Optional[LogSourceSpec] = None) -> list[tuple]:
+    """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof) tuples -> event rows.
+
+    `line` is the unwrapped log4j line (None when the row's envelope could not be read), `raw` the
+    row as read. Unknown coordinator lines go through `sampler` (quarantine rows for the first few
+    per logger, counts for the rest; the caller adds `sampler.summary_rows()` at the end); without
+    one every unknown line is quarantined. `specs` maps a replay file's source_id to its settings;
+    rows of other sources (partitions of a live log topic) use `default_spec`. Pure Python, testable.
+    """
     out: list[tuple] = []
     fallback = default_spec or LogSourceSpec(cluster="default")
-    for source_id, seq, line, ts_hint, eof in rows:
+    for source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof in rows:
         if eof:
             out.append(marker_row(E.SOURCE_LOG, ts_hint))
             continue
         spec = specs.get(source_id) or fallback
+        hint = None if _missing(ts_hint) else int(ts_hint)
+        host_hint = None if _missing(host_hint) else host_hint
+        if _missing(line):
+            detail = unwrap(raw or "", spec.envelope, spec.broker_id_field).error or "envelope has no log line"
+            q = Quarantined(source=E.SOURCE_LOG, source_id=source_id, seq=int(seq), reason="unparseable_line",
+                            detail=detail, raw=(raw or "")[:2000])
+            out.append(quarantine_row(q, spec.cluster, hint, host_hint))
+            continue
+        broker = spec.broker_id if _missing(broker_hint) else int(broker_hint)
         result = parse_line(line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
-                            default_broker=spec.broker_id)
+                            default_broker=broker)
         if result is None:
             continue
         if isinstance(result, Quarantined):
-            out.append(quarantine_row(result, spec.cluster, None if pd.isna(ts_hint) else int(ts_hint)))
+            if result.reason == UNKNOWN_LINE:
+                sampler = sampler if sampler is not None else UnknownLineSampler(keep=1 << 62)
+                row = sampler.offer(result, spec.cluster, hint, host_hint)
+                if row is not None:
+                    out.append(row)
+            else:
+                out.append(quarantine_row(result, spec.cluster, hint, host_hint))
             continue
         for ev in result:
             ev.cluster = spec.cluster
+            if host_hint is not None:
+                ev.data["log_host"] = host_hint
             out.append(event_row(ev))
     return out
 
 
+def unwrap_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
+                default_spec: Optional[LogSourceSpec] = None) -> Iterator[tuple]:
+    """Replay rows (source_id, seq, raw, ts_hint_ms, eof) -> parse_log_rows input, in Python.
+
+    The same envelope step the query runs in the JVM; used by the Spark-free pipeline and the CLI.
+    """
+    for source_id, seq, raw, ts_hint, eof in rows:
+        if eof:
+            yield source_id, seq, None, None, None, None, ts_hint, True
+            continue
+        spec = specs.get(source_id) or default_spec or LogSourceSpec(cluster="default")
+        u = unwrap(raw, spec.envelope, spec.broker_id_field)
+        yield source_id, seq, u.line, raw, u.broker, u.host, ts_hint, False
+
+
 def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec],
+                       unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                        default_spec: Optional[LogSourceSpec] = None) -> Iterator[pd.DataFrame]:
+    sampler = UnknownLineSampler(unknown_sample)     # one per task: partition of a micro-batch
     for pdf in batches:
-        rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["ts_hint_ms"], pdf["eof"])
-        yield _frame(parse_log_rows(rows, specs, default_spec))
+        rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["raw"], pdf["broker_hint"],
+                   pdf["host_hint"], pdf["ts_hint_ms"], pdf["eof"])
+        yield _frame(parse_log_rows(rows, specs, sampler, default_spec))
+    summary = sampler.summary_rows()
+    if summary:
+        yield _frame(summary)
 
 
 def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str],

@@ -16,8 +16,10 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from streaming.broker_log import COORDINATOR_LOGGER_MARKERS
 from state.events import END_OF_INPUT
 from streaming.config import ConfigError, KafkaSettings, LogInput, MonitorSettings, OffsetsInput
+from streaming.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
 from streaming.kafka_source import KAFKA_SOURCE_NAME, KIND_LOG, KIND_OFFSETS
-from streaming.parse import QUARANTINE_KIND, LogSourceSpec, log_rows_to_events, offsets_rows_to_events
+from streaming.parse import (DEFAULT_UNKNOWN_SAMPLE, QUARANTINE_KIND, LogSourceSpec, log_rows_to_events,
+                             log_spec, offsets_rows_to_events)
 from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id
 from streaming.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.stateful import process_group
@@ -29,10 +31,67 @@ def coordinator_line_filter(line_col: str = "line"):
     return reduce(lambda a, b: a | b, [col.contains(marker) for marker in COORDINATOR_LOGGER_MARKERS])
 
 
-def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec],
+def _json_field(raw, path: str):
+    return F.get_json_object(raw, spark_json_path(path))
+
+
+def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
+                   default_spec: Optional[LogSourceSpec] = None) -> list:
+    """The envelope step in the JVM (same rules as streaming/envelope.py `unwrap`).
+
+    Returns the columns `line` (the log4j line: the row itself, or the first line of the JSON
+    envelope's message/log/msg field; null when a JSON row has none), `broker_hint` (int, from
+    the source's `broker_id_field`) and `host_hint` (string).
+    """
+    raw = F.col(raw_col)
+    source = F.col("source_id")
+    json_ids = [sid for sid, spec in specs.items() if spec.envelope == ENVELOPE_JSON]
+    plain_ids = [sid for sid, spec in specs.items() if spec.envelope == ENVELOPE_PLAIN]
+    # Rows of sources not in `specs` (partitions of a live log topic) follow `default_spec`.
+    fallback_json = F.ltrim(raw).startswith("{")
+    if default_spec is not None and default_spec.envelope in (ENVELOPE_JSON, ENVELOPE_PLAIN):
+        fallback_json = F.lit(default_spec.envelope == ENVELOPE_JSON)
+    is_json = (F.when(source.isin(json_ids), F.lit(True)).when(source.isin(plain_ids), F.lit(False))
+               .otherwise(fallback_json))
+    message = F.coalesce(*[_json_field(raw, name) for name in MESSAGE_FIELDS])
+    first = F.regexp_replace(F.substring_index(message, "\n", 1), "\r$", "")
+    line = F.when(is_json, first).otherwise(raw)
+    hosts = []
+    for name in HOST_FIELDS:
+        value = _json_field(raw, name)
+        hosts.append(F.when(~value.rlike(r"^\s*[\[{]") & (value != ""), value))
+    host = F.when(is_json, F.coalesce(*hosts))
+    broker = F.lit(None).cast("int")
+    if default_spec is not None and default_spec.broker_id_field:
+        value = _json_field(raw, default_spec.broker_id_field)
+        digits = F.regexp_extract(value, r"(\d+)\s*$", 1)
+        broker = F.when(is_json & ~source.isin(list(specs)) & ~value.startswith("-") & (digits != ""),
+                        digits.cast("int"))
+    for sid, spec in specs.items():
+        if spec.broker_id_field:
+            value = _json_field(raw, spec.broker_id_field)
+            digits = F.regexp_extract(value, r"(\d+)\s*$", 1)
+            parsed = F.when(~value.startswith("-") & (digits != ""), digits.cast("int"))
+            broker = F.when(is_json & (source == sid), parsed).otherwise(broker)
+    return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint")]
+
+
+def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                default_spec: Optional[LogSourceSpec] = None) -> DataFrame:
-    kept = raw.where(F.col("eof") | coordinator_line_filter())
-    return kept.mapInPandas(partial(log_rows_to_events, specs=specs, default_spec=default_spec),
+    """Raw log rows (RAW_LOG_SCHEMA) -> EVENT_SCHEMA rows.
+
+    The marker test runs twice in the JVM: on the raw row (a JSON envelope contains the logger name
+    of its line verbatim, so this drops every unrelated row before any JSON is read) and on the
+    unwrapped line (exact). Rows whose JSON envelope cannot be read are kept (line null) and
+    quarantined by the parse step.
+    """
+    prefiltered = raw.where(F.col("eof") | coordinator_line_filter("line"))
+    unwrapped = prefiltered.select(
+        "source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof",
+        *unwrap_columns("line", specs, default_spec))
+    kept = unwrapped.where(F.col("eof") | F.col("line").isNull() | coordinator_line_filter("line"))
+    return kept.mapInPandas(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,
+                                    default_spec=default_spec),
                             EVENT_SCHEMA)
 
 
@@ -71,6 +130,18 @@ def group_state_machine(events: DataFrame, group_allow: Optional[list[str]] = No
                                     GroupStateTimeout.EventTimeTimeout))
 
 
+def log_source_events(spark: SparkSession, logs: list[LogInput], max_rows_per_batch: int,
+                      num_partitions: int = 2, unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE) -> DataFrame:
+    """Replay of broker log files: the log source, the JVM filter and the parse step (no watermark)."""
+    files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
+              "envelope": i.envelope} for i in logs]
+    specs = {f["source_id"]: log_spec(i) for f, i in zip(files, logs)}
+    raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
+           .option("maxRowsPerBatch", str(max_rows_per_batch))
+           .option("numPartitions", str(num_partitions)).load())
+    return log_events(raw, specs, unknown_sample)
+
+
 def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
                  offsets: list[OffsetsInput], max_rows_per_batch: Optional[int] = None,
                  offsets_rows_per_batch: Optional[int] = None) -> DataFrame:
@@ -85,13 +156,10 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
     offsets_rows = str(offsets_rows_per_batch or max_rows)
     parts = []
     if logs:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone}
-                 for i in logs]
-        specs = {f["source_id"]: LogSourceSpec(i.cluster, i.broker_timezone, i.broker_id)
-                 for f, i in zip(files, logs)}
-        raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
-               .option("maxRowsPerBatch", max_rows).load())
-        parts.append(with_watermark(observed(log_events(raw, specs), "broker_log"), settings.lateness_seconds))
+        parts.append(with_watermark(
+            observed(log_source_events(spark, logs, int(max_rows), settings.parse_partitions,
+                                       settings.unknown_lines_sample_per_logger), "broker_log"),
+            settings.lateness_seconds))
     if offsets:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
@@ -167,8 +235,10 @@ def live_query(spark: SparkSession, settings: MonitorSettings, source: str) -> D
     raw_of = _spark_kafka_raw if source == "spark" else _python_kafka_raw
     parts = []
     if kafka.log_topics:
-        spec = LogSourceSpec(settings.cluster, settings.broker_timezone, None)
-        events = log_events(raw_of(spark, kafka, kafka.log_topics, KIND_LOG), {}, default_spec=spec)
+        spec = LogSourceSpec(settings.cluster, settings.broker_timezone, None, settings.log_envelope,
+                             settings.broker_id_field)
+        events = log_events(raw_of(spark, kafka, kafka.log_topics, KIND_LOG), {},
+                            settings.unknown_lines_sample_per_logger, default_spec=spec)
         parts.append(with_watermark(observed(events, KIND_LOG), settings.lateness_seconds))
     if kafka.offsets_topic:
         events = offsets_events(raw_of(spark, kafka, [kafka.offsets_topic], KIND_OFFSETS), {},

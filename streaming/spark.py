@@ -26,7 +26,8 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         builder = (builder.master(master)
                    .config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.ui.enabled", "false"))
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false"))
     spark = (
         builder
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.

@@ -104,7 +104,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
     for ev in events:
         machine.apply(ev)
     machine.advance_to(watermark)
-    for kind, record in machine.outputs:
+    for kind, record in machine.outputs + machine.observations:
         ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
             or record.get("started_at_ms")
         out.append((kind, cluster, group, ts, _dump(record)))

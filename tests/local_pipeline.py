@@ -5,7 +5,7 @@ records must equal these.
 """
 from __future__ import annotations
 
-from streaming.parse import LogSourceSpec, decode_offsets_rows, parse_log_rows
+from streaming.parse import decode_offsets_rows, log_spec, parse_log_rows, unwrap_rows
 from streaming.replay_source import LogMergeCursor, dump_line_to_row, file_source_id, index_offsets_dump
 from streaming.stateful import row_to_event
 from state.replay_local import run_events
@@ -14,12 +14,12 @@ from state.replay_local import run_events
 def run_local(logs, offsets) -> dict[str, list]:
     event_rows = []
     if logs:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone}
-                 for i in logs]
+        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
+                  "envelope": i.envelope} for i in logs]
         cursor = LogMergeCursor(files)
         rows, _ = cursor.advance(cursor.initial(), 10**12)
-        event_rows += parse_log_rows(rows, {f["source_id"]: LogSourceSpec(i.cluster, i.broker_timezone, i.broker_id)
-                                            for f, i in zip(files, logs)})
+        specs = {f["source_id"]: log_spec(i) for f, i in zip(files, logs)}
+        event_rows += parse_log_rows(unwrap_rows(rows, specs), specs)
     if offsets:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
         contents = [open(f["path"], "rb").read() for f in files]

@@ -20,6 +20,10 @@ GARBAGE_LOG_LINES = [
     # binary junk that happens to carry a coordinator logger name
     "\x00\x01\x02\xff garbage kafka.coordinator.group.GroupMetadataManager \x07",
 ]
+# A new wording that shows up many times (e.g. after a broker upgrade): counted, only a sample kept.
+UNKNOWN_BURST = [f"[2026-11-21 19:22:55,{i:03d}] INFO [GroupCoordinator 1]: Frobnicated group g{i} "
+                 "(kafka.coordinator.group.GroupCoordinator)" for i in range(1, 10)]
+SAMPLE = 5
 
 
 def _garbage_dump_lines(good_line: str) -> list[str]:
@@ -45,7 +49,7 @@ def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, t
     for spec in logs:
         lines = open(spec.path, encoding="utf-8").read().splitlines()
         where = len(lines) // 3
-        lines[where:where] = GARBAGE_LOG_LINES   # in the middle of real traffic
+        lines[where:where] = GARBAGE_LOG_LINES + (UNKNOWN_BURST if "broker1" in spec.path else [])
         path = tmp_path / spec.path.split("/")[-1]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         dirty_logs.append(LogInput(path=str(path), cluster=spec.cluster))
@@ -57,13 +61,23 @@ def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, t
     dirty_dump.write_text("\n".join(dump) + "\n")
 
     out = tmp_path / "out"
-    collector = replay(spark, load_settings(), dirty_logs, [OffsetsInput(path=str(dirty_dump))], out_dir=str(out))
+    settings = load_settings(unknown_lines_sample_per_logger=SAMPLE)
+    collector = replay(spark, settings, dirty_logs, [OffsetsInput(path=str(dirty_dump))], out_dir=str(out))
 
     quarantine = [json.loads(l) for l in (out / "quarantine.jsonl").read_text().splitlines()]
-    reasons = sorted(q["reason"] for q in quarantine)
+    unknown = [q for q in quarantine if q["reason"] == "unknown_coordinator_line"]
+    reasons = sorted(q["reason"] for q in quarantine if q["reason"] != "unknown_coordinator_line")
     assert reasons == sorted(
-        ["unparseable_line", "unknown_coordinator_line", "unparseable_line"] * 2      # 3 lines x 2 logs
+        ["unparseable_line", "unparseable_line"] * 2      # 2 unparseable lines x 2 logs
         + ["malformed_dump_line", "malformed_dump_line", "corrupt_record", "unknown_record_type"])
+    # 11 unknown lines of one logger (1 + 9 in broker1, 1 in broker2): every one counted, at most
+    # SAMPLE kept per parse task (2 tasks per micro-batch), the rest summed up in a summary record
+    assert {q["logger"] for q in unknown} == {"kafka.coordinator.group.GroupCoordinator"}
+    assert sum(q["count"] for q in unknown) == 11
+    kept = [q for q in unknown if not q.get("sampled_out")]
+    summaries = [q for q in unknown if q.get("sampled_out")]
+    assert SAMPLE <= len(kept) <= 2 * SAMPLE and all(q["count"] == 1 and "Frobnicated" in q["raw"] for q in kept)
+    assert summaries and all(q["raw"] is None and q["count"] >= 1 for q in summaries)
     corrupt = next(q for q in quarantine if q["reason"] == "corrupt_record")
     assert "GroupMetadataValue" in corrupt["detail"] and "byte" in corrupt["detail"]   # names the field
     assert any("Frobnicated" in (q["raw"] or "") for q in quarantine)
@@ -78,4 +92,6 @@ def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, t
     exposition = (out / "metrics.prom").read_text()
     assert 'rebalance_monitor_quarantined_records_total{cluster="default",reason="corrupt_record",source="offsets"} 1.0' in exposition
     assert 'reason="unparseable_line",source="log"} 4.0' in exposition
-    assert len(collector.quarantine) == 10
+    assert 'rebalance_monitor_quarantined_records_total{cluster="default",reason="unknown_coordinator_line",source="log"} 11.0' in exposition
+    assert 'rebalance_monitor_unknown_coordinator_lines_total{cluster="default",logger="kafka.coordinator.group.GroupCoordinator"} 11.0' in exposition
+    assert len(collector.quarantine) == 8 + len(unknown)

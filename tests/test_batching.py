@@ -16,7 +16,7 @@ def _lines(path):
 
 
 @pytest.mark.parametrize("log_rows,offsets_rows", [
-    (400, 100_000),    # logs trickle in 9 batches, offsets arrive all at once
+    (60, 100_000),     # logs (566 coordinator-marker lines) trickle in 10 batches, offsets all at once
     (100_000, 250),    # offsets trickle in 7 batches, logs arrive all at once
 ])
 def test_small_batches_and_interleaving_change_nothing(spark, replay_capture, tmp_path, log_rows, offsets_rows):

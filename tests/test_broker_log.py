@@ -110,6 +110,21 @@ CASES: list[Case] = [
     Case("scala_prepare_rebalance_no_reason", "template 2.0",
          scala("Preparing to rebalance group g1 with old generation 4 (__consumer_offsets-12)"),
          [E(ev.PREPARE_REBALANCE, "g1", generation=4, offsets_partition=12, trigger="unknown")]),
+    Case("scala_prepare_rebalance_no_reason", "template 1.1",
+         scala("Preparing to rebalance group g1 with old generation 0 (__consumer_offsets-3)", broker=0),
+         [E(ev.PREPARE_REBALANCE, "g1", broker=0, generation=0, offsets_partition=3, trigger="unknown")]),
+    Case("scala_stabilized", "template 1.1",
+         scala("Stabilized group g1 generation 1 (__consumer_offsets-3)", broker=0),
+         [E(ev.JOIN_COMPLETE, "g1", broker=0, generation=1, offsets_partition=3)]),
+    Case("scala_assignment_received", "template 1.1",
+         scala("Assignment received from leader for group g1 for generation 1", broker=0),
+         [E(ev.ASSIGNMENT_RECEIVED, "g1", broker=0, generation=1)]),
+    Case("scala_member_failed", "template 1.1",
+         scala("Member c-1-ab in group g1 has failed, removing it from the group", broker=0),
+         [E(ev.MEMBER_FAILED, "g1", broker=0, member_id="c-1-ab")]),
+    Case("scala_member_left_2_0", "template 1.1 (DEBUG)",
+         scala("Member c-1-ab in group g1 has left, removing it from the group", broker=0, level="DEBUG"),
+         [E(ev.MEMBER_LEFT, "g1", broker=0, member_id="c-1-ab", pending=False)]),
     Case("java_prepare_rebalance", "kafka-4.0/node1-server.log",
          "[2026-11-21 19:18:55,336] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=9] Preparing to rebalance group k4-sc01-single-join-leave in state PreparingRebalance with old generation 0 (reason: Adding new member sc01-c1-50723939-8238-44f1-af4f-8a64270377a8 with group instance id null; client reason: not provided). (org.apache.kafka.coordinator.group.GroupMetadataManager)",
          [E(ev.PREPARE_REBALANCE, "k4-sc01-single-join-leave", generation=0,
@@ -330,6 +345,12 @@ CASES: list[Case] = [
     Case("groups_deleted", "template scala 2.0-4.0 (several groups in one line)",
          scala_gmm("The following groups were deleted: g1, g2, g3. A total of 7 offsets were removed.", broker=3),
          [E(ev.GROUP_DELETED, g, broker=3, offsets_removed_total=7) for g in ("g1", "g2", "g3")]),
+    Case("scala_groups_deleted_1_1", "template 1.1 (no offsets count)",
+         scala("The following groups were deleted: g1, g2", broker=0),
+         [E(ev.GROUP_DELETED, g, broker=0) for g in ("g1", "g2")]),
+    Case("scala_groups_deleted_1_1", "template 1.1 (one group)",
+         scala("The following groups were deleted: g1"),
+         [E(ev.GROUP_DELETED, "g1")]),
 
     # ---------------- KIP-848 consumer groups ----------------
     Case("consumer_group_epoch_bumped", "kafka-4.0/node1-server.log",
@@ -559,12 +580,117 @@ CASES: list[Case] = [
          None),
     Case("group_conversion_refused", "template 4.0+",
          java("Cannot upgrade classic group g1 to consumer group because online upgrade is disabled."), None),
+    Case("group_conversion_refused", "template 3.8+ (WARN, malformed protocol)",
+         java("Cannot upgrade the classic group g1 to consumer group because the embedded consumer protocol is "
+              "malformed: Error reading field 'topics'.", level="WARN"), None),
+    Case("group_conversion_refused", "template 3.8+ (WARN, downgrade)",
+         java("Cannot downgrade the consumer group g1: fail to parse the Consumer Protocol consumer.", level="WARN"),
+         None),
     Case("consumer_regex_refresh", "template 4.0+",
          java("[GroupId g1] Scanned 12 topics to refresh regular expressions [t.*] in 3ms."), None),
     Case("share_or_streams_group_line", "template 4.0 (share group)",
          java("[GroupId sg1] Member AbC joins the share group using the share protocol."), None),
     Case("share_or_streams_group_line", "template 4.1 (streams group)",
          java("[GroupId st1][MemberId m1] Member joins the streams group."), None),
+
+    # ---------------- recognised, ignored: added by the catalog audit (apache/kafka tags 1.1.0-3.9.0) ----------------
+    Case("scala_partition_load_unload", "template 2.0-4.0",
+         scala_gmm("Already loading offsets and group metadata from __consumer_offsets-3"), None),
+    Case("scala_partition_load_unload", "template 1.1 (Finished loading, no scheduler time)",
+         scala_gmm("Finished loading offsets and group metadata from __consumer_offsets-3 in 12 milliseconds."), None),
+    Case("scala_offset_load_in_progress_1_1", "template 1.1",
+         scala_gmm("Offset load from __consumer_offsets-3 already in progress."), None),
+    Case("scala_stale_epoch_load_unload", "template 2.8.1-4.0",
+         scala_gmm("Not loading offsets and group metadata for __consumer_offsets-3 in epoch 4 since current epoch is 5"),
+         None),
+    Case("scala_stale_epoch_load_unload", "template 2.8.1-4.0 (unload)",
+         scala_gmm("Not removing offsets and group metadata for __consumer_offsets-3 in epoch 4 since current epoch is Some(5)"),
+         None),
+    Case("scala_partition_load_problem", "template 1.1-4.0 (ERROR)",
+         scala_gmm("Error loading offsets from __consumer_offsets-3", level="ERROR"), None),
+    Case("scala_partition_load_problem", "template 1.1-4.0 (WARN)",
+         scala_gmm("Attempted to load offsets and group metadata from __consumer_offsets-3, but found no log",
+                   level="WARN"), None),
+    Case("loader_buffer_larger", "template scala 2.0.1-4.0 (WARN)",
+         scala_gmm("Loaded offsets and group metadata from __consumer_offsets-3 with buffer larger (6291456 bytes) "
+                   "than configured offsets.load.buffer.size (5242880 bytes)", level="WARN"), None),
+    Case("loader_buffer_larger", "template CoordinatorLoaderImpl 3.6+ (WARN)",
+         unprefixed("Loaded metadata from __consumer_offsets-3 with buffer larger (6291456 bytes) than configured "
+                    "buffer size (5242880 bytes).", "kafka.coordinator.group.CoordinatorLoaderImpl", level="WARN"),
+         None),
+    Case("coordinator_loader_shutting_down", "template CoordinatorLoaderImpl 3.6+ (WARN)",
+         unprefixed("Coordinator loader is already shutting down.", "kafka.coordinator.group.CoordinatorLoaderImpl",
+                    level="WARN"), None),
+    Case("loader_record_failed", "template CoordinatorLoaderImpl 3.6+ (ERROR)",
+         unprefixed("Deserializing record DefaultRecord(offset=12, timestamp=1, key=7 bytes, value=9 bytes) from "
+                    "__consumer_offsets-3 failed due to: Error reading field 'epoch'.",
+                    "kafka.coordinator.group.CoordinatorLoaderImpl", level="ERROR"), None),
+    Case("scala_append_metadata_failed", "template 1.1-4.0 (ERROR)",
+         scala_gmm("Appending metadata message for group g1 generation 5 failed due to NOT_LEADER_FOR_PARTITION, "
+                   "returning UNKNOWN error code to the client", level="ERROR"), None),
+    Case("scala_append_metadata_failed", "template 1.1-4.0 (ERROR, unexpected)",
+         scala_gmm("Appending metadata message for group g1 generation 5 failed due to unexpected error: "
+                   "org.apache.kafka.common.errors.KafkaStorageException", level="ERROR"), None),
+    Case("scala_tombstone_append_failed", "template 1.1-4.0 (ERROR)",
+         scala_gmm("Failed to append 3 tombstones to __consumer_offsets-3 for expired/deleted offsets and/or "
+                   "metadata for group g1.", level="ERROR"), None),
+    Case("scala_mixed_offset_commits", "template 1.1-4.0 (WARN)",
+         scala_gmm("group: g1 with leader: c-1-ab has received offset commits from consumers as well as "
+                   "transactional producers. Mixing both types of offset commits will generally result in surprises "
+                   "and should be avoided.", level="WARN"), None),
+    Case("scala_cleanup_not_coordinator", "template 1.1-4.0",
+         scala_gmm("BrokerId 1 is no longer a coordinator for the group g1. Proceeding cleanup for other alive groups"),
+         None),
+    Case("scala_txn_marker_group_moved", "template 1.1-4.0",
+         scala_gmm("Group g1 has moved away from 1 after transaction marker was written but before the cache was "
+                   "updated. The cache on the new group owner will be updated instead."), None),
+    Case("consumer_protocol_parse_failed", "template scala 2.4-4.0 (WARN, GroupMetadata)",
+         unprefixed("Failed to parse Consumer Protocol consumer:range of group g1. Consumer group coordinator is not "
+                    "aware of the subscribed topics.", "kafka.coordinator.group.GroupMetadata", level="WARN"), None),
+    Case("consumer_protocol_parse_failed", "template java 3.7+ (WARN, ClassicGroup)",
+         java("Failed to parse Consumer Protocol consumer:range of group g1. Consumer group coordinator is not aware "
+              "of the subscribed topics.", level="WARN", logger="org.apache.kafka.coordinator.group.classic.ClassicGroup"),
+         None),
+    Case("scala_callback_failed", "template 3.3.2-4.0 (ERROR, GroupMetadata)",
+         unprefixed("Failed to invoke join callback for c-1-ab due to java.lang.IllegalStateException: boom.",
+                    "kafka.coordinator.group.GroupMetadata", level="ERROR"), None),
+    Case("java_event_processor_thread", "template 3.7+ (ERROR)",
+         "[2024-03-01 10:00:00,000] ERROR [group-coordinator-event-processor-1]: Failed to run event "
+         "CoordinatorWriteEvent(name=consumer-group-heartbeat) due to: boom. "
+         "(org.apache.kafka.coordinator.common.runtime.MultiThreadedEventProcessor$EventProcessorThread)", None),
+    Case("java_tombstones_generated", "template 3.8+ (deleted partitions)",
+         java("Generated 4 tombstone records in 2 milliseconds while deleting offsets for partitions [t1-0, t1-1].",
+              logger="org.apache.kafka.coordinator.group.GroupCoordinatorShard"), None),
+    Case("java_runtime_misc", "template 3.7+ (CoordinatorRuntime)",
+         "[2024-03-01 10:00:00,000] INFO [GroupCoordinator id=1] The coordinator __consumer_offsets-3 is already "
+         "loading metadata. (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)", None),
+    Case("java_runtime_misc", "template 3.7+ (CoordinatorRuntime, ERROR)",
+         "[2024-03-01 10:00:00,000] ERROR [GroupCoordinator id=1] Failed to load metadata from __consumer_offsets-3 "
+         "with epoch 7 due to org.apache.kafka.common.errors.NotLeaderOrFollowerException: x. "
+         "(org.apache.kafka.coordinator.group.runtime.CoordinatorRuntime)", None),
+    Case("java_runtime_misc", "template 3.8+ (CoordinatorRuntime)",
+         "[2024-03-01 10:00:00,000] INFO [GroupCoordinator id=1] Ignored loading metadata from __consumer_offsets-3 "
+         "since current epoch 7 is larger than or equals to 6. "
+         "(org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)", None),
+    Case("java_service_misc", "template 3.8+ (ERROR, GroupCoordinatorService)",
+         "[2024-03-01 10:00:00,000] ERROR [GroupCoordinator id=1] Operation consumer-group-heartbeat with "
+         "ConsumerGroupHeartbeatRequestData(groupId='g1') hit an unexpected exception: boom. "
+         "(org.apache.kafka.coordinator.group.GroupCoordinatorService)", None),
+    Case("java_service_misc", "template 3.7+ (WARN, GroupCoordinatorService)",
+         "[2024-03-01 10:00:00,000] WARN [GroupCoordinator id=1] Group coordinator is already running. "
+         "(org.apache.kafka.coordinator.group.GroupCoordinatorService)", None),
+    Case("java_unknown_group_type", "template 3.8+ (WARN)",
+         java("Loaded group g1 with an unknown group type STREAMS.", level="WARN"), None),
+    Case("java_unknown_group_type", "template 3.9+ (WARN)",
+         java("onUnloaded group with an unknown group type STREAMS.", level="WARN"), None),
+    Case("java_txn_offset_materialization_skipped", "template 3.8+ (OffsetMetadataManager)",
+         java("Skipped the materialization of transactional offset commit OffsetAndMetadata(offset=5) for producer "
+              "id 7 in group g1 with topic t1, partition 0 since its record offset 9 is smaller than the record "
+              "offset 12 of the last committed offset.",
+              logger="org.apache.kafka.coordinator.group.OffsetMetadataManager"), None),
+    Case("java_share_group_metrics_state", "template 4.0 (WARN, GroupCoordinatorMetricsShard)",
+         java("Unknown new share group state: Stable", level="WARN",
+              logger="org.apache.kafka.coordinator.group.metrics.GroupCoordinatorMetricsShard"), None),
 ]
 
 

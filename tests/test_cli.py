@@ -124,3 +124,71 @@ def test_input_rows_are_counted_per_source_kind_without_markers():
     page = text(collector.metrics.registry)
     assert 'rebalance_monitor_input_records_total{source="offsets"} 1606.0' in page
     assert 'rebalance_monitor_input_records_total{source="broker_log"} 500.0' in page
+
+
+def test_input_rows_of_the_log_reader_count_every_line_read():
+    """The log reader emits only coordinator-marker lines; its offsets count every line read."""
+    from sinks.exposition import text
+    from sinks.prometheus import MetricsSink
+    from streaming.driver import RunCollector
+    collector = RunCollector(MetricsSink([1.0]))
+    collector.count_progress({"sources": [
+        {"startOffset": "null", "endOffset": '{"source": "broker_log", "lines": 2000, "emitted": 300, "eof": false}',
+         "numInputRows": 300}]})
+    collector.count_progress({"sources": [
+        {"startOffset": '{"source": "broker_log", "lines": 2000, "emitted": 300, "eof": false}',
+         "endOffset": '{"source": "broker_log", "lines": 3486, "emitted": 567, "eof": true}', "numInputRows": 267}]})
+    assert 'rebalance_monitor_input_records_total{source="broker_log"} 3486.0' in text(collector.metrics.registry)
+
+
+def _parse_logs(*args):
+    result = subprocess.run(CLI + ["parse-logs", *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
+def test_parse_logs_prints_the_coordinator_events_of_a_real_log():
+    log = FIXTURES / "kafka-2.7" / "broker1-server.log"
+    events, stderr = _parse_logs(str(log))
+    assert len(events) == 161
+    assert events[0] == {
+        "ts_ms": 1795288918686, "broker": 1, "kind": "prepare_rebalance", "group": "sc08-offset-expiry",
+        "generation": 0, "member_id": None, "trigger": "member_join", "file": str(log), "line": 803,
+        "reason": "Adding new member sc08-exp-c1-70b11e09-ec73-430b-84f9-4e385cd43d51 with group instance id None"}
+    assert "1321 lines, 295 coordinator lines: 161 events from 161 lines, 134 recognised without a fact" in stderr
+    assert "0 unrecognised" in stderr
+    shifted, _ = _parse_logs(str(log), "--broker-timezone", "Asia/Kolkata")
+    assert [e["ts_ms"] for e in shifted] == [e["ts_ms"] - 19_800_000 for e in events]   # UTC+05:30
+
+
+def test_parse_logs_reads_envelopes_and_counts_unrecognised_lines_by_logger(tmp_path):
+    from log_rewrite import read_lines, vector, write
+    lines = read_lines(FIXTURES / "kafka-4.0" / "node1-server.log")
+    lines += ["[2026-11-21 19:40:00,000] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=1] "
+              "[GroupId g] Member m teleported. (org.apache.kafka.coordinator.group.GroupMetadataManager)"] * 2
+    lines += ["[2026-11-21 19:40:01,000] WARN Frobnicated (kafka.coordinator.group.GroupMetadata)"]
+    path = write(tmp_path / "node1.json", vector(lines, host="kafka-node-1"))
+    events, stderr = _parse_logs(path, "--log-envelope", "json")
+    plain, _ = _parse_logs(write(tmp_path / "node1.log", lines))
+    assert [{k: v for k, v in e.items() if k not in ("file", "host")} for e in events] == \
+        [{k: v for k, v in e.items() if k != "file"} for e in plain]
+    assert events and all(e["host"] == "kafka-node-1" for e in events)
+    assert "3 unrecognised" in stderr
+    assert "unrecognised 2 org.apache.kafka.coordinator.group.GroupMetadataManager" in stderr
+    assert "unrecognised 1 kafka.coordinator.group.GroupMetadata\n" in stderr
+
+
+def test_parse_logs_broker_id_per_file(tmp_path):
+    from log_rewrite import write
+    # a coordinator line without the `[GroupCoordinator N]: ` prefix: the broker comes from --broker-id
+    line = ("[2026-11-21 19:33:51,663] INFO The following groups were deleted: g1. A total of 2 offsets were "
+            "removed. (kafka.coordinator.group.GroupCoordinator)")
+    a, b = write(tmp_path / "a.log", [line]), write(tmp_path / "b.log", [line])
+    events, _ = _parse_logs(a, b, "--broker-id", "4", "5")
+    assert [(e["file"], e["broker"]) for e in events] == [(a, 4), (b, 5)]
+    events, _ = _parse_logs(a, b, "--broker-id", "7")
+    assert [e["broker"] for e in events] == [7, 7]
+    result = subprocess.run(CLI + ["parse-logs", a, b, "--broker-id", "1", "2", "3"], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "one per --broker-log file (3 ids for 2 files)" in result.stderr

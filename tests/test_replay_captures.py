@@ -108,3 +108,70 @@ def test_kafka40_every_readme_removal(replay_capture):
         unmatched.remove(match[0])
     [static] = unmatched   # k4-sc06 quick restart: static member replaced, no rebalance
     assert (static["group"], static["cause"]) == ("k4-sc06-static-membership", "static_member_fenced")
+
+
+def test_kafka27_clock_skew_metric_per_log_source(replay_capture):
+    """The capture's brokers log in UTC (the default zone): every line sits within milliseconds of
+    the offsets record of the same action, and the gauge says so for both log files."""
+    import re
+    collector, out = replay_capture("kafka-2.7")
+    pairs = _read(out, "clock_skew.jsonl")
+    assert len(pairs) == 82 and all(abs(p["skew_ms"]) <= 10 for p in pairs)
+    page = (out / "metrics.prom").read_text()
+    values = dict(re.findall(r'rebalance_monitor_log_clock_skew_seconds\{cluster="default",source="([^"]+)"\} (\S+)', page))
+    assert set(values) == {"default:broker1-server.log", "default:broker2-server.log"}
+    assert all(abs(float(v)) <= 0.01 for v in values.values())
+
+
+def _log_lines(capture, pattern):
+    """(epoch ms, match) for every line of the capture's logs matching `pattern` (plain regex)."""
+    import re
+    from capture_expectations import FIXTURES, LOG_FILES, utc_ms
+    header, rx = re.compile(r"^\[\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d,\d{3})\] "), re.compile(pattern)
+    out = []
+    for name in LOG_FILES[capture]:
+        for line in (FIXTURES / capture / name).read_text().splitlines():
+            h, m = header.match(line), rx.search(line)
+            if h and m:
+                out.append((utc_ms(h.group(1)), m))
+    return out
+
+
+def test_kafka40_consumer_protocol_epochs_fences_leaves_and_conversions(replay_capture):
+    """KIP-848 facts of the 4.0 capture, each derived from its raw log line with a plain regex."""
+    _, out = replay_capture("kafka-4.0")
+    rebalances = _read(out, "rebalances.jsonl")
+    removals = _read(out, "member_removals.jsonl")
+    # one consumer-protocol rebalance per "Bumped group epoch to N", starting at that line
+    bumps = _log_lines("kafka-4.0", r"\[GroupId (\S+)\] Bumped group epoch to (\d+)\.")
+    assert len(bumps) == 45
+    consumer = {(r["group"], r["generation"]): r for r in rebalances if r["protocol"] == "consumer"}
+    assert set(consumer) == {(m.group(1), int(m.group(2))) for _, m in bumps}
+    for ts, m in bumps:
+        assert consumer[(m.group(1), int(m.group(2)))]["started_at_ms"] == ts, m.group(0)
+    # every fence and every leave is a removal of that member at that time
+    fences = _log_lines("kafka-4.0", r"\[GroupId (\S+)\] Member (\S+) fenced from the group because the member session expired")
+    leaves = _log_lines("kafka-4.0", r"\[GroupId (\S+)\] Member (\S+) left the consumer group\.")
+    assert (len(fences), len(leaves)) == (4, 19)
+    got = {(r["group"], r["member_id"], r["removed_at_ms"], r["cause"]) for r in removals if r["protocol"] == "consumer"}
+    expected = {(m.group(1), m.group(2), ts, "heartbeat_expiry") for ts, m in fences} | \
+        {(m.group(1), m.group(2), ts, "leave_group") for ts, m in leaves}
+    assert expected <= got
+    # conversions: the group's rebalances change protocol at the "Converted the ..." lines
+    conversions = _log_lines("kafka-4.0", r"\[GroupId (\S+)\] Converted the (?:empty )?(classic|consumer) group to a")
+    assert [(m.group(1), m.group(2)) for _, m in conversions] == [
+        ("k4-sc11-mixed-classic-first", "classic"), ("k4-sc11-mixed-classic-first", "consumer"),
+        ("k4-sc11b-mixed-consumer-first", "consumer")]
+    for group in ("k4-sc11-mixed-classic-first", "k4-sc11b-mixed-consumer-first"):
+        switch = sorted(ts for ts, m in conversions if m.group(1) == group)
+        history = sorted((r["started_at_ms"], r["protocol"]) for r in rebalances if r["group"] == group)
+        for started, protocol in history:
+            before = sum(1 for ts in switch if ts <= started)     # conversions up to this start
+            first = "classic" if group.endswith("classic-first") else "consumer"
+            other = "consumer" if first == "classic" else "classic"
+            assert protocol == (first if before % 2 == 0 else other), (group, started, protocol)
+        # the downgrade rebalance was caused by the last consumer-protocol member leaving
+        downgrade = [r for r in rebalances if r["group"] == group and (r["reason_text"] or "").startswith("Downgrade")]
+        [leaver] = [m.group(2) for ts, m in leaves if m.group(1) == group and ts <= downgrade[0]["started_at_ms"]][-1:]
+        assert (downgrade[0]["protocol"], downgrade[0]["trigger"], downgrade[0]["trigger_member"]) == \
+            ("classic", "member_leave", leaver)

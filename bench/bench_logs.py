@@ -1,0 +1,316 @@
+"""Broker-log throughput bench: lines/s through the replay source, the JVM filter and the parse step.
+
+What it does, in order:
+
+1. Builds large `server.log` files from the four bundled capture logs (Kafka 2.7 and 4.0). Each
+   output file is one capture log repeated with its timestamps shifted forward by the capture's
+   span per repetition, and padded with copies of that log's own non-coordinator entries (whole
+   entries, stack traces included) until coordinator lines make up `--coordinator-share` of all
+   lines. The files are cached under `--work-dir` and reused when the parameters match.
+2. Reads the files once so both measurements start from a warm page cache.
+3. `grep -c GroupCoordinator` over the same files (best of 3 runs, wall time).
+4. The real streaming path, timed from `query.start()` to the end of the query:
+   LogReplaySource (Python reader: k-way merge by time) -> JVM coordinator-marker filter ->
+   mapInPandas parse (catalog) -> noop sink, Trigger.AvailableNow. Spark session start-up is not
+   counted. Lines/s = raw lines in the files / wall time of the query.
+   The query runs twice over the same files: the first run is the first query of a fresh JVM (it
+   includes JIT compilation and Python worker start-up), the second is the steady state of a long
+   running job. Both are printed; the summary line uses the second.
+5. With `--static`: the parse path over a static DataFrame (`spark.read.text` -> filter -> parse),
+   for comparison. It has no time merge and no line numbers, so it is not the replay path.
+
+The last line of the output is `lines_per_second=N grep_lines_per_second=M ratio=R`
+(N = step 4, M = step 3, R = N / M).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from streaming.broker_log import COORDINATOR_LOGGER_MARKERS  # noqa: E402
+from streaming.timeutil import header_timestamp_ms  # noqa: E402
+
+CAPTURES = [ROOT / "tests/fixtures/kafka-2.7/broker1-server.log",
+            ROOT / "tests/fixtures/kafka-2.7/broker2-server.log",
+            ROOT / "tests/fixtures/kafka-4.0/node1-server.log",
+            ROOT / "tests/fixtures/kafka-4.0/node2-server.log"]
+GENERATOR_VERSION = 1
+
+
+# ----------------------------------------------------------------------------- building the logs
+def _entries(path: Path) -> list[tuple[int, list[str], bool]]:
+    """(ts_ms, lines, is_coordinator) per log entry: a header line plus its continuation lines."""
+    entries: list[tuple[int, list[str], bool]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        ts = header_timestamp_ms(line)
+        if ts is None and entries:
+            entries[-1][1].append(line)
+            continue
+        coordinator = any(m in line for m in COORDINATOR_LOGGER_MARKERS)
+        entries.append((ts if ts is not None else 0, [line], coordinator))
+    return entries
+
+
+class _Clock:
+    """epoch ms -> `yyyy-MM-dd HH:mm:ss,SSS` (UTC), cached per second."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[int, str] = {}
+
+    def text(self, ts_ms: int) -> str:
+        sec, ms = divmod(ts_ms, 1000)
+        base = self._seconds.get(sec)
+        if base is None:
+            base = datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+            if len(self._seconds) > 100_000:
+                self._seconds.clear()
+            self._seconds[sec] = base
+        return f"{base},{ms:03d}"
+
+
+def build_file(source: Path, target: Path, lines_wanted: int, share: float) -> dict:
+    entries = _entries(source)
+    coordinator_lines = sum(len(lines) for _, lines, c in entries if c)
+    other = [e for e in entries if not e[2]]
+    total_lines = sum(len(lines) for _, lines, _ in entries)
+    per_pass = max(total_lines, int(round(coordinator_lines / share))) if share > 0 else total_lines
+    padding_per_pass = per_pass - total_lines
+    pad_every = padding_per_pass / len(entries)          # padding lines owed after each entry
+    first = min(ts for ts, _, _ in entries if ts)
+    span = max(ts for ts, _, _ in entries) - first + 60_000
+    clock = _Clock()
+    written = coordinator_written = 0
+    owed = 0.0
+    pool_index = 0
+    repetition = 0
+    with open(target, "w", encoding="utf-8", buffering=1 << 22) as out:
+        while written < lines_wanted:
+            shift = repetition * span
+            last_ts = first + shift
+            for ts, lines, is_coordinator in entries:
+                if ts:
+                    last_ts = ts + shift
+                out.write(f"[{clock.text(last_ts)}]{lines[0][25:]}\n" if ts else lines[0] + "\n")
+                for extra in lines[1:]:
+                    out.write(extra + "\n")
+                written += len(lines)
+                if is_coordinator:
+                    coordinator_written += len(lines)
+                owed += pad_every
+                while owed >= 1 and other:
+                    _, pad_lines, _ = other[pool_index % len(other)]
+                    pool_index += 1
+                    out.write(f"[{clock.text(last_ts)}]{pad_lines[0][25:]}\n")
+                    for extra in pad_lines[1:]:
+                        out.write(extra + "\n")
+                    written += len(pad_lines)
+                    owed -= len(pad_lines)
+                if written >= lines_wanted:
+                    break
+            repetition += 1
+    return {"file": str(target), "lines": written, "coordinator_marker_lines": coordinator_written,
+            "bytes": target.stat().st_size, "repetitions": repetition}
+
+
+def build_logs(work_dir: Path, total_lines: int, share: float) -> list[dict]:
+    key = hashlib.sha256(json.dumps([GENERATOR_VERSION, total_lines, share,
+                                     [p.stat().st_size for p in CAPTURES]]).encode()).hexdigest()[:12]
+    directory = work_dir / f"logs-{key}"
+    manifest = directory / "manifest.json"
+    if manifest.exists():
+        return json.loads(manifest.read_text())
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    files = []
+    per_file = total_lines // len(CAPTURES)
+    for source in CAPTURES:
+        target = directory / f"{source.parent.name}-{source.name}"
+        files.append(build_file(source, target, per_file, share))
+    manifest.write_text(json.dumps(files, indent=1))
+    return files
+
+
+# ----------------------------------------------------------------------------- measurements
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user+system, incl. reaped children) of this process and all its descendants:
+    the driver, the Spark JVM and its Python workers. Linux /proc only; 0.0 elsewhere."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid = int(fields[1])
+        cpu = sum(int(v) for v in fields[11:15]) / ticks      # utime stime cutime cstime
+        stats[int(entry)] = (ppid, cpu)
+    total, todo, seen = 0.0, [os.getpid()], set()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        total += stats[pid][1]
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def warm_cache(files: list[dict]) -> None:
+    for f in files:
+        with open(f["file"], "rb") as handle:
+            while handle.read(1 << 24):
+                pass
+
+
+def grep_rate(files: list[dict], runs: int = 3) -> tuple[float, int, float]:
+    best = float("inf")
+    matches = 0
+    for _ in range(runs):
+        started = time.perf_counter()
+        proc = subprocess.run(["grep", "-c", "GroupCoordinator"] + [f["file"] for f in files],
+                              capture_output=True, text=True, check=False)
+        best = min(best, time.perf_counter() - started)
+        matches = sum(int(line.rsplit(":", 1)[1]) for line in proc.stdout.split())
+    lines = sum(f["lines"] for f in files)
+    return lines / best, matches, best
+
+
+def _log_inputs(paths: list[str], cluster: str = "bench"):
+    from streaming.config import LogInput
+    return [LogInput(path=p, cluster=cluster) for p in paths]
+
+
+def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
+    """The replay path up to and including the parse step, into a noop sink."""
+    from streaming.query import log_source_events
+    logs = _log_inputs(paths)
+    events = log_source_events(spark, logs, max_rows)
+    checkpoint = tempfile.mkdtemp(prefix="bench-logs-ckpt-")
+    try:
+        cpu_before = tree_cpu_seconds()
+        started = time.perf_counter()
+        query = (events.writeStream.format("noop").option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        elapsed = time.perf_counter() - started
+        cpu = tree_cpu_seconds() - cpu_before
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+        progress = query.recentProgress
+    finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    durations: dict[str, int] = {}
+    rows = lines = out_rows = 0
+    for p in progress:
+        out_rows += int((p.get("sink") or {}).get("numOutputRows") or 0)
+        for key, value in (p.get("durationMs") or {}).items():
+            durations[key] = durations.get(key, 0) + int(value)
+        for source in p.get("sources") or []:
+            rows += int(source.get("numInputRows") or 0)
+            try:
+                start = json.loads(source.get("startOffset") or "null") or {}
+                end = json.loads(source.get("endOffset") or "null") or {}
+                lines += int(end.get("lines", 0)) - int(start.get("lines", 0))
+            except (TypeError, ValueError, AttributeError):
+                pass
+    return {"seconds": elapsed, "cpu_seconds": cpu, "batches": len(progress), "source_rows": rows,
+            "output_rows": out_rows,
+            "lines_reported": lines, "durations_ms": durations}
+
+
+def static_run(spark, paths: list[str]) -> dict:
+    """spark.read.text -> JVM filter -> parse -> noop: no merge, seq is not the line number."""
+    from pyspark.sql import functions as F
+    from streaming.query import log_events
+    from streaming.parse import LogSourceSpec
+    specs = {p: LogSourceSpec(cluster="bench") for p in paths}
+    raw = (spark.read.text(paths).select(
+        F.input_file_name().alias("source_id"), F.monotonically_increasing_id().alias("seq"),
+        F.col("value").alias("line"), F.lit(None).cast("long").alias("ts_hint_ms"),
+        F.lit(False).alias("eof")))
+    started = time.perf_counter()
+    log_events(raw, specs).write.format("noop").mode("overwrite").save()
+    return {"seconds": time.perf_counter() - started}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=5_000_000, help="total lines over all files (default 5,000,000)")
+    parser.add_argument("--coordinator-share", type=float, default=0.02,
+                        help="share of coordinator-marker lines (default 0.02; the captures themselves have ~0.20)")
+    parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "rebalance-monitor-bench"))
+    parser.add_argument("--max-rows-per-batch", type=int, default=1_000_000,
+                        help="replay source admission limit per micro-batch")
+    parser.add_argument("--static", action="store_true", help="also time the static spark.read.text path")
+    args = parser.parse_args(argv)
+
+    load_before = load_average()
+    started = time.perf_counter()
+    files = build_logs(Path(args.work_dir), args.lines, args.coordinator_share)
+    total = sum(f["lines"] for f in files)
+    coordinator = sum(f["coordinator_marker_lines"] for f in files)
+    size = sum(f["bytes"] for f in files)
+    print(f"input: {len(files)} files, {total:,} lines, {size / 1e6:.0f} MB, "
+          f"{coordinator:,} coordinator-marker lines ({coordinator / total:.1%}); "
+          f"built or reused in {time.perf_counter() - started:.1f} s under {args.work_dir}")
+    warm_cache(files)
+
+    grep_lps, grep_matches, grep_s = grep_rate(files)
+    print(f"grep -c GroupCoordinator: {grep_matches:,} matching lines, best of 3 runs {grep_s:.3f} s "
+          f"= {grep_lps:,.0f} lines/s")
+
+    from streaming.spark import get_spark
+    spark = get_spark("local[2]", 2, app_name="bench-logs")
+    paths = [f["file"] for f in files]
+    runs = []
+    for label in ("first run in a fresh JVM (JIT compiling)", "second run, same JVM (steady state)"):
+        run = streaming_run(spark, paths, args.max_rows_per_batch)
+        runs.append(run)
+        print(f"replay source -> JVM filter -> parse -> noop (Trigger.AvailableNow, local[2]), {label}: "
+              f"{run['seconds']:.2f} s for {total:,} lines in {run['batches']} micro-batches "
+              f"({run['source_rows']:,} rows left the source, {run['output_rows']:,} event/quarantine rows out "
+              f"of the parse step) = {total / run['seconds']:,.0f} lines/s")
+    run = runs[-1]
+    lps = total / run["seconds"]
+    print(f"  Spark durationMs summed over batches: {json.dumps(run['durations_ms'], sort_keys=True)}")
+    print(f"  CPU: {run['cpu_seconds']:.2f} s of driver + JVM + Python workers during the query "
+          f"({total / max(run['cpu_seconds'], 1e-9):,.0f} lines per CPU-second); machine load average "
+          f"before {load_before}, after {load_average()} (nproc {os.cpu_count()}); other processes on the "
+          f"machine compete for the same cores, so wall-clock figures vary between runs")
+    if args.static:
+        st = static_run(spark, paths)
+        print(f"static spark.read.text -> JVM filter -> parse -> noop (no merge, for comparison): "
+              f"{st['seconds']:.2f} s = {total / st['seconds']:,.0f} lines/s")
+    spark.stop()
+    print(f"lines_per_second={lps:.0f} grep_lines_per_second={grep_lps:.0f} ratio={lps / grep_lps:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

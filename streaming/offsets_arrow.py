@@ -1,0 +1,377 @@
+"""Vectorised decoding of `__consumer_offsets` rows, one Arrow batch at a time (`mapInArrow`).
+
+Offset commits (key types 0/1, >90% of the topic) are decoded with NumPy over the binary columns'
+buffers and reduced per (cluster, group, topic, partition) with Arrow's hash aggregation before any
+per-record Python runs. Only what that fast path does not take goes through the pure-Python decoder
+(`streaming.parse.decode_offsets_rows`, the reference): group-metadata and KIP-848 records,
+tombstones, and any commit that is not a plain, exactly-sized layout (unknown versions, trailing
+bytes, tagged fields, non-ASCII metadata, multi-byte compact lengths, corrupt bytes). So every
+record the fast path cannot vouch for gets the full decoder and its quarantine detail.
+
+The output equals the reference's once commit rows of the same (cluster, group, topic, partition)
+are merged (sum of counts, max offset, max commit time, the latest record's position): the fast
+path and the Python path each emit at most one merged commit row per key and batch.
+
+Decode health: every batch also yields one `decode_stats` row per cluster (state key
+`STATS_GROUP`) with record counts by key version, value version and outcome; the driver adds
+them to `rebalance_monitor_offsets_records_total`.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable, Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from state import events as E
+from streaming.schema import EVENT_ARROW_SCHEMA, EVENT_COLUMNS, STATS_GROUP, STATS_KIND
+
+__all__ = ["decode_arrow_batch", "offsets_arrow_to_events", "fast_commit_mask", "stats_row"]
+
+_SOURCE_PREFIX = "__consumer_offsets-"
+
+
+# --------------------------------------------------------------------------- buffer access
+def _binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, lengths, data) of a binary array as NumPy views; null slots have length 0."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    bufs = arr.buffers()
+    off_type = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    if bufs[1] is None:
+        offsets = np.zeros(n + 1, dtype=np.int64)
+    else:
+        offsets = np.frombuffer(bufs[1], dtype=off_type)[arr.offset:arr.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    return starts, lengths, data
+
+
+def _safe(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    return np.clip(pos, 0, max(0, len(data) - width))
+
+
+def _be(data: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
+    """Big-endian signed ints of `width` bytes at `pos` (positions are clipped into the buffer;
+    callers mask the rows where they were out of range)."""
+    if len(pos) == 0:
+        return np.zeros(0, dtype=np.int64)
+    p = _safe(data, pos, width)
+    if len(data) < width:
+        return np.zeros(len(pos), dtype=np.int64)
+    gathered = data[p[:, None] + np.arange(width)]
+    return gathered.view(dtype).reshape(-1).astype(np.int64)
+
+
+def _bool(arr, n: int, default: bool) -> np.ndarray:
+    if arr is None:
+        return np.full(n, default)
+    if arr.null_count:
+        arr = pc.fill_null(arr, default)
+    return arr.to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _int(arr, fill: int = -1) -> np.ndarray:
+    if arr.null_count:
+        arr = pc.fill_null(arr, fill)
+    return arr.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- fast path
+def fast_commit_mask(batch: pa.RecordBatch) -> dict:
+    """Decode the plain offset commits of a batch with NumPy.
+
+    Returns {"mask": rows taken by the fast path, "offset", "commit_ts", "key_type",
+    "value_version"} (arrays over all rows; meaningful where mask is set)."""
+    n = batch.num_rows
+    names = batch.schema.names
+    col = batch.column
+    eof = _bool(col(names.index("eof")), n, False)
+    error_ok = col(names.index("error")).is_null().to_numpy(zero_copy_only=False)
+    key = col(names.index("key"))
+    value = col(names.index("value"))
+    kvalid = key.is_valid().to_numpy(zero_copy_only=False)
+    vvalid = value.is_valid().to_numpy(zero_copy_only=False)
+    ks, kl, kd = _binary_parts(key)
+    vs, vl, vd = _binary_parts(value)
+    key_ok = ~eof & error_ok & kvalid & (kl >= 10)
+    # key: type, group, topic, partition (exact length: anything else goes to the full decoder)
+    ktype = _be(kd, ks, 2, ">i2")
+    key_ok &= (ktype == 0) | (ktype == 1)
+    glen = _be(kd, ks + 2, 2, ">i2")
+    key_ok &= (glen >= 0) & (4 + glen + 2 <= kl)
+    tpos = ks + 4 + np.where(key_ok, glen, 0)
+    tlen = _be(kd, tpos, 2, ">i2")
+    key_ok &= (tlen >= 0) & (kl == 4 + glen + 2 + tlen + 4)
+    tomb = key_ok & ~vvalid
+    mask = key_ok & vvalid & (vl >= 20)
+    # value: version, offset, metadata, commit timestamp
+    vver = _be(vd, vs, 2, ">i2")
+    mask &= (vver >= 0) & (vver <= 4)
+    offset = _be(vd, vs + 2, 8, ">i8")
+    flexible = vver == 4
+    mlen_pos = vs + np.where(vver >= 3, 14, 10)
+    mlen16 = _be(vd, mlen_pos, 2, ">i2")
+    mvar = vd[_safe(vd, mlen_pos, 1)].astype(np.int64)          # v4: compact length (1 byte)
+    mlen = np.where(flexible, mvar - 1, mlen16)
+    mask &= np.where(flexible, (mvar >= 1) & (mvar < 0x80), mlen16 >= 0)
+    mlen = np.where(mask, mlen, 0)
+    mstart = mlen_pos + np.where(flexible, 1, 2)
+    cts_pos = mstart + mlen
+    expected = (cts_pos - vs) + 8 + np.where(vver == 1, 8, 0) + np.where(flexible, 1, 0)
+    mask &= vl == expected
+    cts = _be(vd, cts_pos, 8, ">i8")
+    if flexible.any():   # v4: the tagged-field section must be empty (tags -> full decoder)
+        tags = vd[_safe(vd, cts_pos + 8, 1)]
+        mask &= ~flexible | (tags == 0)
+    # metadata must be ASCII (the decoder checks UTF-8; non-ASCII goes to it)
+    with_md = mask & (mlen > 0)
+    if with_md.any():
+        lens = mlen[with_md]
+        starts = mstart[with_md]
+        idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(lens.sum())
+        high = np.zeros(len(lens), dtype=bool)
+        bad_bytes = vd[idx] >= 0x80
+        if bad_bytes.any():
+            owner = np.repeat(np.arange(len(lens)), lens)
+            high[np.unique(owner[bad_bytes])] = True
+        rows = np.flatnonzero(with_md)
+        mask[rows[high]] = False
+    return {"mask": mask, "tomb": tomb, "offset": offset, "commit_ts": cts, "key_type": ktype,
+            "value_version": np.where(vvalid, vver, -1),
+            "key_starts": ks, "key_lengths": kl, "key_data": kd, "glen": glen, "tlen": tlen}
+
+
+def _gather_strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, binary: bool = False) -> pa.Array:
+    """A string array of the slices data[starts[i]:starts[i]+lens[i]]; raises on invalid UTF-8
+    (binary=True: a binary array, not validated)."""
+    offs = np.zeros(len(lens) + 1, dtype=np.int32)
+    np.cumsum(lens, out=offs[1:])
+    total = int(offs[-1])
+    if total:
+        idx = np.repeat(starts - offs[:-1], lens) + np.arange(total)
+        payload = data[idx]
+    else:
+        payload = np.zeros(0, np.uint8)
+    arr = pa.Array.from_buffers(pa.binary() if binary else pa.string(), len(lens),
+                                [None, pa.py_buffer(offs), pa.py_buffer(payload)])
+    if not binary:
+        arr.validate(full=True)
+    return arr
+
+
+_JSON_SAFE = np.zeros(256, dtype=bool)
+_JSON_SAFE[0x20:0x7F] = True
+_JSON_SAFE[[0x22, 0x5C]] = False   # '"' and '\\' need escaping
+
+
+def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) -> Optional[pa.RecordBatch]:
+    """Aggregate the fast rows per (cluster, group, topic, partition): one event row each."""
+    mask = fast["mask"]
+    rows = np.flatnonzero(mask)
+    if len(rows) == 0:
+        return None
+    names = batch.schema.names
+    sel = pa.array(rows)
+    source_id = batch.column(names.index("source_id")).take(sel)
+    part = _int(batch.column(names.index("partition")).take(sel))
+    rec_offset = _int(batch.column(names.index("offset")).take(sel))
+    ts = _int(batch.column(names.index("timestamp_ms")).take(sel), 0)
+    # cluster of each row, from its input (few distinct source ids per batch)
+    enc = source_id.dictionary_encode()
+    cluster_dict = pa.array([clusters.get(s, "default") for s in enc.dictionary.to_pylist()], pa.string())
+    cluster = cluster_dict.take(enc.indices)
+    # the position of each row in the reference's ordering (ts, source_id string, offset)
+    uniq = np.unique(part)
+    order = sorted(range(len(uniq)), key=lambda i: _SOURCE_PREFIX + str(uniq[i]))
+    rank_of = np.empty(len(uniq), dtype=np.int64)
+    rank_of[order] = np.arange(len(uniq))
+    prank = rank_of[np.searchsorted(uniq, part)]
+    perm = np.lexsort((rec_offset, prank, ts))
+    position = np.empty(len(rows), dtype=np.int64)
+    position[perm] = np.arange(len(rows))
+    # the key without its type prefix identifies (group, topic, partition)
+    ks, kd = fast["key_starts"][rows], fast["key_data"]
+    kbody = _gather_strings(kd, ks + 2, fast["key_lengths"][rows] - 2, binary=True)
+    table = pa.table({"cluster": cluster, "kbody": kbody, "offset": fast["offset"][rows],
+                      "cts": fast["commit_ts"][rows], "pos": position,
+                      "first": np.arange(len(rows))})
+    agg = table.group_by(["cluster", "kbody"], use_threads=False).aggregate(
+        [("offset", "max"), ("cts", "max"), ("pos", "max"), ("pos", "count"), ("first", "min")])
+    agg = pa.RecordBatch.from_arrays([c.combine_chunks() for c in agg.columns], names=agg.column_names)
+    # decode group / topic / partition of each aggregated key from its first row
+    first = agg.column("first_min").to_numpy()
+    k0 = ks[first]
+    glen = fast["glen"][rows][first]
+    tlen = fast["tlen"][rows][first]
+    group = _gather_strings(kd, k0 + 4, glen)
+    topic = _gather_strings(kd, k0 + 6 + glen, tlen)
+    kpart = _be(kd, k0 + 6 + glen + tlen, 4, ">i4")
+    last = perm[agg.column("pos_max").to_numpy()]
+    n_out = agg.num_rows
+    topic_safe = _topic_json_safe(kd, k0 + 6 + glen, tlen)
+    cts_s = pc.cast(agg.column("cts_max"), pa.string())
+    cnt_s = pc.cast(agg.column("pos_count"), pa.string())
+    off_s = pc.cast(agg.column("offset_max"), pa.string())
+    kpart_s = pc.cast(pa.array(kpart), pa.string())
+    data_json = pc.binary_join_element_wise(
+        '{"commit_ts_ms":', cts_s, ',"count":', cnt_s, ',"offset":', off_s, ',"partition":', kpart_s,
+        ',"topic":"', topic, '"}', "")
+    if not topic_safe.all():
+        py = data_json.to_pylist()
+        t_py, c_py, n_py, o_py = topic.to_pylist(), agg.column("cts_max").to_pylist(), \
+            agg.column("pos_count").to_pylist(), agg.column("offset_max").to_pylist()
+        for i in np.flatnonzero(~topic_safe):
+            py[i] = json.dumps({"topic": t_py[i], "partition": int(kpart[i]), "offset": o_py[i],
+                                "commit_ts_ms": c_py[i], "count": n_py[i]}, separators=(",", ":"),
+                               sort_keys=True)
+        data_json = pa.array(py, pa.string())
+    if isinstance(data_json, pa.ChunkedArray):
+        data_json = data_json.combine_chunks()
+    last_part = pa.array(part[last])
+    null_i32 = pa.nulls(n_out, pa.int32())
+    null_s = pa.nulls(n_out, pa.string())
+    return pa.RecordBatch.from_arrays([
+        agg.column("cluster"), group, pa.array(ts[last]),
+        pa.array(np.full(n_out, E.SOURCE_OFFSETS, dtype=object), pa.string()),
+        pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(last_part, pa.string()), ""),
+        pa.array(rec_offset[last]), pa.array(np.full(n_out, E.OFFSET_COMMIT, dtype=object), pa.string()),
+        null_i32, null_i32, null_s, null_s, data_json,
+    ], schema=EVENT_ARROW_SCHEMA)
+
+
+def _tombstone_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) -> Optional[pa.RecordBatch]:
+    """Offset tombstones (key types 0/1, null value): one `offset_tombstone` event each."""
+    rows = np.flatnonzero(fast["tomb"])
+    if len(rows) == 0:
+        return None
+    names = batch.schema.names
+    sel = pa.array(rows)
+    source_id = batch.column(names.index("source_id")).take(sel)
+    enc = source_id.dictionary_encode()
+    cluster = pa.array([clusters.get(x, "default") for x in enc.dictionary.to_pylist()], pa.string()).take(enc.indices)
+    kd, k0 = fast["key_data"], fast["key_starts"][rows]
+    glen, tlen = fast["glen"][rows], fast["tlen"][rows]
+    group = _gather_strings(kd, k0 + 4, glen)
+    topic = _gather_strings(kd, k0 + 6 + glen, tlen)
+    kpart = pa.array(_be(kd, k0 + 6 + glen + tlen, 4, ">i4"))
+    data_json = pc.binary_join_element_wise('{"partition":', pc.cast(kpart, pa.string()), ',"topic":"', topic,
+                                            '"}', "")
+    safe = _topic_json_safe(kd, k0 + 6 + glen, tlen)
+    if not safe.all():
+        py, t_py, p_py = data_json.to_pylist(), topic.to_pylist(), kpart.to_pylist()
+        for i in np.flatnonzero(~safe):
+            py[i] = json.dumps({"topic": t_py[i], "partition": p_py[i]}, separators=(",", ":"), sort_keys=True)
+        data_json = pa.array(py, pa.string())
+    part = batch.column(names.index("partition")).take(sel)
+    n = len(rows)
+    null_i32, null_s = pa.nulls(n, pa.int32()), pa.nulls(n, pa.string())
+    return pa.RecordBatch.from_arrays([
+        cluster, group, batch.column(names.index("timestamp_ms")).take(sel).cast(pa.int64()),
+        pa.array(np.full(n, E.SOURCE_OFFSETS, dtype=object), pa.string()),
+        pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(part, pa.string()), ""),
+        batch.column(names.index("offset")).take(sel).cast(pa.int64()),
+        pa.array(np.full(n, E.OFFSET_TOMBSTONE, dtype=object), pa.string()),
+        null_i32, null_i32, null_s, null_s, data_json,
+    ], schema=EVENT_ARROW_SCHEMA)
+
+
+def _topic_json_safe(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    ok = np.ones(len(lens), dtype=bool)
+    total = int(lens.sum())
+    if total == 0:
+        return ok
+    offs = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    idx = np.repeat(starts - offs, lens) + np.arange(total)
+    bad = ~_JSON_SAFE[data[idx]]
+    if bad.any():
+        owner = np.repeat(np.arange(len(lens)), lens)
+        ok[np.unique(owner[bad])] = False
+    return ok
+
+
+# --------------------------------------------------------------------------- slow path
+def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str],
+               stats: dict) -> list[tuple]:
+    from streaming.parse import decode_offsets_rows   # the reference (per-record Python)
+    if len(rows) == 0:
+        return []
+    sub = batch.take(pa.array(rows))
+    cols = [sub.column(sub.schema.names.index(c)).to_pylist() for c in
+            ("source_id", "seq", "partition", "offset", "timestamp_ms", "key", "value", "error", "eof")]
+    reasons = sub.column(sub.schema.names.index("error_reason")).to_pylist() \
+        if "error_reason" in sub.schema.names else [None] * len(rows)
+    return decode_offsets_rows(zip(*cols, reasons), clusters, stats=stats)
+
+
+def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:
+    """One decode-health row: counts {(key_version, value_version, outcome): n}."""
+    payload = {"counts": sorted([k[0], k[1], k[2], n] for k, n in counts.items())}
+    return (cluster, STATS_GROUP, int(ts_ms), E.SOURCE_OFFSETS, "decode-stats", 0, STATS_KIND,
+            None, None, None, None, json.dumps(payload, separators=(",", ":")))
+
+
+def _rows_to_batch(rows: list[tuple]) -> pa.RecordBatch:
+    columns = list(zip(*rows)) if rows else [[] for _ in EVENT_COLUMNS]
+    return pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, EVENT_ARROW_SCHEMA)],
+                                      schema=EVENT_ARROW_SCHEMA)
+
+
+def decode_arrow_batch(batch: pa.RecordBatch, clusters: dict[str, str], with_stats: bool = True
+                       ) -> list[pa.RecordBatch]:
+    """One raw-offsets Arrow batch -> event batches (fast commits, everything else, stats)."""
+    n = batch.num_rows
+    if n == 0:
+        return []
+    fast = fast_commit_mask(batch)
+    out: list[pa.RecordBatch] = []
+    try:
+        fast_batches = [b for b in (_commit_rows(batch, fast, clusters), _tombstone_rows(batch, fast, clusters))
+                        if b is not None]
+        mask = fast["mask"] | fast["tomb"]
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        # a group or topic name that is not UTF-8: let the full decoder quarantine those records
+        mask = np.zeros(n, dtype=bool)
+        fast_batches = []
+    out.extend(fast_batches)
+    stats: dict = {}
+    slow = _slow_rows(batch, np.flatnonzero(~mask), clusters, stats)
+    if with_stats:
+        _fast_stats(batch, fast, mask, clusters, stats)
+        ts = _int(batch.column(batch.schema.names.index("timestamp_ms")), 0)
+        eof = _bool(batch.column(batch.schema.names.index("eof")), n, False)
+        real = ts[~eof]
+        if len(real) and stats:
+            when = int(real.max())
+            for cluster, counts in sorted(stats.items()):
+                slow.append(stats_row(cluster, when, counts))
+    if slow:
+        out.append(_rows_to_batch(slow))
+    return out
+
+
+def _fast_stats(batch: pa.RecordBatch, fast: dict, mask: np.ndarray, clusters: dict, stats: dict) -> None:
+    rows = np.flatnonzero(mask)
+    if len(rows) == 0:
+        return
+    sid = batch.column(batch.schema.names.index("source_id")).take(pa.array(rows))
+    enc = sid.dictionary_encode()
+    idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    combos, counts = np.unique(np.stack([fast["key_type"][rows], fast["value_version"][rows], idx], axis=1),
+                               axis=0, return_counts=True)
+    sources = enc.dictionary.to_pylist()
+    for (kt, vv, si), c in zip(combos.tolist(), counts.tolist()):
+        key = (str(kt), "null" if vv < 0 else str(vv), "decoded")
+        per = stats.setdefault(clusters.get(sources[si], "default"), {})
+        per[key] = per.get(key, 0) + c
+
+
+def offsets_arrow_to_events(batches: Iterable[pa.RecordBatch], clusters: dict[str, str]
+                            ) -> Iterator[pa.RecordBatch]:
+    """The `mapInArrow` function of the offsets stream."""
+    for batch in batches:
+        yield from decode_arrow_batch(batch, clusters)

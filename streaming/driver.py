@@ -34,6 +34,8 @@ class RunCollector:
     anomalies: list[dict] = field(default_factory=list)
     quarantine: list[dict] = field(default_factory=list)
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
+    # Decode health of __consumer_offsets records: (cluster, key_version, value_version, outcome) -> n
+    decode_stats: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     last_batch_id: int = -1
     on_batch: Optional[Callable[["RunCollector", int], None]] = None
 
@@ -48,6 +50,10 @@ class RunCollector:
             self.quarantine.append(record)
         elif kind == "snapshot":
             self.snapshots[(record["cluster"], record["group"])] = record
+        elif kind == "decode_stats":
+            for key_version, value_version, outcome, n in record.get("counts") or []:
+                k = (record.get("cluster") or "default", str(key_version), str(value_version), str(outcome))
+                self.decode_stats[k] = self.decode_stats.get(k, 0) + int(n)
         self.metrics.observe(kind, record)
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:

@@ -15,8 +15,9 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from streaming.broker_log import COORDINATOR_LOGGER_MARKERS
 from streaming.config import LogInput, MonitorSettings, OffsetsInput
-from streaming.parse import LogSourceSpec, log_rows_to_events, offsets_rows_to_events
-from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id
+from streaming.offsets_arrow import offsets_arrow_to_events
+from streaming.parse import LogSourceSpec, log_rows_to_events
+from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id, offsets_input_kind
 from streaming.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.stateful import process_group
 
@@ -33,7 +34,9 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec]) -> DataFrame:
 
 
 def offsets_events(raw: DataFrame, clusters: dict[str, str]) -> DataFrame:
-    return raw.mapInPandas(partial(offsets_rows_to_events, clusters=clusters), EVENT_SCHEMA)
+    """Decode in Arrow batches: commits vectorised and pre-aggregated, the rest per record
+    (streaming/offsets_arrow.py)."""
+    return raw.mapInArrow(partial(offsets_arrow_to_events, clusters=clusters), EVENT_SCHEMA)
 
 
 def with_watermark(events: DataFrame, lateness_seconds: float) -> DataFrame:
@@ -71,7 +74,8 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
                .option("maxRowsPerBatch", max_rows).load())
         parts.append(with_watermark(log_events(raw, specs), settings.lateness_seconds))
     if offsets:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
+        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path),
+                  "kind": offsets_input_kind(i.path)} for i in offsets]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
         raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
                .option("maxRowsPerBatch", offsets_rows).load())

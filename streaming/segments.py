@@ -450,6 +450,13 @@ def _read_legacy(buf: bytes, pos: int, partition: int, file: str) -> BatchInfo:
     return info
 
 
+def read_batch(buf: bytes, pos: int, partition: int, file: str = "") -> BatchInfo:
+    """The batch at `pos` (a position scan_segment reported), read again; raises BatchError."""
+    if buf[pos + 16] == 2:
+        return _read_v2(buf, pos, partition, file)
+    return _read_legacy(buf, pos, partition, file)
+
+
 # --------------------------------------------------------------------------- framing
 def _plausible_header(buf: bytes, pos: int, size: int) -> Optional[int]:
     """End position of a batch/message whose header at pos is plausible, else None."""
@@ -587,7 +594,7 @@ def _quarantine(partition: int, seq: int, reason: str, detail: str, ts: Optional
 
 def _batch_quarantine(partition: int, file: str, b: BatchInfo) -> Quarantined:
     e = b.error
-    detail = (f"{e.field} at byte {e.pos} of {file}: {e.message} "
+    detail = (f"{e.field} at byte {e.pos} of __consumer_offsets-{partition}/{file}: {e.message} "
               f"(batch bytes {b.pos}..{b.end})")
     return _quarantine(partition, b.base_offset, e.reason, detail)
 

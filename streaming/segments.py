@@ -485,10 +485,12 @@ def _valid_at(buf: bytes, pos: int, size: int, min_offset: int) -> bool:
     return zlib.crc32(memoryview(buf)[pos + 16:end]) == _U32.unpack_from(buf, pos + 12)[0]
 
 
-def _resync(buf: bytes, start: int, size: int, min_offset: int) -> int:
-    """Next position >= start where a valid batch starts; size if there is none."""
+def _resync(buf: bytes, start: int, size: int, _min_offset: int = 0) -> int:
+    """Next position >= start where a well-formed batch with a valid CRC starts; size if none.
+    Offsets are not used to judge: the CRC does not cover them, so a damaged earlier offset
+    must not hide good batches after it."""
     for q in range(start, size - 16):
-        if buf[q + 16] in (0, 1, 2) and _valid_at(buf, q, size, min_offset):
+        if buf[q + 16] in (0, 1, 2) and _valid_at(buf, q, size, -1 << 63):
             return q
     return size
 

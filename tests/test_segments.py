@@ -207,7 +207,7 @@ def test_bad_crc_is_quarantined_and_reading_goes_on(tmp_path):
     assert [r[4] for r in _rows(items)] == [b"v0", b"v2"]
     (q,) = [i for i in items if isinstance(i, Quarantined)]
     assert q.reason == "corrupt_batch" and q.source_id == "__consumer_offsets-0" and q.seq == 1
-    assert q.detail.startswith(f"RecordBatch.crc at byte {len(b[0]) + 17} of 00000000000000000000.log")
+    assert q.detail.startswith(f"RecordBatch.crc at byte {len(b[0]) + 17} of __consumer_offsets-0/00000000000000000000.log")
 
 
 def test_crc_flag_from_the_writer_and_a_valid_crc_over_bad_records(tmp_path):

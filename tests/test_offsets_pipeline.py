@@ -198,3 +198,25 @@ def test_replay_from_segments_gives_the_same_rebalances_as_from_the_dump(spark, 
     page = (tmp_path / "metrics.prom").read_text()
     assert 'rebalance_monitor_offsets_records_total{cluster="default",key_version="1",outcome="decoded",' \
            'value_version="3"}' in page
+
+
+# --- converted groups keep one history (Kafka 4.0, sc11 and sc11b) -----------------------------
+
+@pytest.mark.spark
+@pytest.mark.parametrize("group,protocols,first_previous", [
+    ("k4-sc11-mixed-classic-first", ["classic", "consumer", "classic", "classic"], 0),
+    ("k4-sc11b-mixed-consumer-first", ["consumer", "consumer", "classic", "classic"], None),
+])
+def test_converted_group_keeps_one_continuous_history(replay_capture, group, protocols, first_previous):
+    """Classic -> consumer -> classic conversions: one group, one chain of generations/epochs,
+    no rebalance counted twice, whichever record or line told of each step."""
+    collector, out = replay_capture("kafka-4.0")
+    recs = sorted((json.loads(line) for line in (out / "rebalances.jsonl").read_text().splitlines()
+                   if json.loads(line)["group"] == group), key=lambda r: r["started_at_ms"])
+    assert [r["protocol"] for r in recs] == protocols
+    assert [r["generation"] for r in recs] == [1, 2, 3, 4]
+    assert [r["previous_generation"] for r in recs] == [first_previous, 1, 2, 3]
+    assert [r["outcome"] for r in recs] == ["stable", "stable", "stable", "empty"]
+    snap = collector.snapshots[("default", group)]
+    assert (snap["state"], snap["generation"], snap["rebalances_total"], snap["protocol"]) == ("Empty", 4, 4, "classic")
+    assert [a for a in collector.anomalies if a["group"] == group] == []

@@ -19,6 +19,7 @@ them to `rebalance_monitor_offsets_records_total`.
 from __future__ import annotations
 
 import json
+import struct
 from typing import Iterable, Iterator, Optional
 
 import numpy as np
@@ -305,7 +306,26 @@ def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str]
             ("source_id", "seq", "partition", "offset", "timestamp_ms", "key", "value", "error", "eof")]
     reasons = sub.column(sub.schema.names.index("error_reason")).to_pylist() \
         if "error_reason" in sub.schema.names else [None] * len(rows)
-    return decode_offsets_rows(zip(*cols, reasons), clusters, stats=stats)
+    out: list[tuple] = []
+    rest = []
+    for row in zip(*cols, reasons):
+        key, value = row[5], row[6]
+        if row[7] is None and not row[8] and key is not None and value is not None \
+                and key[:2] == b"\x00\x02":
+            gm = fast_group_metadata(key, value)
+            if gm is not None:
+                group, generation, data = gm
+                cluster = clusters.get(row[0], "default")
+                out.append((cluster, group, int(row[4]), E.SOURCE_OFFSETS, f"{_SOURCE_PREFIX}{row[2]}",
+                            int(row[3]), E.GROUP_METADATA, None, generation, None, None,
+                            json.dumps(data, separators=(",", ":"), sort_keys=True, default=str)))
+                per = stats.setdefault(cluster, {})
+                k = ("2", str(data["value_version"]), "decoded")
+                per[k] = per.get(k, 0) + 1
+                continue
+        rest.append(row)
+    out.extend(decode_offsets_rows(rest, clusters, stats=stats))
+    return out
 
 
 def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:
@@ -375,3 +395,162 @@ def offsets_arrow_to_events(batches: Iterable[pa.RecordBatch], clusters: dict[st
     """The `mapInArrow` function of the offsets stream."""
     for batch in batches:
         yield from decode_arrow_batch(batch, clusters)
+
+
+# --------------------------------------------------------------------------- group metadata
+# GroupMetadata values (type 2, v0-v3) are the second largest share of the topic after commits in
+# rebalance-heavy clusters. This reader builds the same event as offsets_decoder + parse (the
+# full decoder stays the reference; tests compare the two on real, awkward and random records)
+# with direct struct reads and no per-field bookkeeping. Anything unusual (flexible v4, trailing
+# bytes, a blob that does not decode, bad UTF-8, any bound overrun) returns None and the record
+# goes to the full decoder, which names the failing field.
+
+_H = struct.Struct(">h").unpack_from
+_I = struct.Struct(">i").unpack_from
+_Q = struct.Struct(">q").unpack_from
+
+
+class _Bad(Exception):
+    pass
+
+
+def _str(b: bytes, p: int, nullable: bool = False):
+    if p + 2 > len(b):
+        raise _Bad
+    n = _H(b, p)[0]
+    p += 2
+    if n < 0:
+        if n == -1 and nullable:
+            return None, p
+        raise _Bad
+    if p + n > len(b):
+        raise _Bad
+    return b[p:p + n].decode("utf-8"), p + n
+
+
+def _i32(b: bytes, p: int):
+    if p + 4 > len(b):
+        raise _Bad
+    return _I(b, p)[0], p + 4
+
+
+def _bytes(b: bytes, p: int, nullable: bool = False):
+    n, p = _i32(b, p)
+    if n < 0:
+        if n == -1 and nullable:
+            return None, p
+        raise _Bad
+    if p + n > len(b):
+        raise _Bad
+    return b[p:p + n], p + n
+
+
+def _topic_partitions(b: bytes, p: int):
+    n, p = _i32(b, p)
+    if n < 0:
+        raise _Bad
+    out = []
+    for _ in range(n):
+        topic, p = _str(b, p)
+        k, p = _i32(b, p)
+        if k < 0 or p + 4 * k > len(b):
+            raise _Bad
+        out.append((topic, k))
+        p += 4 * k
+    return out, p
+
+
+def _subscription(b: bytes) -> dict:
+    if len(b) < 2:
+        raise _Bad
+    version = _H(b, 0)[0]
+    if version < 0:
+        raise _Bad
+    n, p = _i32(b, 2)
+    if n < 0:
+        raise _Bad
+    topics = []
+    for _ in range(n):
+        t, p = _str(b, p)
+        topics.append(t)
+    _, p = _bytes(b, p, nullable=True)
+    owned = gen = rack = None
+    if version >= 1:
+        tps, p = _topic_partitions(b, p)
+        owned = sum(k for _, k in tps)
+    if version >= 2:
+        gen, p = _i32(b, p)
+    if version >= 3:
+        rack, p = _str(b, p, nullable=True)
+    return {"topics": topics, "owned_partitions": owned,
+            "member_generation": None if gen is None or gen < 0 else gen, "rack_id": rack}
+
+
+def _assignment(b: bytes) -> tuple[int, list]:
+    if len(b) < 2 or _H(b, 0)[0] < 0:
+        raise _Bad
+    tps, p = _topic_partitions(b, 2)
+    _bytes(b, p, nullable=True)
+    return sum(k for _, k in tps), sorted({t for t, _ in tps})
+
+
+def fast_group_metadata(key: bytes, value: bytes):
+    """(group, generation, data) as the full decoder would give them, or None."""
+    try:
+        if len(key) < 4 or _H(key, 0)[0] != 2 or len(value) < 2:
+            return None
+        group, kp = _str(key, 2)
+        if kp != len(key):
+            return None
+        version = _H(value, 0)[0]
+        if not 0 <= version <= 3:
+            return None
+        b = value
+        protocol_type, p = _str(b, 2)
+        generation, p = _i32(b, p)
+        protocol, p = _str(b, p, nullable=True)
+        leader, p = _str(b, p, nullable=True)
+        state_ts = None
+        if version >= 2:
+            if p + 8 > len(b):
+                return None
+            state_ts = _Q(b, p)[0]
+            p += 8
+        n, p = _i32(b, p)
+        if n < 0:
+            return None
+        consumer = protocol_type == "consumer"
+        members = []
+        for _ in range(n):
+            member_id, p = _str(b, p)
+            instance = None
+            if version >= 3:
+                instance, p = _str(b, p, nullable=True)
+            client_id, p = _str(b, p)
+            client_host, p = _str(b, p)
+            rebalance = None
+            if version >= 1:
+                rebalance, p = _i32(b, p)
+            session, p = _i32(b, p)
+            sub, p = _bytes(b, p)
+            asg, p = _bytes(b, p)
+            em = {"member_id": member_id, "group_instance_id": instance, "client_id": client_id,
+                  "client_host": client_host, "session_timeout_ms": session,
+                  "rebalance_timeout_ms": rebalance, "assigned_partitions": None}
+            if consumer:
+                s = _subscription(sub) if sub else None
+                a = _assignment(asg) if asg else None
+                em["assigned_partitions"] = 0 if a is None else a[0]
+                if s is not None:
+                    em.update(s)
+                if a is not None:
+                    em["assigned_topics"] = a[1]
+            members.append(em)
+        if p != len(b):
+            return None   # trailing bytes: the full decoder reports them
+        data = {"protocol_type": protocol_type, "protocol": protocol, "leader": leader,
+                "current_state_ts_ms": None if state_ts is None or state_ts == -1 else state_ts,
+                "members": members, "value_version": version}
+        return group, generation, data
+    except (_Bad, UnicodeDecodeError, struct.error):
+        return None

@@ -191,3 +191,39 @@ def test_partition_reader_on_mutated_real_segment(tmp_path_factory, data):
     _check_items(items)
     records = [i for i in items if isinstance(i, SegmentRecord)]
     assert len(records) >= 100   # a few damaged batches lose only their own records (163 in all)
+
+
+# --- the fast GroupMetadata reader agrees with the full decoder whenever it answers -----------
+
+from streaming.offsets_arrow import fast_group_metadata  # noqa: E402
+from test_offsets_versions import assignment_bytes, group_metadata_schema, record, subscription_bytes  # noqa: E402
+
+member_strategy = st.fixed_dictionaries({
+    "memberId": st.text(max_size=8), "groupInstanceId": st.one_of(st.none(), st.text(max_size=5)),
+    "clientId": st.text(max_size=6), "clientHost": st.text(max_size=6),
+    "rebalanceTimeout": st.integers(-1, 10**6), "sessionTimeout": st.integers(-1, 10**6),
+    "subscription": st.one_of(st.just(b""), st.binary(max_size=12),
+                              st.builds(subscription_bytes, st.integers(0, 3), st.lists(st.text(max_size=4), max_size=3))),
+    "assignment": st.one_of(st.just(b""), st.binary(max_size=12), st.builds(assignment_bytes, st.integers(0, 3))),
+})
+
+
+@FUZZ
+@given(st.integers(0, 4), st.sampled_from(["consumer", "connect", ""]), st.integers(-1, 50),
+       st.lists(member_strategy, max_size=3), st.data())
+def test_fast_group_metadata_equals_the_full_decoder(version, protocol_type, generation, members, data):
+    vals = {"protocolType": protocol_type, "generation": generation, "protocol": "range", "leader": None,
+            "currentStateTimestamp": data.draw(st.sampled_from([-1, 0, 1_700_000_000_000])), "members": members}
+    value = record(version, group_metadata_schema(version), vals, flexible=version >= 4)
+    if data.draw(st.booleans()):
+        cut = data.draw(st.integers(0, len(value)))
+        value = value[:cut] + data.draw(st.binary(max_size=3))
+    key = struct.pack(">hh", 2, 1) + b"g"
+    fast = fast_group_metadata(key, value)
+    ref = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
+    if fast is not None:
+        (ev,) = ref
+        assert (ev.group, ev.generation, ev.data) == fast
+    elif version <= 3 and isinstance(ref, list) and "trailing_bytes" not in ref[0].data:
+        # declined although the full decoder took it: only when an embedded blob failed
+        assert any("subscription_error" in m or "assignment_error" in m for m in ref[0].data["members"])

@@ -323,6 +323,18 @@ def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str]
                 k = ("2", str(data["value_version"]), "decoded")
                 per[k] = per.get(k, 0) + 1
                 continue
+        if row[7] is None and not row[8] and key is not None:   # KIP-848 records, tombstones
+            cg = fast_consumer_group_record(key, value)
+            if cg is not None:
+                group, kind, generation, member_id, data, kv, vv = cg
+                cluster = clusters.get(row[0], "default")
+                out.append((cluster, group, int(row[4]), E.SOURCE_OFFSETS, f"{_SOURCE_PREFIX}{row[2]}",
+                            int(row[3]), kind, None, generation, member_id, None,
+                            json.dumps(data, separators=(",", ":"), sort_keys=True) if data else None))
+                per = stats.setdefault(cluster, {})
+                k = (str(kv), "null" if vv is None else str(vv), "decoded")
+                per[k] = per.get(k, 0) + 1
+                continue
         rest.append(row)
     out.extend(decode_offsets_rows(rest, clusters, stats=stats))
     return out
@@ -381,11 +393,15 @@ def _fast_stats(batch: pa.RecordBatch, fast: dict, mask: np.ndarray, clusters: d
     sid = batch.column(batch.schema.names.index("source_id")).take(pa.array(rows))
     enc = sid.dictionary_encode()
     idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    combos, counts = np.unique(np.stack([fast["key_type"][rows], fast["value_version"][rows], idx], axis=1),
-                               axis=0, return_counts=True)
+    n_src = max(1, len(enc.dictionary))
+    vv = fast["value_version"][rows] + 1                  # -1 (tombstone) .. 4 -> 0 .. 5
+    code = (fast["key_type"][rows] * 6 + vv) * n_src + idx
+    values, counts = np.unique(code, return_counts=True)   # 1-D: much cheaper than axis=0
     sources = enc.dictionary.to_pylist()
-    for (kt, vv, si), c in zip(combos.tolist(), counts.tolist()):
-        key = (str(kt), "null" if vv < 0 else str(vv), "decoded")
+    for v, c in zip(values.tolist(), counts.tolist()):
+        rest, si = divmod(v, n_src)
+        kt, vcode = divmod(rest, 6)
+        key = (str(kt), "null" if vcode == 0 else str(vcode - 1), "decoded")
         per = stats.setdefault(clusters.get(sources[si], "default"), {})
         per[key] = per.get(key, 0) + c
 
@@ -552,5 +568,142 @@ def fast_group_metadata(key: bytes, value: bytes):
                 "current_state_ts_ms": None if state_ts is None or state_ts == -1 else state_ts,
                 "members": members, "value_version": version}
         return group, generation, data
+    except (_Bad, UnicodeDecodeError, struct.error):
+        return None
+
+
+# --------------------------------------------------------------------------- KIP-848 and tombstones
+# Same idea for the KIP-848 consumer-group records (types 3, 5, 6, 7, 8; flexible value version 0)
+# and for tombstones of every type: direct reads of the common shapes (one-byte varints, no tagged
+# fields), None for anything else so the full decoder handles it.
+
+_MEMBER_KEYED = frozenset({5, 7, 8, 10, 13, 14, 19, 21, 22})
+_TOMBSTONE_KINDS = {3: E.CG_EPOCH, 5: E.CG_MEMBER, 6: E.CG_TARGET_EPOCH, 7: E.CG_TARGET_MEMBER,
+                    8: E.CG_MEMBER_ASSIGNMENT}
+_STATE_NAMES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
+
+
+def _cstr(b: bytes, p: int, nullable: bool = False):
+    """Compact string with a one-byte length (anything longer: _Bad, the full decoder reads it)."""
+    if p >= len(b):
+        raise _Bad
+    n = b[p]
+    if n >= 0x80:
+        raise _Bad
+    p += 1
+    if n == 0:
+        if nullable:
+            return None, p
+        raise _Bad
+    n -= 1
+    if p + n > len(b):
+        raise _Bad
+    return b[p:p + n].decode("utf-8"), p + n
+
+
+def _no_tags(b: bytes, p: int) -> int:
+    if p >= len(b) or b[p] != 0:
+        raise _Bad
+    return p + 1
+
+
+def _cg_partitions(b: bytes, p: int):
+    """[]{TopicId uuid, Partitions []int32, tags}: (partition count, new position)."""
+    if p >= len(b) or not 0 < b[p] < 0x80:
+        raise _Bad
+    n = b[p] - 1
+    p += 1
+    total = 0
+    for _ in range(n):
+        p += 16
+        if p >= len(b) or not 0 < b[p] < 0x80:
+            raise _Bad
+        k = b[p] - 1
+        p += 1 + 4 * k
+        if p > len(b):
+            raise _Bad
+        p = _no_tags(b, p)
+        total += k
+    return total, p
+
+
+def _key_group_member(key: bytes, member: bool):
+    group, p = _str(key, 2)
+    member_id = None
+    if member:
+        member_id, p = _str(key, p)
+    if p != len(key):
+        raise _Bad
+    return group, member_id
+
+
+def fast_consumer_group_record(key: bytes, value):
+    """(group, kind, generation, member_id, data, key_version, value_version) as the full decoder
+    would give them for KIP-848 records (types 3, 5, 6, 7, 8) and tombstones of types 2-23, or
+    None."""
+    from streaming.offsets_decoder import RECORD_TYPE_NAMES
+    try:
+        if len(key) < 4:
+            return None
+        t = _H(key, 0)[0]
+        name = RECORD_TYPE_NAMES.get(t)
+        if name is None or t < 2 or t == 16:
+            return None
+        group, member_id = _key_group_member(key, t in _MEMBER_KEYED)
+        if value is None:
+            if t == 2:
+                return group, E.GROUP_TOMBSTONE, None, None, {}, t, None
+            kind = _TOMBSTONE_KINDS.get(t)
+            if kind is None:
+                return group, E.CG_OTHER, None, member_id, {"type": t, "type_name": name, "tombstone": True}, t, None
+            return group, kind, None, member_id, {"tombstone": True}, t, None
+        if t not in (3, 5, 6, 7, 8) or len(value) < 3 or _H(value, 0)[0] != 0:
+            return None
+        b = value
+        if t in (3, 6):
+            if len(b) != 7 or b[6] != 0:
+                return None
+            epoch = _I(b, 2)[0]
+            return group, E.CG_EPOCH if t == 3 else E.CG_TARGET_EPOCH, epoch, None, {"tombstone": False}, t, 0
+        if t == 7:
+            count, p = _cg_partitions(b, 2)
+            if _no_tags(b, p) != len(b):
+                return None
+            return group, E.CG_TARGET_MEMBER, None, member_id, {"partitions": count, "tombstone": False}, t, 0
+        if t == 8:
+            if len(b) < 11:
+                return None
+            epoch, prev = _I(b, 2)[0], _I(b, 6)[0]
+            state = struct.unpack_from(">b", b, 10)[0]
+            assigned, p = _cg_partitions(b, 11)
+            pending, p = _cg_partitions(b, p)
+            if _no_tags(b, p) != len(b):
+                return None
+            return group, E.CG_MEMBER_ASSIGNMENT, None, member_id, {
+                "member_epoch": epoch, "previous_member_epoch": prev, "state": state,
+                "state_name": _STATE_NAMES.get(state, "UNKNOWN"), "assigned": assigned,
+                "pending_revocation": pending, "tombstone": False}, t, 0
+        # t == 5: member metadata without the classic-member tag
+        instance, p = _cstr(b, 2, True)
+        rack, p = _cstr(b, p, True)
+        client_id, p = _cstr(b, p)
+        client_host, p = _cstr(b, p)
+        if p >= len(b) or not 0 < b[p] < 0x80:
+            return None
+        n = b[p] - 1
+        p += 1
+        topics = []
+        for _ in range(n):
+            topic, p = _cstr(b, p)
+            topics.append(topic)
+        _, p = _cstr(b, p, True)            # SubscribedTopicRegex
+        rebalance, p = _i32(b, p)
+        _, p = _cstr(b, p, True)            # ServerAssignor
+        if _no_tags(b, p) != len(b):
+            return None
+        return group, E.CG_MEMBER, None, member_id, {
+            "client_id": client_id, "client_host": client_host, "instance_id": instance, "rack_id": rack,
+            "rebalance_timeout_ms": rebalance, "subscribed_topics": topics, "classic": False,
+            "session_timeout_ms": None, "tombstone": False}, t, 0
     except (_Bad, UnicodeDecodeError, struct.error):
         return None

@@ -227,3 +227,29 @@ def test_fast_group_metadata_equals_the_full_decoder(version, protocol_type, gen
     elif version <= 3 and isinstance(ref, list) and "trailing_bytes" not in ref[0].data:
         # declined although the full decoder took it: only when an embedded blob failed
         assert any("subscription_error" in m or "assignment_error" in m for m in ref[0].data["members"])
+
+
+from streaming.offsets_arrow import fast_consumer_group_record  # noqa: E402
+
+KIP848 = [s for s in REAL if struct.unpack(">h", s[0][:2])[0] >= 2]
+
+
+@FUZZ
+@given(st.sampled_from(KIP848), st.data())
+def test_fast_consumer_group_reader_equals_the_full_decoder(sample, data):
+    key, value = sample
+    if value is not None and data.draw(st.booleans()):
+        b = bytearray(value)
+        for _ in range(data.draw(st.integers(1, 3))):
+            b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))
+        value = bytes(b)[:data.draw(st.integers(0, len(b)))] if data.draw(st.booleans()) else bytes(b)
+    if data.draw(st.booleans()):
+        b = bytearray(key)
+        b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))
+        key = bytes(b)
+    fast = fast_consumer_group_record(key, value)
+    if fast is None:
+        return
+    ref = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
+    (ev,) = ref
+    assert (ev.group, ev.kind, ev.generation, ev.member_id, ev.data) == fast[:5]

@@ -220,3 +220,39 @@ def test_converted_group_keeps_one_continuous_history(replay_capture, group, pro
     snap = collector.snapshots[("default", group)]
     assert (snap["state"], snap["generation"], snap["rebalances_total"], snap["protocol"]) == ("Empty", 4, 4, "classic")
     assert [a for a in collector.anomalies if a["group"] == group] == []
+
+
+# --- a damaged segment copy: the query keeps going and keeps the good data --------------------
+
+def test_damaged_segments_quarantine_the_batch_and_keep_every_rebalance(tmp_path):
+    import shutil
+    from conftest import capture_inputs
+    from local_pipeline import run_local
+    from streaming.config import OffsetsInput
+    from streaming.segments import scan_segment
+    src = FIXTURES / "kafka-2.7" / "segments" / "broker1"
+    dst = tmp_path / "broker1"
+    shutil.copytree(src, dst)
+    seg = dst / "__consumer_offsets-4" / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    # damage a batch that holds only offset commits, and cut the file's last batch short
+    batches = list(scan_segment(bytes(data), 4))
+    victim = next(b for b in batches[10:] if all(r.key[:2] == b"\x00\x01" and r.value for r in b.records))
+    data[victim.pos + 40] ^= 0xFF
+    seg.write_bytes(bytes(data[:-5]))
+    logs, dump = capture_inputs("kafka-2.7")
+    good = run_local(logs, dump)
+    damaged = run_local(logs, [OffsetsInput(path=str(dst))])
+    assert damaged["rebalance"] == good["rebalance"] and damaged["removal"] == good["removal"]
+    reasons = sorted(json.loads(q[-1])["reason"] for q in damaged["quarantine"])
+    assert reasons == ["corrupt_batch", "truncated_batch"]
+    details = [json.loads(q[-1])["detail"] for q in damaged["quarantine"]]
+    assert any(f"RecordBatch.crc at byte {victim.pos + 17} of __consumer_offsets-4/" in d for d in details)
+    # exactly the commits of the two damaged batches are missing from the groups' counts
+    def commits(out):
+        last = {}
+        for snap in out["snapshot"]:
+            last[(snap["cluster"], snap["group"])] = snap
+        return sum(s["commits_total"] for s in last.values())
+    lost = [r for b in (victim, batches[-1]) for r in b.records if r.key[:2] == b"\x00\x01" and r.value]
+    assert len(lost) >= 1 and commits(good) - commits(damaged) == len(lost)

@@ -9,7 +9,7 @@ int16 type + group string), moves it to partition hash % 50 with fresh offsets, 
 timestamps by up to 1 s; all copies share the capture's timeline, interleaved by time as a real
 cluster with that many groups would write them. Written once to bench/.data/ as Parquet.
 
-Runs (each timed after a warm-up run, best of --repeat):
+Runs (each timed after a warm-up run, best of --repeat; the two Spark runs alternate):
   spark:     spark.read.parquet -> mapInArrow(decode) -> noop sink, vs the same with a touch-bytes
              mapInArrow (the ceiling) -- the engine the streaming query uses;
   in-process: the same two functions over the Parquet file's Arrow batches, no Spark;
@@ -149,7 +149,7 @@ def check_against_reference(path: Path, rows: int = 100_000) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--batch-rows", type=int, default=10_000, help="spark.sql.execution.arrow.maxRecordsPerBatch")
     ap.add_argument("--skip-spark", action="store_true")
     args = ap.parse_args()
@@ -196,8 +196,17 @@ def main() -> int:
     def run(fn, schema):
         df.mapInArrow(fn, schema).write.format("noop").mode("overwrite").save()
 
-    s_touch = best_of(lambda: run(touch, "n long, bytes long"), args.repeat)
-    s_dec = best_of(lambda: run(decode, EVENT_SCHEMA), args.repeat)
+    # Interleaved (touch, decode, touch, decode, ...) so a change in machine load affects both.
+    run(touch, "n long, bytes long")
+    run(decode, EVENT_SCHEMA)
+    s_touch = s_dec = float("inf")
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        run(touch, "n long, bytes long")
+        s_touch = min(s_touch, time.perf_counter() - t)
+        t = time.perf_counter()
+        run(decode, EVENT_SCHEMA)
+        s_dec = min(s_dec, time.perf_counter() - t)
     spark.stop()
     rate, ceiling = n / s_dec, n / s_touch
     print(f"spark local[2]: decode + aggregate {s_dec:.2f} s, touch-bytes {s_touch:.2f} s", flush=True)

@@ -95,7 +95,7 @@ def test_one_partition_dir_and_one_segment_file():
 
 
 def test_every_real_segment_record_decodes():
-    for path in (SEG27 / "broker1", SEG40 / "node1"):
+    for path in (SEG27 / "broker1", SEG27 / "broker2", SEG40 / "node1", SEG40 / "node2"):
         for r in _read(path):
             out = record_to_events(partition=r.partition, offset=r.offset, timestamp_ms=r.timestamp,
                                    key=r.key, value=r.value)

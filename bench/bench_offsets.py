@@ -197,6 +197,7 @@ def main() -> int:
         df.mapInArrow(fn, schema).write.format("noop").mode("overwrite").save()
 
     # Interleaved (touch, decode, touch, decode, ...) so a change in machine load affects both.
+    load0 = os.getloadavg()[0]
     run(touch, "n long, bytes long")
     run(decode, EVENT_SCHEMA)
     s_touch = s_dec = float("inf")
@@ -209,7 +210,8 @@ def main() -> int:
         s_dec = min(s_dec, time.perf_counter() - t)
     spark.stop()
     rate, ceiling = n / s_dec, n / s_touch
-    print(f"spark local[2]: decode + aggregate {s_dec:.2f} s, touch-bytes {s_touch:.2f} s", flush=True)
+    print(f"spark local[2]: decode + aggregate {s_dec:.2f} s, touch-bytes {s_touch:.2f} s "
+          f"(load average before/after: {load0:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     print(f"records_per_second={rate:.0f} ceiling_records_per_second={ceiling:.0f} ratio={rate / ceiling:.2f}")
     return 0
 

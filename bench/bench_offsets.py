@@ -150,7 +150,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--batch-rows", type=int, default=10_000, help="spark.sql.execution.arrow.maxRecordsPerBatch")
+    ap.add_argument("--batch-rows", type=int, default=50_000,
+                    help="rows per Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch; the query's default)")
     ap.add_argument("--skip-spark", action="store_true")
     args = ap.parse_args()
     path = DATA / f"offsets-scaled-{args.groups}.parquet"

@@ -291,18 +291,22 @@ class OffsetsRowReader:
                 path = self.seg_paths[(file_index, a)]
                 batch = batches.get((path, b))
                 if batch is None:
-                    if path not in contents:
-                        with open(path, "rb") as h:
-                            contents[path] = h.read()
+                    # Read just this batch (a segment can be 1 GiB; a micro-batch needs a slice).
+                    handle = contents.get(path) or contents.setdefault(path, open(path, "rb"))
+                    handle.seek(b)
+                    head = handle.read(12)
+                    length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else -1
                     try:
-                        batch = read_batch(contents[path], b, partition, path)
-                    except BatchError as e:   # the file changed under the replay
+                        if length < 0:
+                            raise BatchError("RecordBatch.batchLength", b, "cannot read the batch header")
+                        batch = read_batch(head + handle.read(length), 0, partition, path)
+                    except (BatchError, IndexError) as e:   # the file changed under the replay
                         raise RuntimeError(f"segment {path} changed during the replay: {e}") from None
                     batches[(path, b)] = batch
                 r = batch.records[c]
                 rows.append((sid, r.offset, partition, r.offset, ts, r.key, r.value, None, False, None))
         finally:
-            for h in handles.values():
+            for h in list(handles.values()) + list(contents.values()):
                 h.close()
         return rows
 

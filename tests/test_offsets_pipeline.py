@@ -256,3 +256,18 @@ def test_damaged_segments_quarantine_the_batch_and_keep_every_rebalance(tmp_path
         return sum(s["commits_total"] for s in last.values())
     lost = [r for b in (victim, batches[-1]) for r in b.records if r.key[:2] == b"\x00\x01" and r.value]
     assert len(lost) >= 1 and commits(good) - commits(damaged) == len(lost)
+
+
+def test_offsets_row_reader_merges_segments_and_dumps_in_time_order():
+    files = [{"path": str(FIXTURES / "kafka-4.0" / "segments"), "source_id": "s", "kind": "segments"},
+             {"path": str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"), "source_id": "d", "kind": "jsonl"}]
+    reader = OffsetsRowReader(files)
+    assert len(reader) == 4634 + 1606
+    whole = reader.rows(0, len(reader))
+    pieces = [r for i in range(0, len(reader), 777) for r in reader.rows(i, min(len(reader), i + 777))]
+    assert pieces == whole
+    assert [r[4] for r in whole] == sorted(r[4] for r in whole)
+    seg = sorted((r[2], r[3], r[4], r[5], r[6]) for r in whole if r[0] == "s")
+    dump = OffsetsRowReader([{"path": str(FIXTURES / "kafka-4.0" / "offsets-topic.jsonl"), "source_id": "x",
+                              "kind": "jsonl"}])
+    assert seg == sorted((r[2], r[3], r[4], r[5], r[6]) for r in dump.rows(0, len(dump)))

@@ -284,3 +284,21 @@ def test_unreadable_and_empty_inputs(tmp_path):
     assert _read(d) == []
     assert _read(tmp_path / "nothing-here") == []
     assert find_partition_dirs(str(tmp_path)) == [(1, str(d))]
+
+
+def test_replay_rows_give_magic0_records_and_bad_batches_the_time_before_them(tmp_path):
+    from streaming.replay_source import OffsetsRowReader
+    bad = bytearray(record_batch(2, [(0, 0, KEY, b"x", ())], base_ts=9_000))
+    bad[-1] ^= 1
+    data = (legacy_message(0, KEY, b"old", magic=0) + record_batch(1, [(0, 0, KEY, b"new", ())], base_ts=5_000)
+            + bytes(bad) + legacy_message(3, KEY, b"old2", magic=0) + record_batch(4, [(0, 0, KEY, b"z", ())], base_ts=7_000))
+    d = _write(tmp_path, 6, data)
+    reader = OffsetsRowReader([{"path": str(d), "source_id": "c:seg", "kind": "segments"}])
+    rows = reader.rows(0, len(reader))
+    # (source_id, seq, partition, offset, timestamp_ms, key, value, error, eof, error_reason)
+    by_value = {r[6]: r for r in rows if r[6] is not None}
+    assert by_value[b"old"][4] == 5_000          # before the first timestamp: the next one
+    assert by_value[b"old2"][4] == 5_000         # magic 0 after a record: that record's time
+    (q,) = [r for r in rows if r[7] is not None]
+    assert q[9] == "corrupt_batch" and q[4] == 5_000 and q[2] == 6 and "RecordBatch.crc" in q[7]
+    assert [r[4] for r in rows] == sorted(r[4] for r in rows)

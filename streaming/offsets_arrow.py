@@ -143,7 +143,8 @@ def fast_commit_mask(batch: pa.RecordBatch) -> dict:
         rows = np.flatnonzero(with_md)
         mask[rows[high]] = False
     return {"mask": mask, "tomb": tomb, "offset": offset, "commit_ts": cts, "key_type": ktype,
-            "value_version": np.where(vvalid, vver, -1),
+            "value_version": np.where(vvalid, vver, -1), "base_ok": ~eof & error_ok & kvalid,
+            "vvalid": vvalid, "value_starts": vs, "value_lengths": vl, "value_data": vd,
             "key_starts": ks, "key_lengths": kl, "key_data": kd, "glen": glen, "tlen": tlen}
 
 
@@ -281,6 +282,119 @@ def _tombstone_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str])
     ], schema=EVENT_ARROW_SCHEMA)
 
 
+# KIP-848 records (types 3, 6, 7, 8 with the common one-topic layouts) and tombstones of types
+# 2-23: per-row events built from the buffers. Kinds and data as offsets_decoder._event_fields.
+_KIND_BY_TYPE = [E.CG_OTHER] * 24
+_KIND_BY_TYPE[2] = E.GROUP_TOMBSTONE
+_KIND_BY_TYPE[3], _KIND_BY_TYPE[5], _KIND_BY_TYPE[6] = E.CG_EPOCH, E.CG_MEMBER, E.CG_TARGET_EPOCH
+_KIND_BY_TYPE[7], _KIND_BY_TYPE[8] = E.CG_TARGET_MEMBER, E.CG_MEMBER_ASSIGNMENT
+_MEMBER_KEY = np.zeros(24, dtype=bool)
+_MEMBER_KEY[[5, 7, 8, 10, 13, 14, 19, 21, 22]] = True
+
+
+def _tombstone_json_by_type() -> list:
+    from streaming.offsets_decoder import RECORD_TYPE_NAMES
+    out = []
+    for t in range(24):
+        if t == 2 or t not in RECORD_TYPE_NAMES:
+            out.append(None)
+        elif t in (3, 5, 6, 7, 8):
+            out.append('{"tombstone":true}')
+        else:
+            out.append(json.dumps({"type": t, "type_name": RECORD_TYPE_NAMES[t], "tombstone": True},
+                                  separators=(",", ":"), sort_keys=True))
+    return out
+
+
+_TOMBSTONE_JSON = _tombstone_json_by_type()
+_STATE_JSON = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
+
+
+def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]
+                         ) -> tuple[list, np.ndarray]:
+    n = batch.num_rows
+    kt = fast["key_type"]
+    ks, kl, kd = fast["key_starts"], fast["key_lengths"], fast["key_data"]
+    known = (kt >= 2) & (kt <= 23) & (kt != 16) & (kt != 18)
+    cand = fast["base_ok"] & (kl >= 4) & known
+    if not cand.any():
+        return [], np.zeros(n, dtype=bool)
+    member_keyed = _MEMBER_KEY[np.clip(kt, 0, 23)]
+    glen = _be(kd, ks + 2, 2, ">i2")
+    cand &= (glen >= 0) & (4 + glen <= kl)
+    mpos = ks + 4 + np.where(cand, glen, 0)
+    mlen = np.where(member_keyed, _be(kd, mpos, 2, ">i2"), 0)
+    cand &= np.where(member_keyed, (mlen >= 0) & (kl == 4 + glen + 2 + mlen), kl == 4 + glen)
+    vvalid = fast["vvalid"]
+    vs, vl, vd = fast["value_starts"], fast["value_lengths"], fast["value_data"]
+    tomb = cand & ~vvalid
+    val = cand & vvalid & (vl >= 3) & (fast["value_version"] == 0)
+    b = lambda off: vd[_safe(vd, vs + off, 1)].astype(np.int64)   # noqa: E731 - one byte at vs+off
+    # types 3 and 6: Epoch / AssignmentEpoch int32, no tags
+    epoch_rows = val & ((kt == 3) | (kt == 6)) & (vl == 7) & (b(6) == 0)
+    # type 7: one topic, one-byte partition count, no tags
+    k7 = b(19) - 1
+    t7 = val & (kt == 7) & (b(2) == 2) & (k7 >= 0) & (b(19) < 0x80) & (vl == 22 + 4 * k7)
+    t7 &= (b(20 + 4 * np.where(t7, k7, 0)) == 0) & (b(21 + 4 * np.where(t7, k7, 0)) == 0)
+    # type 8: epochs, state, then two arrays of zero or one topic each
+    p = np.full(n, 11, dtype=np.int64)
+    ok8 = val & (kt == 8) & (vl >= 14)
+    counts = []
+    for _ in range(2):
+        c = b(p)
+        one = c == 2
+        k = np.where(one, b(p + 17) - 1, 0)
+        ok8 &= ((c == 1) | (one & (b(p + 17) >= 1) & (b(p + 17) < 0x80)))
+        after = np.where(one, p + 18 + 4 * k, p + 1)
+        ok8 &= np.where(one, (after < vl) & (b(np.where(ok8, after, 0)) == 0), True)
+        counts.append(np.where(one, k, 0))
+        p = np.where(one, after + 1, after)
+    ok8 &= (vl == p + 1) & (b(np.where(ok8, p, 0)) == 0)
+    take = tomb | epoch_rows | t7 | ok8
+    rows = np.flatnonzero(take)
+    if len(rows) == 0:
+        return [], take
+    group = _gather_strings(kd, ks[rows] + 4, glen[rows])
+    mk = member_keyed[rows]
+    member = _gather_strings(kd, np.where(mk, mpos[rows] + 2, 0), np.where(mk, mlen[rows], 0))
+    member = pc.if_else(pa.array(mk), member, pa.nulls(len(rows), pa.string()))
+    ktr = kt[rows]
+    kind = pa.array(_KIND_BY_TYPE, pa.string()).take(pa.array(ktr))
+    generation = pa.array(np.where(epoch_rows[rows], _be(vd, vs[rows] + 2, 4, ">i4"), 0).astype(np.int32),
+                          mask=~epoch_rows[rows])
+    # data_json per category
+    tomb_json = pa.array(_TOMBSTONE_JSON, pa.string()).take(pa.array(ktr))
+    s8 = _be(vd, vs[rows] + 10, 1, ">i1")
+    names = pa.array([_STATE_JSON.get(int(x), "UNKNOWN") for x in range(-128, 128)], pa.string())
+    j8 = pc.binary_join_element_wise(
+        '{"assigned":', pc.cast(pa.array(counts[0][rows]), pa.string()),
+        ',"member_epoch":', pc.cast(pa.array(_be(vd, vs[rows] + 2, 4, ">i4")), pa.string()),
+        ',"pending_revocation":', pc.cast(pa.array(counts[1][rows]), pa.string()),
+        ',"previous_member_epoch":', pc.cast(pa.array(_be(vd, vs[rows] + 6, 4, ">i4")), pa.string()),
+        ',"state":', pc.cast(pa.array(s8), pa.string()),
+        ',"state_name":"', names.take(pa.array(s8 + 128)), '","tombstone":false}', "")
+    j7 = pc.binary_join_element_wise('{"partitions":', pc.cast(pa.array(k7[rows]), pa.string()),
+                                     ',"tombstone":false}', "")
+    data = pc.if_else(pa.array(tomb[rows]), tomb_json,
+                      pc.if_else(pa.array(epoch_rows[rows]), pa.scalar('{"tombstone":false}'),
+                                 pc.if_else(pa.array(t7[rows]), j7, j8)))
+    names_ = batch.schema.names
+    sel = pa.array(rows)
+    source_id = batch.column(names_.index("source_id")).take(sel)
+    enc = source_id.dictionary_encode()
+    cluster = pa.array([clusters.get(x, "default") for x in enc.dictionary.to_pylist()], pa.string()).take(enc.indices)
+    part = batch.column(names_.index("partition")).take(sel)
+    m = len(rows)
+    out = pa.RecordBatch.from_arrays([
+        cluster, group, batch.column(names_.index("timestamp_ms")).take(sel).cast(pa.int64()),
+        pa.array(np.full(m, E.SOURCE_OFFSETS, dtype=object), pa.string()),
+        pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(part, pa.string()), ""),
+        batch.column(names_.index("offset")).take(sel).cast(pa.int64()), kind,
+        pa.nulls(m, pa.int32()), generation, member, pa.nulls(m, pa.string()), data,
+    ], schema=EVENT_ARROW_SCHEMA)
+    return [out], take
+
+
 def _topic_json_safe(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     ok = np.ones(len(lens), dtype=bool)
     total = int(lens.sum())
@@ -365,6 +479,9 @@ def decode_arrow_batch(batch: pa.RecordBatch, clusters: dict[str, str], with_sta
         fast_batches = [b for b in (_commit_rows(batch, fast, clusters), _tombstone_rows(batch, fast, clusters))
                         if b is not None]
         mask = fast["mask"] | fast["tomb"]
+        cg_batches, cg_mask = _consumer_group_rows(batch, fast, clusters)
+        fast_batches += cg_batches
+        mask = mask | cg_mask
     except (pa.ArrowInvalid, UnicodeDecodeError):
         # a group or topic name that is not UTF-8: let the full decoder quarantine those records
         mask = np.zeros(n, dtype=bool)

@@ -103,7 +103,9 @@ def build_input(groups: int, path: Path) -> tuple[int, int]:
     schema = raw_arrow_schema()
     table = pa.table({n: pa.array(cols[n], schema.field(n).type) for n in schema.names}, schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, row_group_size=100_000, compression="none")
+    # Small row groups: Spark splits the file into two equal halves (one per core) at row-group
+    # boundaries; with big row groups one task would get most of the rows.
+    pq.write_table(table, path, row_group_size=20_000, compression="none")
     return len(rows), copies * len(base_groups)
 
 
@@ -154,7 +156,7 @@ def main() -> int:
                     help="rows per Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch; the query's default)")
     ap.add_argument("--skip-spark", action="store_true")
     args = ap.parse_args()
-    path = DATA / f"offsets-scaled-{args.groups}.parquet"
+    path = DATA / f"offsets-scaled-{args.groups}-rg20k.parquet"
     if not path.exists():
         t = time.perf_counter()
         n, groups = build_input(args.groups, path)
@@ -191,7 +193,10 @@ def main() -> int:
     from streaming.spark import get_spark
     spark = get_spark("local[2]", 2)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch_rows))
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(32 << 20))
+    # Six splits for two cores: tasks are handed out as cores free up, so neither core idles
+    # while the other finishes a larger half (row groups differ in size).
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, path.stat().st_size // 6)))
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 16))
     df = spark.read.parquet(str(path))
 
     def run(fn, schema):

@@ -253,3 +253,40 @@ def test_fast_consumer_group_reader_equals_the_full_decoder(sample, data):
     ref = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
     (ev,) = ref
     assert (ev.group, ev.kind, ev.generation, ev.member_id, ev.data) == fast[:5]
+
+
+# --- vectorised KIP-848 rows vs the reference on generated records ------------------------------
+
+from test_offsets_versions import CG_TOPIC_PARTITIONS, encode  # noqa: E402
+
+_tp = st.fixed_dictionaries({"TopicId": st.binary(min_size=16, max_size=16),
+                             "Partitions": st.lists(st.integers(-5, 10**6), max_size=140),
+                             "_tags": st.one_of(st.just({}), st.just({0: b"\x01"}))})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(
+    st.sampled_from([3, 6, 7, 8]), st.integers(-2, 2**31 - 1), st.lists(_tp, max_size=2), st.lists(_tp, max_size=2),
+    st.sampled_from([0, 1, 2, 127, 5, -1]), st.one_of(st.just({}), st.just({3: b"zz"})), st.booleans()),
+    min_size=1, max_size=12))
+def test_vectorised_kip848_rows_equal_the_reference(items):
+    rows = []
+    for i, (t, epoch, a, b, state, tags, tomb) in enumerate(items):
+        key = struct.pack(">hh", t, 2) + b"cg" + (struct.pack(">h", 1) + b"m" if t in (7, 8) else b"")
+        if tomb:
+            value = None
+        elif t in (3, 6):
+            value = struct.pack(">h", 0) + encode([("E", "int32")], {"E": epoch, "_tags": tags}, True)
+        elif t == 7:
+            value = struct.pack(">h", 0) + encode([("T", [CG_TOPIC_PARTITIONS])], {"T": a, "_tags": tags}, True)
+        else:
+            value = struct.pack(">h", 0) + encode(
+                [("E", "int32"), ("P", "int32"), ("S", "int8"), ("A", [CG_TOPIC_PARTITIONS]), ("R", [CG_TOPIC_PARTITIONS])],
+                {"E": epoch, "P": epoch - 1, "S": state, "A": a, "R": b, "_tags": tags}, True)
+        rows.append(("a", i, 0, i, 1000 + i, key, value, None, False, None))
+    ref = decode_offsets_rows(rows, {"a": "c"})
+    batch = pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(zip(*rows), RAW_ARROW)],
+                                       schema=RAW_ARROW)
+    fast = [tuple(r[c] for c in EVENT_COLUMNS) for b in decode_arrow_batch(batch, {"a": "c"})
+            for r in b.to_pylist() if r["group"] != STATS_GROUP]
+    assert normalise(fast) == normalise(ref)

@@ -32,6 +32,8 @@ from streaming.schema import EVENT_ARROW_SCHEMA, EVENT_COLUMNS, STATS_GROUP, STA
 __all__ = ["decode_arrow_batch", "offsets_arrow_to_events", "fast_commit_mask", "stats_row"]
 
 _SOURCE_PREFIX = "__consumer_offsets-"
+# One encoder for every event's data (json.dumps with arguments builds a new one per call).
+_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str).encode
 
 
 # --------------------------------------------------------------------------- buffer access
@@ -432,7 +434,7 @@ def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str]
                 cluster = clusters.get(row[0], "default")
                 out.append((cluster, group, int(row[4]), E.SOURCE_OFFSETS, f"{_SOURCE_PREFIX}{row[2]}",
                             int(row[3]), E.GROUP_METADATA, None, generation, None, None,
-                            json.dumps(data, separators=(",", ":"), sort_keys=True, default=str)))
+                            _JSON(data)))
                 per = stats.setdefault(cluster, {})
                 k = ("2", str(data["value_version"]), "decoded")
                 per[k] = per.get(k, 0) + 1
@@ -444,7 +446,7 @@ def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str]
                 cluster = clusters.get(row[0], "default")
                 out.append((cluster, group, int(row[4]), E.SOURCE_OFFSETS, f"{_SOURCE_PREFIX}{row[2]}",
                             int(row[3]), kind, None, generation, member_id, None,
-                            json.dumps(data, separators=(",", ":"), sort_keys=True) if data else None))
+                            _JSON(data) if data else None))
                 per = stats.setdefault(cluster, {})
                 k = (str(kv), "null" if vv is None else str(vv), "decoded")
                 per[k] = per.get(k, 0) + 1

@@ -34,10 +34,14 @@ class LogSourceSpec:
     broker_id: Optional[int] = None   # used when the line's prefix does not name the broker
 
 
+# json.dumps with arguments builds a new encoder per call; one shared encoder is ~1.5x faster.
+_DATA_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str).encode
+
+
 def event_row(ev: E.Event) -> tuple:
     return (ev.cluster, ev.group, int(ev.ts_ms), ev.source, ev.source_id, int(ev.seq), ev.kind,
             ev.broker, ev.generation, ev.member_id, ev.reason,
-            json.dumps(ev.data, separators=(",", ":"), sort_keys=True, default=str) if ev.data else None)
+            _DATA_JSON(ev.data) if ev.data else None)
 
 
 def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int]) -> tuple:

@@ -581,33 +581,49 @@ def _bytes(b: bytes, p: int, nullable: bool = False):
 
 
 def _topic_partitions(b: bytes, p: int):
-    n, p = _i32(b, p)
+    """[]{topic string, partitions []int32}: ([(topic, partition count)], new position)."""
+    ln = len(b)
+    if p + 4 > ln:
+        raise _Bad
+    n = _I(b, p)[0]
+    p += 4
     if n < 0:
         raise _Bad
     out = []
     for _ in range(n):
-        topic, p = _str(b, p)
-        k, p = _i32(b, p)
-        if k < 0 or p + 4 * k > len(b):
+        if p + 2 > ln:
+            raise _Bad
+        sl = _H(b, p)[0]
+        q = p + 2 + sl
+        if sl < 0 or q + 4 > ln:
+            raise _Bad
+        topic = b[p + 2:q].decode("utf-8")
+        k = _I(b, q)[0]
+        p = q + 4 + 4 * k
+        if k < 0 or p > ln:
             raise _Bad
         out.append((topic, k))
-        p += 4 * k
     return out, p
 
 
 def _subscription(b: bytes) -> dict:
-    if len(b) < 2:
+    ln = len(b)
+    if ln < 6:
         raise _Bad
-    version = _H(b, 0)[0]
-    if version < 0:
+    version, n = _H(b, 0)[0], _I(b, 2)[0]
+    if version < 0 or n < 0:
         raise _Bad
-    n, p = _i32(b, 2)
-    if n < 0:
-        raise _Bad
+    p = 6
     topics = []
     for _ in range(n):
-        t, p = _str(b, p)
-        topics.append(t)
+        if p + 2 > ln:
+            raise _Bad
+        sl = _H(b, p)[0]
+        q = p + 2 + sl
+        if sl < 0 or q > ln:
+            raise _Bad
+        topics.append(b[p + 2:q].decode("utf-8"))
+        p = q
     _, p = _bytes(b, p, nullable=True)
     owned = gen = rack = None
     if version >= 1:
@@ -626,6 +642,8 @@ def _assignment(b: bytes) -> tuple[int, list]:
         raise _Bad
     tps, p = _topic_partitions(b, 2)
     _bytes(b, p, nullable=True)
+    if len(tps) == 1:
+        return tps[0][1], [tps[0][0]]
     return sum(k for _, k in tps), sorted({t for t, _ in tps})
 
 

@@ -1,16 +1,22 @@
 """Vectorised decoding of `__consumer_offsets` rows, one Arrow batch at a time (`mapInArrow`).
 
-Offset commits (key types 0/1, >90% of the topic) are decoded with NumPy over the binary columns'
-buffers and reduced per (cluster, group, topic, partition) with Arrow's hash aggregation before any
-per-record Python runs. Only what that fast path does not take goes through the pure-Python decoder
-(`streaming.parse.decode_offsets_rows`, the reference): group-metadata and KIP-848 records,
-tombstones, and any commit that is not a plain, exactly-sized layout (unknown versions, trailing
-bytes, tagged fields, non-ASCII metadata, multi-byte compact lengths, corrupt bytes). So every
-record the fast path cannot vouch for gets the full decoder and its quarantine detail.
+Three tiers, each equal in output to the per-record reference (`streaming.parse.decode_offsets_rows`
+with `offsets_decoder`), which tests check on the real dumps, awkward records and random bytes:
 
-The output equals the reference's once commit rows of the same (cluster, group, topic, partition)
-are merged (sum of counts, max offset, max commit time, the latest record's position): the fast
-path and the Python path each emit at most one merged commit row per key and batch.
+1. NumPy over the binary columns' buffers, no per-record Python:
+   - offset commits (key types 0/1, most of the topic) of a plain, exactly-sized layout, reduced
+     per (cluster, group, topic, partition) with Arrow's hash aggregation;
+   - offset tombstones, tombstones of every other record type, and KIP-848 records of types 3,
+     6, 7 and 8 in their common layouts (one-byte varints, at most one topic per array, no
+     tagged fields): one event each, JSON built with Arrow string kernels.
+2. Direct struct readers in Python for GroupMetadata values v0-v3 and KIP-848 type 5 without
+   tags (`fast_group_metadata`, `fast_consumer_group_record`).
+3. The full decoder for everything else: unknown versions, trailing bytes, tagged fields,
+   non-ASCII metadata, long varints, anything corrupt. It names the failing field and byte offset
+   in the quarantine record; tiers 1 and 2 never quarantine, they hand such records down.
+
+Commit rows of the same (cluster, group, topic, partition) from tier 1 and tier 3 are not merged
+with each other: a batch has at most one per tier and key (sum and max merge the same way later).
 
 Decode health: every batch also yields one `decode_stats` row per cluster (state key
 `STATS_GROUP`) with record counts by key version, value version and outcome; the driver adds

@@ -28,7 +28,6 @@ block by block; header and block checksums are not verified (the batch CRC cover
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import struct

@@ -3,7 +3,6 @@ per-record reference on the real dumps and on awkward records, the decode-health
 decode-offsets command on segments vs dumps, and a Spark replay from segments vs from the dump."""
 from __future__ import annotations
 
-import base64
 import json
 import random
 import struct

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import shutil
 import struct
 from pathlib import Path
 
 import pytest
 
-from segment_encoder import (compress, control_batch, crc32c_bitwise, legacy_message, legacy_wrapper,
+from segment_encoder import (control_batch, crc32c_bitwise, legacy_message, legacy_wrapper,
                              record_batch)
 from streaming.offsets_decoder import record_to_events
 from streaming.quarantine import Quarantined

@@ -16,7 +16,10 @@ Runs (each timed after a warm-up run, best of --repeat; the two Spark runs alter
   reference: the per-record Python decoder (parse.decode_offsets_rows) on a 200,000-row slice.
 Before timing, the vectorised output is checked against the reference on a slice.
 
-Last line: records_per_second=N ceiling_records_per_second=M ratio=R (the Spark run).
+The Spark runs also report the CPU seconds of the process tree (driver, JVM, Python workers): on a
+machine shared with other work, wall time swings with their load, CPU time much less.
+
+Last line: records_per_second=N ceiling_records_per_second=M ratio=R (the Spark run, wall clock).
 """
 from __future__ import annotations
 
@@ -122,6 +125,30 @@ def decode(batches):
 
 
 # --- runs ------------------------------------------------------------------------------------------
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system, including reaped children) of `root` and every process below
+    it: the driver, the JVM it started and the Python workers the JVM forks."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        stats[pid] = fields
+        children.setdefault(int(fields[1]), []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        f = stats.get(pid)
+        if f:
+            total += sum(int(x) for x in f[11:15])   # utime, stime, cutime, cstime
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
 def best_of(fn, repeat: int) -> float:
     fn()   # warm-up (Python workers, imports, page cache)
     times = []
@@ -203,15 +230,24 @@ def main() -> int:
     load0 = os.getloadavg()[0]
     run(touch, "n long, bytes long")
     run(decode, EVENT_SCHEMA)
-    s_touch = s_dec = float("inf")
+    s_touch = s_dec = c_touch = c_dec = float("inf")
+    me = os.getpid()
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        c, t = tree_cpu_seconds(me), time.perf_counter()
         run(touch, "n long, bytes long")
         s_touch = min(s_touch, time.perf_counter() - t)
-        t = time.perf_counter()
+        c_touch = min(c_touch, tree_cpu_seconds(me) - c)
+        c, t = tree_cpu_seconds(me), time.perf_counter()
         run(decode, EVENT_SCHEMA)
         s_dec = min(s_dec, time.perf_counter() - t)
+        c_dec = min(c_dec, tree_cpu_seconds(me) - c)
     spark.stop()
+    cores = os.cpu_count() or 1
+    # CPU time is what other processes on a shared machine cannot take away: records per CPU
+    # second times the cores is the rate the same work would reach with the machine to itself.
+    print(f"spark CPU (driver + JVM + Python workers): decode {c_dec:.2f} s, touch-bytes {c_touch:.2f} s; "
+          f"on {cores} free cores that is records_per_second={n / c_dec * cores:.0f} "
+          f"ceiling={n / c_touch * cores:.0f} ratio={c_touch / c_dec:.2f}", flush=True)
     rate, ceiling = n / s_dec, n / s_touch
     print(f"spark local[2]: decode + aggregate {s_dec:.2f} s, touch-bytes {s_touch:.2f} s "
           f"(load average before/after: {load0:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)

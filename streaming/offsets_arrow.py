@@ -800,9 +800,35 @@ def fast_consumer_group_record(key: bytes, value):
             if kind is None:
                 return group, E.CG_OTHER, None, member_id, {"type": t, "type_name": name, "tombstone": True}, t, None
             return group, kind, None, member_id, {"tombstone": True}, t, None
-        if t not in (3, 5, 6, 7, 8) or len(value) < 3 or _H(value, 0)[0] != 0:
+        if t not in (3, 4, 5, 6, 7, 8) or len(value) < 3 or _H(value, 0)[0] != 0:
             return None
         b = value
+        if t == 4:
+            # ConsumerGroupPartitionMetadata: validated field by field, reported as cg_other.
+            if not 0 < b[2] < 0x80:
+                return None
+            p = 3
+            for _ in range(b[2] - 1):
+                p += 16                                   # TopicId
+                _, p = _cstr(b, p)                        # TopicName
+                _, p = _i32(b, p)                         # NumPartitions
+                if p >= len(b) or not 0 < b[p] < 0x80:
+                    return None
+                count = b[p] - 1
+                p += 1
+                for _ in range(count):                    # PartitionMetadata
+                    _, p = _i32(b, p)
+                    if p >= len(b) or not 0 < b[p] < 0x80:
+                        return None
+                    racks = b[p] - 1
+                    p += 1
+                    for _ in range(racks):
+                        _, p = _cstr(b, p)
+                    p = _no_tags(b, p)
+                p = _no_tags(b, p)
+            if _no_tags(b, p) != len(b):
+                return None
+            return group, E.CG_OTHER, None, None, {"type": 4, "type_name": name, "tombstone": False}, t, 0
         if t in (3, 6):
             if len(b) != 7 or b[6] != 0:
                 return None

@@ -23,7 +23,7 @@ from streaming.segments import SegmentRecord, iter_offsets_dir, scan_segment
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORD_REASONS = {"null_key", "unknown_record_type", "unknown_value_version", "corrupt_record"}
 SEGMENT_REASONS = {"corrupt_batch", "truncated_batch", "uncommitted_transaction"}
-FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # keys with a real type prefix and a random tail reach deep into the per-type decoders
 key_strategy = st.one_of(

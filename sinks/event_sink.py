@@ -17,7 +17,7 @@ from typing import Iterator
 from sinks.event_files import write_jsonl
 
 KINDS = {"rebalance": "rebalances", "removal": "member_removals", "quarantine": "quarantine",
-         "anomaly": "anomalies", "clock_skew": "clock_skew"}
+         "anomaly": "anomalies", "clock_skew": "clock_skew", "decode_stats": "decode_stats"}
 
 
 class EventSink:

@@ -135,6 +135,16 @@ class MetricsSink:
             f"{PREFIX}_invalid_transitions_total",
             "Observed transitions Kafka's state table forbids (missed or misordered input).",
             ["cluster"], registry=r)
+        self.source_mismatches = Counter(
+            f"{PREFIX}_source_mismatches_total",
+            "Generations seen in one source and not the other once the grace has passed "
+            "(missing_in: logs or offsets).",
+            ["cluster", "protocol", "missing_in"], registry=r)
+        self.offsets_records = Counter(
+            f"{PREFIX}_offsets_records_total",
+            "__consumer_offsets records by key version (record type), value version and decode "
+            "outcome (decoded, counted_only, unknown_type, unknown_version, corrupt).",
+            ["cluster", "key_version", "value_version", "outcome"], registry=r)
         self.batches = Counter(f"{PREFIX}_batches_total", "Micro-batches applied.", registry=r)
         # --- health of the monitor itself (fed from Spark's progress reports) ---
         self.input_rate = Gauge(f"{PREFIX}_input_rows_per_second",
@@ -209,7 +219,15 @@ class MetricsSink:
         elif kind == "snapshot":
             self._snapshot(record)
         elif kind == "anomaly":
-            self.invalid_transitions.labels(record["cluster"]).inc()
+            if record.get("kind") == "source_mismatch":
+                self.source_mismatches.labels(record["cluster"], record.get("protocol") or "classic",
+                                              record.get("missing_in") or "unknown").inc()
+            else:
+                self.invalid_transitions.labels(record["cluster"]).inc()
+        elif kind == "decode_stats":
+            for key_version, value_version, outcome, n in record.get("counts") or []:
+                self.offsets_records.labels(record.get("cluster") or "default", str(key_version),
+                                            str(value_version), str(outcome)).inc(int(n))
         elif kind == "clock_skew":
             key = (record.get("cluster") or "default", record["source"])
             window = self._skews.setdefault(key, deque(maxlen=CLOCK_SKEW_WINDOW))

@@ -31,6 +31,10 @@ CAUSES = ("heartbeat_expiry", "leave_group", "poll_timeout", "rebalance_timeout"
 # A completed classic rebalance waits this long (event time) for the GroupMetadata record of its
 # generation, which carries the member list; Kafka appends it within milliseconds.
 METADATA_GRACE_MS = 2000
+# A classic generation seen in one source waits this long (event time) for the other source's
+# evidence before it is flagged as a `source_mismatch` anomaly (the GroupMetadata record is
+# appended within milliseconds of "Assignment received"; 10 s also covers small clock skew).
+SOURCE_CHECK_GRACE_MS = 10_000
 # Removals logged just before "Preparing to rebalance" (Kafka 2.2-2.8, Java LeaveGroup) belong to
 # the rebalance they caused; so does a member id created just before it (the trigger of a rebalance
 # logged without a reason, Kafka 1.1-2.0).
@@ -73,6 +77,10 @@ class GroupStateMachine:
     # ------------------------------------------------------------------ entry points
     def apply(self, ev: E.Event) -> None:
         m = self.m
+        if ev.source not in m.seen_sources:
+            m.seen_sources = sorted(m.seen_sources + [ev.source])
+        self._resolve_source_checks(ev.ts_ms)
+        self._note_generation_evidence(ev)
         self._flush_pending_completion(ev.ts_ms, closing_event=ev)
         if ev.broker is not None and ev.source == E.SOURCE_LOG and ev.kind != E.GROUP_UNLOADED:
             m.coordinator = ev.broker
@@ -90,13 +98,74 @@ class GroupStateMachine:
     def advance_to(self, watermark_ms: int) -> None:
         """Event time has passed `watermark_ms`: emit what was waiting for later evidence."""
         self._flush_pending_completion(watermark_ms)
+        self._resolve_source_checks(watermark_ms)
 
     def next_deadline_ms(self) -> Optional[int]:
         """Event time at which `advance_to` has something to do (None: nothing pending)."""
+        m = self.m
+        # A check can only flag when both sources have delivered events for the group; until
+        # then it waits for the next event (apply resolves due checks too) and sets no timer.
+        both = E.SOURCE_LOG in m.seen_sources and E.SOURCE_OFFSETS in m.seen_sources
+        deadlines = [c["due_ms"] for c in m.generation_checks.values()] if both else []
         o = self.m.open_rebalance
         if o is not None and o.completed_at_ms is not None:
-            return o.completed_at_ms + METADATA_GRACE_MS
-        return None
+            deadlines.append(o.completed_at_ms + METADATA_GRACE_MS)
+        return min(deadlines) if deadlines else None
+
+    # ------------------------------------------------------------------ source cross-check
+    def _note_generation_evidence(self, ev: E.Event) -> None:
+        """Classic generations: the log says a generation completed (or its join ended), the
+        offsets topic has its GroupMetadata record. Each side is noted per generation."""
+        gen = ev.generation
+        if gen is None or gen <= 0:
+            return   # generation 0: the Java coordinator's creation record, no rebalance
+        if self.m.checked_generation is not None and gen <= self.m.checked_generation:
+            return   # a rewrite of a checked generation (static member replaced) or a late line
+        if ev.source == E.SOURCE_LOG and ev.kind in (E.JOIN_COMPLETE, E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY,
+                                                     E.PREPARE_REBALANCE):
+            # "Preparing to rebalance ... old generation N" also shows N existed (e.g. the
+            # record a consumer -> classic downgrade writes, whose next line is that one).
+            side = "log"
+        elif ev.source == E.SOURCE_OFFSETS and ev.kind == E.GROUP_METADATA:
+            side = "offsets"
+        else:
+            return
+        checks = self.m.generation_checks
+        c = checks.get(str(gen))
+        if c is None:
+            c = checks[str(gen)] = {"log": False, "log_completed": False, "offsets": False,
+                                    "ts_ms": ev.ts_ms, "due_ms": ev.ts_ms + SOURCE_CHECK_GRACE_MS,
+                                    "source_id": ev.source_id, "seq": ev.seq}
+        c[side] = True
+        if side == "log" and ev.kind in (E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY):
+            c["log_completed"] = True
+
+    def _resolve_source_checks(self, now_ms: int) -> None:
+        """Flag generations whose grace has passed with evidence from one source only, when the
+        group has events from both sources (otherwise a source is simply not configured)."""
+        m = self.m
+        if not m.generation_checks:
+            return
+        due = sorted((c["due_ms"], int(g)) for g, c in m.generation_checks.items() if now_ms > c["due_ms"])
+        both = E.SOURCE_LOG in m.seen_sources and E.SOURCE_OFFSETS in m.seen_sources
+        for _, gen in due:
+            c = m.generation_checks.pop(str(gen))
+            m.checked_generation = gen if m.checked_generation is None else max(m.checked_generation, gen)
+            if not both:
+                continue
+            missing = None
+            if c["log_completed"] and not c["offsets"]:
+                missing, seen = "offsets", "log"
+            elif c["offsets"] and not c["log"]:
+                missing, seen = "logs", "offsets"
+            if missing is None:
+                continue
+            self.outputs.append((OUT_ANOMALY, {
+                "cluster": m.cluster, "group": m.group, "ts_ms": c["ts_ms"], "kind": "source_mismatch",
+                "protocol": PROTOCOL_CLASSIC, "generation": gen, "seen_in": seen, "missing_in": missing,
+                "checked_at_ms": c["due_ms"], "source_id": c["source_id"], "seq": c["seq"],
+            }))
+            m.source_mismatches += 1
 
     # ------------------------------------------------------------------ clock skew
     def _probe_clock(self, ev: E.Event) -> None:
@@ -174,6 +243,8 @@ class GroupStateMachine:
         m.recent_joins = []
         m.last_emitted_generation = None
         m.target_assignment_epoch = None
+        m.checked_generation = None
+        m.generation_checks = {}
         m.state = EMPTY
         m.state_since_ms = ev.ts_ms
 

@@ -104,11 +104,19 @@ class GroupModel:
     target_assignment_epoch: Optional[int] = None
     # KIP-848: what happened since the last epoch bump (decides the bump's trigger).
     pending_consumer_trigger: Optional[dict[str, Any]] = None
+    # Sources ("log", "offsets") that have delivered any event for this group.
+    seen_sources: list[str] = field(default_factory=list)
+    # Classic generations waiting for the other source's evidence, by str(generation):
+    # {"log", "log_completed", "offsets": bool, "ts_ms", "due_ms", "source_id", "seq"}.
+    generation_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Highest generation whose check is done: later records of it are rewrites (static members).
+    checked_generation: Optional[int] = None
     last_commit_ms: Optional[int] = None
     commits_total: int = 0
     rebalances_total: int = 0
     removals_total: int = 0
     invalid_transitions: int = 0
+    source_mismatches: int = 0
     last_event_ms: Optional[int] = None
 
     # --- serialisation (the Spark state stores this JSON string) -----------------------------

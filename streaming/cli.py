@@ -74,24 +74,54 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------ decode-offsets
+def _decoded_doc(partition: int, offset: int, timestamp: int, key, value) -> tuple[dict, bool]:
+    from streaming.offsets_decoder import DecodeError, decode_record
+    doc = {"partition": partition, "offset": offset, "timestamp": timestamp}
+    try:
+        doc.update(decode_record(key, value))
+        return doc, True
+    except DecodeError as exc:
+        doc["error"] = str(exc)
+        return doc, False
+
+
 def cmd_decode_offsets(args: argparse.Namespace) -> int:
-    from streaming.offsets_decoder import DecodeError, decode_record, iter_jsonl_dump
+    """One JSON object per record, the same for a JSONL dump and for segment files: a segment
+    directory prints partition by partition in offset order (transactional records at their
+    COMMIT marker); a dump prints in its own line order."""
+    from streaming.offsets_decoder import iter_jsonl_dump
     from streaming.quarantine import Quarantined
+    from streaming.segments import SegmentRecord, SegmentStats, is_segment_input, iter_offsets_dir
     decoded = failed = 0
     out = sys.stdout
     for path in args.path:
+        if not os.path.exists(path):
+            print(f"decode-offsets: no such file or directory: {path}", file=sys.stderr)
+            return 2
+        if is_segment_input(path):
+            stats = SegmentStats()
+            for item in iter_offsets_dir(path, stats):
+                if isinstance(item, SegmentRecord):
+                    doc, ok = _decoded_doc(item.partition, item.offset, item.timestamp, item.key, item.value)
+                    decoded += ok
+                    failed += not ok
+                    out.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
+                else:
+                    out.write(json.dumps({"file": path, "quarantined": item.to_dict()}) + "\n")
+                    failed += 1
+            print(f"decode-offsets: {path}: {stats.batches} batches, {stats.records} records, "
+                  f"{stats.control_batches} control batches, {stats.aborted_records} aborted records, "
+                  f"{stats.duplicate_replica_records} records already read from another replica, "
+                  f"{stats.quarantined} quarantined", file=sys.stderr)
+            continue
         for line_no, item in iter_jsonl_dump(path):
             if isinstance(item, Quarantined):
                 out.write(json.dumps({"file": path, "line": line_no, "quarantined": item.to_dict()}) + "\n")
                 failed += 1
                 continue
-            doc = {"partition": item["partition"], "offset": item["offset"], "timestamp": item["timestamp"]}
-            try:
-                doc.update(decode_record(item["key"], item["value"]))
-                decoded += 1
-            except DecodeError as exc:
-                doc["error"] = str(exc)
-                failed += 1
+            doc, ok = _decoded_doc(item["partition"], item["offset"], item["timestamp"], item["key"], item["value"])
+            decoded += ok
+            failed += not ok
             out.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
     print(f"decode-offsets: {decoded} decoded, {failed} failed", file=sys.stderr)
     return 0
@@ -269,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--broker-log", nargs="+", action="extend", default=[], metavar="PATH",
                         help="broker server.log file(s)")
     replay.add_argument("--offsets", nargs="+", action="extend", default=[], metavar="PATH",
-                        help="__consumer_offsets JSONL dump(s): partition, offset, timestamp, key_b64, value_b64|null")
+                        help="__consumer_offsets input(s): a JSONL dump (partition, offset, timestamp, "
+                             "key_b64, value_b64|null), a copy of a broker's __consumer_offsets-N "
+                             "directory, a parent of such directories (replicas are merged), or a .log segment")
     replay.add_argument("--out", required=True, metavar="DIR", help="output directory")
     replay.add_argument("--broker-timezone", metavar="TZ", help="zone of the log timestamps (default UTC)")
     replay.add_argument("--broker-id", type=int, nargs="+", metavar="N",
@@ -298,8 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     parse_logs.add_argument("--config", metavar="FILE", help="TOML settings file")
     parse_logs.set_defaults(func=cmd_parse_logs)
 
-    decode = sub.add_parser("decode-offsets", help="decode a __consumer_offsets JSONL dump, one JSON per record")
-    decode.add_argument("path", nargs="+")
+    decode = sub.add_parser("decode-offsets", help="decode __consumer_offsets records (JSONL dump or "
+                                                   "segment directory), one JSON object per record")
+    decode.add_argument("path", nargs="+", help="JSONL dump, __consumer_offsets-N dir, parent dir or .log file")
     decode.set_defaults(func=cmd_decode_offsets)
 
     demo = sub.add_parser("demo", help="replay the bundled real captures, serve /metrics, print a summary")

@@ -67,11 +67,21 @@ class LogInput(BaseModel):
 
 
 class OffsetsInput(BaseModel):
-    """One `__consumer_offsets` JSONL dump (replay)."""
+    """One `__consumer_offsets` input (replay): a JSONL dump, a copy of a broker's
+    `__consumer_offsets-N` directory, a parent of such directories, or one `.log` segment file."""
     path: str
     cluster: str = "default"
 
-    _exists = field_validator("path")(LogInput._exists.__func__)
+    @field_validator("path")
+    @classmethod
+    def _exists(cls, value: str) -> str:
+        if not Path(value).exists():
+            raise ValueError(f"no such file or directory: {value}")
+        if Path(value).is_dir():
+            from streaming.segments import find_partition_dirs
+            if not find_partition_dirs(value):
+                raise ValueError(f"no __consumer_offsets-N directory in {value}")
+        return value
 
 
 class KafkaSettings(BaseModel):

@@ -66,6 +66,8 @@ class RunCollector:
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
     clock_skew: list[dict] = field(default_factory=list)
     skew_warned: set = field(default_factory=set)
+    # Decode health of __consumer_offsets records: (cluster, key_version, value_version, outcome) -> n
+    decode_stats: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     last_batch_id: int = -1
     # Batches whose records are already in the counters (restored from the event sink): a batch
     # Spark re-runs after a crash updates snapshots but is not counted again.
@@ -85,6 +87,10 @@ class RunCollector:
                       f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
                       f"action (group {record['group']}, generation {record['generation']}); check its "
                       f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
+        elif kind == "decode_stats":
+            for key_version, value_version, outcome, n in record.get("counts") or []:
+                k = (record.get("cluster") or "default", str(key_version), str(value_version), str(outcome))
+                self.decode_stats[k] = self.decode_stats.get(k, 0) + int(n)
         elif self.keep_records:
             {"rebalance": self.rebalances, "removal": self.removals, "anomaly": self.anomalies,
              "quarantine": self.quarantine}.get(kind, []).append(record)
@@ -100,7 +106,7 @@ class RunCollector:
             # Files first: a crash after this point re-runs the batch and rewrites the same files.
             self.event_sink.write_batch(batch_id, by_kind)
         replayed = batch_id <= self.counted_through
-        for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "snapshot"):
+        for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "decode_stats", "snapshot"):
             if replayed and kind != "snapshot":
                 continue
             for record in by_kind.get(kind, []):
@@ -122,7 +128,7 @@ class RunCollector:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
                 self.metrics.observe("snapshot", snap)
         if self.event_sink is not None:
-            for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew"):
+            for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "decode_stats"):
                 for record in self.event_sink.records(kind):
                     self.metrics.observe(kind, record)
             self.counted_through = max(last, self.event_sink.last_batch_id())

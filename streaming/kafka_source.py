@@ -182,7 +182,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def _marker(self, ts_ms: int) -> tuple:
         if self.kind == KIND_OFFSETS:
-            return ("tick", 0, None, None, ts_ms, None, None, None, True)
+            return ("tick", 0, None, None, ts_ms, None, None, None, True, None)
         return ("tick", 0, None, ts_ms, True)
 
     def _read_range(self, r: KafkaRange) -> Iterator[tuple]:
@@ -217,7 +217,7 @@ class KafkaStreamReader(DataSourceStreamReader):
     def _row(self, source_id: str, rec) -> tuple:
         if self.kind == KIND_OFFSETS:
             return (source_id, rec.offset, rec.partition, rec.offset, rec.timestamp,
-                    rec.key, rec.value, None, False)
+                    rec.key, rec.value, None, False, None)
         line = rec.value.decode("utf-8", errors="replace") if rec.value is not None else None
         return (source_id, rec.offset, line, rec.timestamp, False)
 

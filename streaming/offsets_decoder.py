@@ -769,6 +769,18 @@ def _group_metadata_data(v: dict) -> dict:
               "session_timeout_ms": m["session_timeout"],
               "rebalance_timeout_ms": m["rebalance_timeout"],
               "assigned_partitions": assigned}
+        sub = m.get("subscription")
+        if sub is not None:
+            # ConsumerProtocolSubscription: topics (v0+), owned partitions (v1+, cooperative),
+            # the member's generation (v2+, -1 = unknown) and rack (v3+).
+            em["topics"] = sub["topics"]
+            owned = sub.get("owned_partitions")
+            em["owned_partitions"] = None if owned is None else _count_partitions(owned)
+            gen = sub.get("generation_id")
+            em["member_generation"] = None if gen is None or gen < 0 else gen
+            em["rack_id"] = sub.get("rack_id")
+        if assignment is not None:
+            em["assigned_topics"] = sorted({tp["topic"] for tp in assignment["assigned_partitions"]})
         for err in ("subscription_error", "assignment_error"):
             if err in m:
                 em[err] = m[err]

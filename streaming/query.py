@@ -18,9 +18,10 @@ from state.events import END_OF_INPUT
 from streaming.config import ConfigError, KafkaSettings, LogInput, MonitorSettings, OffsetsInput
 from streaming.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
 from streaming.kafka_source import KAFKA_SOURCE_NAME, KIND_LOG, KIND_OFFSETS
-from streaming.parse import (DEFAULT_UNKNOWN_SAMPLE, QUARANTINE_KIND, LogSourceSpec, log_rows_to_events,
-                             log_spec, offsets_rows_to_events)
-from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id
+from streaming.offsets_arrow import offsets_arrow_to_events
+from streaming.parse import (DEFAULT_UNKNOWN_SAMPLE, QUARANTINE_KIND, ClusterNames, LogSourceSpec,
+                             log_rows_to_events, log_spec)
+from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id, offsets_input_kind
 from streaming.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.stateful import process_group
 
@@ -95,9 +96,10 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: 
                             EVENT_SCHEMA)
 
 
-def offsets_events(raw: DataFrame, clusters: dict[str, str], default_cluster: str = "default") -> DataFrame:
-    return raw.mapInPandas(partial(offsets_rows_to_events, clusters=clusters, default_cluster=default_cluster),
-                           EVENT_SCHEMA)
+def offsets_events(raw: DataFrame, clusters: dict[str, str]) -> DataFrame:
+    """Decode in Arrow batches: commits vectorised and pre-aggregated, the rest per record
+    (streaming/offsets_arrow.py). Live topics pass a ClusterNames with the cluster as fallback."""
+    return raw.mapInArrow(partial(offsets_arrow_to_events, clusters=clusters), EVENT_SCHEMA)
 
 
 def observed(events: DataFrame, source_kind: str) -> DataFrame:
@@ -161,7 +163,8 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
                                        settings.unknown_lines_sample_per_logger), "broker_log"),
             settings.lateness_seconds))
     if offsets:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
+        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path),
+                  "kind": offsets_input_kind(i.path)} for i in offsets]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
         raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
                .option("maxRowsPerBatch", offsets_rows).load())
@@ -214,7 +217,7 @@ def connector_rows_to_raw(raw: DataFrame, kind: str) -> DataFrame:
         return raw.select(source_id.alias("source_id"), F.col("offset").alias("seq"), F.col("partition"),
                           F.col("offset"), F.unix_millis(F.col("timestamp")).alias("timestamp_ms"),
                           F.col("key"), F.col("value"), F.lit(None).cast("string").alias("error"),
-                          F.lit(False).alias("eof"))
+                          F.lit(False).alias("eof"), F.lit(None).cast("string").alias("error_reason"))
     return raw.select(source_id.alias("source_id"), F.col("offset").alias("seq"),
                       F.col("value").cast("string").alias("line"),
                       F.unix_millis(F.col("timestamp")).alias("ts_hint_ms"), F.lit(False).alias("eof"))
@@ -241,8 +244,8 @@ def live_query(spark: SparkSession, settings: MonitorSettings, source: str) -> D
                             settings.unknown_lines_sample_per_logger, default_spec=spec)
         parts.append(with_watermark(observed(events, KIND_LOG), settings.lateness_seconds))
     if kafka.offsets_topic:
-        events = offsets_events(raw_of(spark, kafka, [kafka.offsets_topic], KIND_OFFSETS), {},
-                                default_cluster=settings.cluster)
+        events = offsets_events(raw_of(spark, kafka, [kafka.offsets_topic], KIND_OFFSETS),
+                                ClusterNames({}, settings.cluster))
         parts.append(with_watermark(observed(events, KIND_OFFSETS), settings.lateness_seconds))
     return group_state_machine(reduce(DataFrame.unionByName, parts), settings.group_allow,
                                settings.group_deny)

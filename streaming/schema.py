@@ -5,12 +5,15 @@ meaning per column is documented in docs/event-model.md.
 """
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import types as T
 
 # Replay end-of-input marker time (2100-01-01 UTC): moves each source's watermark past every
 # real event so held events are flushed. Fits pandas' nanosecond timestamps (max 2262).
 END_OF_INPUT_TS_MS = 4102444800000
 QUARANTINE_GROUP = "\u0000quarantine"   # state key for quarantine rows (no Kafka group id)
+STATS_GROUP = "\u0000stats"             # state key for decode-health rows (offsets_arrow.py)
+STATS_KIND = "decode_stats"
 
 RAW_LOG_SCHEMA = T.StructType([
     T.StructField("source_id", T.StringType(), False),   # "<cluster>:<file name>" / topic-partition
@@ -28,8 +31,10 @@ RAW_OFFSETS_SCHEMA = T.StructType([
     T.StructField("timestamp_ms", T.LongType(), True),
     T.StructField("key", T.BinaryType(), True),
     T.StructField("value", T.BinaryType(), True),
-    T.StructField("error", T.StringType(), True),        # malformed dump line: why
+    T.StructField("error", T.StringType(), True),        # malformed dump line / unusable batch: why
     T.StructField("eof", T.BooleanType(), False),
+    # with error: the quarantine reason (malformed_dump_line, corrupt_batch, truncated_batch, ...)
+    T.StructField("error_reason", T.StringType(), True),
 ])
 
 EVENT_SCHEMA = T.StructType([
@@ -47,6 +52,10 @@ EVENT_SCHEMA = T.StructType([
     T.StructField("data_json", T.StringType(), True),    # kind-specific fields as JSON
 ])
 EVENT_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
+# The same columns as Arrow types (mapInArrow output of the offsets decoder).
+_ARROW_TYPES = {T.StringType: pa.string(), T.LongType: pa.int64(), T.IntegerType: pa.int32()}
+EVENT_ARROW_SCHEMA = pa.schema([pa.field(f.name, _ARROW_TYPES[type(f.dataType)], True)
+                                for f in EVENT_SCHEMA.fields])
 
 OUTPUT_SCHEMA = T.StructType([
     T.StructField("kind", T.StringType(), False),        # rebalance|removal|snapshot|anomaly|quarantine

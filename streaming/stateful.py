@@ -18,7 +18,7 @@ import pandas as pd
 from state import events as E
 from state.machine import GroupStateMachine, snapshot
 from state.model import DEAD, GroupModel
-from streaming.schema import EVENT_COLUMNS, QUARANTINE_GROUP
+from streaming.schema import EVENT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, STATS_KIND
 
 OUT_SNAPSHOT = "snapshot"
 OUT_QUARANTINE = "quarantine"
@@ -80,11 +80,14 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
         return
     incoming = _rows(pdfs)
     out: list[tuple] = []
-    if group == QUARANTINE_GROUP:
-        # Quarantine rows need no order or state: straight to the output.
+    if group in (QUARANTINE_GROUP, STATS_GROUP):
+        # Quarantine and decode-health rows need no order or state: straight to the output.
+        kind = OUT_QUARANTINE if group == QUARANTINE_GROUP else STATS_KIND
         for row in incoming:
             record = json.loads(row[EVENT_COLUMNS.index("data_json")])
-            out.append((OUT_QUARANTINE, cluster, None, int(row[_TS]), _dump(record)))
+            if kind == STATS_KIND:
+                record["cluster"] = cluster
+            out.append((kind, cluster, None, int(row[_TS]), _dump(record)))
         yield pd.DataFrame.from_records(out, columns=OUTPUT_COLUMNS)
         return
 

@@ -6,7 +6,7 @@ records must equal these.
 from __future__ import annotations
 
 from streaming.parse import decode_offsets_rows, log_spec, parse_log_rows, unwrap_rows
-from streaming.replay_source import LogMergeCursor, dump_line_to_row, file_source_id, index_offsets_dump
+from streaming.replay_source import LogMergeCursor, OffsetsRowReader, file_source_id, offsets_input_kind
 from streaming.stateful import row_to_event
 from state.replay_local import run_events
 
@@ -21,10 +21,10 @@ def run_local(logs, offsets) -> dict[str, list]:
         specs = {f["source_id"]: log_spec(i) for f, i in zip(files, logs)}
         event_rows += parse_log_rows(unwrap_rows(rows, specs), specs)
     if offsets:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path)} for i in offsets]
-        contents = [open(f["path"], "rb").read() for f in files]
-        rows = [dump_line_to_row(files[fi]["source_id"], line_no, contents[fi][start:start + size], ts)
-                for ts, fi, _, _, line_no, start, size in index_offsets_dump(files)]
+        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path),
+                  "kind": offsets_input_kind(i.path)} for i in offsets]
+        reader = OffsetsRowReader(files)
+        rows = reader.rows(0, len(reader))
         event_rows += decode_offsets_rows(rows, {f["source_id"]: i.cluster for f, i in zip(files, offsets)})
     events = [row_to_event(list(r)) for r in event_rows if r[6] != "quarantine"]
     out = run_events(events)

@@ -86,6 +86,10 @@ def test_decode_offsets_prints_one_object_per_record(tmp_path):
       "Mars/Olympus", "--out", "x"], "broker_timezone: Value error, unknown time zone 'Mars/Olympus'"),
     (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"), "--lateness-seconds", "-1",
       "--out", "x"], "lateness_seconds: Input should be greater than or equal to 0"),
+    (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "segments" / "broker1" / "no-such-dir"), "--out", "x"],
+     "--offsets[0]: path: Value error, no such file or directory"),
+    (["replay", "--offsets", str(ROOT / "docs"), "--out", "x"],
+     "--offsets[0]: path: Value error, no __consumer_offsets-N directory in"),
 ])
 def test_configuration_errors_name_the_field(args, message):
     result = subprocess.run(CLI + args, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)

@@ -48,12 +48,12 @@ def _lines():
 
 
 def _events(spark, raw_df, kind):
-    from streaming.parse import LogSourceSpec
+    from streaming.parse import ClusterNames, LogSourceSpec
     from streaming.query import log_events, offsets_events
     if kind == KIND_LOG:
         events = log_events(raw_df, {}, default_spec=LogSourceSpec("c"))
     else:
-        events = offsets_events(raw_df, {}, default_cluster="c")
+        events = offsets_events(raw_df, ClusterNames({}, "c"))
     return sorted(tuple(r) for r in events.collect())
 
 

@@ -405,7 +405,10 @@ def test_group_metadata_value_v0():
     assert ev.data["current_state_ts_ms"] is None and ev.data["value_version"] == 0
     assert ev.data["members"] == [{"member_id": "m1", "group_instance_id": None, "client_id": "c1",
                                    "client_host": "/10.0.0.1", "session_timeout_ms": 10000,
-                                   "rebalance_timeout_ms": None, "assigned_partitions": 3}]
+                                   "rebalance_timeout_ms": None, "assigned_partitions": 3,
+                                   "topics": ["orders"], "owned_partitions": None,
+                                   "member_generation": None, "rack_id": None,
+                                   "assigned_topics": ["orders"]}]
 
 
 def test_group_metadata_value_v1_with_subscription_v1_owned_partitions():
@@ -459,8 +462,11 @@ def test_group_metadata_value_v4_flexible():
                                  "owned_partitions": [{"topic": "t", "partitions": [1]}],
                                  "generation_id": 7, "rack_id": "rack-a"}
     (ev,) = events_of(group_key("g4"), value)
-    assert ev.data["members"][0]["group_instance_id"] == "inst-1"
-    assert ev.data["members"][0]["assigned_partitions"] == 2
+    em = ev.data["members"][0]
+    assert em["group_instance_id"] == "inst-1" and em["assigned_partitions"] == 2
+    # embedded subscription v3: topics, owned partitions, the member's generation and rack
+    assert (em["topics"], em["owned_partitions"], em["member_generation"], em["rack_id"]) == (["t"], 1, 7, "rack-a")
+    assert em["assigned_topics"] == ["t"]
 
 
 def test_bad_embedded_subscription_does_not_fail_the_record():

@@ -26,7 +26,8 @@ def time_in_state(selector: str) -> str:
     """Per group: seconds since its last state change where the state matches, 0 elsewhere."""
     return (f"rebalance_monitor_group_state{{{selector}}}\n"
             "* on (cluster, group, protocol) group_left ()\n"
-            "max by (cluster, group, protocol) (time() - rebalance_monitor_group_state_since_timestamp_seconds)")
+            "max by (cluster, group, protocol) "
+            f"(time() - rebalance_monitor_group_state_since_timestamp_seconds{{{CG}}})")
 
 
 def slowest(by: str, phase: str = "total", window: str = "$__range") -> str:

@@ -51,11 +51,17 @@ DEFAULTS: dict[str, object] = {
 
 
 def new_in_window(selector: str, window: str) -> str:
-    """Counter growth over `window`, counting the whole value of series that are newer than the
-    window. increase() would miss those: a counter series that first appears at 1 (a group's
-    first heartbeat-expiry removal) has no increase between its samples. Counter resets (a
-    restart without an event sink) give a negative difference, clamped to 0."""
-    return (f"clamp_min({selector} - ({selector} offset {window} or {selector} * 0), 0)")
+    """Counter growth over `window`, including the whole value of series that are newer than the
+    window. increase() misses those: a counter series that first appears at 1 (a group's first
+    heartbeat-expiry removal) has no increase between its samples.
+
+    A series only counts as new if the same monitor (job, instance) was already exporting
+    `window` ago (its rebalance_monitor_batches_total existed then). Otherwise every series looks
+    new after Prometheus or the monitor starts, and their whole totals would look like a burst.
+    Counter resets (a restart without an event sink) give a negative difference, clamped to 0."""
+    return (f"(clamp_min({selector} - {selector} offset {window}, 0)"
+            f" or ({selector} unless {selector} offset {window})"
+            f" and on (job, instance) rebalance_monitor_batches_total offset {window})")
 
 
 @dataclass
@@ -96,8 +102,10 @@ GROUP_ALERTS = [
     Alert(
         name="KafkaConsumerGroupRebalanceStuck",
         severity="critical",
-        probe=('(rebalance_monitor_group_state{state=~"PreparingRebalance|CompletingRebalance", '
-               'group!="__other__"} == 1)\n'
+        # the state gauge is 1 for the current state, 0 otherwise: the product is the time in
+        # PreparingRebalance/CompletingRebalance for groups in them, 0 for every other group
+        probe=('rebalance_monitor_group_state{state=~"PreparingRebalance|CompletingRebalance", '
+               'group!="__other__"}\n'
                "* on (cluster, group, protocol) group_left ()\n"
                "max by (cluster, group, protocol) "
                "(time() - rebalance_monitor_group_state_since_timestamp_seconds)"),
@@ -260,9 +268,11 @@ def _helm(text: str) -> str:
     return _PARAM.sub(sub, text)
 
 
-def rule_groups(render=None) -> list[dict]:
-    """The `groups:` of a Prometheus rules file; `render` maps each text (default: DEFAULTS)."""
-    render = render or (lambda text: _defaults(text, DEFAULTS))
+def rule_groups(render=None, params: Optional[dict] = None) -> list[dict]:
+    """The `groups:` of a Prometheus rules file; `render` maps each text (default: fill in
+    `params`, default DEFAULTS)."""
+    values = {**DEFAULTS, **(params or {})}
+    render = render or (lambda text: _defaults(text, values))
     groups = []
     for group_name, alerts in GROUPS:
         rules = []
@@ -284,8 +294,8 @@ def rule_groups(render=None) -> list[dict]:
 
 def probes(params: Optional[dict] = None) -> dict[str, str]:
     """alert name -> probe expression with the given parameters (default DEFAULTS)."""
-    params = params or DEFAULTS
-    return {a.name: _defaults(a.probe, params) for a in ALERTS}
+    values = {**DEFAULTS, **(params or {})}
+    return {a.name: _defaults(a.probe, values) for a in ALERTS}
 
 
 def helm_rule_groups() -> list[dict]:

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from alert_rules import DEFAULTS, new_in_window
-from panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, table,
-                    thresholds, timeseries, value_mappings)
+from panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
+                    table, thresholds, timeseries, value_mappings)
 
 C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'
@@ -129,10 +129,11 @@ def build() -> Dashboard:
               sort_by="Value", rename={"Value": "removals"}, links=GROUP_LINK, width=24),
     ])
     storms = Row("Storms and stuck groups", [
-        table(f"Rebalances per group in the last {STORM_WINDOW} (storms)",
-              f"The 10 groups with the most rebalances in the last {STORM_WINDOW}, counting groups whose "
-              f"first rebalance it is. Red above {STORM_N}, the KafkaConsumerGroupRebalanceStorm threshold.",
-              "short", Query(f"topk(10, sum by (cluster, group) ({new_in_window(RB, STORM_WINDOW)}))"),
+        table("Rebalances per group in the last $storm_window (storms)",
+              "The 10 groups with the most rebalances in the last $storm_window (the window of the "
+              "KafkaConsumerGroupRebalanceStorm alert), counting groups whose first rebalance it is. Red above "
+              f"{STORM_N}, the alert's threshold.",
+              "short", Query(f"topk(10, sum by (cluster, group) ({new_in_window(RB, '$storm_window')}))"),
               sort_by="rebalances", rename={"Value": "rebalances"}, links=GROUP_LINK,
               steps=((None, "green"), (STORM_N / 2, "orange"), (STORM_N + 1, "red"))),
         table("Groups in a rebalance, longest first",
@@ -197,7 +198,9 @@ def build() -> Dashboard:
         variables=[datasource_variable(),
                    query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
                    query_variable("group", "Group",
-                                  'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)')],
+                                  'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)'),
+                   constant_variable("storm_window", "Storm window", STORM_WINDOW,
+                                     "Window of the storm table: stormWindow of the alert rules")],
         rows=[overview, rebalances, durations, removals, storms, health],
         links=[{"title": "Group drill-down", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-group/kafka-rebalances-group", "includeVars": True, "keepTime": True,

@@ -217,3 +217,11 @@ def query_variable(name: str, label: str, query: str, multi: bool = True) -> dic
             "current": {}, "hide": 0, "includeAll": multi, "multi": multi,
             "allValue": ".*" if multi else None, "options": [], "refresh": 2, "regex": "",
             "skipUrlSync": False, "sort": 1}
+
+
+def constant_variable(name: str, label: str, value: str, description: str) -> dict:
+    """A hidden constant, e.g. a window shared with an alert rule; editable in the settings."""
+    return {"name": name, "label": label, "type": "constant", "query": value, "hide": 2,
+            "description": description, "skipUrlSync": False,
+            "current": {"selected": False, "text": value, "value": value},
+            "options": [{"selected": True, "text": value, "value": value}]}

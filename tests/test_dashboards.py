@@ -32,7 +32,8 @@ def test_variables_datasource_cluster_group(path):
     board = load(path)
     assert "__inputs" not in board
     variables = {v["name"]: v for v in board["templating"]["list"]}
-    assert list(variables) == ["datasource", "cluster", "group"]
+    assert list(variables)[:3] == ["datasource", "cluster", "group"]
+    assert all(v["type"] == "constant" for v in list(variables.values())[3:])
     assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
     for name in ("cluster", "group"):
         var = variables[name]

@@ -115,8 +115,8 @@ def prometheus(monitor_without_kafka, demo_server, tmp_path_factory):
             assert time.monotonic() < deadline, "no data in Prometheus after 120 s"
             try:
                 samples = _query(api, 'count_over_time(rebalance_monitor_batches_total{target="demo"}[1m])')
-                source = _query(api, 'rebalance_monitor_source_up{target="run"}')
-                if samples and float(samples[0]["value"][1]) >= 8 and source:
+                source = _query(api, 'count_over_time(rebalance_monitor_source_errors_total{target="run"}[1m])')
+                if samples and float(samples[0]["value"][1]) >= 8 and source and float(source[0]["value"][1]) >= 3:
                     break
             except OSError:
                 pass

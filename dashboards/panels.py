@@ -213,7 +213,7 @@ def datasource_variable() -> dict:
 def query_variable(name: str, label: str, query: str, multi: bool = True) -> dict:
     return {"name": name, "label": label, "type": "query", "datasource": DS,
             "definition": query,
-            "query": {"query": query, "refId": f"{name}-variable", "qryType": 1},
+            "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
             "current": {}, "hide": 0, "includeAll": multi, "multi": multi,
             "allValue": ".*" if multi else None, "options": [], "refresh": 2, "regex": "",
             "skipUrlSync": False, "sort": 1}

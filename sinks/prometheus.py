@@ -94,6 +94,17 @@ class GroupStateCollector(Collector):
 
 OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
 
+# The documented reasons per quarantine source (docs/metrics.md). Their counters start at 0 for
+# every cluster the sink has seen, so the first bad input is an increase Prometheus can see:
+# increase()/rate() ignore a series' first sample, and an alert on a counter that appears at 1
+# would never fire.
+QUARANTINE_REASONS = {
+    "log": ("unparseable_line", "unknown_coordinator_line"),
+    "offsets": ("malformed_dump_line", "null_key", "unknown_record_type", "unknown_value_version",
+                "corrupt_record", "corrupt_batch", "truncated_batch", "uncommitted_transaction",
+                "unreadable_segment"),
+}
+
 
 class MetricsSink:
     def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None,
@@ -107,6 +118,7 @@ class MetricsSink:
         self._exported: set[tuple[str, str]] = set()          # groups with their own series
         self._series: dict[tuple[str, str], set[tuple[Any, tuple]]] = {}
         self._dead_since: dict[tuple[str, str], float] = {}
+        self._clusters: set[str] = set()                      # clusters whose counters exist
         r = self.registry
         self.rebalance_duration = Histogram(
             f"{PREFIX}_rebalance_duration_seconds",
@@ -203,7 +215,23 @@ class MetricsSink:
                 self._series.setdefault(key, set()).add((metric, labels))
         return metric.labels(*labels)
 
+    def _cluster_seen(self, cluster: str) -> None:
+        """Create the per-cluster error counters at 0 the first time a cluster shows up."""
+        if cluster in self._clusters:
+            return
+        with self._lock:
+            if cluster in self._clusters:
+                return
+            self._clusters.add(cluster)
+            self.invalid_transitions.labels(cluster)
+            for source, reasons in QUARANTINE_REASONS.items():
+                for reason in reasons:
+                    self.quarantined.labels(cluster, source, reason)
+
     def observe(self, kind: str, record: dict[str, Any]) -> None:
+        cluster = record.get("cluster") or ("default" if kind == "quarantine" else None)
+        if cluster:
+            self._cluster_seen(cluster)
         if kind == "rebalance":
             key = (record["cluster"], record["group"])
             labels = (record["cluster"], self._group_label(*key), record["protocol"])

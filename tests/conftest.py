@@ -48,3 +48,42 @@ def replay_capture(spark, tmp_path_factory):
             _REPLAYS[capture] = (collector, out)
         return _REPLAYS[capture]
     return run
+
+
+@pytest.fixture(scope="session")
+def demo_server(tmp_path_factory):
+    """`rebalance-monitor demo --port N` (python -m streaming.cli), started once per session and
+    waited for until its replay is done; it keeps serving /metrics until the session ends.
+    Yields (port, directory holding demo.stdout and demo.stderr)."""
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = tmp_path_factory.mktemp("demo")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
+    log = folder / "demo.stderr"
+    with open(log, "w") as err, open(folder / "demo.stdout", "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.cli", "demo", "--port", str(port)],
+                                cwd=ROOT, env=env, stdout=out, stderr=err)
+    try:
+        deadline = time.monotonic() + 300
+        while "input consumed" not in log.read_text():
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "demo did not finish its replay in 300 s"
+            time.sleep(0.5)
+        yield port, folder
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the Prometheus end-to-end tests first: their `run` target needs ~30 s to report its
+    Kafka source down, which then overlaps the demo's replay (demo_server, shared with test_cli)
+    instead of adding to the suite's time."""
+    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/test_prometheus_e2e.py") else 1)

@@ -34,21 +34,9 @@ def _env():
 
 
 @pytest.mark.spark
-def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(tmp_path):
-    port = _free_port()
-    log = tmp_path / "demo.stderr"
-    with open(log, "w") as err, open(tmp_path / "demo.stdout", "w") as out:
-        proc = subprocess.Popen(CLI + ["demo", "--port", str(port)], cwd=ROOT, env=_env(), stdout=out, stderr=err)
-    try:
-        deadline = time.monotonic() + 300
-        while "input consumed" not in log.read_text():
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "demo did not finish its replay in 300 s"
-            time.sleep(0.5)
-        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
+    port, folder = demo_server     # conftest.py: the demo process, shared with test_prometheus_e2e
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     # Real rebalances of both bundled clusters, e.g. sc03's heartbeat expiry on Kafka 2.7.
     assert 'rebalance_monitor_rebalances_total{cluster="kafka-2.7",group="sc03-heartbeat-expiry",' \
            'outcome="stable",protocol="classic",trigger="heartbeat_expiry"} 1.0' in page
@@ -56,7 +44,11 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(tmp_path):
            'group="k4-sc09-consumer-protocol",root_cause="unknown"} 2.0' in page
     assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",group="sc11-stuck-in-rebalance",' \
            'le="30.0",phase="join",protocol="classic"}' in page
-    summary = (tmp_path / "demo.stdout").read_text()
+    # Error counters exist at 0 per cluster, so an increase() alert sees the first bad input.
+    assert 'rebalance_monitor_quarantined_records_total{cluster="kafka-4.0",reason="corrupt_record",' \
+           'source="offsets"} 0.0' in page
+    assert 'rebalance_monitor_invalid_transitions_total{cluster="kafka-2.7"} 0.0' in page
+    summary = (folder / "demo.stdout").read_text()
     assert "REBALANCES (188)" in summary and "MEMBER REMOVALS (155)" in summary
     promtool = shutil.which("promtool")
     if promtool is None:

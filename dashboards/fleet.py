@@ -1,0 +1,211 @@
+"""Fleet overview: every cluster and group the monitors export (docs/metrics.md)."""
+from __future__ import annotations
+
+from alert_rules import DEFAULTS, new_in_window
+from panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
+                    table, thresholds, timeseries, value_mappings)
+
+C = 'cluster=~"$cluster"'
+CG = 'cluster=~"$cluster", group=~"$group"'
+RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
+MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
+BUCKET = "rebalance_monitor_rebalance_duration_seconds_bucket"
+REBALANCING = "PreparingRebalance|CompletingRebalance|Assigning|Reconciling"
+STUCK_STATES = "PreparingRebalance|CompletingRebalance"
+STUCK_S = DEFAULTS["stuckSeconds"]
+STORM_WINDOW = DEFAULTS["stormWindow"]
+STORM_N = DEFAULTS["stormRebalances"]
+
+GROUP_LINK = [{"title": "Open the group drill-down", "targetBlank": False,
+               "url": "/d/rebalance-group/kafka-rebalances-group?var-datasource=${datasource}"
+                      "&var-cluster=${__data.fields.cluster}&var-group=${__data.fields.group}"
+                      "&${__url_time_range}"}]
+
+
+def time_in_state(selector: str) -> str:
+    """Per group: seconds since its last state change where the state matches, 0 elsewhere."""
+    return (f"rebalance_monitor_group_state{{{selector}}}\n"
+            "* on (cluster, group, protocol) group_left ()\n"
+            "max by (cluster, group, protocol) "
+            f"(time() - rebalance_monitor_group_state_since_timestamp_seconds{{{CG}}})")
+
+
+def slowest(by: str, phase: str = "total", window: str = "$__range") -> str:
+    """Upper bound of the slowest rebalance's bucket (histogram_quantile(1, ...)): the histogram
+    has no max, so this is the best bound it gives (1800 for anything in +Inf)."""
+    return (f"histogram_quantile(1, sum by ({by}, le) "
+            f"(increase({BUCKET}{{{CG}, phase=\"{phase}\"}}[{window}])))")
+
+
+def quantile(q: float, by: str, phase_filter: str = ', phase="total"', window: str = "$__rate_interval",
+             func: str = "rate") -> str:
+    return (f"histogram_quantile({q}, sum by ({by}, le) "
+            f"({func}({BUCKET}{{{CG}{phase_filter}}}[{window}])))")
+
+
+def build() -> Dashboard:
+    top20 = f"topk(20, {slowest('cluster, group')})"
+    stuck_sel = f'{CG}, state=~"{STUCK_STATES}"'
+    p95_range = quantile(0.95, "cluster, group", window="$__range", func="increase")
+    overview = Row("Overview", [
+        stat("Rebalances", "Rebalances that ended in the selected time range (all triggers and outcomes).",
+             "short", Query(f"sum(increase({RB}[$__range]))")),
+        stat("Member removals", "Members removed from groups in the selected time range, all causes.",
+             "short", Query(f"sum(increase({MR}[$__range]))")),
+        stat("Live groups", "Consumer groups the monitors track now (every state but Dead).",
+             "short", Query(f'sum(rebalance_monitor_groups{{{C}, state!="Dead"}})')),
+        stat("Rebalancing now", f"Groups in {REBALANCING.replace('|', ', ')} now.", "short",
+             Query(f'sum(rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}})'),
+             steps=((None, "green"), (1, "orange"))),
+        stat(f"Stuck > {STUCK_S // 60} min",
+             f"Groups in PreparingRebalance or CompletingRebalance for longer than {STUCK_S} s, the "
+             "threshold of the KafkaConsumerGroupRebalanceStuck alert (time since the group's last "
+             "state change, event time).", "short",
+             Query(f"sum(({time_in_state(stuck_sel)}) > bool {STUCK_S})"),
+             steps=((None, "green"), (1, "red"))),
+        stat("Quarantined inputs", "Inputs the monitors could not use in the selected time range "
+             "(should be 0: a new broker log wording or a damaged record).", "short",
+             Query(f"sum(increase(rebalance_monitor_quarantined_records_total{{{C}}}[$__range]))"),
+             steps=((None, "green"), (1, "orange"))),
+    ])
+    rebalances = Row("Rebalances", [
+        timeseries("Rebalances per minute by trigger",
+                   "Rebalances that ended, per minute, by what started them (member_join, member_leave, "
+                   "heartbeat_expiry, poll_timeout, ...). Counted when the monitor processes them.",
+                   "suffix:/min", Query(f"60 * sum by (cluster, trigger) (rate({RB}[$__rate_interval]))",
+                                        "{{cluster}} {{trigger}}"), stacked=True),
+        timeseries("Rebalances per minute by outcome",
+                   "Rebalances that ended, per minute, by how they ended: stable, empty (every member "
+                   "left), superseded (another rebalance started first), dead.",
+                   "suffix:/min", Query(f"60 * sum by (cluster, outcome) (rate({RB}[$__rate_interval]))",
+                                        "{{cluster}} {{outcome}}"), stacked=True),
+        timeseries("Groups by state", "Live groups per state and cluster (rebalance_monitor_groups).",
+                   "short", Query(f'sum by (cluster, state) (rebalance_monitor_groups{{{C}, state!="Dead"}})',
+                                  "{{cluster}} {{state}}"), stacked=True),
+        timeseries("Groups rebalancing", f"Groups in {REBALANCING.replace('|', ', ')} per cluster.",
+                   "short", Query(f'sum by (cluster) (rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}})',
+                                  "{{cluster}}")),
+    ])
+    durations = Row("Slowest rebalances", [
+        timeseries("Total rebalance duration (p50, p95, p99)",
+                   "Start to Stable (or to Empty), from the duration histogram, per cluster.", "s",
+                   Query(quantile(0.5, "cluster"), "p50 {{cluster}}"),
+                   Query(quantile(0.95, "cluster"), "p95 {{cluster}}"),
+                   Query(quantile(0.99, "cluster"), "p99 {{cluster}}")),
+        timeseries("p95 duration by phase",
+                   "join: start to the end of the JOIN phase (waits for every member, up to the rebalance "
+                   "timeout); sync: JOIN end to Stable; total: both.", "s",
+                   Query(quantile(0.95, "cluster, phase", phase_filter=""), "{{cluster}} {{phase}}")),
+        heatmap("Total duration distribution",
+                "How many rebalances fell into each duration bucket per interval (phase total).",
+                f'sum by (le) (increase({BUCKET}{{{CG}, phase="total"}}[$__rate_interval]))'),
+        table("Slowest groups in the time range",
+              "The 20 groups whose slowest rebalance (upper bound of its histogram bucket) was longest "
+              "in the selected range, with their p95 and number of rebalances. Click a row for the group "
+              "drill-down.", "s",
+              Query(top20),
+              Query(f"{p95_range}\nand on (cluster, group) {top20}"),
+              Query(f'sum by (cluster, group) (increase(rebalance_monitor_rebalance_duration_seconds_count{{{CG}, phase="total"}}[$__range]))\n'
+                    f"and on (cluster, group) {top20}"),
+              sort_by="slowest", rename={"Value #A": "slowest", "Value #B": "p95", "Value #C": "rebalances"},
+              links=GROUP_LINK,
+              steps=((None, "green"), (60, "orange"), (300, "red"))),
+    ])
+    removals = Row("Member removals", [
+        timeseries("Removals per minute by cause",
+                   "Members removed per minute: heartbeat_expiry, leave_group, poll_timeout, "
+                   "rebalance_timeout, sync_timeout, pending_member_timeout, static_member_fenced, "
+                   "group_deleted.", "suffix:/min",
+                   Query(f"60 * sum by (cluster, cause) (rate({MR}[$__rate_interval]))", "{{cluster}} {{cause}}"),
+                   stacked=True),
+        timeseries("Removals per minute by root cause",
+                   "The diagnosed reason behind removals (root_cause label). Diagnosis is issue 6: until "
+                   "it lands every removal has root_cause=\"unknown\".", "suffix:/min",
+                   Query(f"60 * sum by (cluster, root_cause) (rate({MR}[$__rate_interval]))",
+                         "{{cluster}} {{root_cause}}"), stacked=True),
+        table("Removals in the time range by group and cause",
+              "The 20 (group, cause, root cause) combinations with the most removals in the selected range.",
+              "short", Query(f"topk(20, sum by (cluster, group, cause, root_cause) (increase({MR}[$__range])))"),
+              sort_by="Value", rename={"Value": "removals"}, links=GROUP_LINK, width=24),
+    ])
+    storms = Row("Storms and stuck groups", [
+        table("Rebalances per group in the last $storm_window (storms)",
+              "The 10 groups with the most rebalances in the last $storm_window (the window of the "
+              "KafkaConsumerGroupRebalanceStorm alert), counting groups whose first rebalance it is. Red above "
+              f"{STORM_N}, the alert's threshold.",
+              "short", Query(f"topk(10, sum by (cluster, group) ({new_in_window(RB, '$storm_window')}))"),
+              sort_by="rebalances", rename={"Value": "rebalances"}, links=GROUP_LINK,
+              steps=((None, "green"), (STORM_N / 2, "orange"), (STORM_N + 1, "red"))),
+        table("Groups in a rebalance, longest first",
+              "Groups now in PreparingRebalance or CompletingRebalance and for how long (seconds since the "
+              "group's last state change, event time). Rows of groups in other states (value 0) are "
+              f"filtered out. Red above {STUCK_S} s, the KafkaConsumerGroupRebalanceStuck threshold.",
+              "s", Query(f"topk(50, {time_in_state(stuck_sel)})"),
+              sort_by="in state", rename={"Value": "in state"}, hide=("Time", "__name__"), links=GROUP_LINK,
+              keep_above=0, steps=((None, "green"), (STUCK_S / 2, "orange"), (STUCK_S, "red"))),
+    ])
+    health = Row("Monitor health", [
+        timeseries("Input rows per second", "Raw rows read per source: broker log lines and "
+                   "__consumer_offsets records.", "suffix: rows/s",
+                   Query("sum by (instance, source) (rate(rebalance_monitor_input_records_total[$__rate_interval]))",
+                         "{{instance}} {{source}}"), width=8),
+        timeseries("Micro-batch duration", "Wall time of the last micro-batch; above the trigger interval "
+                   "the monitor cannot keep up.", "s",
+                   Query("rebalance_monitor_batch_duration_seconds", "{{instance}}"), width=8),
+        timeseries("Watermark delay", "Wall clock minus the query's event-time watermark: how late "
+                   "rebalances are reported. The line is the RebalanceMonitorLagging threshold.", "s",
+                   Query("rebalance_monitor_watermark_delay_seconds", "{{instance}}"), width=8,
+                   threshold=DEFAULTS["laggingSeconds"]),
+        timeseries("Newest event age by source", "Wall clock minus the newest event time seen per source. "
+                   "Grows on a quiet cluster too (no group activity), so it is not alerted on.", "s",
+                   Query("rebalance_monitor_source_newest_event_age_seconds", "{{instance}} {{source}}"), width=8),
+        timeseries("Late rows", "Events dropped because they arrived after the watermark (raise "
+                   "lateness_seconds if this is not 0).", "short",
+                   Query("sum by (instance) (increase(rebalance_monitor_late_rows_total[$__rate_interval]))",
+                         "{{instance}}"), width=8, bars=True),
+        timeseries("Kafka source up", "1 when the last read of the source's Kafka topic worked, 0 when it "
+                   "failed (rebalance-monitor run only).", "none",
+                   Query("rebalance_monitor_source_up", "{{instance}} {{source}}"), width=8),
+        timeseries("Kafka source errors", "Failed attempts to reach Kafka per interval.", "short",
+                   Query("sum by (instance, source) (increase(rebalance_monitor_source_errors_total[$__rate_interval]))",
+                         "{{instance}} {{source}}"), width=8, bars=True),
+        timeseries("Quarantined inputs by reason", "Inputs that could not be used, per interval "
+                   "(each one is a line in the quarantine output).", "short",
+                   Query(f"sum by (cluster, source, reason) (increase(rebalance_monitor_quarantined_records_total{{{C}}}[$__rate_interval]))",
+                         "{{cluster}} {{source}} {{reason}}"), width=8, bars=True),
+        timeseries("Invalid transitions", "Transitions Kafka's state table forbids, per interval: missed "
+                   "or misordered input.", "short",
+                   Query(f"sum by (cluster) (increase(rebalance_monitor_invalid_transitions_total{{{C}}}[$__rate_interval]))",
+                         "{{cluster}}"), width=8, bars=True),
+        timeseries("Query restarts", "Times the streaming query failed and was restarted from its "
+                   "checkpoint, per interval.", "short",
+                   Query("sum by (instance) (increase(rebalance_monitor_query_restarts_total[$__rate_interval]))",
+                         "{{instance}}"), width=8, bars=True),
+        timeseries("State size", "Rows in Spark's state store (one per group) and members held in "
+                   "the monitor's state.", "short",
+                   Query("rebalance_monitor_state_rows", "{{instance}} state rows"),
+                   Query(f"sum by (cluster) (rebalance_monitor_state_members{{{C}}})", "{{cluster}} members"),
+                   width=8),
+        stat("Groups over max_groups", "Groups beyond max_groups: their counters are folded into "
+             "group=\"__other__\" and they have no state gauges.", "short",
+             Query("sum(rebalance_monitor_groups_over_cap)"), width=8,
+             steps=((None, "green"), (1, "orange"))),
+    ])
+    return Dashboard(
+        uid="rebalance-fleet", title="Kafka rebalances / fleet overview",
+        description="Consumer-group rebalances, member removals, storms and stuck groups across every "
+                    "monitored Kafka cluster, and the health of the rebalance monitors.",
+        variables=[datasource_variable(),
+                   query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
+                   query_variable("group", "Group",
+                                  'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)'),
+                   constant_variable("storm_window", "Storm window", STORM_WINDOW,
+                                     "Window of the storm table: stormWindow of the alert rules")],
+        rows=[overview, rebalances, durations, removals, storms, health],
+        links=[{"title": "Group drill-down", "type": "link", "icon": "dashboard", "targetBlank": False,
+                "url": "/d/rebalance-group/kafka-rebalances-group", "includeVars": True, "keepTime": True,
+                "asDropdown": False, "tags": [], "tooltip": ""}],
+    )
+
+
+__all__ = ["build", "thresholds", "value_mappings"]

@@ -1,0 +1,109 @@
+"""Group drill-down: one or a few consumer groups over time."""
+from __future__ import annotations
+
+from panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline,
+                    table, timeseries, value_mappings)
+from state.model import ALL_STATES
+
+CG = 'cluster=~"$cluster", group=~"$group"'
+RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
+MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
+DUR = "rebalance_monitor_rebalance_duration_seconds"
+
+STATE_COLORS = {"Unknown": "text", "Empty": "blue", "PreparingRebalance": "orange",
+                "CompletingRebalance": "yellow", "Stable": "green", "Dead": "red",
+                "Assigning": "purple", "Reconciling": "super-light-purple"}
+# Numeric code per state (1..8, Kafka's order in state/model.py), so one series per group can carry
+# its state: the gauge is 1 for the current state and 0 for the others.
+STATE_CODES = {name: i + 1 for i, name in enumerate(ALL_STATES)}
+STATE_MAPPINGS = value_mappings({code: (name, STATE_COLORS.get(name, "text"))
+                                 for name, code in STATE_CODES.items()})
+
+
+def state_code_expr() -> str:
+    terms = "\nor ".join(f'rebalance_monitor_group_state{{{CG}, state="{name}"}} * {code}'
+                         for name, code in STATE_CODES.items())
+    return f"max by (cluster, group) (\n{terms}\n)"
+
+
+def build() -> Dashboard:
+    state = Row("State", [
+        state_timeline("State over time",
+                       "The group's state: Empty (no members), PreparingRebalance (JOIN phase), "
+                       "CompletingRebalance (waiting for the leader's assignment), Stable; Assigning and "
+                       "Reconciling for KIP-848 consumer groups; Dead after deletion or offset expiry.",
+                       Query(state_code_expr(), "{{cluster}} {{group}}"), STATE_MAPPINGS),
+        stat("Current state", "The group's state now.", "none",
+             Query(state_code_expr(), "{{group}}"), width=6, mappings=STATE_MAPPINGS),
+        stat("Time in current state", "Seconds since the group's last state change (event time of the "
+             "log line or record that caused it).", "s",
+             Query(f"max by (cluster, group) (time() - rebalance_monitor_group_state_since_timestamp_seconds{{{CG}}})",
+                   "{{group}}"), width=6),
+        stat("Generation", "Current generation (classic) or group epoch (consumer protocol).", "none",
+             Query(f"max by (cluster, group) (rebalance_monitor_group_generation{{{CG}}})", "{{group}}"), width=6),
+        stat("Members", "Members the group has now.", "short",
+             Query(f"max by (cluster, group) (rebalance_monitor_group_members{{{CG}}})", "{{group}}"), width=6),
+        timeseries("Generation over time", "Each completed rebalance of a classic group bumps the "
+                   "generation; consumer-protocol groups bump the group epoch.", "none",
+                   Query(f"max by (cluster, group, protocol) (rebalance_monitor_group_generation{{{CG}}})",
+                         "{{group}} {{protocol}}"), min_zero=False),
+        timeseries("Members over time", "Members of the group as the monitor's model holds them.", "short",
+                   Query(f"max by (cluster, group, protocol) (rebalance_monitor_group_members{{{CG}}})",
+                         "{{group}} {{protocol}}")),
+    ])
+    rebalances = Row("Rebalances", [
+        timeseries("Rebalances by trigger", "Rebalances that ended per interval, by what started them.",
+                   "short", Query(f"sum by (group, trigger) (increase({RB}[$__rate_interval]))",
+                                  "{{group}} {{trigger}}"), bars=True, stacked=True),
+        timeseries("Rebalances by outcome", "Rebalances that ended per interval, by how they ended.",
+                   "short", Query(f"sum by (group, outcome) (increase({RB}[$__rate_interval]))",
+                                  "{{group}} {{outcome}}"), bars=True, stacked=True),
+        table("Rebalances in the time range", "Rebalances per trigger and outcome in the selected range.",
+              "short", Query(f"sum by (cluster, group, protocol, trigger, outcome) (increase({RB}[$__range]))"),
+              rename={"Value": "rebalances"}, sort_by="rebalances", width=24),
+    ])
+    phases = Row("Phase durations", [
+        timeseries("Mean phase duration", "Mean duration per phase of the rebalances that ended in each "
+                   "interval: join (start to JOIN end), sync (JOIN end to Stable), total.", "s",
+                   Query(f"sum by (group, phase) (rate({DUR}_sum{{{CG}}}[$__rate_interval]))\n/\n"
+                         f"sum by (group, phase) (rate({DUR}_count{{{CG}}}[$__rate_interval]))",
+                         "{{group}} {{phase}}")),
+        timeseries("p95 phase duration", "95th percentile per phase from the duration histogram.", "s",
+                   Query(f"histogram_quantile(0.95, sum by (group, phase, le) "
+                         f"(rate({DUR}_bucket{{{CG}}}[$__rate_interval])))", "{{group}} {{phase}}")),
+        table("Phases in the time range", "Per phase in the selected range: the slowest rebalance (upper "
+              "bound of its bucket), the mean, and how many rebalances.", "s",
+              Query(f"histogram_quantile(1, sum by (cluster, group, phase, le) "
+                    f"(increase({DUR}_bucket{{{CG}}}[$__range])))"),
+              Query(f"sum by (cluster, group, phase) (increase({DUR}_sum{{{CG}}}[$__range]))\n/\n"
+                    f"sum by (cluster, group, phase) (increase({DUR}_count{{{CG}}}[$__range]))"),
+              Query(f"sum by (cluster, group, phase) (increase({DUR}_count{{{CG}}}[$__range]))"),
+              rename={"Value #A": "slowest", "Value #B": "mean", "Value #C": "rebalances"}, sort_by="slowest",
+              steps=((None, "green"), (60, "orange"), (300, "red"))),
+        heatmap("JOIN phase distribution", "Rebalances per JOIN-phase duration bucket and interval; the "
+                "JOIN phase is the one that grows to the rebalance timeout when a member does not rejoin.",
+                f'sum by (le) (increase({DUR}_bucket{{{CG}, phase="join"}}[$__rate_interval]))'),
+    ])
+    removals = Row("Member removals", [
+        timeseries("Removals by cause", "Members removed per interval, by cause.", "short",
+                   Query(f"sum by (group, cause) (increase({MR}[$__rate_interval]))", "{{group}} {{cause}}"),
+                   bars=True, stacked=True),
+        table("Removals in the time range", "Members removed in the selected range by cause and root cause "
+              "(root_cause is \"unknown\" until diagnosis, issue 6, lands). Member ids, hosts and client ids "
+              "are in member_removals output, not in metrics.", "short",
+              Query(f"sum by (cluster, group, cause, root_cause) (increase({MR}[$__range]))"),
+              rename={"Value": "removals"}, sort_by="removals"),
+    ])
+    return Dashboard(
+        uid="rebalance-group", title="Kafka rebalances / group",
+        description="One consumer group (or a few): state timeline, generation, members, rebalances with "
+                    "their triggers and phase durations, and member removals with their causes.",
+        variables=[datasource_variable(),
+                   query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
+                   query_variable("group", "Group",
+                                  'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)')],
+        rows=[state, rebalances, phases, removals],
+        links=[{"title": "Fleet overview", "type": "link", "icon": "dashboard", "targetBlank": False,
+                "url": "/d/rebalance-fleet/kafka-rebalances-fleet-overview", "includeVars": True,
+                "keepTime": True, "asDropdown": False, "tags": [], "tooltip": ""}],
+    )

@@ -405,7 +405,8 @@ def test_group_metadata_value_v0():
     assert ev.data["current_state_ts_ms"] is None and ev.data["value_version"] == 0
     assert ev.data["members"] == [{"member_id": "m1", "group_instance_id": None, "client_id": "c1",
                                    "client_host": "/10.0.0.1", "session_timeout_ms": 10000,
-                                   "rebalance_timeout_ms": None, "assigned_partitions": 3}]
+                                   "rebalance_timeout_ms": None, "assigned_partitions": 3,
+                                   "partitions": ["orders:0", "orders:1", "orders:2"]}]
 
 
 def test_group_metadata_value_v1_with_subscription_v1_owned_partitions():

@@ -39,7 +39,8 @@ def test_kafka27_removal_details_from_offsets_topic(replay_capture):
                 if r["group"] == "sc03-heartbeat-expiry" and r["cause"] == "heartbeat_expiry"]
     # Client details come from the GroupMetadata record of the generation it belonged to.
     assert (expiry["client_id"], expiry["client_host"], expiry["session_timeout_ms"]) == ("sc03-c2", "/127.0.0.1", 6000)
-    assert expiry["root_cause"] == "unknown"
+    # Killed (kill -9) and never back: a crash; no other host/coordinator burst around it.
+    assert expiry["root_cause"] == "process_crash"
 
 
 def test_kafka27_final_group_states(replay_capture):

@@ -32,7 +32,8 @@ class DiagnosisSettings:
     host_wide_min_removals: int = 3
     host_wide_window_ms: int = 0
     # coordinator_wide: at least this many groups of one coordinator losing members involuntarily
-    # within the window, the members on at least two hosts; or a load/unload of the group by its
+    # within the window, the members on at least as many distinct hosts (else host_wide explains it);
+    # or a load/unload of the group by its
     # coordinator within the window around the removal.
     coordinator_wide_min_groups: int = 3
     coordinator_wide_window_ms: int = 10_000

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 from sinks.event_files import write_jsonl
 
@@ -61,12 +61,22 @@ class GroupStateFile:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict]) -> None:
+    def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
+             correlator: Optional[dict] = None) -> None:
+        """`correlator`: the driver's pending cross-group state (state/correlate.py), saved in the
+        same atomic write so a restart neither loses nor repeats held removal records."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"batch_id": batch_id, "groups": list(snapshots.values())}, handle,
-                      separators=(",", ":"), sort_keys=True)
+            json.dump({"batch_id": batch_id, "groups": list(snapshots.values()),
+                       "correlator": correlator}, handle, separators=(",", ":"), sort_keys=True)
         os.replace(tmp, self.path)
+
+    def load_extra(self) -> Optional[dict]:
+        """The correlator state saved with the last batch (None when absent)."""
+        if not self.path.exists():
+            return None
+        with open(self.path, encoding="utf-8") as handle:
+            return json.load(handle).get("correlator")
 
     def load(self) -> tuple[int, list[dict]]:
         if not self.path.exists():

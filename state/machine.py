@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any, Iterable, Optional
 
 from state import events as E
+from state.diagnosis import DEFAULT_SETTINGS, DiagnosisSettings, classify_in_group, decision_window_ms
 from state.model import (
     ASSIGNING, COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC,
     PROTOCOL_CONSUMER, RECONCILING, STABLE, UNKNOWN, GroupModel, Member, OpenRebalance, is_legal,
@@ -68,8 +69,13 @@ def client_id_from_member_id(member_id: str) -> Optional[str]:
 
 
 class GroupStateMachine:
-    def __init__(self, model: GroupModel):
+    def __init__(self, model: GroupModel, settings: DiagnosisSettings = DEFAULT_SETTINGS):
         self.m = model
+        self.settings = settings
+        # (position among the non-removal outputs, record) of every removal held by this instance:
+        # where it would have been emitted without the decision window (tests, debugging).
+        self.hold_order: list[tuple[int, dict[str, Any]]] = []
+        self._released = 0
         self.outputs: list[tuple[str, dict[str, Any]]] = []
         # Observations about the inputs rather than the group (clock_skew records).
         self.observations: list[tuple[str, dict[str, Any]]] = []
@@ -99,6 +105,7 @@ class GroupStateMachine:
         """Event time has passed `watermark_ms`: emit what was waiting for later evidence."""
         self._flush_pending_completion(watermark_ms)
         self._resolve_source_checks(watermark_ms)
+        self._release_removals(watermark_ms)
 
     def next_deadline_ms(self) -> Optional[int]:
         """Event time at which `advance_to` has something to do (None: nothing pending)."""
@@ -107,6 +114,7 @@ class GroupStateMachine:
         # then it waits for the next event (apply resolves due checks too) and sets no timer.
         both = E.SOURCE_LOG in m.seen_sources and E.SOURCE_OFFSETS in m.seen_sources
         deadlines = [c["due_ms"] for c in m.generation_checks.values()] if both else []
+        deadlines += [h["decide_at"] for h in self.m.held_removals]
         o = self.m.open_rebalance
         if o is not None and o.completed_at_ms is not None:
             deadlines.append(o.completed_at_ms + METADATA_GRACE_MS)
@@ -166,6 +174,74 @@ class GroupStateMachine:
                 "checked_at_ms": c["due_ms"], "source_id": c["source_id"], "seq": c["seq"],
             }))
             m.source_mismatches += 1
+
+    # ------------------------------------------------------------------ diagnosis (held removals)
+    def _hold_removal(self, record: dict[str, Any], known: Optional[Member]) -> None:
+        """Keep a removal record until event time passes its decision window (state/diagnosis.py)."""
+        m = self.m
+        held: dict[str, Any] = {"rec": record,
+                                "decide_at": record["removed_at_ms"] + decision_window_ms(record, self.settings)}
+        if record["cause"] == "leave_group":
+            at = record["removed_at_ms"]
+            stall = record.get("rebalance_timeout_ms")
+            parts = None if known is None else known.partitions
+            if parts and stall:
+                commits = [m.partition_commits[p] for p in parts if p in m.partition_commits]
+                newest = max((c for c in commits if c <= at), default=None)
+                held["stalled"] = newest is None or newest <= at - stall
+                if newest is None:
+                    held["commit_text"] = f"no commit on its {len(parts)} partition(s) before the leave"
+                else:
+                    held["commit_text"] = (f"last commit on its {len(parts)} partition(s) "
+                                           f"{(at - newest) / 1000:.1f} s before the leave "
+                                           f"({'no commit during' if held['stalled'] else 'commits during'} "
+                                           f"the last {stall / 1000:.1f} s)")
+            else:
+                held["commit_text"] = "commit evidence not available (assignment unknown), the rejoin alone decides"
+        m.held_removals.append(held)
+        self.hold_order.append((len(self.outputs) - self._released, record))
+
+    def _observe_join(self, member_id: Optional[str], client_id: Optional[str], client_host: Optional[str],
+                      ts_ms: int) -> None:
+        """A member (re)joined: the client of a held removal came back?"""
+        if client_id is None and member_id is not None and self.m.protocol == PROTOCOL_CLASSIC:
+            client_id = client_id_from_member_id(member_id)
+        for h in self.m.held_removals:
+            r = h["rec"]
+            if h.get("rejoined_at_ms") is not None or ts_ms <= r["removed_at_ms"] or ts_ms > h["decide_at"]:
+                continue
+            same_id = member_id is not None and member_id == r["member_id"]
+            same_client = (not same_id and r.get("protocol") != PROTOCOL_CONSUMER and client_id is not None and client_id == r.get("client_id")
+                           and (client_host is None or r.get("client_host") is None
+                                or client_host == r.get("client_host")))
+            if same_id or same_client:
+                h["rejoined_at_ms"] = ts_ms
+                h["same_member_id"] = same_id
+
+    def _release_removals(self, now_ms: int) -> None:
+        m = self.m
+        if not m.held_removals:
+            return
+        keep = []
+        for h in m.held_removals:
+            if now_ms <= h["decide_at"]:
+                keep.append(h)
+                continue
+            rec = h["rec"]
+            window = self.settings.coordinator_wide_window_ms
+            moves = [t for t in m.coordinator_moves if abs(t - rec["removed_at_ms"]) <= window]
+            if moves:
+                h["coordinator_move_ms"] = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
+            if rec["cause"] == "leave_group" and h.get("rejoined_at_ms") is not None \
+                    and (rec.get("reason_text") or "not provided") == "not provided" \
+                    and h["rejoined_at_ms"] - rec["removed_at_ms"] <= self.settings.leave_window_ms(
+                        rec.get("rebalance_timeout_ms")) \
+                    and h.get("stalled", True):
+                h["poll_inferred"] = True
+            classify_in_group(rec, h, self.settings)
+            self.outputs.append((OUT_REMOVAL, rec))
+            self._released += 1
+        m.held_removals = keep
 
     # ------------------------------------------------------------------ clock skew
     def _probe_clock(self, ev: E.Event) -> None:
@@ -283,12 +359,20 @@ class GroupStateMachine:
         if m.leader == member_id:
             m.leader = None
         record = self._removal_record(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text)
-        self.outputs.append((OUT_REMOVAL, record))
+        self._hold_removal(record, known)
         m.removals_total += 1
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
-            m.open_rebalance.removals.append(member_id)
+            self._note_removal_in(m.open_rebalance, member_id, known, cause)
         else:
             m.unattached_removals.append([member_id, ev.ts_ms, cause])
+
+    @staticmethod
+    def _note_removal_in(o: OpenRebalance, member_id: str, known: Optional[Member], cause: str) -> None:
+        o.removals.append(member_id)
+        if cause in ("rebalance_timeout", "sync_timeout"):
+            o.timeout_removals.append(member_id)
+        if known is not None and known.rebalance_timeout_ms:
+            o.max_rebalance_timeout_ms = max(o.max_rebalance_timeout_ms or 0, known.rebalance_timeout_ms)
 
     def _take_recent_removals(self, ts_ms: int) -> list[list]:
         recent = [r for r in self.m.unattached_removals if ts_ms - r[1] <= REMOVAL_ATTACH_WINDOW_MS]
@@ -319,6 +403,12 @@ class GroupStateMachine:
             coordinator=ev.broker if ev.broker is not None else m.coordinator,
             generation=generation, removals=[r[0] for r in recent],
         )
+        timeouts = [mm.rebalance_timeout_ms for mm in m.members.values() if mm.rebalance_timeout_ms]
+        if timeouts:
+            opened.max_rebalance_timeout_ms = max(timeouts)
+        if ev.ts_ms is not None:
+            window = self.settings.storm_window_ms
+            m.rebalance_starts = [t for t in m.rebalance_starts if ev.ts_ms - t < window][-999:] + [ev.ts_ms]
         m.open_rebalance = opened
         return opened
 
@@ -346,6 +436,7 @@ class GroupStateMachine:
             "trigger_member": opened.trigger_member, "reason_text": opened.reason_text,
             "outcome": outcome, "members": members, "removed_members": list(opened.removals),
         }
+        record.update(self._slow_rebalance_fields(opened, record))
         self.outputs.append((OUT_REBALANCE, record))
         m.rebalances_total += 1
         if opened.generation is not None:
@@ -353,6 +444,25 @@ class GroupStateMachine:
             m.last_emitted_generation = opened.generation if prior is None else max(prior, opened.generation)
         if m.open_rebalance is opened:
             m.open_rebalance = None
+
+    def _slow_rebalance_fields(self, o: OpenRebalance, record: dict[str, Any]) -> dict[str, Any]:
+        """waited_for_member / hit_rebalance_timeout / rebalance_timeout_ms / initial_delay_seconds."""
+        timeouts = [mm.rebalance_timeout_ms for mm in self.m.members.values() if mm.rebalance_timeout_ms]
+        if o.max_rebalance_timeout_ms:
+            timeouts.append(o.max_rebalance_timeout_ms)
+        timeout = max(timeouts) if timeouts else None
+        join_s = record["join_seconds"]
+        hit = bool(o.timeout_removals) or (
+            o.protocol == PROTOCOL_CLASSIC and join_s is not None and timeout is not None
+            and join_s * 1000 >= REBALANCE_TIMEOUT_SHARE * timeout)
+        initial = None
+        if o.protocol == PROTOCOL_CLASSIC and o.previous_generation == 0 and join_s is not None:
+            # A new (Empty) group: the JOIN phase is group.initial.rebalance.delay.ms (extended while
+            # members keep joining); there is no old member to wait for.
+            initial = join_s
+        return {"waited_for_member": o.timeout_removals[-1] if o.timeout_removals else None,
+                "hit_rebalance_timeout": hit, "rebalance_timeout_ms": timeout,
+                "initial_delay_seconds": initial}
 
     def _flush_pending_completion(self, now_ms: int, closing_event: Optional[E.Event] = None) -> None:
         """Emit a Stable-completed classic rebalance still waiting for its metadata record."""
@@ -409,9 +519,9 @@ class GroupStateMachine:
             template = INFERRED_TIMEOUT if timed_out else INFERRED_LEAVE
             record = self._removal_record(member_id, known, cause, ev, at_ms, o.previous_generation,
                                           evidence=template.format(prev=o.previous_generation, gen=o.generation))
-            self.outputs.append((OUT_REMOVAL, record))
+            self._hold_removal(record, known)
             m.removals_total += 1
-            o.removals.append(member_id)
+            self._note_removal_in(o, member_id, known, cause)
             if not timed_out:
                 leavers.append(member_id)
         if o.trigger == "unknown" and o.reason_text is None:
@@ -433,6 +543,7 @@ class GroupStateMachine:
         m = self.m
         m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
         m.recent_joins.append([ev.member_id, ev.ts_ms])
+        self._observe_join(ev.member_id, None, None, ev.ts_ms)
 
     def on_prepare(self, ev: E.Event) -> None:
         m = self.m
@@ -454,6 +565,8 @@ class GroupStateMachine:
             trigger = "unknown"   # caused by the consumer member that just left (attached below)
         self._open(ev, PROTOCOL_CLASSIC, ev.generation, trigger, ev.data.get("trigger_member"),
                    ev.reason, ev.ts_ms)
+        if trigger == "member_join" and ev.data.get("trigger_member"):
+            self._observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
 
     def on_join_complete(self, ev: E.Event) -> None:
         m = self.m
@@ -533,8 +646,11 @@ class GroupStateMachine:
                 member_id=mid, client_id=raw.get("client_id"), client_host=raw.get("client_host"),
                 group_instance_id=raw.get("group_instance_id"),
                 session_timeout_ms=raw.get("session_timeout_ms"),
-                rebalance_timeout_ms=raw.get("rebalance_timeout_ms"),
+                rebalance_timeout_ms=raw.get("rebalance_timeout_ms"), partitions=raw.get("partitions"),
             )
+        for mid, mm in new_members.items():
+            if mid not in m.members:
+                self._observe_join(mid, mm.client_id, mm.client_host, ev.ts_ms)
         previous, previous_generation = m.members, m.members_generation
         m.members = new_members
         m.members_generation = gen
@@ -633,6 +749,7 @@ class GroupStateMachine:
             replacement.member_id = ev.member_id
             replacement.group_instance_id = ev.data.get("group_instance_id") or replacement.group_instance_id
             m.members[ev.member_id] = replacement
+            self._observe_join(ev.member_id, replacement.client_id, replacement.client_host, ev.ts_ms)
 
     def on_group_dead(self, ev: E.Event) -> None:
         m = self.m
@@ -654,8 +771,16 @@ class GroupStateMachine:
             return  # classic -> consumer conversion deletes the classic record, not the group
         self.on_group_dead(ev)
 
+    def on_group_unloaded(self, ev: E.Event) -> None:
+        self._note_coordinator_move(ev)
+
+    def _note_coordinator_move(self, ev: E.Event) -> None:
+        if ev.source == E.SOURCE_LOG:
+            self.m.coordinator_moves = (self.m.coordinator_moves + [ev.ts_ms])[-4:]
+
     def on_group_loaded(self, ev: E.Event) -> None:
         m = self.m
+        self._note_coordinator_move(ev)
         if ev.generation is not None and m.generation is None:
             m.generation = ev.generation
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None \
@@ -674,6 +799,13 @@ class GroupStateMachine:
         commit_ts = ev.data.get("commit_ts_ms") or ev.ts_ms
         m.last_commit_ms = commit_ts if m.last_commit_ms is None else max(m.last_commit_ms, commit_ts)
         m.commits_total += int(ev.data.get("count") or 1)
+        if ev.data.get("topic") is not None and ev.data.get("partition") is not None:
+            key = f"{ev.data['topic']}:{ev.data['partition']}"
+            m.partition_commits[key] = max(m.partition_commits.get(key, commit_ts), commit_ts)
+
+    def on_offset_tombstone(self, ev: E.Event) -> None:
+        if ev.data.get("topic") is not None:
+            self.m.partition_commits.pop(f"{ev.data['topic']}:{ev.data.get('partition')}", None)
 
     # ------------------------------------------------------------------ KIP-848 handlers
     def _note_consumer_trigger(self, trigger: str, member_id: Optional[str], ev: E.Event) -> None:
@@ -697,6 +829,8 @@ class GroupStateMachine:
         if ev.member_id and ev.member_id not in m.members:
             m.members[ev.member_id] = Member(member_id=ev.member_id,
                                              group_instance_id=ev.data.get("group_instance_id"))
+        if ev.member_id:
+            self._observe_join(ev.member_id, None, None, ev.ts_ms)
         self._note_consumer_trigger("member_join", ev.member_id, ev)
 
     def on_consumer_member_left(self, ev: E.Event) -> None:
@@ -789,6 +923,7 @@ class GroupStateMachine:
         if ev.data.get("session_timeout_ms") is not None:
             member.session_timeout_ms = ev.data["session_timeout_ms"]
         m.members[ev.member_id] = member
+        self._observe_join(ev.member_id, member.client_id, member.client_host, ev.ts_ms)
 
     def on_cg_target_epoch(self, ev: E.Event) -> None:
         if not ev.data.get("tombstone") and ev.generation is not None:
@@ -844,6 +979,8 @@ _HANDLERS = {
     E.GROUP_TOMBSTONE: GroupStateMachine.on_group_tombstone,
     E.GROUP_LOADED: GroupStateMachine.on_group_loaded,
     E.OFFSET_COMMIT: GroupStateMachine.on_offset_commit,
+    E.OFFSET_TOMBSTONE: GroupStateMachine.on_offset_tombstone,
+    E.GROUP_UNLOADED: GroupStateMachine.on_group_unloaded,
     E.CONSUMER_MEMBER_JOINED: GroupStateMachine.on_consumer_member_joined,
     E.CONSUMER_MEMBER_LEFT: GroupStateMachine.on_consumer_member_left,
     E.CONSUMER_MEMBER_FENCED: GroupStateMachine.on_consumer_member_fenced,
@@ -872,4 +1009,8 @@ def snapshot(model: GroupModel) -> dict[str, Any]:
         "invalid_transitions": model.invalid_transitions,
         "last_commit_ms": model.last_commit_ms, "commits_total": model.commits_total,
         "last_event_ms": model.last_event_ms,
+        "rebalance_timeout_ms": max((mm.rebalance_timeout_ms for mm in model.members.values()
+                                     if mm.rebalance_timeout_ms), default=None),
+        "recent_rebalance_starts_ms": list(model.rebalance_starts),
+        "held_removals": len(model.held_removals),
     }

@@ -54,6 +54,9 @@ class Member:
     member_epoch: Optional[int] = None
     member_state: Optional[int] = None
     has_assignment_record: bool = False
+    # Classic consumer protocol: assigned partitions ("topic:partition") from the GroupMetadata
+    # record (None: not known). Commit evidence of the poll-timeout inference.
+    partitions: Optional[list] = None
 
 
 @dataclass
@@ -70,6 +73,10 @@ class OpenRebalance:
     join_completed_at_ms: Optional[int] = None
     completed_at_ms: Optional[int] = None      # classic: became Stable; consumer: all reconciled
     removals: list[str] = field(default_factory=list)  # member ids removed during it
+    # Members removed at the rebalance (or sync) timeout during it: the JOIN phase waited for them.
+    timeout_removals: list[str] = field(default_factory=list)
+    # Largest rebalance_timeout_ms of the members it started with or removed (the JOIN deadline).
+    max_rebalance_timeout_ms: Optional[int] = None
 
 
 @dataclass
@@ -118,6 +125,15 @@ class GroupModel:
     invalid_transitions: int = 0
     source_mismatches: int = 0
     last_event_ms: Optional[int] = None
+    # Diagnosis (state/diagnosis.py): removal records held until their decision time, each
+    # {"rec": record, "decide_at": ms, ...what was learned while held}.
+    held_removals: list = field(default_factory=list)
+    # Newest commit time per "topic:partition" (OFFSET_COMMIT records).
+    partition_commits: dict = field(default_factory=dict)
+    # Times the coordinator loaded/unloaded the group (last few).
+    coordinator_moves: list = field(default_factory=list)
+    # Start times of recent rebalances (storm gauge), pruned to the storm window.
+    rebalance_starts: list = field(default_factory=list)
 
     # --- serialisation (the Spark state stores this JSON string) -----------------------------
     def to_json(self) -> str:

@@ -1,7 +1,8 @@
 """Run the state machine over already-parsed events without Spark (tests, debugging).
 
 Same semantics as the streaming job: events grouped by (cluster, group), applied in
-Event.sort_key order, then the clock advanced past every deadline.
+Event.sort_key order, then the clock advanced past every deadline; removal records then go
+through the cross-group correlator (state/correlate.py) like in the driver.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from state import events as E
+from state.correlate import correlate_all
 from state.machine import GroupStateMachine, snapshot
 from state.model import GroupModel
 
@@ -28,4 +30,6 @@ def run_events(events: Iterable[E.Event]) -> dict[str, list]:
         for kind, record in machine.outputs + machine.observations:
             out[kind].append(record)
         out["snapshot"].append(snapshot(machine.m))
+    # Cross-group root causes (host-wide, coordinator-wide), as the streaming driver applies them.
+    out["removal"] = correlate_all(out["removal"])
     return out

@@ -215,8 +215,36 @@ def print_summary(collector, out=sys.stdout) -> None:
         print(f"{r['cluster']:<10} {r['group'][:34]:<34} {_short(r['member_id']):<31} "
               f"{_short(r['client_id'], 22):<22} {_utc(r['removed_at_ms']):<12} {r['cause']:<22} {r['root_cause']}",
               file=out)
+    print_diagnosis(collector, out)
     print(f"\n{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
           f"{len(collector.anomalies)} invalid transitions", file=out)
+
+
+def print_diagnosis(collector, out=sys.stdout) -> None:
+    """Removals by root cause with their evidence, and the rebalances that hit their timeout."""
+    removals = sorted(collector.removals, key=lambda r: (r["cluster"], r["removed_at_ms"], r["group"]))
+    by_root: dict[str, list[dict]] = {}
+    for r in removals:
+        by_root.setdefault(r["root_cause"], []).append(r)
+    print(f"\nDIAGNOSIS ({len(removals)} removals)", file=out)
+    order = ("process_crash", "process_pause", "slow_processing", "host_wide", "coordinator_wide",
+             "graceful_shutdown", "unknown")
+    for root in sorted(by_root, key=lambda k: order.index(k) if k in order else len(order)):
+        rows = by_root[root]
+        print(f"  {root} ({len(rows)})", file=out)
+        shown = rows if root != "graceful_shutdown" else rows[:3]
+        for r in shown:
+            print(f"    {r['cluster']} {_utc(r['removed_at_ms'])} {r['group'][:34]} {r['cause']}: {r['evidence']}",
+                  file=out)
+        if len(shown) < len(rows):
+            print(f"    ... {len(rows) - len(shown)} more", file=out)
+    slow = [r for r in collector.rebalances if r.get("hit_rebalance_timeout")]
+    if slow:
+        print(f"  rebalances that ran into their rebalance timeout ({len(slow)})", file=out)
+        for r in slow:
+            print(f"    {r['cluster']} {r['group'][:34]} {r['previous_generation']}->{r['generation']}: JOIN "
+                  f"{r['join_seconds']} s of {(r['rebalance_timeout_ms'] or 0) / 1000:.1f} s, waited for "
+                  f"{_short(r['waited_for_member']) if r['waited_for_member'] else '?'}", file=out)
 
 
 def demo_inputs(captures_dir: Path) -> tuple[list[LogInput], list[OffsetsInput]]:

@@ -22,6 +22,7 @@ from sinks import event_files
 from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import write_textfile
 from sinks.prometheus import MetricsSink
+from state.correlate import Correlator
 from streaming.config import LogInput, MonitorSettings, OffsetsInput
 from streaming.query import replay_query
 
@@ -73,6 +74,12 @@ class RunCollector:
     # Spark re-runs after a crash updates snapshots but is not counted again.
     counted_through: int = -1
     on_batch: Optional[Callable[["RunCollector", int], None]] = None
+    # Cross-group root causes: removal records wait here until the watermark ("clock" rows) has
+    # passed them far enough (state/correlate.py); its state is saved with the state file.
+    correlator: Correlator = field(default_factory=Correlator)
+    # Last batch whose removals went through the correlator (restored from the state file): a
+    # re-run batch at or below it neither feeds it again nor rewrites the event sink.
+    correlated_through: int = -1
 
     def handle(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "snapshot":
@@ -96,15 +103,26 @@ class RunCollector:
              "quarantine": self.quarantine}.get(kind, []).append(record)
         self.metrics.observe(kind, record)
 
+    def correlate(self, by_kind: dict[str, list[dict]]) -> None:
+        """Removals of this batch into the correlator; the decided ones (any batch's) out."""
+        self.correlator.add(by_kind.get("removal") or [])
+        clocks = [c["watermark_ms"] for c in by_kind.get("clock") or [] if c.get("watermark_ms") is not None]
+        by_kind["removal"] = self.correlator.advance(max(clocks) if clocks else None)
+
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
         if batch_id <= self.last_batch_id:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}
         for row in df.collect():
             by_kind.setdefault(row["kind"], []).append(json.loads(row["record_json"]))
-        if self.event_sink is not None:
-            # Files first: a crash after this point re-runs the batch and rewrites the same files.
-            self.event_sink.write_batch(batch_id, by_kind)
+        if batch_id <= self.correlated_through:
+            by_kind = {"snapshot": by_kind.get("snapshot") or []}   # already in the sink and counters
+        else:
+            self.correlate(by_kind)
+            if self.event_sink is not None:
+                # Files first: a crash after this point re-runs the batch and rewrites the same files
+                # (the correlator state of the previous batch is what the state file holds).
+                self.event_sink.write_batch(batch_id, by_kind)
         replayed = batch_id <= self.counted_through
         for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "decode_stats", "snapshot"):
             if replayed and kind != "snapshot":
@@ -112,7 +130,8 @@ class RunCollector:
             for record in by_kind.get(kind, []):
                 self.handle(kind, record)
         if self.state_file is not None:
-            self.state_file.save(batch_id, self.snapshots)
+            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
+        self.correlated_through = max(self.correlated_through, batch_id)
         self.metrics.batches.inc()
         self.last_batch_id = batch_id
         if self.on_batch is not None:
@@ -124,6 +143,8 @@ class RunCollector:
         last = -1
         if self.state_file is not None:
             last, snapshots = self.state_file.load()
+            self.correlator.load_state(self.state_file.load_extra())
+            self.correlated_through = last
             for snap in snapshots:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
                 self.metrics.observe("snapshot", snap)
@@ -133,6 +154,11 @@ class RunCollector:
                     self.metrics.observe(kind, record)
             self.counted_through = max(last, self.event_sink.last_batch_id())
         return last
+
+    def finish(self) -> None:
+        """End of a finite input: every removal still held by the correlator is decided."""
+        for record in self.correlator.advance(2 ** 62):
+            self.handle("removal", record)
 
     def count_progress(self, progress: dict) -> None:
         """Health metrics from one of Spark's progress reports (one per micro-batch)."""
@@ -267,6 +293,7 @@ def replay(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
     collector = collector or RunCollector(MetricsSink(settings.duration_buckets))
     outputs = replay_query(spark, settings, logs, offsets, max_rows_per_batch, offsets_rows_per_batch)
     run_to_end(spark, outputs, collector)
+    collector.finish()
     if out_dir:
         collector.write_outputs(out_dir)
     return collector

@@ -653,6 +653,22 @@ def _assignment(b: bytes) -> tuple[int, list]:
     return sum(k for _, k in tps), sorted({t for t, _ in tps})
 
 
+def _assignment_partitions(b: bytes) -> list[str]:
+    """Sorted `topic:partition` ids of an Assignment `_assignment` has already validated (the
+    reference decoder's member field `partitions`, used by the diagnosis' commit evidence)."""
+    n = _I(b, 2)[0]
+    p = 6
+    out = []
+    for _ in range(n):
+        sl = _H(b, p)[0]
+        topic = b[p + 2:p + 2 + sl].decode("utf-8")
+        q = p + 2 + sl
+        k = _I(b, q)[0]
+        out += [f"{topic}:{i}" for i in struct.unpack_from(f">{k}i", b, q + 4)]
+        p = q + 4 + 4 * k
+    return sorted(out)
+
+
 def fast_group_metadata(key: bytes, value: bytes):
     """(group, generation, data) as the full decoder would give them, or None."""
     try:
@@ -695,11 +711,12 @@ def fast_group_metadata(key: bytes, value: bytes):
             asg, p = _bytes(b, p)
             em = {"member_id": member_id, "group_instance_id": instance, "client_id": client_id,
                   "client_host": client_host, "session_timeout_ms": session,
-                  "rebalance_timeout_ms": rebalance, "assigned_partitions": None}
+                  "rebalance_timeout_ms": rebalance, "assigned_partitions": None, "partitions": None}
             if consumer:
                 s = _subscription(sub) if sub else None
                 a = _assignment(asg) if asg else None
                 em["assigned_partitions"] = 0 if a is None else a[0]
+                em["partitions"] = None if a is None else _assignment_partitions(asg)
                 if s is not None:
                     em.update(s)
                 if a is not None:

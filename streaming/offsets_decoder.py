@@ -768,7 +768,9 @@ def _group_metadata_data(v: dict) -> dict:
               "client_id": m["client_id"], "client_host": m["client_host"],
               "session_timeout_ms": m["session_timeout"],
               "rebalance_timeout_ms": m["rebalance_timeout"],
-              "assigned_partitions": assigned}
+              "assigned_partitions": assigned,
+              "partitions": None if assignment is None else sorted(
+                  f"{tp['topic']}:{p}" for tp in assignment["assigned_partitions"] for p in tp["partitions"])}
         sub = m.get("subscription")
         if sub is not None:
             # ConsumerProtocolSubscription: topics (v0+), owned partitions (v1+, cooperative),

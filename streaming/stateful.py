@@ -22,6 +22,9 @@ from streaming.schema import EVENT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, STATS
 
 OUT_SNAPSHOT = "snapshot"
 OUT_QUARANTINE = "quarantine"
+# Every call reports the batch watermark: the driver's cross-group correlator (state/correlate.py)
+# learns event-time progress from it.
+OUT_CLOCK = "clock"
 OUTPUT_COLUMNS = ["kind", "cluster", "group", "ts_ms", "record_json"]
 
 _TS = EVENT_COLUMNS.index("ts_ms")
@@ -66,6 +69,11 @@ def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) ->
     return not any(re.search(p, group) for p in deny)
 
 
+def _clock_row(cluster: str, state) -> tuple:
+    watermark = state.getCurrentWatermarkMs()
+    return (OUT_CLOCK, cluster, None, watermark, _dump({"watermark_ms": watermark}))
+
+
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
                   group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = ()
                   ) -> Iterator[pd.DataFrame]:
@@ -76,10 +84,10 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
         # watermark on their way here. No output, no state.
         for _ in pdfs:
             pass
-        yield pd.DataFrame.from_records([], columns=OUTPUT_COLUMNS)
+        yield pd.DataFrame.from_records([_clock_row(cluster, state)], columns=OUTPUT_COLUMNS)
         return
     incoming = _rows(pdfs)
-    out: list[tuple] = []
+    out: list[tuple] = [_clock_row(cluster, state)]
     if group in (QUARANTINE_GROUP, STATS_GROUP):
         # Quarantine and decode-health rows need no order or state: straight to the output.
         kind = OUT_QUARANTINE if group == QUARANTINE_GROUP else STATS_KIND

@@ -41,7 +41,9 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     assert 'rebalance_monitor_rebalances_total{cluster="kafka-2.7",group="sc03-heartbeat-expiry",' \
            'outcome="stable",protocol="classic",trigger="heartbeat_expiry"} 1.0' in page
     assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
-           'group="k4-sc09-consumer-protocol",root_cause="unknown"} 2.0' in page
+           'group="k4-sc09-consumer-protocol",root_cause="process_crash"} 1.0' in page
+    assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
+           'group="k4-sc09-consumer-protocol",root_cause="process_pause"} 1.0' in page
     assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",group="sc11-stuck-in-rebalance",' \
            'le="30.0",phase="join",protocol="classic"}' in page
     # Error counters exist at 0 per cluster, so an increase() alert sees the first bad input.

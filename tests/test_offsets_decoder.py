@@ -408,7 +408,8 @@ def test_group_metadata_value_v0():
                                    "rebalance_timeout_ms": None, "assigned_partitions": 3,
                                    "topics": ["orders"], "owned_partitions": None,
                                    "member_generation": None, "rack_id": None,
-                                   "assigned_topics": ["orders"]}]
+                                   "assigned_topics": ["orders"],
+                                   "partitions": ["orders:0", "orders:1", "orders:2"]}]
 
 
 def test_group_metadata_value_v1_with_subscription_v1_owned_partitions():

@@ -105,7 +105,7 @@ def test_member_gone_without_a_line_left_and_triggered_the_rebalance():
     [rm] = removals
     assert (rm["member_id"], rm["cause"], rm["removed_at_ms"], rm["generation"]) == (C2, "leave_group", 20000, 1)
     assert (rm["client_id"], rm["session_timeout_ms"]) == (CLIENT_IDS[C2], 10000)   # from the gen-1 record
-    assert rm["evidence"] == INFERRED_LEAVE.format(prev=1, gen=2)
+    assert rm["evidence"].startswith(INFERRED_LEAVE.format(prev=1, gen=2))
     assert rm["source_id"].startswith("__consumer_offsets")      # revealed by the record
 
 
@@ -154,7 +154,8 @@ def test_a_failure_line_is_not_doubled():
                               ev(20050, E.JOIN_COMPLETE, 2), ev(20052, E.ASSIGNMENT_RECEIVED, 2),
                               metadata(20053, 2, [md_member(C1)])]
     rebalances, removals = run(events)
-    assert [(rm["member_id"], rm["cause"], rm["evidence"]) for rm in removals] == [(C2, "heartbeat_expiry", "")]
+    assert [(rm["member_id"], rm["cause"], rm["evidence"].startswith("inferred")) for rm in removals] == \
+        [(C2, "heartbeat_expiry", False)]
     assert (rebalances[-1]["trigger"], rebalances[-1]["trigger_member"]) == ("heartbeat_expiry", C2)
 
 
@@ -207,8 +208,10 @@ def test_capture_in_old_wording_gives_the_same_records(tmp_path, original, versi
         assert {f: v for f, v in o.items() if f != "reason_text"} == \
             {f: v for f, v in r.items() if f != "reason_text"}, key
     assert len(lost) == 4
-    assert sorted(json.dumps(r, sort_keys=True) for r in old["removal"]) == \
-        sorted(json.dumps(r, sort_keys=True) for r in original["removal"])
+    # The evidence quotes when the client came back: old wording has no join line, so the
+    # rejoin is seen later (the GroupMetadata record); the verdicts are the same.
+    assert sorted(json.dumps({**r, "evidence": None}, sort_keys=True) for r in old["removal"]) == \
+        sorted(json.dumps({**r, "evidence": None}, sort_keys=True) for r in original["removal"])
 
 
 def test_capture_as_a_2_0_broker_writes_it(tmp_path, original):
@@ -245,7 +248,7 @@ def test_capture_as_a_2_0_broker_writes_it(tmp_path, original):
         assert o["cause"] == r["cause"], r
         if r["cause"] == "heartbeat_expiry":            # "has failed" is INFO in every version
             # (the dropped lines shift the line numbers)
-            assert {**o, "seq": None} == {**r, "seq": None}
+            assert {**o, "seq": None, "evidence": None} == {**r, "seq": None, "evidence": None}
             continue
         # leave_group / rebalance_timeout: inferred from the members of the next generation; the
         # time is the start (a leave) or the end (dropped at the timeout) of the JOIN phase

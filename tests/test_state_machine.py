@@ -98,8 +98,40 @@ def run(events: list[E.Event], machine: Optional[GroupStateMachine] = None) -> G
     return machine
 
 
+DIAGNOSIS_REBALANCE_KEYS = ("waited_for_member", "hit_rebalance_timeout", "rebalance_timeout_ms",
+                            "initial_delay_seconds")
+
+
+def _undiagnosed_removal(r: dict) -> dict:
+    r = dict(r)
+    r["root_cause"] = "unknown"
+    if r["cause"] == "poll_timeout" and "(inferred)" in (r.get("evidence") or ""):
+        r["cause"] = "leave_group"
+    ev = r.get("evidence") or ""
+    r["evidence"] = ev.split("; ")[0] if ev.startswith("inferred:") else ""
+    return r
+
+
+def outs(machine: GroupStateMachine) -> list:
+    """machine.outputs as before the diagnosis (tested in tests/test_diagnosis.py): removals at the
+    place they were found (held or not), without root cause, rebalances without the new fields."""
+    others = [(k, r) for k, r in machine.outputs if k != "removal"]
+    out: list = []
+    held = list(machine.hold_order)
+    for i, (kind, r) in enumerate(others + [(None, None)]):
+        while held and held[0][0] <= i:
+            out.append(("removal", _undiagnosed_removal(held.pop(0)[1])))
+        if kind == "rebalance":
+            r = {k: v for k, v in r.items() if k not in DIAGNOSIS_REBALANCE_KEYS}
+        if kind is not None:
+            out.append((kind, r))
+    return out
+
+
 def records(machine: GroupStateMachine, kind: str) -> list[dict]:
-    return [r for k, r in machine.outputs if k == kind]
+    """Records of one kind without the diagnosis (tested in tests/test_diagnosis.py): removals
+    still held for their decision window included, root_cause/evidence as before diagnosis."""
+    return [r for k, r in outs(machine) if k == kind]
 
 
 def rebalance(**fields: Any) -> dict:
@@ -195,13 +227,13 @@ def test_classic_happy_path_kafka_2_7_waits_for_metadata_record():
         ev(4050, E.ASSIGNMENT_RECEIVED, 1, C1),       # 2.7: no member count
     ]
     m = run(evs)
-    assert m.outputs == []                             # waits for the GroupMetadata record
+    assert outs(m) == []                             # waits for the GroupMetadata record
     assert m.m.state == STABLE and m.m.generation == 1
     assert m.next_deadline_ms() == 4050 + METADATA_GRACE_MS
     m.apply(ev(4055, E.OFFSET_COMMIT, data={"topic": "t", "partition": 0, "offset": 5}))
-    assert m.outputs == []                             # commits do not close the wait
+    assert outs(m) == []                             # commits do not close the wait
     m.apply(metadata(4060, 1, [md_member(C1), md_member(C2)], leader=C1))
-    assert m.outputs == [(OUT_REBALANCE, rebalance(
+    assert outs(m) == [(OUT_REBALANCE, rebalance(
         generation=1, previous_generation=0, coordinator=1, started_at_ms=1000,
         join_completed_at_ms=4000, completed_at_ms=4050, ended_at_ms=4050, join_seconds=3.0,
         sync_seconds=0.05, total_seconds=3.05, trigger="member_join", trigger_member=C1,
@@ -224,7 +256,7 @@ def test_classic_kafka_2_7_without_metadata_emits_after_grace():
     m = run([prepare(1000, 0, "member_join", C1), ev(4000, E.JOIN_COMPLETE, 1),
              ev(4050, E.ASSIGNMENT_RECEIVED, 1, C1)])
     m.advance_to(4050 + METADATA_GRACE_MS)             # not yet past the grace period
-    assert m.outputs == []
+    assert outs(m) == []
     m.advance_to(4050 + METADATA_GRACE_MS + 1)
     [rec] = records(m, OUT_REBALANCE)
     assert rec["outcome"] == "stable" and rec["completed_at_ms"] == 4050
@@ -246,10 +278,10 @@ def test_classic_happy_path_kafka_2_8_member_count_emits_immediately():
         join_completed_at_ms=4000, completed_at_ms=4050, ended_at_ms=4050, join_seconds=3.0,
         sync_seconds=0.05, total_seconds=3.05, trigger="member_join", trigger_member=C1,
         reason_text=reason, outcome="stable", members=2, removed_members=[])
-    assert m.outputs == [(OUT_REBALANCE, expected)]
+    assert outs(m) == [(OUT_REBALANCE, expected)]
     assert m.m.leader == C1 and m.m.open_rebalance is None
     m.apply(metadata(4052, 1, [md_member(C1), md_member(C2)]))
-    assert m.outputs == [(OUT_REBALANCE, expected)]    # same generation: not counted twice
+    assert outs(m) == [(OUT_REBALANCE, expected)]    # same generation: not counted twice
     assert set(m.m.members) == {C1, C2}
     assert m.m.members[C2].client_host == "/10.0.0.2"
 
@@ -262,7 +294,7 @@ def test_leave_of_last_member_kafka_2_x_order():
     p = prepare(10000, 1, "member_leave", C1, reason)
     empty = ev(10001, E.GROUP_EMPTY, 2)
     m = run(start + [left, p, empty, metadata(10003, 2, [])])
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_REMOVAL, known_removal(left, C1, "leave_group", generation=1)),
         (OUT_REBALANCE, rebalance(
@@ -289,7 +321,7 @@ def test_leave_of_last_member_kafka_3_x_order(client_reason, cause, trigger):
     left = ev(10000, E.MEMBER_LEFT, member_id=C1, data={"client_reason": client_reason})
     empty = ev(10002, E.GROUP_EMPTY, 2)
     m = run(start + [p, left, empty, metadata(10004, 2, [])])
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_REMOVAL, known_removal(left, C1, cause, generation=1, reason_text=client_reason)),
         (OUT_REBALANCE, rebalance(
@@ -338,7 +370,7 @@ def test_heartbeat_expiry_uses_member_info_from_metadata_record():
                    ev(23000, E.JOIN_COMPLETE, 2),
                    ev(23010, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 1})]
     m = run(evs)
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_REMOVAL, removal(failed, C2, "heartbeat_expiry", generation=1,
                               client_id="consumer-orders-2", client_host="/10.0.0.2",
@@ -358,7 +390,7 @@ def test_heartbeat_expiry_of_unknown_member_derives_client_id():
     mid = "my-app-7f3e2d1c-0b9a-4c8d-8e7f-6a5b4c3d2e1f"
     failed = ev(5000, E.MEMBER_FAILED, member_id=mid, broker=2)
     m = run([failed])
-    assert m.outputs == [(OUT_REMOVAL, removal(failed, mid, "heartbeat_expiry", generation=None,
+    assert outs(m) == [(OUT_REMOVAL, removal(failed, mid, "heartbeat_expiry", generation=None,
                                                client_id="my-app", coordinator=2))]
 
 
@@ -379,7 +411,7 @@ def test_member_joining_before_sync_supersedes_the_rebalance():
            ev(7020, E.ASSIGNMENT_RECEIVED, 2, C1),
            metadata(7025, 2, [md_member(C1), md_member(C2)])]
     m = run(evs)
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, rebalance(
             generation=1, previous_generation=0, coordinator=1, started_at_ms=1000,
             join_completed_at_ms=4000, completed_at_ms=None, ended_at_ms=4010, join_seconds=3.0,
@@ -403,7 +435,7 @@ def test_members_not_joined_are_removed_with_rebalance_timeout():
                    ev(310000, E.JOIN_COMPLETE, 2),
                    ev(310050, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 2})]
     m = run(evs)
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_REMOVAL, known_removal(nj, C2, "rebalance_timeout", generation=1)),
         (OUT_REMOVAL, known_removal(nj, C3, "rebalance_timeout", generation=1)),
@@ -437,7 +469,7 @@ def test_static_member_replacement_fences_old_member_without_rebalance():
     repl = ev(30000, E.STATIC_MEMBER_REPLACED, member_id=S_NEW,
               data={"old_member_id": S_OLD, "group_instance_id": "inst-a"})
     m.apply(repl)
-    assert m.outputs[1:] == [(OUT_REMOVAL, removal(
+    assert outs(m)[1:] == [(OUT_REMOVAL, removal(
         repl, S_OLD, "static_member_fenced", generation=1, client_id="app-a",
         client_host="/10.0.0.9", group_instance_id="inst-a", session_timeout_ms=45000,
         rebalance_timeout_ms=600000))]
@@ -470,7 +502,7 @@ def test_offsets_only_generations_become_rebalances():
            metadata(9000, 3, [])]
     m = run(evs)
     m.advance_to(FAR_FUTURE_MS)
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, _offsets_only(1000, 1, None, "stable", 2)),
         (OUT_REBALANCE, _offsets_only(5000, 2, 1, "stable", 2)),
         (OUT_REBALANCE, _offsets_only(9000, 3, 2, "empty", 0)),
@@ -575,7 +607,7 @@ def test_group_dead_closes_open_rebalance(kind):
     reason = f"Removing member {C2} on LeaveGroup; client reason: the consumer is being closed"
     dead = ev(10500, kind, None if kind == E.GROUP_TOMBSTONE else 1)
     m = run(start + [prepare(10000, 1, "member_leave", C2, reason), dead])
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_REBALANCE, rebalance(
             generation=None, previous_generation=1, coordinator=1, started_at_ms=10000,
@@ -590,7 +622,7 @@ def test_group_dead_closes_open_rebalance(kind):
     assert m.m.invalid_transitions == 0
     m.apply(ev(10600, E.GROUP_TOMBSTONE))              # the record after the line: nothing new
     m.apply(ev(10700, E.GROUP_DEAD, 1))
-    assert len(m.outputs) == 4 and m.m.invalid_transitions == 0
+    assert len(outs(m)) == 4 and m.m.invalid_transitions == 0
 
 
 def test_group_dead_removal_order_survives_json_state():
@@ -666,7 +698,7 @@ def test_join_complete_without_prepare_is_counted_and_recovers():
     start, first = stable_group([C1, C2])
     join = ev(20000, E.JOIN_COMPLETE, 2)
     m = run(start + [join, ev(20050, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 2})])
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_ANOMALY, anomaly(join, STABLE, COMPLETING_REBALANCE)),
         (OUT_REBALANCE, rebalance(
@@ -686,10 +718,10 @@ def test_assignment_received_in_empty_is_counted_and_recovers():
                    ev(10001, E.GROUP_EMPTY, 2)]
     m = run(evs)
     assert m.m.state == EMPTY and m.m.invalid_transitions == 0
-    n = len(m.outputs)
+    n = len(outs(m))
     assign = ev(20000, E.ASSIGNMENT_RECEIVED, 3, C2, data={"members": 1})
     m.apply(assign)
-    assert m.outputs[n:] == [
+    assert outs(m)[n:] == [
         (OUT_ANOMALY, anomaly(assign, EMPTY, STABLE)),
         (OUT_REBALANCE, rebalance(
             generation=3, previous_generation=2, coordinator=1, started_at_ms=None,
@@ -708,7 +740,7 @@ def test_prepare_twice_is_counted_and_recovers():
     p2 = prepare(10100, 1, "member_join", C4)
     m = run(start + [p1, p2, ev(13100, E.JOIN_COMPLETE, 2),
                      ev(13110, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 4})])
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, first),
         (OUT_REBALANCE, rebalance(
             generation=None, previous_generation=1, coordinator=1, started_at_ms=10000,
@@ -816,7 +848,7 @@ def test_random_events_never_raise_and_keep_the_contract(seed):
     events = [_random_event(rng, rng.randint(0, 60000)) for _ in range(3000)]
     m = run(events)
     m.advance_to(FAR_FUTURE_MS)
-    _check_contract(m.outputs)
+    _check_contract(outs(m))
     model = m.m
     assert model.rebalances_total == len(records(m, OUT_REBALANCE))
     assert model.removals_total == len(records(m, OUT_REMOVAL))
@@ -834,13 +866,13 @@ def test_random_events_never_raise_and_keep_the_contract(seed):
         n = rng.randint(1, 200)
         part = GroupStateMachine(GroupModel.from_json(state))
         part.apply_all(ordered[i:i + n])
-        outputs.extend(part.outputs)
+        outputs.extend(outs(part))
         state = part.m.to_json()
         i += n
     last = GroupStateMachine(GroupModel.from_json(state))
     last.advance_to(FAR_FUTURE_MS)
-    outputs.extend(last.outputs)
-    assert outputs == m.outputs
+    outputs.extend(outs(last))
+    assert outputs == outs(m)
     assert last.m.to_json() == model.to_json()
 
 
@@ -868,9 +900,9 @@ def _consumer_start() -> tuple[list[E.Event], dict]:
 def test_kip848_first_member_joins():
     evs, rec = _consumer_start()
     m = run(evs[:-1])
-    assert m.outputs == [] and m.m.state == "Reconciling" and m.m.protocol == "consumer"
+    assert outs(m) == [] and m.m.state == "Reconciling" and m.m.protocol == "consumer"
     m.apply(evs[-1])
-    assert m.outputs == [(OUT_REBALANCE, rec)]
+    assert outs(m) == [(OUT_REBALANCE, rec)]
     assert m.m.state == STABLE and m.m.generation == 1 and m.m.open_rebalance is None
     assert m.m.members[K1].client_id == "app-1" and m.m.members[K1].member_epoch == 1
 
@@ -906,7 +938,7 @@ def test_kip848_fence_then_bump(fence_reason, cause, trigger):
             ev(60001, E.CG_MEMBER, member_id=K2, data={"tombstone": True}),
             ev(60010, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={"member_epoch": 3, "state": 0})]
     m = run(evs)
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, recs[0]), (OUT_REBALANCE, recs[1]),
         (OUT_REMOVAL, removal(fence, K2, cause, generation=2, protocol="consumer",
                               client_id="app-2", client_host="/10.0.0.6")),
@@ -929,7 +961,7 @@ def test_kip848_last_member_leaves():
             ev(90001, E.CG_EPOCH, 2)]
     m = run(evs)
     m.advance_to(FAR_FUTURE_MS)
-    assert m.outputs == [
+    assert outs(m) == [
         (OUT_REBALANCE, rec1),
         (OUT_REMOVAL, removal(left, K1, "leave_group", generation=1, protocol="consumer",
                               client_id="app-1", client_host="/10.0.0.5",
@@ -1024,12 +1056,12 @@ def test_state_through_json_between_every_event_gives_same_outputs():
     for e in events:
         part = GroupStateMachine(GroupModel.from_json(state))
         part.apply(e)
-        outputs.extend(part.outputs)
+        outputs.extend(outs(part))
         state = part.m.to_json()
     last = GroupStateMachine(GroupModel.from_json(state))
     last.advance_to(FAR_FUTURE_MS)
-    outputs.extend(last.outputs)
-    assert outputs == whole.outputs
+    outputs.extend(outs(last))
+    assert outputs == outs(whole)
     assert last.m.to_json() == whole.m.to_json()
     assert [r["outcome"] for r in records(whole, OUT_REBALANCE)] == [
         "stable", "stable", "superseded", "stable", "empty"]
@@ -1047,7 +1079,7 @@ def test_shuffled_events_give_identical_outputs(seed):
     random.Random(seed).shuffle(shuffled)
     other = run(shuffled)
     other.advance_to(FAR_FUTURE_MS)
-    assert other.outputs == reference.outputs
+    assert outs(other) == outs(reference)
     assert other.m.to_json() == reference.m.to_json()
 
 

@@ -31,9 +31,13 @@ CLOCK_SKEW_WINDOW = 15
 class GroupStateCollector(Collector):
     """Gauges from the latest snapshot per (cluster, group)."""
 
-    def __init__(self) -> None:
+    # States in which a group is rebalancing (classic) or converging (KIP-848).
+    IN_PROGRESS = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+
+    def __init__(self, storm_window_ms: int = 600_000) -> None:
         self._lock = threading.Lock()
         self._snapshots: dict[tuple[str, str], dict[str, Any]] = {}
+        self.storm_window_ms = storm_window_ms
 
     def update(self, snapshot: dict[str, Any]) -> None:
         key = (snapshot["cluster"], snapshot["group"])
@@ -63,11 +67,29 @@ class GroupStateCollector(Collector):
                                   labels=["cluster", "group", "protocol"])
         groups = GaugeMetricFamily(f"{PREFIX}_groups", "Groups tracked, by state.",
                                    labels=["cluster", "state"])
+        in_progress = GaugeMetricFamily(
+            f"{PREFIX}_group_rebalance_in_progress_seconds",
+            "Event-time seconds the group has been rebalancing (PreparingRebalance/CompletingRebalance, "
+            "or Assigning/Reconciling for consumer groups): newest event time of the cluster minus the "
+            "group's last transition. Only groups that are rebalancing have a series.",
+            labels=["cluster", "group", "protocol"])
+        timeout = GaugeMetricFamily(
+            f"{PREFIX}_group_rebalance_timeout_seconds",
+            "The group's rebalance timeout: the largest rebalance timeout (max.poll.interval.ms) of its members.",
+            labels=["cluster", "group", "protocol"])
+        in_window = GaugeMetricFamily(
+            f"{PREFIX}_group_rebalances_in_window",
+            "Rebalances the group started within the storm window (event time, default 10 min) before "
+            "the newest event time of the cluster.", labels=["cluster", "group", "protocol"])
         member_total = GaugeMetricFamily(f"{PREFIX}_state_members",
                                          "Members held in the monitor's state, over all groups.",
                                          labels=["cluster"])
         per_state: dict[tuple[str, str], int] = {}
         per_cluster_members: dict[str, int] = {}
+        cluster_now: dict[str, int] = {}
+        for snap in snapshots:
+            if snap.get("last_event_ms") is not None:
+                cluster_now[snap["cluster"]] = max(cluster_now.get(snap["cluster"], 0), snap["last_event_ms"])
         for snap in sorted(snapshots, key=lambda s: (s["cluster"], s["group"])):
             per_cluster_members[snap["cluster"]] = per_cluster_members.get(snap["cluster"], 0) \
                 + int(snap.get("member_count") or 0)
@@ -83,13 +105,21 @@ class GroupStateCollector(Collector):
             members.add_metric(labels, float(snap.get("member_count") or 0))
             if snap.get("state_since_ms") is not None:
                 since.add_metric(labels, snap["state_since_ms"] / 1000.0)
+            now = cluster_now.get(snap["cluster"])
+            if snap["state"] in self.IN_PROGRESS and snap.get("state_since_ms") is not None and now:
+                in_progress.add_metric(labels, max(0.0, (now - snap["state_since_ms"]) / 1000.0))
+            if snap.get("rebalance_timeout_ms"):
+                timeout.add_metric(labels, snap["rebalance_timeout_ms"] / 1000.0)
+            if now:
+                starts = snap.get("recent_rebalance_starts_ms") or []
+                in_window.add_metric(labels, float(sum(1 for t in starts if now - t < self.storm_window_ms)))
             k = (snap["cluster"], snap["state"])
             per_state[k] = per_state.get(k, 0) + 1
         for (cluster, name), count in sorted(per_state.items()):
             groups.add_metric([cluster, name], float(count))
         for cluster, count in sorted(per_cluster_members.items()):
             member_total.add_metric([cluster], float(count))
-        return [state, generation, members, since, groups, member_total]
+        return [state, generation, members, since, groups, member_total, in_progress, timeout, in_window]
 
 
 OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
@@ -125,6 +155,10 @@ class MetricsSink:
             "Rebalance phase durations: join (start to join end), sync (join end to Stable), "
             "total (start to Stable, or to Empty).",
             ["cluster", "group", "protocol", "phase"], buckets=tuple(duration_buckets), registry=r)
+        self.rebalance_timeouts = Counter(
+            f"{PREFIX}_rebalance_timeouts_total",
+            "Rebalances whose JOIN phase ran into the group's rebalance timeout (a member did not rejoin).",
+            ["cluster", "group"], registry=r)
         self.rebalances = Counter(
             f"{PREFIX}_rebalances_total", "Rebalances that ended, by trigger and outcome.",
             ["cluster", "group", "protocol", "trigger", "outcome"], registry=r)
@@ -240,6 +274,8 @@ class MetricsSink:
                 if value is not None:
                     self._child(self.rebalance_duration, key, labels + (phase,)).observe(max(0.0, value))
             self._child(self.rebalances, key, labels + (record["trigger"], record["outcome"])).inc()
+            if record.get("hit_rebalance_timeout"):
+                self._child(self.rebalance_timeouts, key, labels[:2]).inc()
         elif kind == "removal":
             key = (record["cluster"], record["group"])
             labels = (record["cluster"], self._group_label(*key), record["cause"], record["root_cause"])

@@ -183,3 +183,28 @@ def test_correlator_is_independent_of_batching_and_survives_a_restart():
     out = restarted.advance(t0 + 4000 + c.hold_ms + 1)
     assert [r["root_cause"] for r in out] == ["host_wide"] * 3
     assert restarted.advance(t0 + 10 ** 7) == []     # emitted once
+
+
+def test_storm_and_stuck_gauges_from_snapshots():
+    from prometheus_client import CollectorRegistry
+    from sinks.exposition import text
+    from sinks.prometheus import MetricsSink
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    base = 1_795_288_000_000
+    sink.observe("snapshot", {"cluster": "c", "group": "stuck", "protocol": "classic",
+                              "state": "PreparingRebalance", "state_since_ms": base, "member_count": 2,
+                              "last_event_ms": base, "rebalance_timeout_ms": 15000,
+                              "recent_rebalance_starts_ms": [base - 700_000, base - 20_000, base]})
+    sink.observe("snapshot", {"cluster": "c", "group": "busy", "protocol": "classic", "state": "Stable",
+                              "state_since_ms": base + 12_000, "member_count": 3, "last_event_ms": base + 12_000})
+    sink.observe("rebalance", {"cluster": "c", "group": "stuck", "protocol": "classic", "trigger": "member_join",
+                               "outcome": "stable", "join_seconds": 15.0, "sync_seconds": 0.0, "total_seconds": 15.0,
+                               "hit_rebalance_timeout": True})
+    page = text(sink.registry)
+    # 12 s of cluster event time since "stuck" entered PreparingRebalance; "busy" is not rebalancing.
+    assert 'rebalance_monitor_group_rebalance_in_progress_seconds{cluster="c",group="stuck",protocol="classic"} 12.0' in page
+    assert 'group_rebalance_in_progress_seconds{cluster="c",group="busy"' not in page
+    assert 'rebalance_monitor_group_rebalance_timeout_seconds{cluster="c",group="stuck",protocol="classic"} 15.0' in page
+    # 700 s ago is outside the 10-minute window; the other two starts are inside it.
+    assert 'rebalance_monitor_group_rebalances_in_window{cluster="c",group="stuck",protocol="classic"} 2.0' in page
+    assert 'rebalance_monitor_rebalance_timeouts_total{cluster="c",group="stuck"} 1.0' in page

@@ -11,25 +11,26 @@ from typing import Iterable
 
 from state import events as E
 from state.correlate import correlate_all
+from state.diagnosis import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, snapshot
 from state.model import GroupModel
 
 FAR_FUTURE_MS = 4102444800000
 
 
-def run_events(events: Iterable[E.Event]) -> dict[str, list]:
+def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_SETTINGS) -> dict[str, list]:
     by_group: dict[tuple[str, str], list[E.Event]] = defaultdict(list)
     for ev in events:
         if ev.group is not None and ev.kind != E.END_OF_INPUT:
             by_group[(ev.cluster, ev.group)].append(ev)
     out: dict[str, list] = {"rebalance": [], "removal": [], "anomaly": [], "clock_skew": [], "snapshot": []}
     for (cluster, group), evs in sorted(by_group.items()):
-        machine = GroupStateMachine(GroupModel(cluster=cluster, group=group))
+        machine = GroupStateMachine(GroupModel(cluster=cluster, group=group), settings)
         machine.apply_all(evs)
         machine.advance_to(FAR_FUTURE_MS)
         for kind, record in machine.outputs + machine.observations:
             out[kind].append(record)
         out["snapshot"].append(snapshot(machine.m))
     # Cross-group root causes (host-wide, coordinator-wide), as the streaming driver applies them.
-    out["removal"] = correlate_all(out["removal"])
+    out["removal"] = correlate_all(out["removal"], settings)
     return out

@@ -125,6 +125,30 @@ class KafkaSettings(BaseModel):
         return config
 
 
+class DiagnosisConfig(BaseModel):
+    """Thresholds of the removal diagnosis (docs/diagnosis.md); defaults as in state/diagnosis.py."""
+    model_config = {"extra": "forbid"}
+
+    pause_rejoin_window_seconds: float = Field(default=60.0, gt=0)
+    poll_rejoin_min_window_seconds: float = Field(default=60.0, gt=0)
+    host_wide_min_removals: int = Field(default=3, ge=2)
+    host_wide_window_seconds: float = Field(default=0.0, ge=0, description="0: each removal's session timeout")
+    coordinator_wide_min_groups: int = Field(default=3, ge=2)
+    coordinator_wide_window_seconds: float = Field(default=10.0, gt=0)
+    storm_window_seconds: float = Field(default=600.0, gt=0)
+
+    def to_settings(self):
+        from state.diagnosis import DiagnosisSettings
+        return DiagnosisSettings(
+            pause_rejoin_window_ms=int(self.pause_rejoin_window_seconds * 1000),
+            poll_rejoin_min_window_ms=int(self.poll_rejoin_min_window_seconds * 1000),
+            host_wide_min_removals=self.host_wide_min_removals,
+            host_wide_window_ms=int(self.host_wide_window_seconds * 1000),
+            coordinator_wide_min_groups=self.coordinator_wide_min_groups,
+            coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
+            storm_window_ms=int(self.storm_window_seconds * 1000))
+
+
 class MonitorSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", env_nested_delimiter="__",
                                       extra="forbid")
@@ -145,6 +169,7 @@ class MonitorSettings(BaseSettings):
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
     # --- live mode (`run`) ---
     kafka: Optional[KafkaSettings] = None
+    diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     checkpoint_location: Optional[str] = None
     events_dir: Optional[str] = Field(default=None, description="durable event sink (JSON lines per batch)")
     trigger_interval_seconds: float = Field(default=10.0, gt=0)

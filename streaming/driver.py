@@ -137,6 +137,13 @@ class RunCollector:
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
 
+    def configure(self, settings: MonitorSettings) -> "RunCollector":
+        """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
+        diagnosis = settings.diagnosis.to_settings()
+        self.correlator = Correlator(diagnosis)
+        self.metrics.groups.storm_window_ms = diagnosis.storm_window_ms
+        return self
+
     def restore(self) -> int:
         """After a restart: group gauges from the state file, counters and histograms from the
         event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
@@ -290,7 +297,7 @@ def replay(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
            offsets: list[OffsetsInput], out_dir: Optional[str] = None,
            max_rows_per_batch: Optional[int] = None, collector: Optional[RunCollector] = None,
            offsets_rows_per_batch: Optional[int] = None) -> RunCollector:
-    collector = collector or RunCollector(MetricsSink(settings.duration_buckets))
+    collector = (collector or RunCollector(MetricsSink(settings.duration_buckets))).configure(settings)
     outputs = replay_query(spark, settings, logs, offsets, max_rows_per_batch, offsets_rows_per_batch)
     run_to_end(spark, outputs, collector)
     collector.finish()

@@ -51,7 +51,8 @@ def _wait_for_kafka(settings: MonitorSettings, metrics: MetricsSink, stop: threa
 def build_collector(settings: MonitorSettings, metrics: MetricsSink) -> RunCollector:
     state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
     sink = EventSink(settings.events_dir) if settings.events_dir else None
-    collector = RunCollector(metrics, keep_records=False, event_sink=sink, state_file=state_file)
+    collector = RunCollector(metrics, keep_records=False, event_sink=sink,
+                             state_file=state_file).configure(settings)
     collector.restore()
     return collector
 

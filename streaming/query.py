@@ -119,14 +119,15 @@ def with_watermark(events: DataFrame, lateness_seconds: float) -> DataFrame:
 
 
 def group_state_machine(events: DataFrame, group_allow: Optional[list[str]] = None,
-                        group_deny: Optional[list[str]] = None) -> DataFrame:
+                        group_deny: Optional[list[str]] = None, diagnosis=None) -> DataFrame:
     # No filter before the stateful step: Spark's optimizer pushes a filter on `group` below the
     # watermark operator, and the rows it removes (end-of-input markers, denied groups) would
     # no longer move their source's event time. process_group skips them instead.
     function = process_group
-    if group_allow or group_deny:
+    if group_allow or group_deny or diagnosis is not None:
         function = partial(process_group, group_allow=tuple(group_allow or ()),
-                           group_deny=tuple(group_deny or ()))
+                           group_deny=tuple(group_deny or ()),
+                           **({"diagnosis": diagnosis} if diagnosis is not None else {}))
     return (events.groupBy("cluster", "group")
             .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                     GroupStateTimeout.EventTimeTimeout))
@@ -169,7 +170,7 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
         raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
                .option("maxRowsPerBatch", offsets_rows).load())
         parts.append(with_watermark(observed(offsets_events(raw, clusters), "offsets"), settings.lateness_seconds))
-    return group_state_machine(reduce(DataFrame.unionByName, parts))
+    return group_state_machine(reduce(DataFrame.unionByName, parts), diagnosis=settings.diagnosis.to_settings())
 
 
 # ---------------------------------------------------------------------------- live (Kafka)
@@ -248,4 +249,4 @@ def live_query(spark: SparkSession, settings: MonitorSettings, source: str) -> D
                                 ClusterNames({}, settings.cluster))
         parts.append(with_watermark(observed(events, KIND_OFFSETS), settings.lateness_seconds))
     return group_state_machine(reduce(DataFrame.unionByName, parts), settings.group_allow,
-                               settings.group_deny)
+                               settings.group_deny, settings.diagnosis.to_settings())

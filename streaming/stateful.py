@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from state import events as E
+from state.diagnosis import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, snapshot
 from state.model import DEAD, GroupModel
 from streaming.schema import EVENT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, STATS_KIND
@@ -75,8 +76,8 @@ def _clock_row(cluster: str, state) -> tuple:
 
 
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
-                  group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = ()
-                  ) -> Iterator[pd.DataFrame]:
+                  group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
+                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS) -> Iterator[pd.DataFrame]:
     cluster, group = key
     if group is None or (group != QUARANTINE_GROUP and (group_allow or group_deny)
                          and not group_selected(group, group_allow, group_deny)):
@@ -110,7 +111,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state,
     ready = [r for r in held if r[_TS] <= watermark]
     waiting = [r for r in held if r[_TS] > watermark]
 
-    machine = GroupStateMachine(model)
+    machine = GroupStateMachine(model, diagnosis)
     events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
     for ev in events:
         machine.apply(ev)

@@ -11,7 +11,7 @@ from streaming.stateful import row_to_event
 from state.replay_local import run_events
 
 
-def run_local(logs, offsets) -> dict[str, list]:
+def run_local(logs, offsets, settings=None) -> dict[str, list]:
     event_rows = []
     if logs:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
@@ -27,6 +27,6 @@ def run_local(logs, offsets) -> dict[str, list]:
         rows = reader.rows(0, len(reader))
         event_rows += decode_offsets_rows(rows, {f["source_id"]: i.cluster for f, i in zip(files, offsets)})
     events = [row_to_event(list(r)) for r in event_rows if r[6] != "quarantine"]
-    out = run_events(events)
+    out = run_events(events) if settings is None else run_events(events, settings)
     out["quarantine"] = [r for r in event_rows if r[6] == "quarantine"]
     return out

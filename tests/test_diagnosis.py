@@ -208,3 +208,22 @@ def test_storm_and_stuck_gauges_from_snapshots():
     # 700 s ago is outside the 10-minute window; the other two starts are inside it.
     assert 'rebalance_monitor_group_rebalances_in_window{cluster="c",group="stuck",protocol="classic"} 2.0' in page
     assert 'rebalance_monitor_rebalance_timeouts_total{cluster="c",group="stuck"} 1.0' in page
+
+
+def test_configured_thresholds_reach_the_diagnosis(spark, tmp_path):
+    """[diagnosis] settings change verdicts in the Spark query and in the plain-Python path alike:
+    with host_wide needing 6 removals, the 5 simultaneous kills of the 2.7 storm are crashes."""
+    from conftest import capture_inputs
+    from local_pipeline import run_local
+    from state.replay_local import run_events  # noqa: F401  (run_local uses it)
+    from streaming.config import load_settings
+    from streaming.driver import replay
+    settings = load_settings(diagnosis={"host_wide_min_removals": 6})
+    logs, offsets = capture_inputs("kafka-2.7")
+    collector = replay(spark, settings, logs, offsets, out_dir=str(tmp_path))
+    storm = sorted((r["group"], r["root_cause"]) for r in collector.removals
+                   if r["group"].startswith("sc10-") and r["cause"] == "heartbeat_expiry")
+    assert len(storm) == 5 and {rc for _, rc in storm} == {"process_crash"}
+    local = run_local(logs, offsets, settings.diagnosis.to_settings())
+    assert sorted((r["group"], r["root_cause"]) for r in local["removal"]
+                  if r["group"].startswith("sc10-") and r["cause"] == "heartbeat_expiry") == storm

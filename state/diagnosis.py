@@ -62,6 +62,15 @@ def _secs(ms: Optional[int]) -> str:
     return "?" if ms is None else f"{ms / 1000:.1f} s"
 
 
+def _session(rec: dict[str, Any]) -> str:
+    """`its session timeout 6.0 s`; KIP-848 members carry none (the broker's
+    group.consumer.session.timeout.ms applies)."""
+    ms = rec.get("session_timeout_ms")
+    if ms is None and rec.get("protocol") == "consumer":
+        return "the broker's consumer session timeout (group.consumer.session.timeout.ms)"
+    return f"its session timeout {_secs(ms)}"
+
+
 def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> None:
     """Set cause / root_cause / evidence of a held removal record at its decision time.
 
@@ -123,13 +132,11 @@ def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSet
         elif rejoin is not None and gap <= s.pause_rejoin_window_ms:
             root = "process_pause"
             same = "with the same member id" if held.get("same_member_id") else "with a new member id"
-            text = (f"{who}@{host} missed heartbeats for its session timeout "
-                    f"{_secs(rec.get('session_timeout_ms'))} and came back {same} {_secs(gap)} later "
+            text = (f"{who}@{host} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "
                     f"(within {_secs(s.pause_rejoin_window_ms)}): the process froze and resumed")
         else:
             root = "process_crash"
-            text = (f"{who}@{host} missed heartbeats for its session timeout "
-                    f"{_secs(rec.get('session_timeout_ms'))} and did not come back within "
+            text = (f"{who}@{host} missed heartbeats for {_session(rec)} and did not come back within "
                     f"{_secs(s.pause_rejoin_window_ms)}: the process died")
     else:
         text = "no rule matched"

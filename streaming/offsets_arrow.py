@@ -587,7 +587,8 @@ def _bytes(b: bytes, p: int, nullable: bool = False):
 
 
 def _topic_partitions(b: bytes, p: int):
-    """[]{topic string, partitions []int32}: ([(topic, partition count)], new position)."""
+    """[]{topic string, partitions []int32}: ([(topic, partition count, position of the ids)],
+    new position)."""
     ln = len(b)
     if p + 4 > ln:
         raise _Bad
@@ -608,7 +609,7 @@ def _topic_partitions(b: bytes, p: int):
         p = q + 4 + 4 * k
         if k < 0 or p > ln:
             raise _Bad
-        out.append((topic, k))
+        out.append((topic, k, q + 4))
     return out, p
 
 
@@ -634,7 +635,7 @@ def _subscription(b: bytes) -> dict:
     owned = gen = rack = None
     if version >= 1:
         tps, p = _topic_partitions(b, p)
-        owned = sum(k for _, k in tps)
+        owned = sum(k for _, k, _ in tps)
     if version >= 2:
         gen, p = _i32(b, p)
     if version >= 3:
@@ -643,30 +644,16 @@ def _subscription(b: bytes) -> dict:
             "member_generation": None if gen is None or gen < 0 else gen, "rack_id": rack}
 
 
-def _assignment(b: bytes) -> tuple[int, list]:
+def _assignment(b: bytes) -> tuple[int, list, list]:
+    """(partition count, topics, sorted `topic:partition` ids — the reference decoder's member
+    field `partitions`, which the diagnosis' commit evidence uses)."""
     if len(b) < 2 or _H(b, 0)[0] < 0:
         raise _Bad
     tps, p = _topic_partitions(b, 2)
     _bytes(b, p, nullable=True)
-    if len(tps) == 1:
-        return tps[0][1], [tps[0][0]]
-    return sum(k for _, k in tps), sorted({t for t, _ in tps})
-
-
-def _assignment_partitions(b: bytes) -> list[str]:
-    """Sorted `topic:partition` ids of an Assignment `_assignment` has already validated (the
-    reference decoder's member field `partitions`, used by the diagnosis' commit evidence)."""
-    n = _I(b, 2)[0]
-    p = 6
-    out = []
-    for _ in range(n):
-        sl = _H(b, p)[0]
-        topic = b[p + 2:p + 2 + sl].decode("utf-8")
-        q = p + 2 + sl
-        k = _I(b, q)[0]
-        out += [f"{topic}:{i}" for i in struct.unpack_from(f">{k}i", b, q + 4)]
-        p = q + 4 + 4 * k
-    return sorted(out)
+    ids = sorted(f"{t}:{i}" for t, k, at in tps for i in struct.unpack_from(f">{k}i", b, at))
+    topics = [tps[0][0]] if len(tps) == 1 else sorted({t for t, _, _ in tps})
+    return sum(k for _, k, _ in tps), topics, ids
 
 
 def fast_group_metadata(key: bytes, value: bytes):
@@ -716,7 +703,7 @@ def fast_group_metadata(key: bytes, value: bytes):
                 s = _subscription(sub) if sub else None
                 a = _assignment(asg) if asg else None
                 em["assigned_partitions"] = 0 if a is None else a[0]
-                em["partitions"] = None if a is None else _assignment_partitions(asg)
+                em["partitions"] = None if a is None else a[2]
                 if s is not None:
                     em.update(s)
                 if a is not None:

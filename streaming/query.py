@@ -36,6 +36,13 @@ def _json_field(raw, path: str):
     return F.get_json_object(raw, spark_json_path(path))
 
 
+def _broker_id(raw, field: str):
+    """The broker id in an envelope field: its trailing digits ("broker-2" -> 2), null if none."""
+    value = _json_field(raw, field)
+    digits = F.regexp_extract(value, r"(\d+)\s*$", 1)
+    return F.when(~value.startswith("-") & (digits != ""), digits.cast("int"))
+
+
 def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
                    default_spec: Optional[LogSourceSpec] = None) -> list:
     """The envelope step in the JVM (same rules as streaming/envelope.py `unwrap`).
@@ -64,16 +71,10 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
     host = F.when(is_json, F.coalesce(*hosts))
     broker = F.lit(None).cast("int")
     if default_spec is not None and default_spec.broker_id_field:
-        value = _json_field(raw, default_spec.broker_id_field)
-        digits = F.regexp_extract(value, r"(\d+)\s*$", 1)
-        broker = F.when(is_json & ~source.isin(list(specs)) & ~value.startswith("-") & (digits != ""),
-                        digits.cast("int"))
+        broker = F.when(is_json & ~source.isin(list(specs)), _broker_id(raw, default_spec.broker_id_field))
     for sid, spec in specs.items():
         if spec.broker_id_field:
-            value = _json_field(raw, spec.broker_id_field)
-            digits = F.regexp_extract(value, r"(\d+)\s*$", 1)
-            parsed = F.when(~value.startswith("-") & (digits != ""), digits.cast("int"))
-            broker = F.when(is_json & (source == sid), parsed).otherwise(broker)
+            broker = F.when(is_json & (source == sid), _broker_id(raw, spec.broker_id_field)).otherwise(broker)
     return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint")]
 
 

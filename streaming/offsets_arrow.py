@@ -69,11 +69,20 @@ def _be(data: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray
     callers mask the rows where they were out of range)."""
     if len(pos) == 0:
         return np.zeros(0, dtype=np.int64)
-    p = _safe(data, pos, width)
     if len(data) < width:
         return np.zeros(len(pos), dtype=np.int64)
-    gathered = data[p[:, None] + np.arange(width)]
-    return gathered.view(dtype).reshape(-1).astype(np.int64)
+    # An overlapping view: element i is the `width` bytes starting at byte i, so one gather reads
+    # every value (a 2-D gather of single bytes costs 2-4x more).
+    windows = np.ndarray(shape=(len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
+    return windows[_safe(data, pos, width)].astype(np.int64)
+
+
+def _repeated(text: str, n: int) -> pa.Array:
+    """A string array of n copies of `text`, built from its buffers (pa.array over a NumPy object
+    array converts every element)."""
+    raw = text.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
 def _bool(arr, n: int, default: bool) -> np.ndarray:
@@ -174,9 +183,28 @@ def _gather_strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, bina
     return arr
 
 
+# binary_slice needs an explicit stop (None fails in pyarrow 26); keys are far shorter.
+_MAX_KEY = 1 << 30
+
 _JSON_SAFE = np.zeros(256, dtype=bool)
 _JSON_SAFE[0x20:0x7F] = True
 _JSON_SAFE[[0x22, 0x5C]] = False   # '"' and '\\' need escaping
+
+
+def _reference_order(ts: np.ndarray, prank: np.ndarray, offset: np.ndarray, n_ranks: int) -> np.ndarray:
+    """The permutation sorting rows by (ts, prank, offset). Rows of one partition arrive in offset
+    order, so a stable sort of one packed (ts, prank) key is enough (several times cheaper than a
+    three-key lexsort); lexsort when the key would overflow or the arrival order is not that."""
+    if len(ts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    t0 = int(ts.min())
+    if (int(ts.max()) - t0 + 1) * max(1, n_ranks) < (1 << 62):
+        packed = (ts - t0) * max(1, n_ranks) + prank
+        perm = np.argsort(packed, kind="stable")
+        p, o = packed[perm], offset[perm]
+        if not ((p[1:] == p[:-1]) & (o[1:] < o[:-1])).any():
+            return perm
+    return np.lexsort((offset, prank, ts))
 
 
 def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) -> Optional[pa.RecordBatch]:
@@ -201,12 +229,12 @@ def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) ->
     rank_of = np.empty(len(uniq), dtype=np.int64)
     rank_of[order] = np.arange(len(uniq))
     prank = rank_of[np.searchsorted(uniq, part)]
-    perm = np.lexsort((rec_offset, prank, ts))
+    perm = _reference_order(ts, prank, rec_offset, len(uniq))
     position = np.empty(len(rows), dtype=np.int64)
     position[perm] = np.arange(len(rows))
     # the key without its type prefix identifies (group, topic, partition)
     ks, kd = fast["key_starts"][rows], fast["key_data"]
-    kbody = _gather_strings(kd, ks + 2, fast["key_lengths"][rows] - 2, binary=True)
+    kbody = pc.binary_slice(batch.column(names.index("key")).take(sel), 2, _MAX_KEY)
     table = pa.table({"cluster": cluster, "kbody": kbody, "offset": fast["offset"][rows],
                       "cts": fast["commit_ts"][rows], "pos": position,
                       "first": np.arange(len(rows))})
@@ -247,9 +275,9 @@ def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) ->
     null_s = pa.nulls(n_out, pa.string())
     return pa.RecordBatch.from_arrays([
         agg.column("cluster"), group, pa.array(ts[last]),
-        pa.array(np.full(n_out, E.SOURCE_OFFSETS, dtype=object), pa.string()),
+        _repeated(E.SOURCE_OFFSETS, n_out),
         pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(last_part, pa.string()), ""),
-        pa.array(rec_offset[last]), pa.array(np.full(n_out, E.OFFSET_COMMIT, dtype=object), pa.string()),
+        pa.array(rec_offset[last]), _repeated(E.OFFSET_COMMIT, n_out),
         null_i32, null_i32, null_s, null_s, data_json,
     ], schema=EVENT_ARROW_SCHEMA)
 
@@ -282,10 +310,10 @@ def _tombstone_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str])
     null_i32, null_s = pa.nulls(n, pa.int32()), pa.nulls(n, pa.string())
     return pa.RecordBatch.from_arrays([
         cluster, group, batch.column(names.index("timestamp_ms")).take(sel).cast(pa.int64()),
-        pa.array(np.full(n, E.SOURCE_OFFSETS, dtype=object), pa.string()),
+        _repeated(E.SOURCE_OFFSETS, n),
         pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(part, pa.string()), ""),
         batch.column(names.index("offset")).take(sel).cast(pa.int64()),
-        pa.array(np.full(n, E.OFFSET_TOMBSTONE, dtype=object), pa.string()),
+        _repeated(E.OFFSET_TOMBSTONE, n),
         null_i32, null_i32, null_s, null_s, data_json,
     ], schema=EVENT_ARROW_SCHEMA)
 
@@ -320,23 +348,29 @@ _STATE_JSON = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS
 
 def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]
                          ) -> tuple[list, np.ndarray]:
-    n = batch.num_rows
+    n_all = batch.num_rows
     kt = fast["key_type"]
-    ks, kl, kd = fast["key_starts"], fast["key_lengths"], fast["key_data"]
+    kl = fast["key_lengths"]
     known = (kt >= 2) & (kt <= 23) & (kt != 16) & (kt != 18)
-    cand = fast["base_ok"] & (kl >= 4) & known
-    if not cand.any():
-        return [], np.zeros(n, dtype=bool)
+    cand_rows = np.flatnonzero(fast["base_ok"] & (kl >= 4) & known)
+    taken = np.zeros(n_all, dtype=bool)
+    if len(cand_rows) == 0:
+        return [], taken
+    # From here on every array covers the candidate rows only (commits are most of a batch).
+    n = len(cand_rows)
+    cand = np.ones(n, dtype=bool)
+    kt, kl = kt[cand_rows], kl[cand_rows]
+    ks, kd = fast["key_starts"][cand_rows], fast["key_data"]
     member_keyed = _MEMBER_KEY[np.clip(kt, 0, 23)]
     glen = _be(kd, ks + 2, 2, ">i2")
     cand &= (glen >= 0) & (4 + glen <= kl)
     mpos = ks + 4 + np.where(cand, glen, 0)
     mlen = np.where(member_keyed, _be(kd, mpos, 2, ">i2"), 0)
     cand &= np.where(member_keyed, (mlen >= 0) & (kl == 4 + glen + 2 + mlen), kl == 4 + glen)
-    vvalid = fast["vvalid"]
-    vs, vl, vd = fast["value_starts"], fast["value_lengths"], fast["value_data"]
+    vvalid = fast["vvalid"][cand_rows]
+    vs, vl, vd = fast["value_starts"][cand_rows], fast["value_lengths"][cand_rows], fast["value_data"]
     tomb = cand & ~vvalid
-    val = cand & vvalid & (vl >= 3) & (fast["value_version"] == 0)
+    val = cand & vvalid & (vl >= 3) & (fast["value_version"][cand_rows] == 0)
     b = lambda off: vd[_safe(vd, vs + off, 1)].astype(np.int64)   # noqa: E731 - one byte at vs+off
     # types 3 and 6: Epoch / AssignmentEpoch int32, no tags
     epoch_rows = val & ((kt == 3) | (kt == 6)) & (vl == 7) & (b(6) == 0)
@@ -361,7 +395,8 @@ def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, 
     take = tomb | epoch_rows | t7 | ok8
     rows = np.flatnonzero(take)
     if len(rows) == 0:
-        return [], take
+        return [], taken
+    taken[cand_rows[rows]] = True
     group = _gather_strings(kd, ks[rows] + 4, glen[rows])
     mk = member_keyed[rows]
     member = _gather_strings(kd, np.where(mk, mpos[rows] + 2, 0), np.where(mk, mlen[rows], 0))
@@ -387,7 +422,7 @@ def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, 
                       pc.if_else(pa.array(epoch_rows[rows]), pa.scalar('{"tombstone":false}'),
                                  pc.if_else(pa.array(t7[rows]), j7, j8)))
     names_ = batch.schema.names
-    sel = pa.array(rows)
+    sel = pa.array(cand_rows[rows])
     source_id = batch.column(names_.index("source_id")).take(sel)
     enc = source_id.dictionary_encode()
     cluster = pa.array([clusters.get(x, "default") for x in enc.dictionary.to_pylist()], pa.string()).take(enc.indices)
@@ -395,12 +430,12 @@ def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, 
     m = len(rows)
     out = pa.RecordBatch.from_arrays([
         cluster, group, batch.column(names_.index("timestamp_ms")).take(sel).cast(pa.int64()),
-        pa.array(np.full(m, E.SOURCE_OFFSETS, dtype=object), pa.string()),
+        _repeated(E.SOURCE_OFFSETS, m),
         pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(part, pa.string()), ""),
         batch.column(names_.index("offset")).take(sel).cast(pa.int64()), kind,
         pa.nulls(m, pa.int32()), generation, member, pa.nulls(m, pa.string()), data,
     ], schema=EVENT_ARROW_SCHEMA)
-    return [out], take
+    return [out], taken
 
 
 def _topic_json_safe(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -521,9 +556,10 @@ def _fast_stats(batch: pa.RecordBatch, fast: dict, mask: np.ndarray, clusters: d
     n_src = max(1, len(enc.dictionary))
     vv = fast["value_version"][rows] + 1                  # -1 (tombstone) .. 4 -> 0 .. 5
     code = (fast["key_type"][rows] * 6 + vv) * n_src + idx
-    values, counts = np.unique(code, return_counts=True)   # 1-D: much cheaper than axis=0
+    counts = np.bincount(code)                              # codes are small: no sort needed
+    values = np.flatnonzero(counts)
     sources = enc.dictionary.to_pylist()
-    for v, c in zip(values.tolist(), counts.tolist()):
+    for v, c in zip(values.tolist(), counts[values].tolist()):
         rest, si = divmod(v, n_src)
         kt, vcode = divmod(rest, 6)
         key = (str(kt), "null" if vcode == 0 else str(vcode - 1), "decoded")
@@ -575,145 +611,223 @@ def _i32(b: bytes, p: int):
     return _I(b, p)[0], p + 4
 
 
-def _bytes(b: bytes, p: int, nullable: bool = False):
-    n, p = _i32(b, p)
-    if n < 0:
-        if n == -1 and nullable:
-            return None, p
-        raise _Bad
-    if p + n > len(b):
-        raise _Bad
-    return b[p:p + n], p + n
-
-
-def _topic_partitions(b: bytes, p: int):
-    """[]{topic string, partitions []int32}: ([(topic, partition count, position of the ids)],
-    new position)."""
-    ln = len(b)
-    if p + 4 > ln:
-        raise _Bad
+def _topic_partitions(b: bytes, p: int, end: int):
+    """[]{topic string, partitions []int32} in b[:end]: ([(topic, partition count, position of
+    the ids)], new position). Overruns inside raise struct.error, the last one _Bad."""
     n = _I(b, p)[0]
     p += 4
     if n < 0:
         raise _Bad
     out = []
     for _ in range(n):
-        if p + 2 > ln:
-            raise _Bad
         sl = _H(b, p)[0]
         q = p + 2 + sl
-        if sl < 0 or q + 4 > ln:
-            raise _Bad
-        topic = b[p + 2:q].decode("utf-8")
         k = _I(b, q)[0]
-        p = q + 4 + 4 * k
-        if k < 0 or p > ln:
+        if sl < 0 or k < 0:
             raise _Bad
-        out.append((topic, k, q + 4))
+        out.append((b[p + 2:q].decode("utf-8"), k, q + 4))
+        p = q + 4 + 4 * k
+    if p > end:
+        raise _Bad
     return out, p
 
 
-def _subscription(b: bytes) -> dict:
-    ln = len(b)
-    if ln < 6:
-        raise _Bad
-    version, n = _H(b, 0)[0], _I(b, 2)[0]
+def _read_subscription(s: bytes, em: dict) -> None:
+    """ConsumerProtocolSubscription v0-v3 (trailing bytes tolerated, as the reference does)."""
+    end = len(s)
+    version, n = _H(s, 0)[0], _I(s, 2)[0]
     if version < 0 or n < 0:
         raise _Bad
     p = 6
     topics = []
     for _ in range(n):
-        if p + 2 > ln:
-            raise _Bad
-        sl = _H(b, p)[0]
+        sl = _H(s, p)[0]
         q = p + 2 + sl
-        if sl < 0 or q > ln:
+        if sl < 0 or q > end:
             raise _Bad
-        topics.append(b[p + 2:q].decode("utf-8"))
+        topics.append(s[p + 2:q].decode("utf-8"))
         p = q
-    _, p = _bytes(b, p, nullable=True)
-    owned = gen = rack = None
-    if version >= 1:
-        tps, p = _topic_partitions(b, p)
-        owned = sum(k for _, k, _ in tps)
-    if version >= 2:
-        gen, p = _i32(b, p)
-    if version >= 3:
-        rack, p = _str(b, p, nullable=True)
-    return {"topics": topics, "owned_partitions": owned,
-            "member_generation": None if gen is None or gen < 0 else gen, "rack_id": rack}
-
-
-def _assignment(b: bytes) -> tuple[int, list, list]:
-    """(partition count, topics, sorted `topic:partition` ids — the reference decoder's member
-    field `partitions`, which the diagnosis' commit evidence uses)."""
-    if len(b) < 2 or _H(b, 0)[0] < 0:
+    n = _I(s, p)[0]                       # user data (nullable bytes)
+    p += 4
+    if n >= 0:
+        p += n
+        if p > end:
+            raise _Bad
+    elif n != -1:
         raise _Bad
-    tps, p = _topic_partitions(b, 2)
-    _bytes(b, p, nullable=True)
-    ids = sorted(f"{t}:{i}" for t, k, at in tps for i in struct.unpack_from(f">{k}i", b, at))
-    topics = [tps[0][0]] if len(tps) == 1 else sorted({t for t, _, _ in tps})
-    return sum(k for _, k, _ in tps), topics, ids
+    owned = generation = rack = None
+    if version >= 1:
+        tps, p = _topic_partitions(s, p, end)
+        owned = 0
+        for tp in tps:
+            owned += tp[1]
+    if version >= 2:
+        generation = _I(s, p)[0]
+        p += 4
+        if generation < 0:
+            generation = None
+    if version >= 3:
+        n = _H(s, p)[0]
+        p += 2
+        if n >= 0:
+            if p + n > end:
+                raise _Bad
+            rack = s[p:p + n].decode("utf-8")
+        elif n != -1:
+            raise _Bad
+    em["topics"] = topics
+    em["owned_partitions"] = owned
+    em["member_generation"] = generation
+    em["rack_id"] = rack
+
+
+_INT32S: dict = {}   # partition count -> unpack_from of that many int32s
+
+
+def _read_assignment(a: bytes, em: dict) -> None:
+    """ConsumerProtocolAssignment v0-v3: partition count, topics and the sorted `topic:partition`
+    ids (the reference decoder's member field `partitions`, which the diagnosis' commit evidence
+    uses)."""
+    end = len(a)
+    if _H(a, 0)[0] < 0:
+        raise _Bad
+    tps, p = _topic_partitions(a, 2, end)
+    n = _I(a, p)[0]                       # user data (nullable bytes)
+    if (n < 0 and n != -1) or p + 4 + max(n, 0) > end:
+        raise _Bad
+    total = 0
+    ids: list = []
+    for topic, k, at in tps:
+        total += k
+        if k:
+            unpack = _INT32S.get(k)
+            if unpack is None:
+                unpack = _INT32S[k] = struct.Struct(f">{k}i").unpack_from
+            prefix = topic + ":"
+            ids += [prefix + str(i) for i in unpack(a, at)]
+    ids.sort()
+    em["assigned_partitions"] = total
+    em["partitions"] = ids
+    em["assigned_topics"] = [tps[0][0]] if len(tps) == 1 else sorted({tp[0] for tp in tps})
 
 
 def fast_group_metadata(key: bytes, value: bytes):
-    """(group, generation, data) as the full decoder would give them, or None."""
+    """(group, generation, data) as the full decoder would give them, or None.
+
+    The string reads are written out in line rather than calling a helper per field: this loop
+    runs for every member of every GroupMetadata record, and a call per field cost a third of it."""
     try:
-        if len(key) < 4 or _H(key, 0)[0] != 2 or len(value) < 2:
+        kl = len(key)
+        if kl < 4 or key[0] != 0 or key[1] != 2:
             return None
-        group, kp = _str(key, 2)
-        if kp != len(key):
+        n = _H(key, 2)[0]
+        if n < 0 or 4 + n != kl:
             return None
-        version = _H(value, 0)[0]
+        group = key[4:].decode("utf-8")
+        b = value
+        end = len(b)
+        version = _H(b, 0)[0]
         if not 0 <= version <= 3:
             return None
-        b = value
-        protocol_type, p = _str(b, 2)
-        generation, p = _i32(b, p)
-        protocol, p = _str(b, p, nullable=True)
-        leader, p = _str(b, p, nullable=True)
+        n = _H(b, 2)[0]
+        p = 4 + n
+        if n < 0 or p > end:
+            return None
+        protocol_type = b[4:p].decode("utf-8")
+        generation = _I(b, p)[0]
+        p += 4
+        n = _H(b, p)[0]                   # protocol (nullable)
+        p += 2
+        protocol = None
+        if n >= 0:
+            if p + n > end:
+                return None
+            protocol = b[p:p + n].decode("utf-8")
+            p += n
+        elif n != -1:
+            return None
+        n = _H(b, p)[0]                   # leader (nullable)
+        p += 2
+        leader = None
+        if n >= 0:
+            if p + n > end:
+                return None
+            leader = b[p:p + n].decode("utf-8")
+            p += n
+        elif n != -1:
+            return None
         state_ts = None
         if version >= 2:
-            if p + 8 > len(b):
-                return None
             state_ts = _Q(b, p)[0]
             p += 8
-        n, p = _i32(b, p)
-        if n < 0:
+            if state_ts == -1:
+                state_ts = None
+        count = _I(b, p)[0]
+        p += 4
+        if count < 0:
             return None
         consumer = protocol_type == "consumer"
         members = []
-        for _ in range(n):
-            member_id, p = _str(b, p)
+        for _ in range(count):
+            n = _H(b, p)[0]               # member id
+            p += 2
+            if n < 0 or p + n > end:
+                return None
+            member_id = b[p:p + n].decode("utf-8")
+            p += n
             instance = None
-            if version >= 3:
-                instance, p = _str(b, p, nullable=True)
-            client_id, p = _str(b, p)
-            client_host, p = _str(b, p)
+            if version >= 3:              # group instance id (nullable)
+                n = _H(b, p)[0]
+                p += 2
+                if n >= 0:
+                    if p + n > end:
+                        return None
+                    instance = b[p:p + n].decode("utf-8")
+                    p += n
+                elif n != -1:
+                    return None
+            n = _H(b, p)[0]               # client id
+            p += 2
+            if n < 0 or p + n > end:
+                return None
+            client_id = b[p:p + n].decode("utf-8")
+            p += n
+            n = _H(b, p)[0]               # client host
+            p += 2
+            if n < 0 or p + n > end:
+                return None
+            client_host = b[p:p + n].decode("utf-8")
+            p += n
             rebalance = None
             if version >= 1:
-                rebalance, p = _i32(b, p)
-            session, p = _i32(b, p)
-            sub, p = _bytes(b, p)
-            asg, p = _bytes(b, p)
+                rebalance = _I(b, p)[0]
+                p += 4
+            session = _I(b, p)[0]
+            n = _I(b, p + 4)[0]           # subscription bytes
+            p += 8
+            if n < 0 or p + n > end:
+                return None
+            sub_at, sub_end = p, p + n
+            n = _I(b, sub_end)[0]         # assignment bytes
+            p = sub_end + 4
+            if n < 0 or p + n > end:
+                return None
+            asg_at, p = p, p + n
             em = {"member_id": member_id, "group_instance_id": instance, "client_id": client_id,
                   "client_host": client_host, "session_timeout_ms": session,
                   "rebalance_timeout_ms": rebalance, "assigned_partitions": None, "partitions": None}
             if consumer:
-                s = _subscription(sub) if sub else None
-                a = _assignment(asg) if asg else None
-                em["assigned_partitions"] = 0 if a is None else a[0]
-                em["partitions"] = None if a is None else a[2]
-                if s is not None:
-                    em.update(s)
-                if a is not None:
-                    em["assigned_topics"] = a[1]
+                if sub_end > sub_at:
+                    _read_subscription(b[sub_at:sub_end], em)
+                if p > asg_at:
+                    _read_assignment(b[asg_at:p], em)
+                else:
+                    em["assigned_partitions"] = 0
             members.append(em)
-        if p != len(b):
+        if p != end:
             return None   # trailing bytes: the full decoder reports them
         data = {"protocol_type": protocol_type, "protocol": protocol, "leader": leader,
-                "current_state_ts_ms": None if state_ts is None or state_ts == -1 else state_ts,
-                "members": members, "value_version": version}
+                "current_state_ts_ms": state_ts, "members": members, "value_version": version}
         return group, generation, data
     except (_Bad, UnicodeDecodeError, struct.error):
         return None
@@ -772,6 +886,38 @@ def _cg_partitions(b: bytes, p: int):
         p = _no_tags(b, p)
         total += k
     return total, p
+
+
+def _classic_member_tag(b: bytes, p: int):
+    """Tag 0 of ConsumerGroupMemberMetadataValue (a member that joined with the classic protocol)
+    at p, after the tag count: (classic, session timeout, position after the tag).
+    Like the full decoder, reads within the tag's declared size, skips what it does not read and
+    leaves the embedded subscriptions alone (their errors never fail the record)."""
+    if p + 2 > len(b) or b[p] != 0 or b[p + 1] >= 0x80:
+        raise _Bad                        # another tag, or a size varint longer than one byte
+    stop = p + 2 + b[p + 1]
+    if stop > len(b):
+        raise _Bad
+    p += 2
+    if p >= stop or b[p] > 1:
+        raise _Bad                        # nullable-struct marker: 0 = null, 1 = present
+    if b[p] == 0:
+        return False, None, stop
+    session, p = _i32(b, p + 1)
+    if p >= stop or not 0 < b[p] < 0x80:
+        raise _Bad
+    n = b[p] - 1
+    p += 1
+    for _ in range(n):                    # SupportedProtocols
+        _, p = _cstr(b, p)                # Name
+        if p >= len(b) or not 0 < b[p] < 0x80:
+            raise _Bad                    # Metadata: compact bytes, one-byte length
+        p += b[p]
+        p = _no_tags(b, p)
+    p = _no_tags(b, p)
+    if p > stop:
+        raise _Bad
+    return True, session, stop
 
 
 def _key_group_member(key: bytes, member: bool):
@@ -856,7 +1002,7 @@ def fast_consumer_group_record(key: bytes, value):
                 "member_epoch": epoch, "previous_member_epoch": prev, "state": state,
                 "state_name": _STATE_NAMES.get(state, "UNKNOWN"), "assigned": assigned,
                 "pending_revocation": pending, "tombstone": False}, t, 0
-        # t == 5: member metadata without the classic-member tag
+        # t == 5: member metadata, with or without the classic-member tag
         instance, p = _cstr(b, 2, True)
         rack, p = _cstr(b, p, True)
         client_id, p = _cstr(b, p)
@@ -872,11 +1018,16 @@ def fast_consumer_group_record(key: bytes, value):
         _, p = _cstr(b, p, True)            # SubscribedTopicRegex
         rebalance, p = _i32(b, p)
         _, p = _cstr(b, p, True)            # ServerAssignor
-        if _no_tags(b, p) != len(b):
+        classic, session = False, None
+        if p < len(b) and b[p] == 1:        # one tagged field: ClassicMemberMetadata (tag 0)
+            classic, session, p = _classic_member_tag(b, p + 1)
+        else:
+            p = _no_tags(b, p)
+        if p != len(b):
             return None
         return group, E.CG_MEMBER, None, member_id, {
             "client_id": client_id, "client_host": client_host, "instance_id": instance, "rack_id": rack,
-            "rebalance_timeout_ms": rebalance, "subscribed_topics": topics, "classic": False,
-            "session_timeout_ms": None, "tombstone": False}, t, 0
+            "rebalance_timeout_ms": rebalance, "subscribed_topics": topics, "classic": classic,
+            "session_timeout_ms": session, "tombstone": False}, t, 0
     except (_Bad, UnicodeDecodeError, struct.error):
         return None

@@ -147,6 +147,33 @@ def test_vectorised_decoder_equals_the_reference_on_mutated_real_records():
     assert stats_fast == stats_ref
 
 
+@pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
+def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
+    """The slow tier is for the unusual: every real GroupMetadata record and every real KIP-848
+    record (classic members of mixed groups included) is read by the direct readers, with the
+    reference's event. A record that falls through is not wrong, only slow; this catches that."""
+    from streaming.offsets_arrow import fast_consumer_group_record, fast_group_metadata
+    from streaming.offsets_decoder import record_to_events
+    seen = {}
+    for r in _rows(capture):
+        key, value = r[5], r[6]
+        if key is None or struct.unpack(">h", key[:2])[0] < 2:
+            continue
+        (ev,) = record_to_events(partition=r[2], offset=r[3], timestamp_ms=r[4], key=key, value=value)
+        if key[:2] == b"\x00\x02" and value is not None:
+            assert fast_group_metadata(key, value) == (ev.group, ev.generation, ev.data)
+            kind = "group_metadata"
+        else:
+            fast = fast_consumer_group_record(key, value)
+            assert fast is not None, (key, value)
+            assert fast[:5] == (ev.group, ev.kind, ev.generation, ev.member_id, ev.data or {})
+            kind = ev.kind + (":classic" if (ev.data or {}).get("classic") else "")
+        seen[kind] = seen.get(kind, 0) + 1
+    assert seen["group_metadata"] > 50
+    if capture == "kafka-4.0":
+        assert seen["cg_member:classic"] > 0 and seen["cg_member"] > 0 and seen["cg_member_assignment"] > 0
+
+
 # --- decode-offsets on segments vs the dump -------------------------------------------------------
 
 def _decode(path):

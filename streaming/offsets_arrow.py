@@ -667,14 +667,7 @@ def _read_subscription(s: bytes, em: dict) -> None:
         if generation < 0:
             generation = None
     if version >= 3:
-        n = _H(s, p)[0]
-        p += 2
-        if n >= 0:
-            if p + n > end:
-                raise _Bad
-            rack = s[p:p + n].decode("utf-8")
-        elif n != -1:
-            raise _Bad
+        rack, p = _str(s, p, nullable=True)
     em["topics"] = topics
     em["owned_partitions"] = owned
     em["member_generation"] = generation
@@ -736,26 +729,8 @@ def fast_group_metadata(key: bytes, value: bytes):
         protocol_type = b[4:p].decode("utf-8")
         generation = _I(b, p)[0]
         p += 4
-        n = _H(b, p)[0]                   # protocol (nullable)
-        p += 2
-        protocol = None
-        if n >= 0:
-            if p + n > end:
-                return None
-            protocol = b[p:p + n].decode("utf-8")
-            p += n
-        elif n != -1:
-            return None
-        n = _H(b, p)[0]                   # leader (nullable)
-        p += 2
-        leader = None
-        if n >= 0:
-            if p + n > end:
-                return None
-            leader = b[p:p + n].decode("utf-8")
-            p += n
-        elif n != -1:
-            return None
+        protocol, p = _str(b, p, nullable=True)
+        leader, p = _str(b, p, nullable=True)
         state_ts = None
         if version >= 2:
             state_ts = _Q(b, p)[0]
@@ -776,16 +751,8 @@ def fast_group_metadata(key: bytes, value: bytes):
             member_id = b[p:p + n].decode("utf-8")
             p += n
             instance = None
-            if version >= 3:              # group instance id (nullable)
-                n = _H(b, p)[0]
-                p += 2
-                if n >= 0:
-                    if p + n > end:
-                        return None
-                    instance = b[p:p + n].decode("utf-8")
-                    p += n
-                elif n != -1:
-                    return None
+            if version >= 3:
+                instance, p = _str(b, p, nullable=True)
             n = _H(b, p)[0]               # client id
             p += 2
             if n < 0 or p + n > end:

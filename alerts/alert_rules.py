@@ -350,10 +350,15 @@ def rule_groups(render=None, params: Optional[dict] = None) -> list[dict]:
     return groups
 
 
+def fill(text: str, params: Optional[dict] = None) -> str:
+    """`text` with its parameters filled in (default DEFAULTS), e.g. for a dashboard query that
+    uses an alert's threshold expression (stuck_threshold)."""
+    return _defaults(text, {**DEFAULTS, **(params or {})})
+
+
 def probes(params: Optional[dict] = None) -> dict[str, str]:
     """alert name -> probe expression with the given parameters (default DEFAULTS)."""
-    values = {**DEFAULTS, **(params or {})}
-    return {a.name: _defaults(a.probe, values) for a in ALERTS}
+    return {a.name: fill(a.probe, params) for a in ALERTS}
 
 
 def helm_rule_groups() -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from alert_rules import DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
 from panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
                     table, thresholds, timeseries, value_mappings)
+from state.diagnosis import ROOT_CAUSES
 
 C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'
@@ -115,8 +116,8 @@ def build() -> Dashboard:
                    Query(f"60 * sum by (cluster, cause) (rate({MR}[$__rate_interval]))", "{{cluster}} {{cause}}"),
                    stacked=True),
         timeseries("Removals per minute by root cause",
-                   "The diagnosed reason behind removals (root_cause label). Diagnosis is issue 6: until "
-                   "it lands every removal has root_cause=\"unknown\".", "suffix:/min",
+                   "The diagnosed reason behind removals (root_cause label: "
+                   f"{', '.join(ROOT_CAUSES)}; docs/diagnosis.md).", "suffix:/min",
                    Query(f"60 * sum by (cluster, root_cause) (rate({MR}[$__rate_interval]))",
                          "{{cluster}} {{root_cause}}"), stacked=True),
         table("Removals in the time range by group and cause",

@@ -4,6 +4,7 @@ from __future__ import annotations
 from alert_rules import DEFAULTS
 from panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline,
                     table, timeseries, value_mappings)
+from state.diagnosis import ROOT_CAUSES
 from state.model import ALL_STATES
 
 CG = 'cluster=~"$cluster", group=~"$group"'
@@ -118,7 +119,7 @@ def build() -> Dashboard:
                    Query(f"sum by (group, cause) (increase({MR}[$__rate_interval]))", "{{group}} {{cause}}"),
                    bars=True, stacked=True),
         table("Removals in the time range", "Members removed in the selected range by cause and root cause "
-              "(root_cause is \"unknown\" until diagnosis, issue 6, lands). Member ids, hosts and client ids "
+              f"(root_cause: {', '.join(ROOT_CAUSES)}; docs/diagnosis.md). Member ids, hosts and client ids "
               "are in member_removals output, not in metrics.", "short",
               Query(f"sum by (cluster, group, cause, root_cause) (increase({MR}[$__range]))"),
               rename={"Value": "removals"}, sort_by="removals"),

@@ -8,7 +8,8 @@ file gets DEFAULTS, the chart gets `{{ .Values.prometheusRule.params.<name> }}` 
 changed per install. Go templates of Prometheus ({{ $labels.group }}) are escaped for Helm.
 
 Every alert has a `probe`: the part of its expression that must return series whenever the
-monitor exports data (the selector and arithmetic before the threshold comparison). The
+monitor exports data (the selector and arithmetic before the threshold comparison; for a
+threshold that is itself an expression, the comparison with `bool`, which keeps every series). The
 end-to-end test (tests/test_prometheus_e2e.py) runs each probe against a real Prometheus that
 scrapes the demo, so an expression that silently matches nothing is caught even when the alert
 itself must not fire on the demo data.
@@ -28,10 +29,19 @@ DEFAULTS: dict[str, object] = {
     "stormWindow": "10m",
     "stormRebalances": 10,
     "stormFor": "10m",
-    # the group's rebalance timeout (max.poll.interval.ms of its members) is not exported yet:
-    # one threshold for every group; 600 s is twice Kafka's default rebalance timeout
+    # A group is stuck when it has been in a rebalancing state for longer than
+    # max(stuckTimeoutFactor x its rebalance timeout (the largest max.poll.interval.ms of its
+    # members), stuckMinSeconds), or stuckSeconds while its rebalance timeout is unknown. Kafka
+    # ends a JOIN phase at the rebalance timeout; 2 x leaves room for the SYNC phase and the
+    # monitor's own delay. The floor keeps tiny timeouts (seconds) from alerting on the monitor's
+    # reporting delay. 600 s is twice Kafka's default rebalance timeout (300 s).
+    "stuckTimeoutFactor": 2,
+    "stuckMinSeconds": 120,
     "stuckSeconds": 600,
     "stuckFor": "5m",
+    # rebalances whose JOIN phase ran into the group's rebalance timeout, counted over this window
+    "rebalanceTimeoutWindow": "15m",
+    "rebalanceTimeouts": 0,
     "heartbeatBurstWindow": "5m",
     "heartbeatBurstRemovals": 10,
     "heartbeatBurstGroups": 3,
@@ -69,7 +79,7 @@ class Alert:
     name: str
     severity: str
     probe: str                       # must return series on any monitor's data
-    condition: str                   # appended to the probe, e.g. "> <<stuckSeconds>>"
+    condition: str                   # appended to the probe, e.g. "> <<stormRebalances>>"
     for_: str
     summary: str
     description: str
@@ -86,6 +96,45 @@ class Alert:
 
 _HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'
 _RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
+_RT = 'rebalance_monitor_rebalance_timeouts_total{group!="__other__"}'
+
+# The states in which a group is rebalancing: the classic JOIN and SYNC phases, and a KIP-848
+# consumer group computing (Assigning) or handing out (Reconciling) a new assignment. Label values
+# of rebalance_monitor_group_state (state/model.py; GroupStateCollector.IN_PROGRESS).
+REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+
+
+def time_rebalancing(matchers: str) -> str:
+    """One series per (group, rebalancing state) of rebalance_monitor_group_state{matchers}: the
+    wall-clock seconds since the group's last state change for its current state, 0 for the
+    other states. Wall clock, not rebalance_monitor_group_rebalance_in_progress_seconds: that
+    gauge is event time and stops growing while the cluster is quiet, which a stuck group is."""
+    return (f'rebalance_monitor_group_state{{state=~"{"|".join(REBALANCING_STATES)}", {matchers}}}\n'
+            "* on (cluster, group, protocol) group_left ()\n"
+            "max by (cluster, group, protocol) "
+            f"(time() - rebalance_monitor_group_state_since_timestamp_seconds{{{matchers}}})")
+
+
+def stuck_threshold(matchers: str) -> str:
+    """Per (cluster, group, protocol): the seconds after which a rebalancing group counts as stuck.
+    max(<<stuckTimeoutFactor>> x its rebalance timeout, <<stuckMinSeconds>>) where the timeout is
+    known, else <<stuckSeconds>> (for every group that has a state-since series)."""
+    return ("clamp_min(<<stuckTimeoutFactor>> * max by (cluster, group, protocol) "
+            f"(rebalance_monitor_group_rebalance_timeout_seconds{{{matchers}}}), <<stuckMinSeconds>>)\n"
+            "or\n"
+            "<<stuckSeconds>> + 0 * max by (cluster, group, protocol) "
+            f"(rebalance_monitor_group_state_since_timestamp_seconds{{{matchers}}})")
+
+
+def stuck(matchers: str, comparison: str = ">") -> str:
+    """time_rebalancing compared with stuck_threshold per group (`>`: the series over it, with the
+    time in state as value; `> bool`: 1 or 0 for every series)."""
+    def indent(text: str) -> str:
+        return "\n".join("  " + line for line in text.splitlines())
+    return (f"(\n{indent(time_rebalancing(matchers))}\n)\n"
+            f"{comparison} on (cluster, group, protocol) group_left ()\n"
+            f"(\n{indent(stuck_threshold(matchers))}\n)")
+
 
 GROUP_ALERTS = [
     Alert(
@@ -102,21 +151,30 @@ GROUP_ALERTS = [
     Alert(
         name="KafkaConsumerGroupRebalanceStuck",
         severity="critical",
-        # the state gauge is 1 for the current state, 0 otherwise: the product is the time in
-        # PreparingRebalance/CompletingRebalance for groups in them, 0 for every other group
-        probe=('rebalance_monitor_group_state{state=~"PreparingRebalance|CompletingRebalance", '
-               'group!="__other__"}\n'
-               "* on (cluster, group, protocol) group_left ()\n"
-               "max by (cluster, group, protocol) "
-               "(time() - rebalance_monitor_group_state_since_timestamp_seconds)"),
-        condition="> <<stuckSeconds>>",
+        # every (group, rebalancing state) series, 1 where the group is over its threshold: both
+        # sides of the comparison must match on the exported labels
+        probe=stuck('group!="__other__"', "> bool"),
+        condition="",
+        expr=stuck('group!="__other__"'),
         for_="<<stuckFor>>",
         summary="Consumer group {{ $labels.group }} is stuck in {{ $labels.state }}",
         description=("Group {{ $labels.group }} on cluster {{ $labels.cluster }} has been in "
-                     "{{ $labels.state }} for {{ $value | humanizeDuration }} (threshold "
-                     "<<stuckSeconds>> s; the group's own rebalance timeout is not exported, so "
-                     "one threshold applies to every group). It consumes nothing until the "
-                     "rebalance completes."),
+                     "{{ $labels.state }} for {{ $value | humanizeDuration }}, longer than "
+                     "<<stuckTimeoutFactor>> times its rebalance timeout (at least <<stuckMinSeconds>> s), "
+                     "or <<stuckSeconds>> s while its rebalance timeout is unknown. The partitions "
+                     "being reassigned are not consumed until the rebalance completes."),
+    ),
+    Alert(
+        name="KafkaConsumerGroupRebalanceTimeout",
+        severity="warning",
+        probe=f"sum by (cluster, group) (\n  {new_in_window(_RT, '<<rebalanceTimeoutWindow>>')}\n)",
+        condition="> <<rebalanceTimeouts>>",
+        for_="0m",
+        summary="A rebalance of consumer group {{ $labels.group }} ran into its rebalance timeout",
+        description=("In the last <<rebalanceTimeoutWindow>>, {{ $value | humanize }} rebalance(s) of "
+                     "group {{ $labels.group }} on cluster {{ $labels.cluster }} waited the whole "
+                     "rebalance timeout (max.poll.interval.ms) for a member that did not rejoin: that "
+                     "member held the whole group until the coordinator removed it."),
     ),
     Alert(
         name="KafkaConsumerHeartbeatExpiryBurst",
@@ -292,10 +350,15 @@ def rule_groups(render=None, params: Optional[dict] = None) -> list[dict]:
     return groups
 
 
+def fill(text: str, params: Optional[dict] = None) -> str:
+    """`text` with its parameters filled in (default DEFAULTS), e.g. for a dashboard query that
+    uses an alert's threshold expression (stuck_threshold)."""
+    return _defaults(text, {**DEFAULTS, **(params or {})})
+
+
 def probes(params: Optional[dict] = None) -> dict[str, str]:
     """alert name -> probe expression with the given parameters (default DEFAULTS)."""
-    values = {**DEFAULTS, **(params or {})}
-    return {a.name: _defaults(a.probe, values) for a in ALERTS}
+    return {a.name: fill(a.probe, params) for a in ALERTS}
 
 
 def helm_rule_groups() -> list[dict]:

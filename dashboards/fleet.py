@@ -1,33 +1,29 @@
 """Fleet overview: every cluster and group the monitors export (docs/metrics.md)."""
 from __future__ import annotations
 
-from alert_rules import DEFAULTS, new_in_window
+from alert_rules import DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
 from panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
                     table, thresholds, timeseries, value_mappings)
+from state.diagnosis import ROOT_CAUSES
 
 C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'
 RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
 MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
 BUCKET = "rebalance_monitor_rebalance_duration_seconds_bucket"
-REBALANCING = "PreparingRebalance|CompletingRebalance|Assigning|Reconciling"
-STUCK_STATES = "PreparingRebalance|CompletingRebalance"
-STUCK_S = DEFAULTS["stuckSeconds"]
+RT = f"rebalance_monitor_rebalance_timeouts_total{{{CG}}}"
+REBALANCING = "|".join(REBALANCING_STATES)
 STORM_WINDOW = DEFAULTS["stormWindow"]
 STORM_N = DEFAULTS["stormRebalances"]
+TIMEOUT_WINDOW = DEFAULTS["rebalanceTimeoutWindow"]
+# the per-group threshold of KafkaConsumerGroupRebalanceStuck, in words
+STUCK_RULE = (f"max({DEFAULTS['stuckTimeoutFactor']} x the group's rebalance timeout, {DEFAULTS['stuckMinSeconds']} s), "
+              f"or {DEFAULTS['stuckSeconds']} s while the timeout is unknown")
 
 GROUP_LINK = [{"title": "Open the group drill-down", "targetBlank": False,
                "url": "/d/rebalance-group/kafka-rebalances-group?var-datasource=${datasource}"
                       "&var-cluster=${__data.fields.cluster}&var-group=${__data.fields.group}"
                       "&${__url_time_range}"}]
-
-
-def time_in_state(selector: str) -> str:
-    """Per group: seconds since its last state change where the state matches, 0 elsewhere."""
-    return (f"rebalance_monitor_group_state{{{selector}}}\n"
-            "* on (cluster, group, protocol) group_left ()\n"
-            "max by (cluster, group, protocol) "
-            f"(time() - rebalance_monitor_group_state_since_timestamp_seconds{{{CG}}})")
 
 
 def slowest(by: str, phase: str = "total", window: str = "$__range") -> str:
@@ -45,7 +41,7 @@ def quantile(q: float, by: str, phase_filter: str = ', phase="total"', window: s
 
 def build() -> Dashboard:
     top20 = f"topk(20, {slowest('cluster, group')})"
-    stuck_sel = f'{CG}, state=~"{STUCK_STATES}"'
+    by_state = "cluster, group, protocol, state"
     p95_range = quantile(0.95, "cluster, group", window="$__range", func="increase")
     overview = Row("Overview", [
         stat("Rebalances", "Rebalances that ended in the selected time range (all triggers and outcomes).",
@@ -57,11 +53,12 @@ def build() -> Dashboard:
         stat("Rebalancing now", f"Groups in {REBALANCING.replace('|', ', ')} now.", "short",
              Query(f'sum(rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}})'),
              steps=((None, "green"), (1, "orange"))),
-        stat(f"Stuck > {STUCK_S // 60} min",
-             f"Groups in PreparingRebalance or CompletingRebalance for longer than {STUCK_S} s, the "
-             "threshold of the KafkaConsumerGroupRebalanceStuck alert (time since the group's last "
-             "state change, event time).", "short",
-             Query(f"sum(({time_in_state(stuck_sel)}) > bool {STUCK_S})"),
+        stat("Stuck rebalances",
+             f"Groups in {REBALANCING.replace('|', ', ')} for longer than their threshold of the "
+             f"KafkaConsumerGroupRebalanceStuck alert: {STUCK_RULE} (wall clock since the group's last "
+             "state change). The alert fires when it lasts "
+             f"{DEFAULTS['stuckFor']}.", "short",
+             Query(f"sum(\n{fill(stuck(CG, '> bool'))}\n)"),
              steps=((None, "green"), (1, "red"))),
         stat("Quarantined inputs", "Inputs the monitors could not use in the selected time range "
              "(should be 0: a new broker log wording or a damaged record).", "short",
@@ -119,8 +116,8 @@ def build() -> Dashboard:
                    Query(f"60 * sum by (cluster, cause) (rate({MR}[$__rate_interval]))", "{{cluster}} {{cause}}"),
                    stacked=True),
         timeseries("Removals per minute by root cause",
-                   "The diagnosed reason behind removals (root_cause label). Diagnosis is issue 6: until "
-                   "it lands every removal has root_cause=\"unknown\".", "suffix:/min",
+                   "The diagnosed reason behind removals (root_cause label: "
+                   f"{', '.join(ROOT_CAUSES)}; docs/diagnosis.md).", "suffix:/min",
                    Query(f"60 * sum by (cluster, root_cause) (rate({MR}[$__rate_interval]))",
                          "{{cluster}} {{root_cause}}"), stacked=True),
         table("Removals in the time range by group and cause",
@@ -137,12 +134,34 @@ def build() -> Dashboard:
               sort_by="rebalances", rename={"Value": "rebalances"}, links=GROUP_LINK,
               steps=((None, "green"), (STORM_N / 2, "orange"), (STORM_N + 1, "red"))),
         table("Groups in a rebalance, longest first",
-              "Groups now in PreparingRebalance or CompletingRebalance and for how long (seconds since the "
-              "group's last state change, event time). Rows of groups in other states (value 0) are "
-              f"filtered out. Red above {STUCK_S} s, the KafkaConsumerGroupRebalanceStuck threshold.",
-              "s", Query(f"topk(50, {time_in_state(stuck_sel)})"),
-              sort_by="in state", rename={"Value": "in state"}, hide=("Time", "__name__"), links=GROUP_LINK,
-              keep_above=0, steps=((None, "green"), (STUCK_S / 2, "orange"), (STUCK_S, "red"))),
+              f"Groups now in {REBALANCING.replace('|', ', ')}, how long (wall clock since the group's last "
+              "state change, event time) and after how long KafkaConsumerGroupRebalanceStuck counts them "
+              f"as stuck: {STUCK_RULE}. Rows of groups in other states (value 0) are filtered out.",
+              "s", Query(f"topk(50, max by ({by_state}) (\n{fill(time_rebalancing(CG))}\n))"),
+              Query(f'max by ({by_state}) (rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}} == 1)\n'
+                    "* on (cluster, group, protocol) group_left ()\n"
+                    f"(\n{fill(stuck_threshold(CG))}\n)"),
+              sort_by="in state", rename={"Value #A": "in state", "Value #B": "stuck after"}, links=GROUP_LINK,
+              keep_above=0),
+        table("Groups by rebalances started in the storm window",
+              "The 10 groups that started the most rebalances within the storm window (storm_window_seconds, "
+              "10 minutes of event time by default) before the newest event of their cluster "
+              "(rebalance_monitor_group_rebalances_in_window). Unlike the table beside it this is event "
+              "time, so it also shows storms in a replay or in data the monitor is catching up on. Red "
+              f"above {STORM_N}, the storm alert's threshold.",
+              "short", Query(f"topk(10, max by (cluster, group) (rebalance_monitor_group_rebalances_in_window{{{CG}}}))"),
+              sort_by="rebalances", rename={"Value": "rebalances"}, links=GROUP_LINK, keep_above=0,
+              steps=((None, "green"), (STORM_N / 2, "orange"), (STORM_N + 1, "red"))),
+        table("Rebalance timeouts per cluster (last $timeout_window)",
+              "Per cluster: rebalances whose JOIN phase ran into the group's rebalance timeout (a member "
+              "did not rejoin within max.poll.interval.ms and held its whole group that long). \"in the "
+              "window\": in the last $timeout_window, counted like the KafkaConsumerGroupRebalanceTimeout "
+              "alert (a group's first timeout included). \"total\": since the monitors' counters start "
+              "(kept across restarts with an event sink; groups removed after Dead drop out).", "short",
+              Query(f"sum by (cluster) ({new_in_window(RT, '$timeout_window')})"),
+              Query(f"sum by (cluster) ({RT})"),
+              sort_by="in the window", rename={"Value #A": "in the window", "Value #B": "total"},
+              steps=((None, "green"), (1, "orange"))),
     ])
     health = Row("Monitor health", [
         timeseries("Input rows per second", "Raw rows read per source: broker log lines and "
@@ -200,7 +219,10 @@ def build() -> Dashboard:
                    query_variable("group", "Group",
                                   'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)'),
                    constant_variable("storm_window", "Storm window", STORM_WINDOW,
-                                     "Window of the storm table: stormWindow of the alert rules")],
+                                     "Window of the storm table: stormWindow of the alert rules"),
+                   constant_variable("timeout_window", "Rebalance timeout window", TIMEOUT_WINDOW,
+                                     "Window of the rebalance timeouts stat: rebalanceTimeoutWindow of the "
+                                     "alert rules")],
         rows=[overview, rebalances, durations, removals, storms, health],
         links=[{"title": "Group drill-down", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-group/kafka-rebalances-group", "includeVars": True, "keepTime": True,

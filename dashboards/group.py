@@ -1,8 +1,10 @@
 """Group drill-down: one or a few consumer groups over time."""
 from __future__ import annotations
 
+from alert_rules import DEFAULTS
 from panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline,
                     table, timeseries, value_mappings)
+from state.diagnosis import ROOT_CAUSES
 from state.model import ALL_STATES
 
 CG = 'cluster=~"$cluster", group=~"$group"'
@@ -62,6 +64,34 @@ def build() -> Dashboard:
               "short", Query(f"sum by (cluster, group, protocol, trigger, outcome) (increase({RB}[$__range]))"),
               rename={"Value": "rebalances"}, sort_by="rebalances", width=24),
     ])
+    timeouts = Row("Rebalance timeouts and storms", [
+        timeseries("Rebalance in progress vs rebalance timeout",
+                   "How long the group's current rebalance has been going on (PreparingRebalance, "
+                   "CompletingRebalance; Assigning, Reconciling for KIP-848 consumer groups), next to the "
+                   "group's rebalance timeout (the largest max.poll.interval.ms of its members; no line while "
+                   "unknown). A JOIN phase that reaches the timeout waited for a member that the coordinator "
+                   "then removes. The in-progress line is event time: it stops growing while the cluster is "
+                   "quiet. KafkaConsumerGroupRebalanceStuck measures wall-clock time instead and fires above "
+                   f"max({DEFAULTS['stuckTimeoutFactor']} x the timeout, {DEFAULTS['stuckMinSeconds']} s).", "s",
+                   Query(f"max by (cluster, group) (rebalance_monitor_group_rebalance_in_progress_seconds{{{CG}}})",
+                         "{{group}} in progress"),
+                   Query(f"max by (cluster, group) (rebalance_monitor_group_rebalance_timeout_seconds{{{CG}}})",
+                         "{{group}} rebalance timeout")),
+        timeseries("Rebalances started in the storm window",
+                   "Rebalances the group started within the storm window (storm_window_seconds, 10 minutes "
+                   "of event time by default) before the newest event of its cluster. The line is the "
+                   f"threshold of KafkaConsumerGroupRebalanceStorm ({DEFAULTS['stormRebalances']}), which "
+                   f"counts finished rebalances per {DEFAULTS['stormWindow']} of wall-clock time.", "short",
+                   Query(f"max by (cluster, group) (rebalance_monitor_group_rebalances_in_window{{{CG}}})",
+                         "{{group}}"), width=6, threshold=DEFAULTS["stormRebalances"]),
+        timeseries("Rebalance timeouts hit",
+                   "Rebalances of the group whose JOIN phase ran into its rebalance timeout (a member did "
+                   "not rejoin within max.poll.interval.ms and held the whole group that long), counted "
+                   "since the monitor's counters start (kept across restarts with an event sink). Each step "
+                   "up is one; KafkaConsumerGroupRebalanceTimeout fires on it.", "short",
+                   Query(f"max by (cluster, group) (rebalance_monitor_rebalance_timeouts_total{{{CG}}})",
+                         "{{group}}"), width=6),
+    ])
     phases = Row("Phase durations", [
         timeseries("Mean phase duration", "Mean duration per phase of the rebalances that ended in each "
                    "interval: join (start to JOIN end), sync (JOIN end to Stable), total.", "s",
@@ -89,7 +119,7 @@ def build() -> Dashboard:
                    Query(f"sum by (group, cause) (increase({MR}[$__rate_interval]))", "{{group}} {{cause}}"),
                    bars=True, stacked=True),
         table("Removals in the time range", "Members removed in the selected range by cause and root cause "
-              "(root_cause is \"unknown\" until diagnosis, issue 6, lands). Member ids, hosts and client ids "
+              f"(root_cause: {', '.join(ROOT_CAUSES)}; docs/diagnosis.md). Member ids, hosts and client ids "
               "are in member_removals output, not in metrics.", "short",
               Query(f"sum by (cluster, group, cause, root_cause) (increase({MR}[$__range]))"),
               rename={"Value": "removals"}, sort_by="removals"),
@@ -97,12 +127,13 @@ def build() -> Dashboard:
     return Dashboard(
         uid="rebalance-group", title="Kafka rebalances / group",
         description="One consumer group (or a few): state timeline, generation, members, rebalances with "
-                    "their triggers and phase durations, and member removals with their causes.",
+                    "their triggers, rebalance timeouts and phase durations, and member removals with their "
+                    "causes.",
         variables=[datasource_variable(),
                    query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
                    query_variable("group", "Group",
                                   'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)')],
-        rows=[state, rebalances, phases, removals],
+        rows=[state, rebalances, timeouts, phases, removals],
         links=[{"title": "Fleet overview", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-fleet/kafka-rebalances-fleet-overview", "includeVars": True,
                 "keepTime": True, "asDropdown": False, "tags": [], "tooltip": ""}],

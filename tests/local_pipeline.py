@@ -11,7 +11,8 @@ from streaming.stateful import row_to_event
 from state.replay_local import run_events
 
 
-def run_local(logs, offsets, settings=None) -> dict[str, list]:
+def capture_rows(logs, offsets) -> list:
+    """The parsed event rows (quarantine rows included) of log and offsets file inputs."""
     event_rows = []
     if logs:
         files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
@@ -26,6 +27,16 @@ def run_local(logs, offsets, settings=None) -> dict[str, list]:
         reader = OffsetsRowReader(files)
         rows = reader.rows(0, len(reader))
         event_rows += decode_offsets_rows(rows, {f["source_id"]: i.cluster for f, i in zip(files, offsets)})
+    return event_rows
+
+
+def capture_events(logs, offsets) -> list:
+    """The state machine's events of log and offsets file inputs (quarantined inputs left out)."""
+    return [row_to_event(list(r)) for r in capture_rows(logs, offsets) if r[6] != "quarantine"]
+
+
+def run_local(logs, offsets, settings=None) -> dict[str, list]:
+    event_rows = capture_rows(logs, offsets)
     events = [row_to_event(list(r)) for r in event_rows if r[6] != "quarantine"]
     out = run_events(events) if settings is None else run_events(events, settings)
     out["quarantine"] = [r for r in event_rows if r[6] == "quarantine"]

@@ -12,6 +12,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "alerts"))
+import alert_rules  # noqa: E402
+
 RULES = ROOT / "alerts" / "rebalance-monitor.rules.yml"
 UNIT_TESTS = ROOT / "alerts" / "rebalance-monitor.test.yml"
 
@@ -59,11 +62,46 @@ def test_promtool_unit_tests_pass():
 def test_promtool_unit_tests_can_fail(tmp_path):
     """The unit tests really compare: a changed threshold makes them fail."""
     shutil.copy(UNIT_TESTS, tmp_path / UNIT_TESTS.name)
-    (tmp_path / RULES.name).write_text(RULES.read_text().replace("> 600\n    for: 5m", "> 6000\n    for: 5m"))
+    (tmp_path / RULES.name).write_text(RULES.read_text().replace("> 10\n    for: 10m", "> 100\n    for: 10m"))
     result = subprocess.run([promtool(), "test", "rules", UNIT_TESTS.name], capture_output=True, text=True,
                             cwd=tmp_path)
     assert result.returncode != 0
-    assert "KafkaConsumerGroupRebalanceStuck" in result.stdout + result.stderr
+    assert "KafkaConsumerGroupRebalanceStorm" in result.stdout + result.stderr
+
+
+def _with_expressions_of(params: dict, edit=lambda expr: expr) -> dict:
+    """The default rules with the expressions (only) of the rules rendered with `params` and
+    passed through `edit`: the annotations keep their default text, so a unit test can only fail
+    because the alert fires or stays quiet where it should not."""
+    groups = alert_rules.rule_groups()
+    for group, changed in zip(groups, alert_rules.rule_groups(params=params)):
+        for rule, other in zip(group["rules"], changed["rules"]):
+            rule["expr"] = edit(other["expr"])
+    return {"groups": groups}
+
+
+@pytest.mark.parametrize("params, edit, failing_test", [
+    ({"stuckTimeoutFactor": 20}, None, "stuck uses 2 times the group's rebalance timeout when it is known"),
+    ({"stuckTimeoutFactor": 1}, None, "stuck uses 2 times the group's rebalance timeout when it is known"),
+    ({"stuckMinSeconds": 0}, None, "stuck uses the 120 s floor when 2 times the rebalance timeout is shorter"),
+    ({"stuckMinSeconds": 6000}, None, "stuck uses the 120 s floor when 2 times the rebalance timeout is shorter"),
+    ({"stuckSeconds": 6000}, None, "stuck uses the fixed 600 s while the group's rebalance timeout is unknown"),
+    ({}, lambda e: e.replace("|Assigning|Reconciling", ""),
+     "stuck covers the KIP-848 rebalancing states Assigning and Reconciling"),
+    ({"rebalanceTimeouts": 1}, None, "rebalance timeout fires for a rebalance that waited the whole timeout"),
+    ({}, lambda e: e.replace(" or (rebalance_monitor_rebalance_timeouts_total", " and (rebalance_monitor_rebalance_timeouts_total"),
+     "rebalance timeout fires for a rebalance that waited the whole timeout"),
+], ids=["factor-20", "factor-1", "floor-0", "floor-6000", "fixed-6000", "no-kip848-states", "timeouts-1",
+        "timeouts-without-new-series"])
+def test_unit_tests_catch_each_threshold_of_the_stuck_and_timeout_alerts(tmp_path, params, edit, failing_test):
+    """Each parameter of the per-group stuck threshold, the KIP-848 states and the counting of
+    new timeout series are pinned by the unit test named for them."""
+    shutil.copy(UNIT_TESTS, tmp_path / UNIT_TESTS.name)
+    (tmp_path / RULES.name).write_text(yaml.safe_dump(_with_expressions_of(params, edit or (lambda e: e))))
+    result = subprocess.run([promtool(), "test", "rules", UNIT_TESTS.name], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode != 0
+    assert f"name: {failing_test}" in result.stdout + result.stderr
 
 
 def test_every_alert_has_a_firing_and_a_quiet_unit_test():

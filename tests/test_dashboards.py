@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "alerts"))
+import alert_rules  # noqa: E402
+
 BOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 
 
@@ -60,7 +64,7 @@ def test_every_panel_has_description_unit_datasource_and_queries(path):
         for target in panel["targets"]:
             assert target["expr"].strip() and target["datasource"]["uid"] == "${datasource}", name
             # every group-level metric is filtered by the dashboard's variables
-            for metric in re.findall(r"(rebalance_monitor_(?:rebalances|member_removals)_total|"
+            for metric in re.findall(r"(rebalance_monitor_(?:rebalances|member_removals|rebalance_timeouts)_total|"
                                      r"rebalance_monitor_group_\w+|rebalance_monitor_rebalance_duration_seconds_\w+)"
                                      r"(\{[^}]*\})?", target["expr"]):
                 assert metric[1] and '$cluster' in metric[1] and '$group' in metric[1], (name, metric)
@@ -88,8 +92,34 @@ def test_fleet_overview_covers_the_issue_sections():
                    "rebalance_monitor_watermark_delay_seconds", "rebalance_monitor_source_newest_event_age_seconds",
                    "rebalance_monitor_late_rows_total", "rebalance_monitor_source_up",
                    "rebalance_monitor_quarantined_records_total", "rebalance_monitor_invalid_transitions_total",
-                   "rebalance_monitor_query_restarts_total"):
+                   "rebalance_monitor_query_restarts_total", "rebalance_monitor_group_rebalances_in_window",
+                   "rebalance_monitor_rebalance_timeouts_total", "rebalance_monitor_group_rebalance_timeout_seconds"):
         assert metric in exprs, metric
+
+
+def test_group_drill_down_shows_rebalance_progress_storm_window_and_timeouts():
+    board = load(ROOT / "dashboards" / "rebalance-group.json")
+    by_title = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels(board)}
+    progress = by_title["Rebalance in progress vs rebalance timeout"]
+    assert len(progress) == 2
+    assert "rebalance_monitor_group_rebalance_in_progress_seconds{" in progress[0]
+    assert "rebalance_monitor_group_rebalance_timeout_seconds{" in progress[1]
+    assert "rebalance_monitor_group_rebalances_in_window{" in by_title["Rebalances started in the storm window"][0]
+    assert "rebalance_monitor_rebalance_timeouts_total{" in by_title["Rebalance timeouts hit"][0]
+
+
+def test_fleet_stuck_panels_use_the_alerts_per_group_threshold_and_states():
+    board = load(ROOT / "dashboards" / "rebalance-fleet.json")
+    by_title = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels(board)}
+    def flat(expr: str) -> str:
+        return " ".join(expr.split())
+    threshold = flat(alert_rules.fill(alert_rules.stuck_threshold('cluster=~"$cluster", group=~"$group"')))
+    assert "rebalance_monitor_group_rebalance_timeout_seconds" in threshold
+    stat, = by_title["Stuck rebalances"]
+    in_state, stuck_after = by_title["Groups in a rebalance, longest first"]
+    assert threshold in flat(stat) and threshold in flat(stuck_after)
+    for expr in (stat, in_state, stuck_after):
+        assert 'state=~"PreparingRebalance|CompletingRebalance|Assigning|Reconciling"' in expr
 
 
 def test_group_drill_down_state_codes_follow_the_model():

@@ -38,3 +38,13 @@ def test_every_metric_is_in_docs_metrics():
     for name in sorted(names):
         documented = f"### {name}" in text or f"### {name}_total" in text
         assert documented, f"{name} is not documented in docs/metrics.md"
+
+
+def test_metrics_doc_lists_every_root_cause():
+    from state.diagnosis import ROOT_CAUSES
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| label values | `cause`:")
+               and "`root_cause`" in line)
+    listed = row.split("`root_cause`:", 1)[1]
+    assert [c for c in ROOT_CAUSES if f"`{c}`" not in listed] == []
+    assert "always `unknown`" not in listed

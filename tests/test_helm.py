@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -25,6 +26,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "alerts"))
+import alert_rules  # noqa: E402
+
 CHART = ROOT / "helm" / "rebalance-monitor"
 PROFILES = [None] + sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
 K8S_VERSION = "1.33.0"
@@ -342,12 +346,22 @@ def test_prometheus_rule_carries_exactly_the_plain_rules_file():
     assert rule["spec"] == {"groups": plain["groups"]}
 
 
+def test_values_hold_every_alert_parameter_with_its_default():
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["prometheusRule"]["params"] == alert_rules.DEFAULTS
+
+
 def test_prometheus_rule_parameters_change_the_rules_and_stay_valid(tmp_path):
-    rule = one(render(None, "prometheusRule.params.stuckSeconds=1234", "prometheusRule.params.stormWindow=30m",
-                      'prometheusRule.params.jobSelector=job=~"kafka/.*"',
-                      "prometheusRule.params.runbookBaseUrl=https://runbooks.example/rm.md"), "PrometheusRule")
+    params = {"stuckSeconds": 1234, "stuckTimeoutFactor": 3, "stuckMinSeconds": 90, "stormWindow": "30m",
+              "rebalanceTimeoutWindow": "1h", "jobSelector": 'job=~"kafka/.*"',
+              "runbookBaseUrl": "https://runbooks.example/rm.md"}
+    rule = one(render(None, *(f"prometheusRule.params.{k}={v}" for k, v in params.items())), "PrometheusRule")
     rules = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
-    assert rules["KafkaConsumerGroupRebalanceStuck"]["expr"].endswith("> 1234")
+    # the chart with these values carries the rules the plain file would have with them
+    assert rule["spec"] == {"groups": alert_rules.rule_groups(params=params)}
+    stuck = rules["KafkaConsumerGroupRebalanceStuck"]["expr"]
+    assert "clamp_min(3 * max by" in stuck and "), 90)" in stuck and "1234 + 0 * max by" in stuck
+    assert "offset 1h" in rules["KafkaConsumerGroupRebalanceTimeout"]["expr"]
     assert "offset 30m" in rules["KafkaConsumerGroupRebalanceStorm"]["expr"]
     assert rules["RebalanceMonitorAbsent"]["expr"] == 'absent(up{job=~"kafka/.*"})'
     assert rules["RebalanceMonitorDown"]["annotations"]["runbook_url"] == \

@@ -5,17 +5,21 @@ Prometheus scrapes, every second, as job "rebalance-monitor":
   bundled Kafka 2.7 and 4.0 captures replayed through the Spark query;
 - `rebalance-monitor run` pointed at a Kafka port where nothing listens: the live service whose
   source is down (the only place rebalance_monitor_source_up and source errors exist);
-- a port where nothing listens: a monitor that is down (up == 0).
+- a port where nothing listens: a monitor that is down (up == 0);
+- an in-process MetricsSink holding the captures' groups as the state machine had them at a moment
+  in the middle of rebalances (MID_REBALANCE): the demo is scraped after its replay, when every
+  group has finished rebalancing, so the gauges of rebalances in progress and of the groups'
+  rebalance timeouts (which need members) come from there.
 It loads alerts/rebalance-monitor.rules.yml and evaluates them every second.
 
 Then every query of every dashboard panel, with $cluster/$group as ".*", $__rate_interval as 1m,
-$__range as 1h and $storm_window as 5s, must be valid PromQL and return at least one series: a panel query that
+$__range as 1h and $storm_window/$timeout_window as 5s, must be valid PromQL and return at least one series: a panel query that
 returns nothing is a broken panel. For each alert, the whole expression must be valid PromQL and
 its probe (alert_rules.py: the expression before the threshold) must return series (the
-counter windows of the storm and burst alerts are shortened to 5 s, E2E_PARAMS, as Prometheus
-holds only seconds of data); the alerts
+counter windows of the storm, burst and rebalance-timeout alerts are shortened to 5 s, E2E_PARAMS,
+as Prometheus holds only seconds of data); the alerts
 that the scraped data really should trigger (the down target, the down Kafka source, the demo's
-two-hour-old data) must return series as whole expressions and be pending in Prometheus. The
+hours-old data, the groups caught in a rebalance hours ago) must return series as whole expressions and be pending in Prometheus. The
 others must not fire on this data, which is why their probes are what is checked.
 """
 from __future__ import annotations
@@ -40,14 +44,24 @@ import alert_rules  # noqa: E402
 
 # Prometheus holds only seconds of data here: the alerts' counter windows (10m/5m by default) are
 # shortened so that "growth over the window" has samples at both ends. Everything else is default.
-E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s"}
-SUBSTITUTIONS = {"$storm_window": E2E_PARAMS["stormWindow"], "$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s",
+E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s", "rebalanceTimeoutWindow": "5s"}
+SUBSTITUTIONS = {"$storm_window": E2E_PARAMS["stormWindow"], "$timeout_window": E2E_PARAMS["rebalanceTimeoutWindow"],
+                 "$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s",
                  '"$cluster"': '".*"', '"$group"': '".*"'}
 # Alerts whose whole expression must hold on the scraped data (and which are pending in Prometheus).
 EXPECTED_ALERTS = {
     "RebalanceMonitorDown": "closed",          # nothing listens on that target's port
     "RebalanceMonitorSourceDown": "run",       # `run` with no Kafka behind its bootstrap address
     "RebalanceMonitorLagging": "demo",         # the captures' events are hours old
+    "KafkaConsumerGroupRebalanceStuck": "mid-rebalance",   # in a rebalance since hours ago
+}
+# capture -> (cut: UTC time on the capture day (utc_ms), {group: (its state then, its rebalance timeout in s)}).
+# The mid-rebalance target holds every group of the capture with the events up to the cut applied:
+# 2.7 sc11 is in the JOIN phase that ends at its 15 s rebalance timeout, 4.0 sc09 (KIP-848) is
+# reconciling with a 300 s timeout.
+MID_REBALANCE = {
+    "kafka-2.7": ("19:31:25.000", {"sc11-stuck-in-rebalance": ("PreparingRebalance", 15.0)}),
+    "kafka-4.0": ("19:28:11.000", {"k4-sc09-consumer-protocol": ("Reconciling", 300.0)}),
 }
 
 
@@ -84,15 +98,66 @@ def monitor_without_kafka(tmp_path_factory):
         proc.wait(timeout=10)
 
 
+def mid_rebalance_snapshots() -> list[dict]:
+    """Snapshots of every group of the MID_REBALANCE captures after the events up to the cut, under
+    the cluster label "<capture>-mid-rebalance" (apart from the demo's groups)."""
+    from collections import defaultdict
+
+    from capture_expectations import FIXTURES, LOG_FILES, utc_ms
+    from local_pipeline import capture_events
+    from state import events as E
+    from state.machine import GroupStateMachine, snapshot
+    from state.model import GroupModel
+    from streaming.config import LogInput, OffsetsInput
+
+    out = []
+    for capture, (cut, expected) in MID_REBALANCE.items():
+        cluster = f"{capture}-mid-rebalance"
+        logs = [LogInput(path=str(FIXTURES / capture / name), cluster=cluster) for name in LOG_FILES[capture]]
+        offsets = [OffsetsInput(path=str(FIXTURES / capture / "offsets-topic.jsonl"), cluster=cluster)]
+        by_group = defaultdict(list)
+        for ev in capture_events(logs, offsets):
+            if ev.group is not None and ev.kind != E.END_OF_INPUT and ev.ts_ms <= utc_ms(cut):
+                by_group[ev.group].append(ev)
+        snapshots = {}
+        for group, evs in by_group.items():
+            machine = GroupStateMachine(GroupModel(cluster=cluster, group=group))
+            machine.apply_all(evs)
+            snapshots[group] = snapshot(machine.m)
+        for group, (state, timeout_s) in expected.items():
+            snap = snapshots[group]
+            assert (snap["state"], snap["rebalance_timeout_ms"]) == (state, timeout_s * 1000), snap
+        out += snapshots.values()
+    return out
+
+
 @pytest.fixture(scope="session")
-def prometheus(monitor_without_kafka, demo_server, tmp_path_factory):
+def monitor_mid_rebalance():
+    """A /metrics endpoint whose group gauges are the mid_rebalance_snapshots.
+    Yields (port, snapshots)."""
+    from prometheus_client import CollectorRegistry
+
+    from sinks.exposition import serve
+    from sinks.prometheus import MetricsSink
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    snapshots = mid_rebalance_snapshots()
+    for snap in snapshots:
+        sink.observe("snapshot", snap)
+    server, _ = serve(sink.registry, "127.0.0.1", 0)
+    yield server.server_port, snapshots
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def prometheus(monitor_without_kafka, demo_server, monitor_mid_rebalance, tmp_path_factory):
     binary = shutil.which("prometheus")
     if binary is None:
         pytest.fail("prometheus not installed (Debian package 'prometheus'; scripts/test installs it)")
     demo_port, _ = demo_server
     folder = tmp_path_factory.mktemp("prometheus")
     (folder / "rules.yml").write_text(yaml.safe_dump({"groups": alert_rules.rule_groups(params=E2E_PARAMS)}))
-    targets = {"demo": demo_port, "run": monitor_without_kafka, "closed": _free_port()}
+    targets = {"demo": demo_port, "run": monitor_without_kafka, "closed": _free_port(),
+               "mid-rebalance": monitor_mid_rebalance[0]}
     config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
         "rule_files": ["rules.yml"],
@@ -231,3 +296,33 @@ def test_prometheus_evaluates_every_rule_without_errors_and_the_expected_alerts_
             assert alert["annotations"]["runbook_url"].startswith("docs/runbooks.md#")
     # nothing else fires on this data: no storm, stuck group, burst or input error in the demo
     assert active == set(EXPECTED_ALERTS), active - set(EXPECTED_ALERTS)
+
+
+def test_stuck_threshold_per_group_on_the_exported_gauges(prometheus, monitor_mid_rebalance):
+    """The stuck alert's threshold, evaluated by Prometheus on what the exporter serves, is
+    max(factor x rebalance timeout, floor) for the groups whose timeout is known and the fixed
+    threshold for the others; the groups caught rebalancing hours ago (classic JOIN phase and
+    KIP-848 Reconciling) are over it."""
+    api, _ = prometheus
+    _, snapshots = monitor_mid_rebalance
+    params = {**alert_rules.DEFAULTS, **E2E_PARAMS}
+    expected = {}
+    for snap in snapshots:
+        key = (snap["cluster"], snap["group"], snap["protocol"])
+        if snap.get("rebalance_timeout_ms"):
+            expected[key] = max(params["stuckTimeoutFactor"] * snap["rebalance_timeout_ms"] / 1000,
+                                params["stuckMinSeconds"])
+        elif snap.get("state_since_ms") is not None:
+            expected[key] = params["stuckSeconds"]
+    threshold = alert_rules.fill(alert_rules.stuck_threshold('target="mid-rebalance"'), E2E_PARAMS)
+    got = {(s["metric"]["cluster"], s["metric"]["group"], s["metric"]["protocol"]): float(s["value"][1])
+           for s in _query(api, threshold)}
+    assert got == pytest.approx(expected)
+    assert got[("kafka-2.7-mid-rebalance", "sc11-stuck-in-rebalance", "classic")] == params["stuckMinSeconds"]
+    assert got[("kafka-4.0-mid-rebalance", "k4-sc09-consumer-protocol", "consumer")] == \
+        params["stuckTimeoutFactor"] * 300
+    assert params["stuckSeconds"] in got.values()        # some groups' timeouts are unknown
+    rule = next(r for g in alert_rules.rule_groups(params=E2E_PARAMS) for r in g["rules"]
+                if r["alert"] == "KafkaConsumerGroupRebalanceStuck")
+    stuck = {(s["metric"]["group"], s["metric"]["state"]) for s in _query(api, rule["expr"])}
+    assert {("sc11-stuck-in-rebalance", "PreparingRebalance"), ("k4-sc09-consumer-protocol", "Reconciling")} <= stuck

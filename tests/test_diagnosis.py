@@ -227,3 +227,37 @@ def test_configured_thresholds_reach_the_diagnosis(spark, tmp_path):
     local = run_local(logs, offsets, settings.diagnosis.to_settings())
     assert sorted((r["group"], r["root_cause"]) for r in local["removal"]
                   if r["group"].startswith("sc10-") and r["cause"] == "heartbeat_expiry") == storm
+
+
+@lru_cache(maxsize=None)
+def _sc11_events() -> tuple:
+    from local_pipeline import capture_events
+    return tuple(ev for ev in capture_events(*capture_inputs("kafka-2.7"))
+                 if ev.group == "sc11-stuck-in-rebalance")
+
+
+@pytest.mark.parametrize("cut,hit", [("19:31:25.000", False), ("19:31:35.191", True)])
+def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
+    """An open rebalance written at the end of the input: the real sc11 JOIN phase cut before and
+    right after the coordinator removed the member that did not rejoin within the 15 s timeout
+    (19:31:35,191; Stable followed 1 ms later)."""
+    from capture_expectations import utc_ms
+    from state.machine import GroupStateMachine, snapshot
+    from state.model import GroupModel
+    from streaming.driver import RunCollector
+    machine = GroupStateMachine(GroupModel(cluster="kafka-2.7", group="sc11-stuck-in-rebalance"))
+    machine.apply_all([ev for ev in _sc11_events() if ev.ts_ms <= utc_ms(cut)])
+    collector = RunCollector(metrics=None, keep_records=True)
+    collector.snapshots[("kafka-2.7", "sc11-stuck-in-rebalance")] = snapshot(machine.m)
+    [rec] = collector.in_progress_rebalances()
+    assert rec["outcome"] == "in_progress" and rec["previous_generation"] == 1
+    assert rec["started_at_ms"] == utc_ms("19:31:20.189")
+    assert rec["rebalance_timeout_ms"] == 15000 and rec["initial_delay_seconds"] is None
+    assert rec["hit_rebalance_timeout"] is hit
+    if hit:
+        assert rec["waited_for_member"] == "sc11-stuck-fa728af1-fd34-46da-8c0c-05fac1adface"
+    else:
+        assert rec["waited_for_member"] is None
+    [done] = [r for r in _run("kafka-2.7")["rebalance"]
+              if r["group"] == "sc11-stuck-in-rebalance" and r["generation"] == 2]
+    assert set(rec) == set(done)     # the same fields as the finished record

@@ -618,6 +618,14 @@ def test_corrupt_counts_and_lengths():
     assert isinstance(q, Quarantined) and "GroupMetadataValue.protocolType at byte 2" in q.detail
 
 
+@pytest.mark.parametrize("tail, message", [(b"\x80", "truncated unsigned varint"),
+                                           (b"\xff" * 5 + b"\x01", "unsigned varint longer than 5 bytes")])
+def test_a_bad_unsigned_varint_names_its_field_and_first_byte(tail, message):
+    with pytest.raises(DecodeError) as exc:
+        decode_value(3, i16(0) + i32(5) + tail)   # ConsumerGroupMetadataValue v0: epoch, then tags
+    assert str(exc.value) == f"ConsumerGroupMetadataValue._tagged_fields at byte 6: {message}"
+
+
 def test_record_to_events_never_raises_on_mutations(dump27, dump40):
     rng = random.Random(848)
     samples = []

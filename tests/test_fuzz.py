@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offsets_encoder import encode, record
 from offsets_equivalence import normalise
 from segment_encoder import control_batch, legacy_message, legacy_wrapper, record_batch
 from streaming.offsets_arrow import decode_arrow_batch
@@ -196,7 +197,7 @@ def test_partition_reader_on_mutated_real_segment(tmp_path_factory, data):
 # --- the fast GroupMetadata reader agrees with the full decoder whenever it answers -----------
 
 from streaming.offsets_arrow import fast_group_metadata  # noqa: E402
-from test_offsets_versions import assignment_bytes, group_metadata_schema, record, subscription_bytes  # noqa: E402
+from test_offsets_versions import assignment_bytes, group_metadata_schema, subscription_bytes  # noqa: E402
 
 member_strategy = st.fixed_dictionaries({
     "memberId": st.text(max_size=8), "groupInstanceId": st.one_of(st.none(), st.text(max_size=5)),
@@ -257,7 +258,7 @@ def test_fast_consumer_group_reader_equals_the_full_decoder(sample, data):
 
 # --- vectorised KIP-848 rows vs the reference on generated records ------------------------------
 
-from test_offsets_versions import CG_TOPIC_PARTITIONS, encode  # noqa: E402
+from test_offsets_versions import CG_TOPIC_PARTITIONS  # noqa: E402
 
 _tp = st.fixed_dictionaries({"TopicId": st.binary(min_size=16, max_size=16),
                              "Partitions": st.lists(st.integers(-5, 10**6), max_size=140),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
@@ -244,13 +245,44 @@ class KafkaSource(DataSource):
         return KafkaStreamReader(self.options)
 
 
-def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
-                 timeout_s: float = 30.0) -> Optional[str]:
-    """None when every topic exists; else a message for the operator (used at start)."""
+class _ClientKeeper:
+    """A `kafka_client` factory for KafkaConsumer that keeps the clients it builds, so that they
+    can be closed from another thread: a consumer whose constructor failed (kafka-python leaves
+    its IO thread running then) or is still blocked in its bootstrap (closing fails the wait)."""
+
+    def __init__(self):
+        from kafka import KafkaConsumer
+        self._make = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
+        self._lock = threading.Lock()
+        self._clients: list = []
+        self._closed = False
+
+    def __call__(self, **configs):
+        from kafka.errors import KafkaConnectionError
+        with self._lock:
+            if self._closed:
+                raise KafkaConnectionError("closed before connecting")
+            client = self._make(**configs)
+            self._clients.append(client)
+            return client
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            clients, self._clients = self._clients, []
+        for client in clients:
+            try:
+                client.close()
+            except Exception:
+                pass
+
+
+def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
+                  timeout_s: float, clients: _ClientKeeper) -> Optional[str]:
     from kafka.errors import KafkaConfigurationError
     options = {"bootstrapServers": bootstrap_servers, "clientConfig": json.dumps(client_config)}
     try:
-        consumer = _consumer(options, request_timeout_ms=int(timeout_s * 1000))
+        consumer = _consumer(options, request_timeout_ms=int(timeout_s * 1000), kafka_client=clients)
     except KafkaConfigurationError as exc:
         raise ValueError(f"kafka.client: {exc}") from None   # not a broker outage: don't retry
     except Exception as exc:
@@ -263,3 +295,31 @@ def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[
         consumer.close()
     missing = [t for t in topics if t not in existing]
     return f"topic(s) not found at {bootstrap_servers}: {', '.join(missing)}" if missing else None
+
+
+def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
+                 timeout_s: float = 30.0, stop: Optional[threading.Event] = None) -> Optional[str]:
+    """None when every topic exists; else a message for the operator (used at start).
+
+    kafka-python blocks on a broker that does not answer (30 s to bootstrap, then `timeout_s` per
+    request), so the check runs on a daemon thread and this returns as soon as `stop` is set (with
+    a message: callers look at `stop` first). Either way the check's client is closed at the end:
+    that fails a call still blocked and stops the IO thread even of a consumer that never got built."""
+    clients = _ClientKeeper()
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["problem"] = _check_topics(bootstrap_servers, topics, client_config, timeout_s, clients)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=attempt, name="kafka-topic-check", daemon=True)
+    worker.start()
+    while worker.is_alive() and not (stop is not None and stop.is_set()):
+        worker.join(0.1)
+    clients.close()
+    worker.join(1.0)   # done: at once; stopped: the closed client fails the blocked call
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("problem", f"stopped while checking Kafka at {bootstrap_servers}")

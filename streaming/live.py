@@ -31,9 +31,11 @@ def _wait_for_kafka(settings: MonitorSettings, metrics: MetricsSink, stop: threa
     backoff = 1.0
     while not stop.is_set():
         try:
-            problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config())
+            problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        if stop.is_set():
+            return
         if problem is None:
             for kind in (["broker_log"] if kafka.log_topics else []) + (["offsets"] if kafka.offsets_topic else []):
                 metrics.source_up.labels(kind).set(1)
@@ -68,6 +70,8 @@ def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
     collector = build_collector(settings, metrics)
     try:
         _wait_for_kafka(settings, metrics, stop)
+        if stop.is_set():     # stopped before Kafka answered: no Spark session to start
+            return 0
         from streaming.query import choose_kafka_source, live_query
         from streaming.spark import get_spark
         spark = get_spark(settings.spark_master, settings.shuffle_partitions)

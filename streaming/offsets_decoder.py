@@ -114,6 +114,36 @@ class UnknownVersion(DecodeError):
 
 # --- binary reader -------------------------------------------------------------------------------
 
+class VarintError(Exception):
+    """read_uvarint failed: the varint starting at `start` is cut short or too long."""
+
+    def __init__(self, start: int, truncated: bool, max_bytes: int):
+        super().__init__(start, truncated, max_bytes)
+        self.start, self.truncated, self.max_bytes = start, truncated, max_bytes
+
+    def describe(self, kind: str) -> str:
+        return f"truncated {kind}" if self.truncated else f"{kind} longer than {self.max_bytes} bytes"
+
+
+def read_uvarint(buf: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """Unsigned base-128 varint (Kafka's varint/varlong before zigzag, KIP-482's unsigned varint)
+    in buf[pos:end], at most max_bytes long. Returns (value, position after it)."""
+    start = pos
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise VarintError(start, True, max_bytes)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift >= 7 * max_bytes:
+            raise VarintError(start, False, max_bytes)
+
+
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -196,23 +226,10 @@ class BinaryReader:
 
     def uvarint(self, field: str) -> int:
         """Unsigned varint (KIP-482), at most 5 bytes (an unsigned int32)."""
-        start = self.pos
-        value = 0
-        shift = 0
-        buf, end = self.buf, self.end
-        pos = start
-        while True:
-            if pos >= end:
-                self.fail(field, "truncated unsigned varint", start)
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-            if shift >= 35:
-                self.fail(field, "unsigned varint longer than 5 bytes", start)
-        self.pos = pos
+        try:
+            value, self.pos = read_uvarint(self.buf, self.pos, self.end, 5)
+        except VarintError as e:
+            self.fail(field, e.describe("unsigned varint"), e.start)
         return value
 
     # -- length-prefixed payloads --

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from state.events import SOURCE_OFFSETS
+from streaming.offsets_decoder import VarintError, read_uvarint
 from streaming.quarantine import Quarantined
 
 try:  # hardware/C CRC-32C; the pure-Python table below is the fallback
@@ -147,20 +148,10 @@ class SegmentStats:
 # --------------------------------------------------------------------------- varints
 def _varint(buf: bytes, pos: int, end: int, name: str, base: int, max_bytes: int = 5) -> tuple[int, int]:
     """Zigzag-encoded signed varint (varlong with max_bytes=10). Returns (value, new pos)."""
-    shift = 0
-    raw = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise BatchError(name, base + start, "truncated varint")
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift >= 7 * max_bytes:
-            raise BatchError(name, base + start, f"varint longer than {max_bytes} bytes")
+    try:
+        raw, pos = read_uvarint(buf, pos, end, max_bytes)
+    except VarintError as e:
+        raise BatchError(name, base + e.start, e.describe("varint")) from None
     return (raw >> 1) ^ -(raw & 1), pos
 
 

@@ -1,7 +1,8 @@
 """Test-side writer of Kafka log segments, written from the format description (kafka-formats.md,
 Kafka's DefaultRecordBatch / LegacyRecord) and independent of streaming/segments.py: its own
-bitwise CRC-32C, varints and compression framing. Used to build batches the captures lack
-(compression, legacy magic 0/1, transactions, control batches, headers) and corrupt ones."""
+bitwise CRC-32C, varints (the tests' offsets_encoder.py) and compression framing. Used to build
+batches the captures lack (compression, legacy magic 0/1, transactions, control batches, headers)
+and corrupt ones."""
 from __future__ import annotations
 
 import gzip
@@ -9,6 +10,8 @@ import struct
 import zlib
 
 import cramjam
+
+from offsets_encoder import uvarint
 
 
 def crc32c_bitwise(data: bytes) -> int:
@@ -21,14 +24,7 @@ def crc32c_bitwise(data: bytes) -> int:
 
 
 def zigzag_varint(n: int) -> bytes:
-    u = (n << 1) ^ (n >> 63)
-    u &= (1 << 64) - 1
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+    return uvarint(((n << 1) ^ (n >> 63)) & ((1 << 64) - 1))
 
 
 def _vbytes(b):

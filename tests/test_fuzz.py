@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offsets_encoder import encode, record
 from offsets_equivalence import normalise
 from segment_encoder import control_batch, legacy_message, legacy_wrapper, record_batch
 from streaming.offsets_arrow import decode_arrow_batch
@@ -89,16 +90,21 @@ def test_record_decoder_on_mutated_and_truncated_real_records(sample, data):
 RAW_ARROW = to_arrow_schema(RAW_OFFSETS_SCHEMA)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(key_strategy, value_strategy, st.integers(0, 3), st.integers(0, 50)), min_size=1, max_size=40))
-def test_vectorised_decoder_equals_the_reference_on_random_records(items):
-    rows = [("a", i, p, i, ts, k, v, None, False, None) for i, (k, v, p, ts) in enumerate(items)]
+def _assert_vectorised_equals_reference(rows):
+    """Raw offsets rows (RAW_OFFSETS_SCHEMA, source "a") through both decoders: the same events."""
     ref = decode_offsets_rows(rows, {"a": "c"})
     batch = pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(zip(*rows), RAW_ARROW)],
                                        schema=RAW_ARROW)
     fast = [tuple(r[c] for c in EVENT_COLUMNS) for b in decode_arrow_batch(batch, {"a": "c"})
             for r in b.to_pylist() if r["group"] != STATS_GROUP]
     assert normalise(fast) == normalise(ref)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(key_strategy, value_strategy, st.integers(0, 3), st.integers(0, 50)), min_size=1, max_size=40))
+def test_vectorised_decoder_equals_the_reference_on_random_records(items):
+    rows = [("a", i, p, i, ts, k, v, None, False, None) for i, (k, v, p, ts) in enumerate(items)]
+    _assert_vectorised_equals_reference(rows)
 
 
 # --- segments ---------------------------------------------------------------------------------
@@ -196,7 +202,7 @@ def test_partition_reader_on_mutated_real_segment(tmp_path_factory, data):
 # --- the fast GroupMetadata reader agrees with the full decoder whenever it answers -----------
 
 from streaming.offsets_arrow import fast_group_metadata  # noqa: E402
-from test_offsets_versions import assignment_bytes, group_metadata_schema, record, subscription_bytes  # noqa: E402
+from test_offsets_versions import assignment_bytes, group_metadata_schema, subscription_bytes  # noqa: E402
 
 member_strategy = st.fixed_dictionaries({
     "memberId": st.text(max_size=8), "groupInstanceId": st.one_of(st.none(), st.text(max_size=5)),
@@ -257,7 +263,7 @@ def test_fast_consumer_group_reader_equals_the_full_decoder(sample, data):
 
 # --- vectorised KIP-848 rows vs the reference on generated records ------------------------------
 
-from test_offsets_versions import CG_TOPIC_PARTITIONS, encode  # noqa: E402
+from test_offsets_versions import CG_TOPIC_PARTITIONS  # noqa: E402
 
 _tp = st.fixed_dictionaries({"TopicId": st.binary(min_size=16, max_size=16),
                              "Partitions": st.lists(st.integers(-5, 10**6), max_size=140),
@@ -284,9 +290,4 @@ def test_vectorised_kip848_rows_equal_the_reference(items):
                 [("E", "int32"), ("P", "int32"), ("S", "int8"), ("A", [CG_TOPIC_PARTITIONS]), ("R", [CG_TOPIC_PARTITIONS])],
                 {"E": epoch, "P": epoch - 1, "S": state, "A": a, "R": b, "_tags": tags}, True)
         rows.append(("a", i, 0, i, 1000 + i, key, value, None, False, None))
-    ref = decode_offsets_rows(rows, {"a": "c"})
-    batch = pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(zip(*rows), RAW_ARROW)],
-                                       schema=RAW_ARROW)
-    fast = [tuple(r[c] for c in EVENT_COLUMNS) for b in decode_arrow_batch(batch, {"a": "c"})
-            for r in b.to_pylist() if r["group"] != STATS_GROUP]
-    assert normalise(fast) == normalise(ref)
+    _assert_vectorised_equals_reference(rows)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from offsets_encoder import (compact as cb, nullable_bytes as b32, string as s16,  # short names below
+                             tagged_fields as tags, uvarint as uv)
 from state.events import (
     CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER,
     GROUP_METADATA, GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event,
@@ -35,47 +37,12 @@ def i32(v): return struct.pack(">i", v)
 def i64(v): return struct.pack(">q", v)
 
 
-def s16(x):  # (nullable) string, int16 length
-    if x is None:
-        return i16(-1)
-    b = x.encode()
-    return i16(len(b)) + b
-
-
-def b32(x):  # (nullable) bytes, int32 length
-    return i32(-1) if x is None else i32(len(x)) + x
-
-
-def uv(n):  # unsigned varint
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def cs(x):  # compact (nullable) string
-    if x is None:
-        return uv(0)
-    b = x.encode()
-    return uv(len(b) + 1) + b
-
-
-def cb(x):  # compact (nullable) bytes
-    return uv(0) if x is None else uv(len(x) + 1) + x
+    return cb(None if x is None else x.encode())
 
 
 def arr(items): return i32(len(items)) + b"".join(items)
 def carr(items): return uv(len(items) + 1) + b"".join(items)
-
-
-def tags(fields=None):
-    fields = fields or {}
-    out = uv(len(fields))
-    for tag in sorted(fields):
-        out += uv(tag) + uv(len(fields[tag])) + fields[tag]
-    return out
 
 
 def subscription(version, topics, user_data=b"", owned=None, generation=-1, rack=None):
@@ -616,6 +583,14 @@ def test_corrupt_counts_and_lengths():
     # invalid UTF-8 in a string
     q = events_of(group_key("g"), i16(3) + i16(2) + b"\xff\xfe" + i32(1))
     assert isinstance(q, Quarantined) and "GroupMetadataValue.protocolType at byte 2" in q.detail
+
+
+@pytest.mark.parametrize("tail, message", [(b"\x80", "truncated unsigned varint"),
+                                           (b"\xff" * 5 + b"\x01", "unsigned varint longer than 5 bytes")])
+def test_a_bad_unsigned_varint_names_its_field_and_first_byte(tail, message):
+    with pytest.raises(DecodeError) as exc:
+        decode_value(3, i16(0) + i32(5) + tail)   # ConsumerGroupMetadataValue v0: epoch, then tags
+    assert str(exc.value) == f"ConsumerGroupMetadataValue._tagged_fields at byte 6: {message}"
 
 
 def test_record_to_events_never_raises_on_mutations(dump27, dump40):

@@ -1,6 +1,7 @@
 """One test per `__consumer_offsets` key type and value version, with bytes built by a small
-schema-driven encoder written from kafka-formats.md §4 (not from the decoder): the schemas below
-are the tables of §4.3-4.6 as data, and `encode` knows only Kafka's primitive encodings."""
+schema-driven encoder (offsets_encoder.py) written from kafka-formats.md §4, not from the decoder:
+the schemas below are the tables of §4.3-4.6 as data, and `encode` knows only Kafka's primitive
+encodings."""
 from __future__ import annotations
 
 import base64
@@ -8,63 +9,11 @@ import struct
 
 import pytest
 
+from offsets_encoder import encode, record, uvarint
 from streaming.offsets_decoder import (RECORD_TYPE_NAMES, UnknownRecordType, UnknownVersion,
                                        decode_consumer_assignment, decode_consumer_subscription,
                                        decode_key, decode_value, record_to_events)
 from streaming.parse import record_outcome
-
-
-# --- the encoder ----------------------------------------------------------------------------------
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def encode(schema: list, values: dict, flexible: bool) -> bytes:
-    """schema: [(name, type)], type one of int8/16/32/64, uuid, string, string?, bytes, bytes?,
-    [type] (array), or a nested schema list inside [...] (array of structs). Flexible structs end
-    with a tagged-field section taken from values["_tags"] ({tag: raw bytes})."""
-    out = b""
-    for name, typ in schema:
-        out += _field(typ, values[name], flexible)
-    if flexible:
-        tags = values.get("_tags", {})
-        out += _uvarint(len(tags))
-        for tag in sorted(tags):
-            out += _uvarint(tag) + _uvarint(len(tags[tag])) + tags[tag]
-    return out
-
-
-def _field(typ, v, flexible: bool) -> bytes:
-    if isinstance(typ, list):
-        inner = typ[0]
-        head = _uvarint(len(v) + 1) if flexible else struct.pack(">i", len(v))
-        if isinstance(inner, list):
-            return head + b"".join(encode(inner, item, flexible) for item in v)
-        return head + b"".join(_field(inner, item, flexible) for item in v)
-    fixed = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q"}
-    if typ in fixed:
-        return struct.pack(fixed[typ], v)
-    if typ == "uuid":
-        return v
-    if typ in ("string", "string?", "bytes", "bytes?"):
-        if v is None:
-            assert typ.endswith("?")
-            return _uvarint(0) if flexible else (struct.pack(">h", -1) if typ.startswith("string") else struct.pack(">i", -1))
-        raw = v.encode() if typ.startswith("string") else v
-        if flexible:
-            return _uvarint(len(raw) + 1) + raw
-        return (struct.pack(">h", len(raw)) if typ.startswith("string") else struct.pack(">i", len(raw))) + raw
-    raise ValueError(typ)
-
-
-def record(version: int, schema: list, values: dict, flexible: bool = False) -> bytes:
-    return struct.pack(">h", version) + encode(schema, values, flexible)
 
 
 # --- schemas (kafka-formats.md §4) ----------------------------------------------------------------
@@ -265,7 +214,7 @@ def test_consumer_group_member_metadata_value_v0(classic):
     vals = {"InstanceId": None, "RackId": "rack-1", "ClientId": "cid", "ClientHost": "/h", "SubscribedTopicNames": ["a", "b"],
             "SubscribedTopicRegex": None, "RebalanceTimeoutMs": 30_000, "ServerAssignor": "uniform"}
     if classic:   # tag 0: a nullable struct, presence byte 1, then the struct
-        cm = _uvarint(1) + encode(CLASSIC_MEMBER_METADATA, {"SessionTimeoutMs": 45_000, "SupportedProtocols": [
+        cm = uvarint(1) + encode(CLASSIC_MEMBER_METADATA, {"SessionTimeoutMs": 45_000, "SupportedProtocols": [
             {"Name": "range", "Metadata": subscription_bytes(3)}]}, True)
         vals["_tags"] = {0: cm}
     d = decode_value(5, record(0, MEMBER_METADATA, vals, True))

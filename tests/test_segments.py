@@ -225,6 +225,19 @@ def test_crc_flag_from_the_writer_and_a_valid_crc_over_bad_records(tmp_path):
     assert f"RecordBatch.records[0].length at byte {len(b[0]) + 61}" in q.detail
 
 
+@pytest.mark.parametrize("records, message", [(b"\x80", "truncated varint"),
+                                              (b"\xff" * 5 + b"\x01", "varint longer than 5 bytes")])
+def test_a_bad_varint_names_its_field_and_file_position(tmp_path, records, message):
+    b = _three_batches()
+    after = b[1][21:61] + records      # batch 1's header, then its records section replaced
+    bad = struct.pack(">qiibI", 1, 9 + len(after), 0, 2, crc32c_bitwise(after)) + after
+    items = _read(_write(tmp_path, 0, b[0] + bad + b[2]))
+    assert [r[4] for r in _rows(items)] == [b"v0", b"v2"]
+    (q,) = [i for i in items if isinstance(i, Quarantined)]
+    assert q.detail.startswith(f"RecordBatch.records[0].length at byte {len(b[0]) + 61} of "
+                               f"__consumer_offsets-0/00000000000000000000.log: {message}"), q.detail
+
+
 def test_impossible_length_resynchronises_on_the_next_valid_batch(tmp_path):
     b = _three_batches()
     bad = bytearray(b[1])

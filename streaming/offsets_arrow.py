@@ -9,8 +9,10 @@ with `offsets_decoder`), which tests check on the real dumps, awkward records an
    - offset tombstones, tombstones of every other record type, and KIP-848 records of types 3,
      6, 7 and 8 in their common layouts (one-byte varints, at most one topic per array, no
      tagged fields): one event each, JSON built with Arrow string kernels.
-2. Direct struct readers in Python for GroupMetadata values v0-v3 and KIP-848 type 5 without
-   tags (`fast_group_metadata`, `fast_consumer_group_record`).
+2. Direct struct readers in Python for GroupMetadata values v0-v3 and KIP-848 type 5 (with or
+   without the classic-member tag): `fast_group_metadata`, `fast_consumer_group_record`. Only
+   group, kind, generation, member and data come from Python; the other columns of their event
+   batch are taken from the input batch (`_direct_rows`).
 3. The full decoder for everything else: unknown versions, trailing bytes, tagged fields,
    non-ASCII metadata, long varints, anything corrupt. It names the failing field and byte offset
    in the quarantine record; tiers 1 and 2 never quarantine, they hand such records down.
@@ -191,6 +193,45 @@ _JSON_SAFE[0x20:0x7F] = True
 _JSON_SAFE[[0x22, 0x5C]] = False   # '"' and '\\' need escaping
 
 
+def _look_up_clusters(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) -> None:
+    """Map the batch's source ids to cluster names once (a batch usually has one source)."""
+    enc = pc.fill_null(batch.column(batch.schema.names.index("source_id")), "").dictionary_encode()
+    fast["sources"] = enc.dictionary.to_pylist()
+    names = [clusters.get(x, "default") for x in fast["sources"]]
+    fast["source_index"] = enc.indices
+    fast["source_index_np"] = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    fast["cluster_dict"] = pa.array(names, pa.string())
+    fast["single_cluster"] = names[0] if len(set(names)) == 1 else None
+
+
+def _cluster_column(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str], rows: np.ndarray) -> pa.Array:
+    """The cluster name of each of `rows`, from its input's source id (fast_commit_mask looked the
+    batch's source ids up once)."""
+    if fast["single_cluster"] is not None:
+        return _repeated(fast["single_cluster"], len(rows))
+    return fast["cluster_dict"].take(fast["source_index"].take(pa.array(rows)))
+
+
+def _source_ranks(part: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rank of each row's source string `__consumer_offsets-<partition>` among the batch's
+    (string order: "-10" sorts before "-2"), and how many there are."""
+    small = len(part) and part.min() >= 0 and part.max() < (1 << 20)
+    if small:                                   # partitions are small numbers: no sort
+        present = np.zeros(int(part.max()) + 1, dtype=bool)
+        present[part] = True
+        uniq = np.flatnonzero(present)
+    else:
+        uniq = np.unique(part)
+    order = sorted(range(len(uniq)), key=lambda i: _SOURCE_PREFIX + str(uniq[i]))
+    rank_of = np.empty(len(uniq), dtype=np.int64)
+    rank_of[order] = np.arange(len(uniq))
+    if small:
+        by_value = np.zeros(len(present), dtype=np.int64)
+        by_value[uniq] = rank_of
+        return by_value[part], len(uniq)
+    return rank_of[np.searchsorted(uniq, part)], len(uniq)
+
+
 def _reference_order(ts: np.ndarray, prank: np.ndarray, offset: np.ndarray, n_ranks: int) -> np.ndarray:
     """The permutation sorting rows by (ts, prank, offset). Rows of one partition arrive in offset
     order, so a stable sort of one packed (ts, prank) key is enough (several times cheaper than a
@@ -215,21 +256,13 @@ def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) ->
         return None
     names = batch.schema.names
     sel = pa.array(rows)
-    source_id = batch.column(names.index("source_id")).take(sel)
     part = _int(batch.column(names.index("partition")).take(sel))
     rec_offset = _int(batch.column(names.index("offset")).take(sel))
     ts = _int(batch.column(names.index("timestamp_ms")).take(sel), 0)
-    # cluster of each row, from its input (few distinct source ids per batch)
-    enc = source_id.dictionary_encode()
-    cluster_dict = pa.array([clusters.get(s, "default") for s in enc.dictionary.to_pylist()], pa.string())
-    cluster = cluster_dict.take(enc.indices)
+    cluster = _cluster_column(batch, fast, clusters, rows)
     # the position of each row in the reference's ordering (ts, source_id string, offset)
-    uniq = np.unique(part)
-    order = sorted(range(len(uniq)), key=lambda i: _SOURCE_PREFIX + str(uniq[i]))
-    rank_of = np.empty(len(uniq), dtype=np.int64)
-    rank_of[order] = np.arange(len(uniq))
-    prank = rank_of[np.searchsorted(uniq, part)]
-    perm = _reference_order(ts, prank, rec_offset, len(uniq))
+    prank, n_ranks = _source_ranks(part)
+    perm = _reference_order(ts, prank, rec_offset, n_ranks)
     position = np.empty(len(rows), dtype=np.int64)
     position[perm] = np.arange(len(rows))
     # the key without its type prefix identifies (group, topic, partition)
@@ -238,9 +271,12 @@ def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) ->
     table = pa.table({"cluster": cluster, "kbody": kbody, "offset": fast["offset"][rows],
                       "cts": fast["commit_ts"][rows], "pos": position,
                       "first": np.arange(len(rows))})
-    agg = table.group_by(["cluster", "kbody"], use_threads=False).aggregate(
+    single = fast["single_cluster"]
+    # One cluster (the usual batch): hashing the key alone is a third cheaper.
+    agg = table.group_by(["kbody"] if single is not None else ["cluster", "kbody"], use_threads=False).aggregate(
         [("offset", "max"), ("cts", "max"), ("pos", "max"), ("pos", "count"), ("first", "min")])
     agg = pa.RecordBatch.from_arrays([c.combine_chunks() for c in agg.columns], names=agg.column_names)
+    agg_cluster = _repeated(single, agg.num_rows) if single is not None else agg.column("cluster")
     # decode group / topic / partition of each aggregated key from its first row
     first = agg.column("first_min").to_numpy()
     k0 = ks[first]
@@ -274,7 +310,7 @@ def _commit_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str]) ->
     null_i32 = pa.nulls(n_out, pa.int32())
     null_s = pa.nulls(n_out, pa.string())
     return pa.RecordBatch.from_arrays([
-        agg.column("cluster"), group, pa.array(ts[last]),
+        agg_cluster, group, pa.array(ts[last]),
         _repeated(E.SOURCE_OFFSETS, n_out),
         pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(last_part, pa.string()), ""),
         pa.array(rec_offset[last]), _repeated(E.OFFSET_COMMIT, n_out),
@@ -289,9 +325,7 @@ def _tombstone_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, str])
         return None
     names = batch.schema.names
     sel = pa.array(rows)
-    source_id = batch.column(names.index("source_id")).take(sel)
-    enc = source_id.dictionary_encode()
-    cluster = pa.array([clusters.get(x, "default") for x in enc.dictionary.to_pylist()], pa.string()).take(enc.indices)
+    cluster = _cluster_column(batch, fast, clusters, rows)
     kd, k0 = fast["key_data"], fast["key_starts"][rows]
     glen, tlen = fast["glen"][rows], fast["tlen"][rows]
     group = _gather_strings(kd, k0 + 4, glen)
@@ -423,9 +457,7 @@ def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, 
                                  pc.if_else(pa.array(t7[rows]), j7, j8)))
     names_ = batch.schema.names
     sel = pa.array(cand_rows[rows])
-    source_id = batch.column(names_.index("source_id")).take(sel)
-    enc = source_id.dictionary_encode()
-    cluster = pa.array([clusters.get(x, "default") for x in enc.dictionary.to_pylist()], pa.string()).take(enc.indices)
+    cluster = _cluster_column(batch, fast, clusters, cand_rows[rows])
     part = batch.column(names_.index("partition")).take(sel)
     m = len(rows)
     out = pa.RecordBatch.from_arrays([
@@ -453,8 +485,72 @@ def _topic_json_safe(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> 
 
 
 # --------------------------------------------------------------------------- slow path
+def _direct_rows(batch: pa.RecordBatch, rows: np.ndarray, fast: dict, clusters: dict[str, str],
+                 stats: dict) -> tuple[Optional[pa.RecordBatch], np.ndarray]:
+    """Tier 2 over `rows`: the records the direct readers take, as one event batch (only group,
+    kind, generation, member and data come from Python; the other columns are taken from the
+    batch), and the rows left for the full decoder."""
+    if len(rows) == 0:
+        return None, rows
+    cand = rows[fast["base_ok"][rows] & (fast["key_lengths"][rows] >= 4)]
+    names = batch.schema.names
+    sel = pa.array(cand)
+    keys = batch.column(names.index("key")).take(sel).to_pylist()
+    values = batch.column(names.index("value")).take(sel).to_pylist()
+    source = fast["source_index_np"][cand].tolist()
+    taken, groups, kinds, generations, members, datas = [], [], [], [], [], []
+    counts: dict = {}
+    for i, (key, value) in enumerate(zip(keys, values)):
+        if value is not None and key[0] == 0 and key[1] == 2:
+            gm = fast_group_metadata(key, value)
+            if gm is not None:
+                group, generation, data = gm
+                taken.append(i)
+                groups.append(group)
+                kinds.append(E.GROUP_METADATA)
+                generations.append(generation)
+                members.append(None)
+                datas.append(_JSON(data))
+                k = (source[i], "2", str(data["value_version"]))
+                counts[k] = counts.get(k, 0) + 1
+                continue
+        cg = fast_consumer_group_record(key, value)        # KIP-848 records, tombstones
+        if cg is not None:
+            group, kind, generation, member_id, data, kv, vv = cg
+            taken.append(i)
+            groups.append(group)
+            kinds.append(kind)
+            generations.append(generation)
+            members.append(member_id)
+            datas.append(_JSON(data) if data else None)
+            k = (source[i], str(kv), "null" if vv is None else str(vv))
+            counts[k] = counts.get(k, 0) + 1
+    for (si, kv, vv), c in counts.items():
+        per = stats.setdefault(clusters.get(fast["sources"][si], "default"), {})
+        per[(kv, vv, "decoded")] = per.get((kv, vv, "decoded"), 0) + c
+    if not taken:
+        return None, rows
+    took = cand[taken]
+    sel = pa.array(took)
+    m = len(took)
+    out = pa.RecordBatch.from_arrays([
+        _cluster_column(batch, fast, clusters, took), pa.array(groups, pa.string()),
+        batch.column(names.index("timestamp_ms")).take(sel).cast(pa.int64()),
+        _repeated(E.SOURCE_OFFSETS, m),
+        pc.binary_join_element_wise(_SOURCE_PREFIX, pc.cast(batch.column(names.index("partition")).take(sel),
+                                                            pa.string()), ""),
+        batch.column(names.index("offset")).take(sel).cast(pa.int64()), pa.array(kinds, pa.string()),
+        pa.nulls(m, pa.int32()), pa.array(generations, pa.int32()), pa.array(members, pa.string()),
+        pa.nulls(m, pa.string()), pa.array(datas, pa.string()),
+    ], schema=EVENT_ARROW_SCHEMA)
+    left = np.ones(len(rows), dtype=bool)
+    left[np.searchsorted(rows, took)] = False
+    return out, rows[left]
+
+
 def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str],
                stats: dict) -> list[tuple]:
+    """Tier 3: the full decoder, per record."""
     from streaming.parse import decode_offsets_rows   # the reference (per-record Python)
     if len(rows) == 0:
         return []
@@ -463,38 +559,7 @@ def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str]
             ("source_id", "seq", "partition", "offset", "timestamp_ms", "key", "value", "error", "eof")]
     reasons = sub.column(sub.schema.names.index("error_reason")).to_pylist() \
         if "error_reason" in sub.schema.names else [None] * len(rows)
-    out: list[tuple] = []
-    rest = []
-    for row in zip(*cols, reasons):
-        key, value = row[5], row[6]
-        if row[7] is None and not row[8] and key is not None and value is not None \
-                and key[:2] == b"\x00\x02":
-            gm = fast_group_metadata(key, value)
-            if gm is not None:
-                group, generation, data = gm
-                cluster = clusters.get(row[0], "default")
-                out.append((cluster, group, int(row[4]), E.SOURCE_OFFSETS, f"{_SOURCE_PREFIX}{row[2]}",
-                            int(row[3]), E.GROUP_METADATA, None, generation, None, None,
-                            _JSON(data)))
-                per = stats.setdefault(cluster, {})
-                k = ("2", str(data["value_version"]), "decoded")
-                per[k] = per.get(k, 0) + 1
-                continue
-        if row[7] is None and not row[8] and key is not None:   # KIP-848 records, tombstones
-            cg = fast_consumer_group_record(key, value)
-            if cg is not None:
-                group, kind, generation, member_id, data, kv, vv = cg
-                cluster = clusters.get(row[0], "default")
-                out.append((cluster, group, int(row[4]), E.SOURCE_OFFSETS, f"{_SOURCE_PREFIX}{row[2]}",
-                            int(row[3]), kind, None, generation, member_id, None,
-                            _JSON(data) if data else None))
-                per = stats.setdefault(cluster, {})
-                k = (str(kv), "null" if vv is None else str(vv), "decoded")
-                per[k] = per.get(k, 0) + 1
-                continue
-        rest.append(row)
-    out.extend(decode_offsets_rows(rest, clusters, stats=stats))
-    return out
+    return decode_offsets_rows(list(zip(*cols, reasons)), clusters, stats=stats)
 
 
 def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:
@@ -517,6 +582,7 @@ def decode_arrow_batch(batch: pa.RecordBatch, clusters: dict[str, str], with_sta
     if n == 0:
         return []
     fast = fast_commit_mask(batch)
+    _look_up_clusters(batch, fast, clusters)
     out: list[pa.RecordBatch] = []
     try:
         fast_batches = [b for b in (_commit_rows(batch, fast, clusters), _tombstone_rows(batch, fast, clusters))
@@ -531,7 +597,10 @@ def decode_arrow_batch(batch: pa.RecordBatch, clusters: dict[str, str], with_sta
         fast_batches = []
     out.extend(fast_batches)
     stats: dict = {}
-    slow = _slow_rows(batch, np.flatnonzero(~mask), clusters, stats)
+    direct, rest = _direct_rows(batch, np.flatnonzero(~mask), fast, clusters, stats)
+    if direct is not None:
+        out.append(direct)
+    slow = _slow_rows(batch, rest, clusters, stats)
     if with_stats:
         _fast_stats(batch, fast, mask, clusters, stats)
         ts = _int(batch.column(batch.schema.names.index("timestamp_ms")), 0)
@@ -550,15 +619,13 @@ def _fast_stats(batch: pa.RecordBatch, fast: dict, mask: np.ndarray, clusters: d
     rows = np.flatnonzero(mask)
     if len(rows) == 0:
         return
-    sid = batch.column(batch.schema.names.index("source_id")).take(pa.array(rows))
-    enc = sid.dictionary_encode()
-    idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    n_src = max(1, len(enc.dictionary))
+    sources = fast["sources"]
+    n_src = max(1, len(sources))
+    idx = fast["source_index_np"][rows]
     vv = fast["value_version"][rows] + 1                  # -1 (tombstone) .. 4 -> 0 .. 5
     code = (fast["key_type"][rows] * 6 + vv) * n_src + idx
     counts = np.bincount(code)                              # codes are small: no sort needed
     values = np.flatnonzero(counts)
-    sources = enc.dictionary.to_pylist()
     for v, c in zip(values.tolist(), counts[values].tolist()):
         rest, si = divmod(v, n_src)
         kt, vcode = divmod(rest, 6)
@@ -667,7 +734,10 @@ def _read_subscription(s: bytes, em: dict) -> None:
         if generation < 0:
             generation = None
     if version >= 3:
-        rack, p = _str(s, p, nullable=True)
+        if _H(s, p)[0] == -1:             # the usual: no rack
+            p += 2
+        else:
+            rack, p = _str(s, p, nullable=True)
     em["topics"] = topics
     em["owned_partitions"] = owned
     em["member_generation"] = generation
@@ -752,7 +822,10 @@ def fast_group_metadata(key: bytes, value: bytes):
             p += n
             instance = None
             if version >= 3:
-                instance, p = _str(b, p, nullable=True)
+                if _H(b, p)[0] == -1:         # the usual: a dynamic member
+                    p += 2
+                else:
+                    instance, p = _str(b, p, nullable=True)
             n = _H(b, p)[0]               # client id
             p += 2
             if n < 0 or p + n > end:

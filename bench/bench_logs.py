@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from streaming.broker_log import COORDINATOR_LOGGER_MARKERS  # noqa: E402
 from streaming.timeutil import header_timestamp_ms  # noqa: E402
+from proc_cpu import tree_cpu_seconds  # noqa: E402
 
 CAPTURES = [ROOT / "tests/fixtures/kafka-2.7/broker1-server.log",
             ROOT / "tests/fixtures/kafka-2.7/broker2-server.log",
@@ -144,36 +145,6 @@ def build_logs(work_dir: Path, total_lines: int, share: float) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- measurements
-def tree_cpu_seconds() -> float:
-    """CPU seconds (user+system, incl. reaped children) of this process and all its descendants:
-    the driver, the Spark JVM and its Python workers. Linux /proc only; 0.0 elsewhere."""
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    stats: dict[int, tuple[int, float]] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ppid = int(fields[1])
-        cpu = sum(int(v) for v in fields[11:15]) / ticks      # utime stime cutime cstime
-        stats[int(entry)] = (ppid, cpu)
-    total, todo, seen = 0.0, [os.getpid()], set()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
-    while todo:
-        pid = todo.pop()
-        if pid in seen or pid not in stats:
-            continue
-        seen.add(pid)
-        total += stats[pid][1]
-        todo.extend(children.get(pid, []))
-    return total
-
-
 def load_average() -> str:
     try:
         return " ".join(f"{v:.1f}" for v in os.getloadavg())

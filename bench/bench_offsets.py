@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa        # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from proc_cpu import tree_cpu_seconds  # noqa: E402
 
 DUMPS = [ROOT / "tests" / "fixtures" / "kafka-2.7" / "offsets-topic.jsonl",
          ROOT / "tests" / "fixtures" / "kafka-4.0" / "offsets-topic.jsonl"]
@@ -125,30 +126,6 @@ def decode(batches):
 
 
 # --- runs ------------------------------------------------------------------------------------------
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds (user + system, including reaped children) of `root` and every process below
-    it: the driver, the JVM it started and the Python workers the JVM forks."""
-    children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(entry)
-        stats[pid] = fields
-        children.setdefault(int(fields[1]), []).append(pid)
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        f = stats.get(pid)
-        if f:
-            total += sum(int(x) for x in f[11:15])   # utime, stime, cutime, cstime
-        todo.extend(children.get(pid, []))
-    return total / os.sysconf("SC_CLK_TCK")
 def best_of(fn, repeat: int) -> float:
     fn()   # warm-up (Python workers, imports, page cache)
     times = []

@@ -446,23 +446,10 @@ class GroupStateMachine:
             m.open_rebalance = None
 
     def _slow_rebalance_fields(self, o: OpenRebalance, record: dict[str, Any]) -> dict[str, Any]:
-        """waited_for_member / hit_rebalance_timeout / rebalance_timeout_ms / initial_delay_seconds."""
-        timeouts = [mm.rebalance_timeout_ms for mm in self.m.members.values() if mm.rebalance_timeout_ms]
-        if o.max_rebalance_timeout_ms:
-            timeouts.append(o.max_rebalance_timeout_ms)
-        timeout = max(timeouts) if timeouts else None
-        join_s = record["join_seconds"]
-        hit = bool(o.timeout_removals) or (
-            o.protocol == PROTOCOL_CLASSIC and join_s is not None and timeout is not None
-            and join_s * 1000 >= REBALANCE_TIMEOUT_SHARE * timeout)
-        initial = None
-        if o.protocol == PROTOCOL_CLASSIC and o.previous_generation == 0 and join_s is not None:
-            # A new (Empty) group: the JOIN phase is group.initial.rebalance.delay.ms (extended while
-            # members keep joining); there is no old member to wait for.
-            initial = join_s
-        return {"waited_for_member": o.timeout_removals[-1] if o.timeout_removals else None,
-                "hit_rebalance_timeout": hit, "rebalance_timeout_ms": timeout,
-                "initial_delay_seconds": initial}
+        return slow_rebalance_fields(
+            o.protocol, o.previous_generation, o.timeout_removals,
+            [mm.rebalance_timeout_ms for mm in self.m.members.values()] + [o.max_rebalance_timeout_ms],
+            record["join_seconds"])
 
     def _flush_pending_completion(self, now_ms: int, closing_event: Optional[E.Event] = None) -> None:
         """Emit a Stable-completed classic rebalance still waiting for its metadata record."""
@@ -992,6 +979,25 @@ _HANDLERS = {
     E.CG_TARGET_EPOCH: GroupStateMachine.on_cg_target_epoch,
     E.CG_MEMBER_ASSIGNMENT: GroupStateMachine.on_cg_member_assignment,
 }
+
+
+def slow_rebalance_fields(protocol: str, previous_generation: Optional[int], timeout_removals: list[str],
+                          timeouts: Iterable[Optional[int]], join_seconds: Optional[float]) -> dict[str, Any]:
+    """waited_for_member / hit_rebalance_timeout / rebalance_timeout_ms / initial_delay_seconds of a
+    rebalance record: `timeouts` are the rebalance timeouts known for the group's members (None
+    where unknown); `join_seconds` is None while the JOIN phase is open."""
+    timeout = max((t for t in timeouts if t), default=None)
+    hit = bool(timeout_removals) or (
+        protocol == PROTOCOL_CLASSIC and join_seconds is not None and timeout is not None
+        and join_seconds * 1000 >= REBALANCE_TIMEOUT_SHARE * timeout)
+    initial = None
+    if protocol == PROTOCOL_CLASSIC and previous_generation == 0 and join_seconds is not None:
+        # A new (Empty) group: the JOIN phase is group.initial.rebalance.delay.ms (extended while
+        # members keep joining); there is no old member to wait for.
+        initial = join_seconds
+    return {"waited_for_member": timeout_removals[-1] if timeout_removals else None,
+            "hit_rebalance_timeout": hit, "rebalance_timeout_ms": timeout,
+            "initial_delay_seconds": initial}
 
 
 def snapshot(model: GroupModel) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import write_textfile
 from sinks.prometheus import MetricsSink
 from state.correlate import Correlator
+from state.machine import slow_rebalance_fields
 from streaming.config import LogInput, MonitorSettings, OffsetsInput
 from streaming.query import replay_query
 
@@ -230,13 +231,10 @@ class RunCollector:
                 "total_seconds": None, "trigger": o["trigger"], "trigger_member": o["trigger_member"],
                 "reason_text": o["reason_text"], "outcome": "in_progress", "members": None,
                 "removed_members": list(o["removals"]),
-                # the slow-rebalance fields as far as they are known while the JOIN phase is open
-                "waited_for_member": o["timeout_removals"][-1] if o["timeout_removals"] else None,
-                "hit_rebalance_timeout": bool(o["timeout_removals"]),
-                "rebalance_timeout_ms": max(
-                    [t for t in (snap.get("rebalance_timeout_ms"), o.get("max_rebalance_timeout_ms")) if t],
-                    default=None),
-                "initial_delay_seconds": None,
+                # as far as they are known while the JOIN phase is open (no join_seconds yet)
+                **slow_rebalance_fields(o["protocol"], o["previous_generation"], o["timeout_removals"],
+                                        [snap.get("rebalance_timeout_ms"), o.get("max_rebalance_timeout_ms")],
+                                        None),
             })
         return out
 

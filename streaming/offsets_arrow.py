@@ -430,7 +430,8 @@ def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, 
     rows = np.flatnonzero(take)
     if len(rows) == 0:
         return [], taken
-    taken[cand_rows[rows]] = True
+    took = cand_rows[rows]
+    taken[took] = True
     group = _gather_strings(kd, ks[rows] + 4, glen[rows])
     mk = member_keyed[rows]
     member = _gather_strings(kd, np.where(mk, mpos[rows] + 2, 0), np.where(mk, mlen[rows], 0))
@@ -456,8 +457,8 @@ def _consumer_group_rows(batch: pa.RecordBatch, fast: dict, clusters: dict[str, 
                       pc.if_else(pa.array(epoch_rows[rows]), pa.scalar('{"tombstone":false}'),
                                  pc.if_else(pa.array(t7[rows]), j7, j8)))
     names_ = batch.schema.names
-    sel = pa.array(cand_rows[rows])
-    cluster = _cluster_column(batch, fast, clusters, cand_rows[rows])
+    sel = pa.array(took)
+    cluster = _cluster_column(batch, fast, clusters, took)
     part = batch.column(names_.index("partition")).take(sel)
     m = len(rows)
     out = pa.RecordBatch.from_arrays([

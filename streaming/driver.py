@@ -11,12 +11,14 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQueryListener
 
 from sinks import event_files
 from sinks.event_sink import EventSink, GroupStateFile
@@ -266,6 +268,48 @@ class RunCollector:
         return counts
 
 
+class ProgressCounter(StreamingQueryListener):
+    """Feeds every progress report of one query to the collector as Spark publishes it.
+
+    `query.recentProgress` keeps only the last `spark.sql.streaming.numRecentProgressUpdates`
+    (100) reports, so reading it after a long replay lost the input counts of earlier batches.
+    Listener events of a query arrive in order, and its terminated event comes last: `wait_done`
+    returns once every report has been counted.
+    """
+
+    def __init__(self, collector: "RunCollector") -> None:
+        self.collector = collector
+        self.query_id: Optional[str] = None
+        self.final_watermark_seen = False
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        progress = json.loads(event.progress.json)
+        if self.query_id is not None and progress.get("id") != self.query_id:
+            return   # another query of the session
+        with self._lock:
+            self.collector.count_progress(progress)
+            watermark = (progress.get("eventTime") or {}).get("watermark", "")
+            self.final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        if self.query_id is None or str(event.id) == self.query_id:
+            self._done.set()
+
+    def watch(self, query) -> None:
+        self.query_id = str(query.id)
+
+    def wait_done(self, timeout_s: float = 30.0) -> bool:
+        return self._done.wait(timeout_s)
+
+
 def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
                checkpoint_dir: Optional[str] = None, timeout_s: float = 1800.0) -> None:
     """Run a finite (replay) query with Trigger.AvailableNow until all input is processed.
@@ -276,8 +320,11 @@ def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
     """
     own_checkpoint = checkpoint_dir is None
     checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="rebalance-monitor-ckpt-")
+    counter = ProgressCounter(collector)
+    spark.streams.addListener(counter)
     query = (outputs.writeStream.foreachBatch(collector.foreach_batch)
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    counter.watch(query)
     try:
         finished = query.awaitTermination(timeout_s)
         if query.exception() is not None:
@@ -286,15 +333,13 @@ def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
             raise TimeoutError(f"replay did not finish within {timeout_s:.0f} s")
     finally:
         query.stop()
+        counted = counter.wait_done()
+        spark.streams.removeListener(counter)
         if own_checkpoint:
             shutil.rmtree(checkpoint, ignore_errors=True)
-    final_watermark_seen = False
-    for progress in query.recentProgress:
-        progress = json.loads(progress.json)
-        collector.count_progress(progress)
-        watermark = (progress.get("eventTime") or {}).get("watermark", "")
-        final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
-    if not final_watermark_seen:
+    if not counted:
+        raise RuntimeError("replay: Spark did not report the end of the query within 30 s")
+    if not counter.final_watermark_seen:
         raise RuntimeError("replay ended before the end-of-input watermark flushed held events")
 
 

@@ -18,7 +18,7 @@ from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import serve
 from sinks.prometheus import MetricsSink
 from streaming.config import ConfigError, MonitorSettings, require_live
-from streaming.driver import RunCollector
+from streaming.driver import ProgressCounter, RunCollector
 from streaming.kafka_source import check_topics
 
 LOG = logging.getLogger("rebalance_monitor.run")
@@ -78,6 +78,8 @@ def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
         source = choose_kafka_source(spark, settings.kafka)
         LOG.warning("run: reading Kafka with the %s source (%s)", source,
                     "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")
+        counter = ProgressCounter(collector)
+        spark.streams.addListener(counter)
         backoff = 1.0
         while not stop.is_set():
             query = (live_query(spark, settings, source).writeStream
@@ -85,13 +87,9 @@ def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
                      .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
                      .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
                      .queryName("rebalance-monitor").start())
-            seen: set[int] = set()
+            counter.watch(query)
             while query.isActive and not stop.is_set():
                 stop.wait(1.0)
-                for progress in query.recentProgress:
-                    if progress.batchId not in seen:
-                        seen.add(progress.batchId)
-                        collector.count_progress(progress)
                 metrics.sweep()
             if stop.is_set():
                 query.stop()

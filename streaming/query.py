@@ -21,7 +21,7 @@ from streaming.kafka_source import KAFKA_SOURCE_NAME, KIND_LOG, KIND_OFFSETS
 from streaming.offsets_arrow import offsets_arrow_to_events
 from streaming.parse import (DEFAULT_UNKNOWN_SAMPLE, QUARANTINE_KIND, ClusterNames, LogSourceSpec,
                              log_rows_to_events, log_spec)
-from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_id, offsets_input_kind
+from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_ids, offsets_input_kind
 from streaming.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.stateful import process_group
 
@@ -135,10 +135,12 @@ def group_state_machine(events: DataFrame, group_allow: Optional[list[str]] = No
 
 
 def log_source_events(spark: SparkSession, logs: list[LogInput], max_rows_per_batch: int,
-                      num_partitions: int = 2, unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE) -> DataFrame:
+                      num_partitions: int = 2, unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
+                      source_ids: Optional[list[str]] = None) -> DataFrame:
     """Replay of broker log files: the log source, the JVM filter and the parse step (no watermark)."""
-    files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
-              "envelope": i.envelope} for i in logs]
+    source_ids = source_ids or file_source_ids([(i.cluster, i.path) for i in logs])
+    files = [{"path": i.path, "source_id": sid, "tz": i.broker_timezone, "envelope": i.envelope}
+             for i, sid in zip(logs, source_ids)]
     specs = {f["source_id"]: log_spec(i) for f, i in zip(files, logs)}
     raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
            .option("maxRowsPerBatch", str(max_rows_per_batch))
@@ -159,14 +161,16 @@ def replay_query(spark: SparkSession, settings: MonitorSettings, logs: list[LogI
     max_rows = str(max_rows_per_batch or settings.max_rows_per_batch)
     offsets_rows = str(offsets_rows_per_batch or max_rows)
     parts = []
+    source_ids = file_source_ids([(i.cluster, i.path) for i in logs + offsets])
     if logs:
         parts.append(with_watermark(
             observed(log_source_events(spark, logs, int(max_rows), settings.parse_partitions,
-                                       settings.unknown_lines_sample_per_logger), "broker_log"),
+                                       settings.unknown_lines_sample_per_logger, source_ids[:len(logs)]),
+                     "broker_log"),
             settings.lateness_seconds))
     if offsets:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path),
-                  "kind": offsets_input_kind(i.path)} for i in offsets]
+        files = [{"path": i.path, "source_id": sid, "kind": offsets_input_kind(i.path)}
+                 for i, sid in zip(offsets, source_ids[len(logs):])]
         clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
         raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
                .option("maxRowsPerBatch", offsets_rows).load())

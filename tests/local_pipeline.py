@@ -6,7 +6,7 @@ records must equal these.
 from __future__ import annotations
 
 from streaming.parse import decode_offsets_rows, log_spec, parse_log_rows, unwrap_rows
-from streaming.replay_source import LogMergeCursor, OffsetsRowReader, file_source_id, offsets_input_kind
+from streaming.replay_source import LogMergeCursor, OffsetsRowReader, file_source_ids, offsets_input_kind
 from streaming.stateful import row_to_event
 from state.replay_local import run_events
 
@@ -14,16 +14,17 @@ from state.replay_local import run_events
 def capture_rows(logs, offsets) -> list:
     """The parsed event rows (quarantine rows included) of log and offsets file inputs."""
     event_rows = []
+    source_ids = file_source_ids([(i.cluster, i.path) for i in list(logs) + list(offsets)])
     if logs:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path), "tz": i.broker_timezone,
-                  "envelope": i.envelope} for i in logs]
+        files = [{"path": i.path, "source_id": sid, "tz": i.broker_timezone, "envelope": i.envelope}
+                 for i, sid in zip(logs, source_ids)]
         cursor = LogMergeCursor(files)
         rows, _ = cursor.advance(cursor.initial(), 10**12)
         specs = {f["source_id"]: log_spec(i) for f, i in zip(files, logs)}
         event_rows += parse_log_rows(unwrap_rows(rows, specs), specs)
     if offsets:
-        files = [{"path": i.path, "source_id": file_source_id(i.cluster, i.path),
-                  "kind": offsets_input_kind(i.path)} for i in offsets]
+        files = [{"path": i.path, "source_id": sid, "kind": offsets_input_kind(i.path)}
+                 for i, sid in zip(offsets, source_ids[len(logs):])]
         reader = OffsetsRowReader(files)
         rows = reader.rows(0, len(reader))
         event_rows += decode_offsets_rows(rows, {f["source_id"]: i.cluster for f, i in zip(files, offsets)})

@@ -293,23 +293,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------ run
+def run_settings(args: argparse.Namespace):
+    """Settings of `run`: only the kafka.* keys given as flags override the file's [kafka] table."""
+    kafka = {key: value for key, value in (("bootstrap_servers", args.bootstrap_servers),
+                                           ("log_topics", args.log_topic),
+                                           ("offsets_topic", args.offsets_topic),
+                                           ("source", args.kafka_source)) if value}
+    return _settings(args, checkpoint_location=args.checkpoint, events_dir=args.events_dir,
+                     trigger_interval_seconds=args.trigger_interval_seconds,
+                     **({"kafka": kafka} if kafka else {}))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
     import signal
     import threading
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides = {}
-    if args.bootstrap_servers or args.log_topic or args.offsets_topic:
-        kafka = {"bootstrap_servers": args.bootstrap_servers}
-        if args.log_topic:
-            kafka["log_topics"] = args.log_topic
-        if args.offsets_topic:
-            kafka["offsets_topic"] = args.offsets_topic
-        if args.kafka_source:
-            kafka["source"] = args.kafka_source
-        overrides["kafka"] = kafka
-    settings = _settings(args, checkpoint_location=args.checkpoint, events_dir=args.events_dir,
-                         trigger_interval_seconds=args.trigger_interval_seconds, **overrides)
+    settings = run_settings(args)
     from streaming.live import run
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,4 +1,4 @@
-"""Typed configuration (pydantic-settings): defaults < TOML file < environment < CLI flags.
+"""Typed configuration (pydantic-settings): CLI flags > environment > TOML file > defaults.
 
 Environment variables use the prefix REBALANCE_MONITOR_ (e.g. REBALANCE_MONITOR_BROKER_TIMEZONE).
 Every value is validated at start; an error names the field that is wrong.
@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from streaming.envelope import ENVELOPE_AUTO, ENVELOPES, parse_field_path
 from streaming.timeutil import zone
@@ -149,9 +151,30 @@ class DiagnosisConfig(BaseModel):
             storm_window_ms=int(self.storm_window_seconds * 1000))
 
 
+# The values of the TOML file being loaded (load_settings sets it for the one construction).
+_FILE_VALUES: ContextVar[dict[str, Any]] = ContextVar("rebalance_monitor_file_values", default={})
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """The TOML file as a settings source of its own, ranked below the environment."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False   # not used: __call__ returns the whole table
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_FILE_VALUES.get())
+
+
 class MonitorSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", env_nested_delimiter="__",
                                       extra="forbid")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        # CLI flags (init kwargs) > environment > TOML file > defaults; pydantic-settings merges
+        # nested tables key by key, so a flag for one kafka.* key keeps the file's other keys.
+        return (init_settings, env_settings, _FileSource(settings_cls))
 
     cluster: str = Field(default="default", min_length=1)
     broker_timezone: str = "UTC"
@@ -228,23 +251,24 @@ def require_live(settings: MonitorSettings) -> KafkaSettings:
 
 def load_settings(config_file: Optional[str] = None, **overrides: Any) -> MonitorSettings:
     """Build settings from an optional TOML file, the environment and explicit overrides."""
-    values: dict[str, Any] = {}
+    file_values: dict[str, Any] = {}
     origin = "configuration"
     if config_file:
         origin = config_file
         try:
             with open(config_file, "rb") as handle:
-                values.update(tomllib.load(handle))
+                file_values = tomllib.load(handle)
         except FileNotFoundError:
             raise ConfigError(f"{config_file}: no such file") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{config_file}: not valid TOML: {exc}") from None
-    values.update({k: v for k, v in overrides.items() if v is not None})
+    token = _FILE_VALUES.set(file_values)
     try:
-        # Explicit values win over the environment (pydantic-settings: init kwargs first).
-        return MonitorSettings(**values)
+        return MonitorSettings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         raise ConfigError(_format(exc, origin)) from None
+    finally:
+        _FILE_VALUES.reset(token)
 
 
 def make_inputs(model: type[BaseModel], items: list[dict[str, Any]], flag: str) -> list:

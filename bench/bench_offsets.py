@@ -51,7 +51,7 @@ PARTITIONS = 50
 
 def raw_arrow_schema() -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
-    from streaming.schema import RAW_OFFSETS_SCHEMA
+    from streaming.spark.schema import RAW_OFFSETS_SCHEMA
     return to_arrow_schema(RAW_OFFSETS_SCHEMA)
 
 
@@ -121,7 +121,7 @@ def touch(batches):
 
 
 def decode(batches):
-    from streaming.offsets_arrow import offsets_arrow_to_events
+    from streaming.offsets.vectorised import offsets_arrow_to_events
     yield from offsets_arrow_to_events(batches, CLUSTERS)
 
 
@@ -137,8 +137,8 @@ def best_of(fn, repeat: int) -> float:
 
 
 def check_against_reference(path: Path, rows: int = 100_000) -> None:
-    from streaming.offsets_arrow import decode_arrow_batch
-    from streaming.parse import decode_offsets_rows
+    from streaming.offsets.vectorised import decode_arrow_batch
+    from streaming.logs.step import decode_offsets_rows
     sys.path.insert(0, str(ROOT / "tests"))
     from offsets_equivalence import normalise
     table = pq.read_table(path).slice(0, rows)
@@ -177,7 +177,7 @@ def main() -> int:
     t_dec = best_of(lambda: sum(b.num_rows for b in decode(iter(in_process))), args.repeat)
     print(f"in-process: decode {n / t_dec:,.0f} rec/s, touch-bytes ceiling {n / t_touch:,.0f} rec/s, "
           f"ratio {t_touch / t_dec:.2f}", flush=True)
-    from streaming.parse import decode_offsets_rows
+    from streaming.logs.step import decode_offsets_rows
     sl = table.slice(0, 200_000)
     cols = [sl.column(c).to_pylist() for c in sl.schema.names]
     t = time.perf_counter()
@@ -192,8 +192,8 @@ def main() -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from streaming.schema import EVENT_SCHEMA
-    from streaming.spark import get_spark
+    from streaming.spark.schema import EVENT_SCHEMA
+    from streaming.spark.session import get_spark
     spark = get_spark("local[2]", 2)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch_rows))
     # One split per core by default: the row groups are small (20,000 rows), so two halves are

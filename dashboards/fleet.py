@@ -1,10 +1,10 @@
 """Fleet overview: every cluster and group the monitors export (docs/metrics.md)."""
 from __future__ import annotations
 
-from alert_rules import DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
-from panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
+from dashboards.alert_rules import DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
+from dashboards.panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
                     table, thresholds, timeseries, value_mappings)
-from state.diagnosis import ROOT_CAUSES
+from state.diagnosis.rules import ROOT_CAUSES
 
 C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'

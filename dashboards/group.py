@@ -1,10 +1,10 @@
 """Group drill-down: one or a few consumer groups over time."""
 from __future__ import annotations
 
-from alert_rules import DEFAULTS
-from panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline,
+from dashboards.alert_rules import DEFAULTS
+from dashboards.panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline,
                     table, timeseries, value_mappings)
-from state.diagnosis import ROOT_CAUSES
+from state.diagnosis.rules import ROOT_CAUSES
 from state.model import ALL_STATES
 
 CG = 'cluster=~"$cluster", group=~"$group"'

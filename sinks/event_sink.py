@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional
 
-from sinks.event_files import write_jsonl
+from sinks.files import write_jsonl
 
 KINDS = {"rebalance": "rebalances", "removal": "member_removals", "quarantine": "quarantine",
          "anomaly": "anomalies", "clock_skew": "clock_skew", "decode_stats": "decode_stats"}

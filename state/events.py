@@ -2,7 +2,7 @@
 
 One `Event` is one fact about one consumer group, taken from a broker log line or a
 `__consumer_offsets` record. Parsers (streaming/broker_log.py, streaming/offsets_decoder.py)
-produce them; the Spark glue carries them as rows of `streaming.schema.EVENT_SCHEMA`
+produce them; the Spark glue carries them as rows of `streaming.spark.schema.EVENT_SCHEMA`
 (same field names; `data` travels as the JSON string column `data_json`).
 
 Ordering key inside a group: (ts_ms, source_rank, source_id, seq). `seq` keeps file / partition

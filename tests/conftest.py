@@ -18,14 +18,14 @@ from capture_expectations import FIXTURES, LOG_FILES  # noqa: E402
 
 @pytest.fixture(scope="session")
 def spark():
-    from streaming.spark import get_spark
+    from streaming.spark.session import get_spark
     session = get_spark("local[2]", 2)
     yield session
     session.stop()
 
 
 def capture_inputs(capture: str, cluster: str = "default"):
-    from streaming.config import LogInput, OffsetsInput
+    from streaming.app.settings import LogInput, OffsetsInput
     logs = [LogInput(path=str(FIXTURES / capture / name), cluster=cluster) for name in LOG_FILES[capture]]
     offsets = [OffsetsInput(path=str(FIXTURES / capture / "offsets-topic.jsonl"), cluster=cluster)]
     return logs, offsets
@@ -37,8 +37,8 @@ _REPLAYS: dict = {}
 @pytest.fixture(scope="session")
 def replay_capture(spark, tmp_path_factory):
     """replay_capture("kafka-2.7") -> (collector, out_dir); each capture runs once per session."""
-    from streaming.config import load_settings
-    from streaming.driver import replay
+    from streaming.app.settings import load_settings
+    from streaming.app.collector import replay
 
     def run(capture: str):
         if capture not in _REPLAYS:
@@ -52,7 +52,7 @@ def replay_capture(spark, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_server(tmp_path_factory):
-    """`rebalance-monitor demo --port N` (python -m streaming.cli), started once per session and
+    """`rebalance-monitor demo --port N` (python -m streaming.app.cli), started once per session and
     waited for until its replay is done; it keeps serving /metrics until the session ends.
     Yields (port, directory holding demo.stdout and demo.stderr)."""
     import socket
@@ -68,7 +68,7 @@ def demo_server(tmp_path_factory):
     env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
     log = folder / "demo.stderr"
     with open(log, "w") as err, open(folder / "demo.stdout", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "streaming.cli", "demo", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "demo", "--port", str(port)],
                                 cwd=ROOT, env=env, stdout=out, stderr=err)
     try:
         deadline = time.monotonic() + 300

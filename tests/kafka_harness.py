@@ -61,7 +61,7 @@ def tansu_broker(port: Optional[int] = None) -> Iterator[str]:
 
 
 def _header_ms(line: str) -> Optional[int]:
-    from streaming.timeutil import header_timestamp_ms
+    from streaming.logs.timeutil import header_timestamp_ms
     return header_timestamp_ms(line)
 
 

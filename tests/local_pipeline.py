@@ -5,10 +5,10 @@ records must equal these.
 """
 from __future__ import annotations
 
-from streaming.parse import decode_offsets_rows, log_spec, parse_log_rows, unwrap_rows
-from streaming.replay_source import LogMergeCursor, OffsetsRowReader, file_source_ids, offsets_input_kind
-from streaming.stateful import row_to_event
-from state.replay_local import run_events
+from streaming.logs.step import decode_offsets_rows, log_spec, parse_log_rows, unwrap_rows
+from streaming.spark.sources.replay import LogMergeCursor, OffsetsRowReader, file_source_ids, offsets_input_kind
+from streaming.spark.stateful import row_to_event
+from state.local import run_events
 
 
 def capture_rows(logs, offsets) -> list:

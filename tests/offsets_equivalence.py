@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import json
 
-from streaming.schema import EVENT_COLUMNS, STATS_KIND
+from streaming.spark.schema import EVENT_COLUMNS, STATS_KIND
 
 
 def normalise(rows) -> tuple[dict, collections.Counter]:

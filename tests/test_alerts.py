@@ -12,8 +12,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "alerts"))
-import alert_rules  # noqa: E402
+from dashboards import alert_rules
 
 RULES = ROOT / "alerts" / "rebalance-monitor.rules.yml"
 UNIT_TESTS = ROOT / "alerts" / "rebalance-monitor.test.yml"
@@ -31,14 +30,13 @@ def rules() -> list[dict]:
 
 
 def test_generated_files_are_current():
-    result = subprocess.run([sys.executable, str(ROOT / "dashboards" / "generate.py"), "--check"],
+    result = subprocess.run([sys.executable, "-m", "dashboards.generate", "--check"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
 def test_generator_check_notices_a_hand_edit(tmp_path, monkeypatch):
-    sys.path.insert(0, str(ROOT / "dashboards"))
-    import generate
+    from dashboards import generate
     edited = tmp_path / "rules.yml"
     edited.write_text(RULES.read_text().replace("> 10", "> 11"))
     outputs = generate.outputs()

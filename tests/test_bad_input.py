@@ -40,8 +40,8 @@ def _garbage_dump_lines(good_line: str) -> list[str]:
 
 
 def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, tmp_path):
-    from streaming.config import LogInput, OffsetsInput, load_settings
-    from streaming.driver import replay
+    from streaming.app.settings import LogInput, OffsetsInput, load_settings
+    from streaming.app.collector import replay
     _, clean = replay_capture("kafka-2.7")
     logs, _ = capture_inputs("kafka-2.7")
 

@@ -20,8 +20,8 @@ def _lines(path):
     (100_000, 250),    # offsets trickle in 7 batches, logs arrive all at once
 ])
 def test_small_batches_and_interleaving_change_nothing(spark, replay_capture, tmp_path, log_rows, offsets_rows):
-    from streaming.config import load_settings
-    from streaming.driver import replay
+    from streaming.app.settings import load_settings
+    from streaming.app.collector import replay
     _, one_batch = replay_capture("kafka-2.7")
     logs, offsets = capture_inputs("kafka-2.7")
     collector = replay(spark, load_settings(), logs, offsets, out_dir=str(tmp_path),

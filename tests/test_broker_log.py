@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from state import events as ev
-from streaming import broker_log as bl
+from streaming.logs import parser as bl
 from streaming.quarantine import Quarantined
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -22,10 +22,10 @@ def _run(spark, workdir):
     """The live service's collector (state file + event sink) over the replay sources, from the
     checkpoint in `workdir` (if any) to the end of the input."""
     from sinks.event_sink import EventSink, GroupStateFile
-    from sinks.prometheus import MetricsSink
-    from streaming.config import load_settings
-    from streaming.driver import RunCollector, run_to_end
-    from streaming.query import replay_query
+    from sinks.metrics import MetricsSink
+    from streaming.app.settings import load_settings
+    from streaming.app.collector import RunCollector, run_to_end
+    from streaming.spark.query import replay_query
     settings = load_settings()
     collector = RunCollector(MetricsSink(settings.duration_buckets), keep_records=False,
                              event_sink=EventSink(str(workdir / "events")),

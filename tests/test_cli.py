@@ -17,7 +17,7 @@ import pytest
 from capture_expectations import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "streaming.cli"]
+CLI = [sys.executable, "-m", "streaming.app.cli"]
 
 
 def _free_port() -> int:
@@ -92,7 +92,7 @@ def test_configuration_errors_name_the_field(args, message):
 
 
 def test_settings_file_and_environment(tmp_path, monkeypatch):
-    from streaming.config import ConfigError, load_settings
+    from streaming.app.settings import ConfigError, load_settings
     cfg = tmp_path / "monitor.toml"
     cfg.write_text('broker_timezone = "Europe/Berlin"\nmetrics_port = 9200\n')
     monkeypatch.setenv("REBALANCE_MONITOR_LATENESS_SECONDS", "5")
@@ -108,8 +108,8 @@ def test_settings_file_and_environment(tmp_path, monkeypatch):
 
 def test_input_rows_are_counted_per_source_kind_without_markers():
     from sinks.exposition import text
-    from sinks.prometheus import MetricsSink
-    from streaming.driver import RunCollector
+    from sinks.metrics import MetricsSink
+    from streaming.app.collector import RunCollector
     collector = RunCollector(MetricsSink([1.0]))
     # Shapes as Spark reports them (first batch's start is the string "null").
     collector.count_progress({"sources": [
@@ -127,8 +127,8 @@ def test_input_rows_are_counted_per_source_kind_without_markers():
 def test_input_rows_of_the_log_reader_count_every_line_read():
     """The log reader emits only coordinator-marker lines; its offsets count every line read."""
     from sinks.exposition import text
-    from sinks.prometheus import MetricsSink
-    from streaming.driver import RunCollector
+    from sinks.metrics import MetricsSink
+    from streaming.app.collector import RunCollector
     collector = RunCollector(MetricsSink([1.0]))
     collector.count_progress({"sources": [
         {"startOffset": "null", "endOffset": '{"source": "broker_log", "lines": 2000, "emitted": 300, "eof": false}',

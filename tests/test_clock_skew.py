@@ -16,11 +16,11 @@ import pytest
 from conftest import capture_inputs
 from local_pipeline import run_local
 from sinks.exposition import text
-from sinks.prometheus import CLOCK_SKEW_WINDOW, MetricsSink
+from sinks.metrics import CLOCK_SKEW_WINDOW, MetricsSink
 from state import events as E
-from state.machine import OUT_CLOCK_SKEW, GroupStateMachine
+from state.machine.core import OUT_CLOCK_SKEW, GroupStateMachine
 from state.model import GroupModel
-from streaming.config import DEFAULT_DURATION_BUCKETS, LogInput
+from streaming.app.settings import DEFAULT_DURATION_BUCKETS, LogInput
 from test_state_machine import C1, G, LOG_SOURCE, ev, md_member, metadata
 
 

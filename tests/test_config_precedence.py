@@ -11,7 +11,7 @@ def _toml(tmp_path, text):
 
 
 def test_environment_beats_the_file(tmp_path, monkeypatch):
-    from streaming.config import load_settings
+    from streaming.app.settings import load_settings
     cfg = _toml(tmp_path, "lateness_seconds = 5\n")
     monkeypatch.setenv("REBALANCE_MONITOR_LATENESS_SECONDS", "99")
     assert load_settings(cfg).lateness_seconds == 99
@@ -33,12 +33,12 @@ sasl_mechanism = "SCRAM-SHA-512"
 
 
 def _run_args(*argv):
-    from streaming.cli import build_parser
+    from streaming.app.cli import build_parser
     return build_parser().parse_args(["run", *argv])
 
 
 def test_a_kafka_flag_keeps_the_rest_of_the_files_kafka_table(tmp_path):
-    from streaming.cli import run_settings
+    from streaming.app.cli import run_settings
     cfg = _toml(tmp_path, KAFKA_TOML)
     s = run_settings(_run_args("--config", cfg, "--bootstrap-servers", "flag:9092"))
     assert s.kafka.bootstrap_servers == "flag:9092"
@@ -50,7 +50,7 @@ def test_a_kafka_flag_keeps_the_rest_of_the_files_kafka_table(tmp_path):
 
 
 def test_environment_merges_into_the_files_kafka_table(tmp_path, monkeypatch):
-    from streaming.config import load_settings
+    from streaming.app.settings import load_settings
     monkeypatch.setenv("REBALANCE_MONITOR_KAFKA__BOOTSTRAP_SERVERS", "env:9092")
     s = load_settings(_toml(tmp_path, KAFKA_TOML))
     assert s.kafka.bootstrap_servers == "env:9092" and s.kafka.log_topics == ["file-logs"]
@@ -58,7 +58,7 @@ def test_environment_merges_into_the_files_kafka_table(tmp_path, monkeypatch):
 
 
 def test_a_kafka_flag_without_a_file_still_needs_bootstrap_servers(tmp_path):
-    from streaming.cli import run_settings
-    from streaming.config import ConfigError
+    from streaming.app.cli import run_settings
+    from streaming.app.settings import ConfigError
     with pytest.raises(ConfigError, match="kafka.bootstrap_servers"):
         run_settings(_run_args("--log-topic", "x", "--checkpoint", str(tmp_path)))

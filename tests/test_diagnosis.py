@@ -10,8 +10,8 @@ import pytest
 
 from conftest import capture_inputs
 from local_pipeline import run_local
-from state.correlate import Correlator, correlate_all
-from state.diagnosis import DiagnosisSettings
+from state.diagnosis.correlate import Correlator, correlate_all
+from state.diagnosis.rules import DiagnosisSettings
 
 
 @lru_cache(maxsize=None)
@@ -188,7 +188,7 @@ def test_correlator_is_independent_of_batching_and_survives_a_restart():
 def test_storm_and_stuck_gauges_from_snapshots():
     from prometheus_client import CollectorRegistry
     from sinks.exposition import text
-    from sinks.prometheus import MetricsSink
+    from sinks.metrics import MetricsSink
     sink = MetricsSink([1.0], registry=CollectorRegistry())
     base = 1_795_288_000_000
     sink.observe("snapshot", {"cluster": "c", "group": "stuck", "protocol": "classic",
@@ -215,9 +215,9 @@ def test_configured_thresholds_reach_the_diagnosis(spark, tmp_path):
     with host_wide needing 6 removals, the 5 simultaneous kills of the 2.7 storm are crashes."""
     from conftest import capture_inputs
     from local_pipeline import run_local
-    from state.replay_local import run_events  # noqa: F401  (run_local uses it)
-    from streaming.config import load_settings
-    from streaming.driver import replay
+    from state.local import run_events  # noqa: F401  (run_local uses it)
+    from streaming.app.settings import load_settings
+    from streaming.app.collector import replay
     settings = load_settings(diagnosis={"host_wide_min_removals": 6})
     logs, offsets = capture_inputs("kafka-2.7")
     collector = replay(spark, settings, logs, offsets, out_dir=str(tmp_path))
@@ -242,9 +242,9 @@ def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
     right after the coordinator removed the member that did not rejoin within the 15 s timeout
     (19:31:35,191; Stable followed 1 ms later)."""
     from capture_expectations import utc_ms
-    from state.machine import GroupStateMachine, snapshot
+    from state.machine.core import GroupStateMachine, snapshot
     from state.model import GroupModel
-    from streaming.driver import RunCollector
+    from streaming.app.collector import RunCollector
     machine = GroupStateMachine(GroupModel(cluster="kafka-2.7", group="sc11-stuck-in-rebalance"))
     machine.apply_all([ev for ev in _sc11_events() if ev.ts_ms <= utc_ms(cut)])
     collector = RunCollector(metrics=None, keep_records=True)

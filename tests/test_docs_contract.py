@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_setting_is_in_the_configuration_reference():
-    from streaming.config import KafkaSettings, MonitorSettings
+    from streaming.app.settings import KafkaSettings, MonitorSettings
     text = (ROOT / "docs" / "configuration.md").read_text()
     for name in MonitorSettings.model_fields:
         if name != "kafka":
@@ -20,7 +20,7 @@ def test_every_setting_is_in_the_configuration_reference():
 
 
 def test_example_config_is_valid(tmp_path):
-    from streaming.config import MonitorSettings
+    from streaming.app.settings import MonitorSettings
     doc = tomllib.loads((ROOT / "docs" / "monitor.example.toml").read_text())
     doc["kafka"].pop("client_secret_files")     # names files that exist only in a pod
     settings = MonitorSettings(**doc)
@@ -28,7 +28,7 @@ def test_example_config_is_valid(tmp_path):
 
 
 def test_every_metric_is_in_docs_metrics():
-    from sinks.prometheus import MetricsSink
+    from sinks.metrics import MetricsSink
     sink = MetricsSink([1.0], registry=CollectorRegistry())
     text = (ROOT / "docs" / "metrics.md").read_text()
     names = set()
@@ -41,7 +41,7 @@ def test_every_metric_is_in_docs_metrics():
 
 
 def test_metrics_doc_lists_every_root_cause():
-    from state.diagnosis import ROOT_CAUSES
+    from state.diagnosis.rules import ROOT_CAUSES
     text = (ROOT / "docs" / "metrics.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| label values | `cause`:")
                and "`root_cause`" in line)

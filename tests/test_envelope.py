@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from streaming.envelope import (ENVELOPE_AUTO, ENVELOPE_JSON, ENVELOPE_PLAIN, broker_from_value, parse_field_path,
+from streaming.logs.envelope import (ENVELOPE_AUTO, ENVELOPE_JSON, ENVELOPE_PLAIN, broker_from_value, parse_field_path,
                                 spark_json_path, unwrap)
-from streaming.parse import LogSourceSpec, parse_log_rows, unwrap_rows
-from streaming.schema import EVENT_COLUMNS
+from streaming.logs.step import LogSourceSpec, parse_log_rows, unwrap_rows
+from streaming.spark.schema import EVENT_COLUMNS
 
 LINE = ("[2026-11-21 19:23:13,794] INFO [GroupCoordinator 1]: Member sc03-c2-71387325-0692-46cd-be2c-72b58e7b893c "
         "in group sc03-heartbeat-expiry has failed, removing it from the group (kafka.coordinator.group.GroupCoordinator)")
@@ -163,7 +163,7 @@ def test_ignored_lines_stay_ignored_in_envelopes():
 def test_jvm_envelope_step_equals_python(spark):
     """streaming/query.py unwrap_columns (get_json_object in the JVM) == envelope.unwrap."""
     from pyspark.sql import functions as F
-    from streaming.query import unwrap_columns
+    from streaming.spark.query import unwrap_columns
     raws = [LINE, filebeat(LINE, fields={"broker_id": 7}), fluent_bit(LINE), vector(LINE),
             filebeat(LINE + "\nsecond line"), json.dumps({"log": LINE + "\r\n"}), fluent_bit(LINE, pod="kafka"),
             "{not json kafka.coordinator.group.GroupCoordinator", json.dumps({"other": 1}), "   " + vector(LINE),

@@ -14,12 +14,12 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from offsets_encoder import encode, record
 from offsets_equivalence import normalise
 from segment_encoder import control_batch, legacy_message, legacy_wrapper, record_batch
-from streaming.offsets_arrow import decode_arrow_batch
-from streaming.offsets_decoder import record_to_events
-from streaming.parse import decode_offsets_rows
+from streaming.offsets.vectorised import decode_arrow_batch
+from streaming.offsets.decoder import record_to_events
+from streaming.logs.step import decode_offsets_rows
 from streaming.quarantine import Quarantined
-from streaming.schema import EVENT_COLUMNS, RAW_OFFSETS_SCHEMA, STATS_GROUP
-from streaming.segments import SegmentRecord, iter_offsets_dir, scan_segment
+from streaming.spark.schema import EVENT_COLUMNS, RAW_OFFSETS_SCHEMA, STATS_GROUP
+from streaming.offsets.segments import SegmentRecord, iter_offsets_dir, scan_segment
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORD_REASONS = {"null_key", "unknown_record_type", "unknown_value_version", "corrupt_record"}
@@ -56,7 +56,7 @@ def test_record_decoder_never_raises_on_random_bytes(key, value):
 
 
 def _real_samples():
-    from streaming.replay_source import OffsetsRowReader
+    from streaming.spark.sources.replay import OffsetsRowReader
     reader = OffsetsRowReader([{"path": str(FIXTURES / "kafka-4.0" / "offsets-topic.jsonl"), "source_id": "x",
                                 "kind": "jsonl"}])
     seen, out = set(), []
@@ -201,7 +201,7 @@ def test_partition_reader_on_mutated_real_segment(tmp_path_factory, data):
 
 # --- the fast GroupMetadata reader agrees with the full decoder whenever it answers -----------
 
-from streaming.offsets_arrow import fast_group_metadata  # noqa: E402
+from streaming.offsets.vectorised import fast_group_metadata  # noqa: E402
 from test_offsets_versions import assignment_bytes, group_metadata_schema, subscription_bytes  # noqa: E402
 
 member_strategy = st.fixed_dictionaries({
@@ -235,7 +235,7 @@ def test_fast_group_metadata_equals_the_full_decoder(version, protocol_type, gen
         assert any("subscription_error" in m or "assignment_error" in m for m in ref[0].data["members"])
 
 
-from streaming.offsets_arrow import fast_consumer_group_record  # noqa: E402
+from streaming.offsets.vectorised import fast_consumer_group_record  # noqa: E402
 
 KIP848 = [s for s in REAL if struct.unpack(">h", s[0][:2])[0] >= 2]
 

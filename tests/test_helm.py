@@ -26,8 +26,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "alerts"))
-import alert_rules  # noqa: E402
+from dashboards import alert_rules
 
 CHART = ROOT / "helm" / "rebalance-monitor"
 PROFILES = [None] + sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
@@ -236,7 +235,7 @@ def monitor_toml(docs) -> dict:
 def test_monitor_toml_is_valid_for_the_monitor(profile, tmp_path):
     """The rendered monitor.toml passes the monitor's own validation (unknown keys, types, and
     what `run` requires). Secret files exist only in a pod: they are pointed at local files."""
-    from streaming.config import load_settings, require_live
+    from streaming.app.settings import load_settings, require_live
     docs = render(profile)
     text = one(docs, "ConfigMap", "rm-rebalance-monitor")["data"]["monitor.toml"]
     for key, pod_path in monitor_toml(docs).get("kafka", {}).get("client_secret_files", {}).items():

@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import types as T
 
 from capture_expectations import FIXTURES
-from streaming.kafka_source import KIND_LOG, KIND_OFFSETS, KafkaStreamReader
-from streaming.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources.kafka import KIND_LOG, KIND_OFFSETS, KafkaStreamReader
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 
 pytestmark = pytest.mark.spark
 
@@ -48,8 +48,8 @@ def _lines():
 
 
 def _events(spark, raw_df, kind):
-    from streaming.parse import ClusterNames, LogSourceSpec
-    from streaming.query import log_events, offsets_events
+    from streaming.logs.step import ClusterNames, LogSourceSpec
+    from streaming.spark.query import log_events, offsets_events
     if kind == KIND_LOG:
         events = log_events(raw_df, {}, default_spec=LogSourceSpec("c"))
     else:
@@ -60,7 +60,7 @@ def _events(spark, raw_df, kind):
 @pytest.mark.parametrize("kind,records,schema", [(KIND_OFFSETS, _records, RAW_OFFSETS_SCHEMA),
                                                  (KIND_LOG, _lines, RAW_LOG_SCHEMA)])
 def test_connector_rows_and_python_source_rows_give_the_same_events(spark, kind, records, schema):
-    from streaming.query import connector_rows_to_raw
+    from streaming.spark.query import connector_rows_to_raw
     recs = records()
     reader = KafkaStreamReader({"bootstrapServers": "unused:1", "topics": "t", "kind": kind})
     python_raw = spark.createDataFrame([reader._row(f"{r.topic}-{r.partition}", r) for r in recs], schema)
@@ -76,8 +76,8 @@ def test_connector_rows_and_python_source_rows_give_the_same_events(spark, kind,
 
 
 def test_source_choice(spark):
-    from streaming.config import ConfigError, KafkaSettings
-    from streaming.query import choose_kafka_source, spark_kafka_available
+    from streaming.app.settings import ConfigError, KafkaSettings
+    from streaming.spark.query import choose_kafka_source, spark_kafka_available
     assert not spark_kafka_available(spark)        # no connector jar on this machine
     assert choose_kafka_source(spark, KafkaSettings(bootstrap_servers="h:1", source="auto")) == "python"
     with pytest.raises(ConfigError, match="needs Spark's kafka connector on the classpath"):

@@ -53,7 +53,7 @@ def _start(config: Path, log: Path) -> subprocess.Popen:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     handle = open(log, "a")
-    return subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "--config", str(config)],
+    return subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "run", "--config", str(config)],
                             cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -195,7 +195,7 @@ def test_missing_topic_is_a_clear_error(tmp_path):
         create_topics(bootstrap, {LOG_TOPIC: 1})          # the offsets topic is missing
         config = _config(tmp_path / "monitor.toml", bootstrap, free_port(), tmp_path)
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-        result = subprocess.run([sys.executable, "-m", "streaming.cli", "run", "--config", str(config)],
+        result = subprocess.run([sys.executable, "-m", "streaming.app.cli", "run", "--config", str(config)],
                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert f"topic(s) not found at {bootstrap}: {OFFSETS_TOPIC}" in result.stderr

@@ -36,8 +36,8 @@ def _kafka_threads() -> list[threading.Thread]:
 
 @pytest.mark.parametrize("kafka", ["nothing listens", "accepts, never answers"])
 def test_run_returns_promptly_when_stopped_during_the_kafka_check(tmp_path, kafka):
-    from streaming.config import load_settings
-    from streaming.live import run
+    from streaming.app.settings import load_settings
+    from streaming.app.live import run
 
     srv = _silent_listener() if kafka == "accepts, never answers" else None
     port = srv.getsockname()[1] if srv else free_port()
@@ -77,7 +77,7 @@ def test_run_returns_promptly_when_stopped_during_the_kafka_check(tmp_path, kafk
 def test_a_failed_check_leaves_no_kafka_thread_behind():
     """kafka-python starts its IO thread before it bootstraps and leaves it running when that
     fails; `run` retries for as long as Kafka is down, so each attempt must close it."""
-    from streaming.kafka_source import check_topics
+    from streaming.spark.sources.kafka import check_topics
 
     before = set(_kafka_threads())
     problem = check_topics(f"127.0.0.1:{free_port()}", ["broker-logs"], {"bootstrap_timeout_ms": 300})
@@ -91,7 +91,7 @@ def test_sigterm_ends_run_promptly_while_kafka_does_not_answer(tmp_path):
     env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
     log = tmp_path / "run.log"
     with open(log, "w") as handle:
-        proc = subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "--bootstrap-servers",
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "run", "--bootstrap-servers",
                                  f"127.0.0.1:{srv.getsockname()[1]}", "--log-topic", "broker-logs",
                                  "--checkpoint", str(tmp_path / "checkpoint"), "--host", "127.0.0.1",
                                  "--port", str(free_port())],

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming import replay_source as rs
-from streaming.broker_log import COORDINATOR_LOGGER_MARKERS, iter_log_file
-from streaming.envelope import EMBEDDED_HEADER_RE, is_json_row
-from streaming.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
+from streaming.spark.sources import replay as rs
+from streaming.logs.parser import COORDINATOR_LOGGER_MARKERS, iter_log_file
+from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
+from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CAPTURE_LOGS = sorted(str(p) for p in FIXTURES.glob("kafka-*/*.log"))

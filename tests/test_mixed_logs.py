@@ -60,8 +60,8 @@ def mixed_logs(tmp_path: Path) -> tuple[list[str], set[tuple[int, int, str]]]:
 
 
 def test_mixed_versions_and_envelopes_give_the_plain_runs_records(spark, replay_capture, tmp_path):
-    from streaming.config import LogInput, load_settings
-    from streaming.driver import replay
+    from streaming.app.settings import LogInput, load_settings
+    from streaming.app.collector import replay
     _, plain_out = replay_capture("kafka-2.7")
     paths, reworded = mixed_logs(tmp_path)
     _, offsets = capture_inputs("kafka-2.7")

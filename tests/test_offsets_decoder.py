@@ -18,7 +18,7 @@ from state.events import (
     CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER,
     GROUP_METADATA, GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event,
 )
-from streaming.offsets_decoder import (
+from streaming.offsets.decoder import (
     DecodeError, UnknownRecordType, UnknownVersion, decode_key, decode_record, decode_value,
     iter_jsonl_dump, record_to_events,
 )

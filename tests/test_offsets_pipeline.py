@@ -15,10 +15,10 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offsets_equivalence import normalise
-from streaming.offsets_arrow import decode_arrow_batch
-from streaming.parse import decode_offsets_rows
-from streaming.replay_source import OffsetsRowReader, offsets_input_kind
-from streaming.schema import EVENT_COLUMNS, RAW_OFFSETS_SCHEMA, STATS_GROUP
+from streaming.offsets.vectorised import decode_arrow_batch
+from streaming.logs.step import decode_offsets_rows
+from streaming.spark.sources.replay import OffsetsRowReader, offsets_input_kind
+from streaming.spark.schema import EVENT_COLUMNS, RAW_OFFSETS_SCHEMA, STATS_GROUP
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,8 +152,8 @@ def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
     """The slow tier is for the unusual: every real GroupMetadata record and every real KIP-848
     record (classic members of mixed groups included) is read by the direct readers, with the
     reference's event. A record that falls through is not wrong, only slow; this catches that."""
-    from streaming.offsets_arrow import fast_consumer_group_record, fast_group_metadata
-    from streaming.offsets_decoder import record_to_events
+    from streaming.offsets.vectorised import fast_consumer_group_record, fast_group_metadata
+    from streaming.offsets.decoder import record_to_events
     seen = {}
     for r in _rows(capture):
         key, value = r[5], r[6]
@@ -177,7 +177,7 @@ def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
 # --- decode-offsets on segments vs the dump -------------------------------------------------------
 
 def _decode(path):
-    out = subprocess.run([sys.executable, "-m", "streaming.cli", "decode-offsets", str(path)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "streaming.app.cli", "decode-offsets", str(path)], cwd=ROOT,
                          capture_output=True, text=True, check=True)
     return out.stdout.splitlines(), out.stderr
 
@@ -208,8 +208,8 @@ def test_offsets_input_kind():
 def test_replay_from_segments_gives_the_same_rebalances_as_from_the_dump(spark, replay_capture, tmp_path,
                                                                           capture, segments):
     from conftest import capture_inputs
-    from streaming.config import OffsetsInput, load_settings
-    from streaming.driver import replay
+    from streaming.app.settings import OffsetsInput, load_settings
+    from streaming.app.collector import replay
     dump_collector, dump_out = replay_capture(capture)
     logs, _ = capture_inputs(capture)
     offsets = [OffsetsInput(path=str(FIXTURES / capture / segments))]
@@ -254,8 +254,8 @@ def test_damaged_segments_quarantine_the_batch_and_keep_every_rebalance(tmp_path
     import shutil
     from conftest import capture_inputs
     from local_pipeline import run_local
-    from streaming.config import OffsetsInput
-    from streaming.segments import scan_segment
+    from streaming.app.settings import OffsetsInput
+    from streaming.offsets.segments import scan_segment
     src = FIXTURES / "kafka-2.7" / "segments" / "broker1"
     dst = tmp_path / "broker1"
     shutil.copytree(src, dst)

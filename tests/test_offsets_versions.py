@@ -10,10 +10,10 @@ import struct
 import pytest
 
 from offsets_encoder import encode, record, uvarint
-from streaming.offsets_decoder import (RECORD_TYPE_NAMES, UnknownRecordType, UnknownVersion,
+from streaming.offsets.decoder import (RECORD_TYPE_NAMES, UnknownRecordType, UnknownVersion,
                                        decode_consumer_assignment, decode_consumer_subscription,
                                        decode_key, decode_value, record_to_events)
-from streaming.parse import record_outcome
+from streaming.logs.step import record_outcome
 
 
 # --- schemas (kafka-formats.md §4) ----------------------------------------------------------------

@@ -25,9 +25,9 @@ from conftest import capture_inputs
 from local_pipeline import run_local
 from log_rewrite import as_old_broker, read_lines, write
 from state import events as E
-from state.machine import INFERRED_LEAVE, OUT_REBALANCE, OUT_REMOVAL, GroupStateMachine
+from state.machine.core import INFERRED_LEAVE, OUT_REBALANCE, OUT_REMOVAL, GroupStateMachine
 from state.model import GroupModel
-from streaming.config import LogInput
+from streaming.app.settings import LogInput
 from test_state_machine import C1, C2, C3, CLIENT_IDS, G, ev, md_member, metadata
 
 

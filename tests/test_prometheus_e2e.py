@@ -1,7 +1,7 @@
 """End to end with a real Prometheus server (Debian's `prometheus`) on loopback.
 
 Prometheus scrapes, every second, as job "rebalance-monitor":
-- the demo (`python -m streaming.cli demo`, shared with test_cli via conftest.demo_server): the
+- the demo (`python -m streaming.app.cli demo`, shared with test_cli via conftest.demo_server): the
   bundled Kafka 2.7 and 4.0 captures replayed through the Spark query;
 - `rebalance-monitor run` pointed at a Kafka port where nothing listens: the live service whose
   source is down (the only place rebalance_monitor_source_up and source errors exist);
@@ -39,8 +39,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "alerts"))
-import alert_rules  # noqa: E402
+from dashboards import alert_rules
 
 # Prometheus holds only seconds of data here: the alerts' counter windows (10m/5m by default) are
 # shortened so that "growth over the window" has samples at both ends. Everything else is default.
@@ -84,7 +83,7 @@ def monitor_without_kafka(tmp_path_factory):
     folder = tmp_path_factory.mktemp("run-no-kafka")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     with open(folder / "run.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "--bootstrap-servers",
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "run", "--bootstrap-servers",
                                  f"127.0.0.1:{kafka_port}", "--log-topic", "broker-logs",
                                  "--checkpoint", str(folder / "checkpoint"), "--host", "127.0.0.1",
                                  "--port", str(port), "--cluster", "down-cluster"],
@@ -106,9 +105,9 @@ def mid_rebalance_snapshots() -> list[dict]:
     from capture_expectations import FIXTURES, LOG_FILES, utc_ms
     from local_pipeline import capture_events
     from state import events as E
-    from state.machine import GroupStateMachine, snapshot
+    from state.machine.core import GroupStateMachine, snapshot
     from state.model import GroupModel
-    from streaming.config import LogInput, OffsetsInput
+    from streaming.app.settings import LogInput, OffsetsInput
 
     out = []
     for capture, (cut, expected) in MID_REBALANCE.items():
@@ -138,7 +137,7 @@ def monitor_mid_rebalance():
     from prometheus_client import CollectorRegistry
 
     from sinks.exposition import serve
-    from sinks.prometheus import MetricsSink
+    from sinks.metrics import MetricsSink
     sink = MetricsSink([1.0], registry=CollectorRegistry())
     snapshots = mid_rebalance_snapshots()
     for snap in snapshots:

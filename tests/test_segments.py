@@ -12,9 +12,9 @@ import pytest
 
 from segment_encoder import (control_batch, crc32c_bitwise, legacy_message, legacy_wrapper,
                              record_batch)
-from streaming.offsets_decoder import record_to_events
+from streaming.offsets.decoder import record_to_events
 from streaming.quarantine import Quarantined
-from streaming.segments import (SegmentRecord, SegmentStats, crc32c, find_partition_dirs,
+from streaming.offsets.segments import (SegmentRecord, SegmentStats, crc32c, find_partition_dirs,
                                 iter_offsets_dir, scan_segment)
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -298,7 +298,7 @@ def test_unreadable_and_empty_inputs(tmp_path):
 
 
 def test_replay_rows_give_magic0_records_and_bad_batches_the_time_before_them(tmp_path):
-    from streaming.replay_source import OffsetsRowReader
+    from streaming.spark.sources.replay import OffsetsRowReader
     bad = bytearray(record_batch(2, [(0, 0, KEY, b"x", ())], base_ts=9_000))
     bad[-1] ^= 1
     data = (legacy_message(0, KEY, b"old", magic=0) + record_batch(1, [(0, 0, KEY, b"new", ())], base_ts=5_000)

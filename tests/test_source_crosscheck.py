@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from state import events as E
-from state.machine import OUT_ANOMALY, OUT_REBALANCE, SOURCE_CHECK_GRACE_MS, GroupStateMachine
+from state.machine.core import OUT_ANOMALY, OUT_REBALANCE, SOURCE_CHECK_GRACE_MS, GroupStateMachine
 from state.model import GroupModel
 from test_state_machine import C1, C2, CLUSTER, G, OFFSETS_SOURCE, ev, md_member, metadata, prepare, run
 

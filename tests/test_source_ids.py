@@ -12,7 +12,7 @@ from local_pipeline import run_local
 
 
 def test_same_base_name_gives_distinct_ids():
-    from streaming.replay_source import file_source_ids
+    from streaming.spark.sources.replay import file_source_ids
     ids = file_source_ids([("c", "/logs/broker1/server.log"), ("c", "/logs/broker2/server.log"),
                            ("c", "/dumps/offsets.jsonl"), ("other", "/x/server.log")])
     assert ids == ["c:broker1/server.log", "c:broker2/server.log", "c:offsets.jsonl", "other:server.log"]
@@ -25,7 +25,7 @@ def test_same_base_name_gives_distinct_ids():
 
 
 def _inputs(tmp_path):
-    from streaming.config import LogInput, OffsetsInput
+    from streaming.app.settings import LogInput, OffsetsInput
     for n, name in enumerate(("broker1-server.log", "broker2-server.log"), 1):
         (tmp_path / f"broker{n}").mkdir()
         shutil.copy(FIXTURES / "kafka-2.7" / name, tmp_path / f"broker{n}" / "server.log")
@@ -41,8 +41,8 @@ def test_two_server_logs_are_two_clock_skew_sources(tmp_path):
 
 @pytest.mark.spark
 def test_replay_keeps_two_sources(spark, tmp_path):
-    from streaming.config import load_settings
-    from streaming.driver import replay
+    from streaming.app.settings import load_settings
+    from streaming.app.collector import replay
     collector = replay(spark, load_settings(), *_inputs(tmp_path))
     assert {c["source"] for c in collector.clock_skew} == {"default:broker1/server.log", "default:broker2/server.log"}
     assert len(collector.rebalances) + len(collector.in_progress_rebalances()) == 82

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import pytest
 
 from state import events as E
-from state.machine import (
+from state.machine.core import (
     CAUSES, METADATA_GRACE_MS, OUT_ANOMALY, OUT_REBALANCE, OUT_REMOVAL, OUTCOMES,
     GroupStateMachine, client_id_from_member_id, snapshot,
 )

@@ -6,10 +6,10 @@ import json
 import pandas as pd
 
 from sinks.exposition import text
-from sinks.prometheus import MetricsSink
-from streaming.config import DEFAULT_DURATION_BUCKETS
-from streaming.parse import LogSourceSpec, log_rows_to_events, parse_log_rows
-from streaming.schema import EVENT_COLUMNS
+from sinks.metrics import MetricsSink
+from streaming.app.settings import DEFAULT_DURATION_BUCKETS
+from streaming.logs.step import LogSourceSpec, log_rows_to_events, parse_log_rows
+from streaming.spark.schema import EVENT_COLUMNS
 
 GC = "kafka.coordinator.group.GroupCoordinator"
 GMM = "org.apache.kafka.coordinator.group.GroupMetadataManager"

@@ -17,12 +17,12 @@ from typing import Iterable, Iterator, Optional
 import pandas as pd
 
 from state import events as E
-from streaming.broker_log import HEADER_RE, parse_line
-from streaming.envelope import ENVELOPE_AUTO, unwrap
-from streaming.offsets_decoder import UNDECODED_TYPES, record_to_events
+from streaming.logs.parser import HEADER_RE, parse_line
+from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
+from streaming.offsets.decoder import UNDECODED_TYPES, record_to_events
 from streaming.quarantine import Quarantined
-from streaming.schema import END_OF_INPUT_TS_MS, EVENT_COLUMNS, QUARANTINE_GROUP
-from streaming.timeutil import zone
+from streaming.spark.schema import END_OF_INPUT_TS_MS, EVENT_COLUMNS, QUARANTINE_GROUP
+from streaming.logs.timeutil import zone
 
 QUARANTINE_KIND = "quarantine"
 
@@ -38,7 +38,7 @@ class LogSourceSpec:
 
 
 def log_spec(i) -> LogSourceSpec:
-    """The parse settings of a streaming.config.LogInput."""
+    """The parse settings of a streaming.app.settings.LogInput."""
     return LogSourceSpec(i.cluster, i.broker_timezone, i.broker_id, i.envelope, i.broker_id_field)
 
 

@@ -24,11 +24,11 @@ from typing import Iterator, Optional
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from streaming.broker_log import COORDINATOR_LOGGER_MARKERS
-from streaming.envelope import EMBEDDED_HEADER_RE, ENVELOPE_AUTO, is_json_row
-from streaming.offsets_decoder import parse_dump_line
-from streaming.schema import END_OF_INPUT_TS_MS, RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
-from streaming.timeutil import header_timestamp_ms, log4j_to_epoch_ms, zone
+from streaming.logs.parser import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.envelope import EMBEDDED_HEADER_RE, ENVELOPE_AUTO, is_json_row
+from streaming.offsets.decoder import parse_dump_line
+from streaming.spark.schema import END_OF_INPUT_TS_MS, RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, zone
 
 LOG_SOURCE_NAME = "rebalance_log_replay"
 OFFSETS_SOURCE_NAME = "rebalance_offsets_replay"
@@ -398,7 +398,7 @@ def index_segments(files: list[dict]) -> tuple[list[tuple], dict, dict]:
 
     Records without a timestamp (magic 0: -1) and quarantine items take the time of the record
     before them in the same partition (the first one after it at the start of a partition)."""
-    from streaming.segments import SegmentRecord, iter_offsets_dir
+    from streaming.offsets.segments import SegmentRecord, iter_offsets_dir
     entries: list[tuple] = []
     quarantined: dict = {}
     seg_paths: dict = {}
@@ -465,7 +465,7 @@ class OffsetsRowReader:
         return len(self.index)
 
     def rows(self, start: int, end: int) -> list[tuple]:
-        from streaming.segments import BatchError, read_batch
+        from streaming.offsets.segments import BatchError, read_batch
         rows = []
         handles: dict = {}
         contents: dict = {}
@@ -585,5 +585,5 @@ def file_source_ids(inputs: list[tuple[str, str]]) -> list[str]:
 
 def offsets_input_kind(path: str) -> str:
     """"segments" for a directory or a `.log` segment file, "jsonl" for a dump."""
-    from streaming.segments import is_segment_input
+    from streaming.offsets.segments import is_segment_input
     return "segments" if is_segment_input(path) else "jsonl"

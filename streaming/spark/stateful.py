@@ -16,10 +16,10 @@ from typing import Any, Iterator
 import pandas as pd
 
 from state import events as E
-from state.diagnosis import DEFAULT_SETTINGS, DiagnosisSettings
-from state.machine import GroupStateMachine, snapshot
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.machine.core import GroupStateMachine, snapshot
 from state.model import DEAD, GroupModel
-from streaming.schema import EVENT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, STATS_KIND
+from streaming.spark.schema import EVENT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, STATS_KIND
 
 OUT_SNAPSHOT = "snapshot"
 OUT_QUARANTINE = "quarantine"

@@ -1,5 +1,5 @@
 """The alert rules: the one source of alerts/rebalance-monitor.rules.yml and of the Helm chart's
-PrometheusRule (helm/rebalance-monitor/templates/prometheusrule.yaml). dashboards/generate.py
+PrometheusRule (helm/rebalance-monitor/templates/prometheusrule.yaml). `python -m dashboards.generate`
 writes both; tests/test_alerts.py checks that the committed files equal its output and that the
 chart, rendered with its default values, carries exactly the rules of the plain file.
 

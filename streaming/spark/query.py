@@ -13,17 +13,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from streaming.broker_log import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.parser import COORDINATOR_LOGGER_MARKERS
 from state.events import END_OF_INPUT
-from streaming.config import ConfigError, KafkaSettings, LogInput, MonitorSettings, OffsetsInput
-from streaming.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
-from streaming.kafka_source import KAFKA_SOURCE_NAME, KIND_LOG, KIND_OFFSETS
-from streaming.offsets_arrow import offsets_arrow_to_events
-from streaming.parse import (DEFAULT_UNKNOWN_SAMPLE, QUARANTINE_KIND, ClusterNames, LogSourceSpec,
+from streaming.app.settings import ConfigError, KafkaSettings, LogInput, MonitorSettings, OffsetsInput
+from streaming.logs.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
+from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME, KIND_LOG, KIND_OFFSETS
+from streaming.offsets.vectorised import offsets_arrow_to_events
+from streaming.logs.step import (DEFAULT_UNKNOWN_SAMPLE, QUARANTINE_KIND, ClusterNames, LogSourceSpec,
                              log_rows_to_events, log_spec)
-from streaming.replay_source import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_ids, offsets_input_kind
-from streaming.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
-from streaming.stateful import process_group
+from streaming.spark.sources.replay import LOG_SOURCE_NAME, OFFSETS_SOURCE_NAME, file_source_ids, offsets_input_kind
+from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
+from streaming.spark.stateful import process_group
 
 
 def coordinator_line_filter(line_col: str = "line"):

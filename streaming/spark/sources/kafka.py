@@ -30,7 +30,7 @@ from typing import Any, Iterator, Optional
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
-from streaming.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 
 KAFKA_SOURCE_NAME = "rebalance_kafka"
 LOG = logging.getLogger("rebalance_monitor.kafka_source")

@@ -37,7 +37,7 @@ from state.events import (
     STATIC_MEMBER_REPLACED, TARGET_ASSIGNMENT, Event,
 )
 from streaming.quarantine import Quarantined
-from streaming.timeutil import log4j_to_epoch_ms
+from streaming.logs.timeutil import log4j_to_epoch_ms
 
 __all__ = [
     "HEADER_RE", "COORDINATOR_LOGGER_MARKERS", "CatalogEntry", "CATALOG", "TRIGGERS",

@@ -20,14 +20,14 @@ from typing import Any, Callable, Optional
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
 
-from sinks import event_files
+from sinks import files as event_files
 from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import write_textfile
-from sinks.prometheus import MetricsSink
-from state.correlate import Correlator
-from state.machine import slow_rebalance_fields
-from streaming.config import LogInput, MonitorSettings, OffsetsInput
-from streaming.query import replay_query
+from sinks.metrics import MetricsSink
+from state.diagnosis.correlate import Correlator
+from state.machine.core import slow_rebalance_fields
+from streaming.app.settings import LogInput, MonitorSettings, OffsetsInput
+from streaming.spark.query import replay_query
 
 # END_OF_INPUT_TS_MS is 2100-01-01; the watermark after it is 2099-12-31 minus the lateness.
 END_OF_INPUT_WATERMARK_YEAR = "2099"

@@ -10,9 +10,9 @@ from collections import defaultdict
 from typing import Iterable
 
 from state import events as E
-from state.correlate import correlate_all
-from state.diagnosis import DEFAULT_SETTINGS, DiagnosisSettings
-from state.machine import GroupStateMachine, snapshot
+from state.diagnosis.correlate import correlate_all
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.machine.core import GroupStateMachine, snapshot
 from state.model import GroupModel
 
 FAR_FUTURE_MS = 4102444800000

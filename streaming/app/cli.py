@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-from streaming.config import ConfigError, LogInput, OffsetsInput, load_settings, make_inputs
-from streaming.envelope import ENVELOPES
+from streaming.app.settings import ConfigError, LogInput, OffsetsInput, load_settings, make_inputs
+from streaming.logs.envelope import ENVELOPES
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CAPTURES = REPO_ROOT / "tests" / "fixtures"
 # The bundled real captures the demo replays: (cluster label, directory, log files).
 DEMO_CAPTURES = (
@@ -60,8 +60,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                                          for p in args.offsets], "--offsets")
     if not logs and not offsets:
         raise ConfigError("replay: give at least one --broker-log or --offsets file")
-    from streaming.driver import replay
-    from streaming.spark import get_spark
+    from streaming.app.collector import replay
+    from streaming.spark.session import get_spark
     spark = get_spark(settings.spark_master, settings.shuffle_partitions)
     started = time.monotonic()
     collector = replay(spark, settings, logs, offsets, out_dir=args.out,
@@ -75,7 +75,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------ decode-offsets
 def _decoded_doc(partition: int, offset: int, timestamp: int, key, value) -> tuple[dict, bool]:
-    from streaming.offsets_decoder import DecodeError, decode_record
+    from streaming.offsets.decoder import DecodeError, decode_record
     doc = {"partition": partition, "offset": offset, "timestamp": timestamp}
     try:
         doc.update(decode_record(key, value))
@@ -89,9 +89,9 @@ def cmd_decode_offsets(args: argparse.Namespace) -> int:
     """One JSON object per record, the same for a JSONL dump and for segment files: a segment
     directory prints partition by partition in offset order (transactional records at their
     COMMIT marker); a dump prints in its own line order."""
-    from streaming.offsets_decoder import iter_jsonl_dump
+    from streaming.offsets.decoder import iter_jsonl_dump
     from streaming.quarantine import Quarantined
-    from streaming.segments import SegmentRecord, SegmentStats, is_segment_input, iter_offsets_dir
+    from streaming.offsets.segments import SegmentRecord, SegmentStats, is_segment_input, iter_offsets_dir
     decoded = failed = 0
     out = sys.stdout
     for path in args.path:
@@ -132,10 +132,10 @@ def cmd_parse_logs(args: argparse.Namespace) -> int:
     """One JSON object per coordinator event in broker logs; counts on stderr. No Spark."""
     from collections import Counter
 
-    from streaming.broker_log import (COORDINATOR_LOGGER_MARKERS, HEADER_RE, OUTCOME_EVENTS, OUTCOME_UNKNOWN,
+    from streaming.logs.parser import (COORDINATOR_LOGGER_MARKERS, HEADER_RE, OUTCOME_EVENTS, OUTCOME_UNKNOWN,
                                       iter_log_file, parse_line_detailed)
-    from streaming.envelope import unwrap
-    from streaming.timeutil import zone
+    from streaming.logs.envelope import unwrap
+    from streaming.logs.timeutil import zone
     settings = _settings(args)
     inputs = make_inputs(LogInput, [{"path": p, "broker_timezone": settings.broker_timezone,
                                      "broker_id": broker_id, "envelope": settings.log_envelope,
@@ -263,9 +263,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except Exception as exc:
         raise ConfigError(f"--captures: {exc}") from None
     from sinks.exposition import serve
-    from sinks.prometheus import MetricsSink
-    from streaming.driver import RunCollector, replay
-    from streaming.spark import get_spark
+    from sinks.metrics import MetricsSink
+    from streaming.app.collector import RunCollector, replay
+    from streaming.spark.session import get_spark
     metrics = MetricsSink(settings.duration_buckets)
     server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
     port = server.server_port
@@ -310,7 +310,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import threading
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = run_settings(args)
-    from streaming.live import run
+    from streaming.app.live import run
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Optional
 
-from state.diagnosis import (
+from state.diagnosis.rules import (
     DEFAULT_SETTINGS, KIP848_DEFAULT_SESSION_MS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings,
 )
 

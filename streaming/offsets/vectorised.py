@@ -1,6 +1,6 @@
 """Vectorised decoding of `__consumer_offsets` rows, one Arrow batch at a time (`mapInArrow`).
 
-Three tiers, each equal in output to the per-record reference (`streaming.parse.decode_offsets_rows`
+Three tiers, each equal in output to the per-record reference (`streaming.logs.step.decode_offsets_rows`
 with `offsets_decoder`), which tests check on the real dumps, awkward records and random bytes:
 
 1. NumPy over the binary columns' buffers, no per-record Python:
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from state import events as E
-from streaming.schema import EVENT_ARROW_SCHEMA, EVENT_COLUMNS, STATS_GROUP, STATS_KIND
+from streaming.spark.schema import EVENT_ARROW_SCHEMA, EVENT_COLUMNS, STATS_GROUP, STATS_KIND
 
 __all__ = ["decode_arrow_batch", "offsets_arrow_to_events", "fast_commit_mask", "stats_row"]
 
@@ -363,7 +363,7 @@ _MEMBER_KEY[[5, 7, 8, 10, 13, 14, 19, 21, 22]] = True
 
 
 def _tombstone_json_by_type() -> list:
-    from streaming.offsets_decoder import RECORD_TYPE_NAMES
+    from streaming.offsets.decoder import RECORD_TYPE_NAMES
     out = []
     for t in range(24):
         if t == 2 or t not in RECORD_TYPE_NAMES:
@@ -552,7 +552,7 @@ def _direct_rows(batch: pa.RecordBatch, rows: np.ndarray, fast: dict, clusters: 
 def _slow_rows(batch: pa.RecordBatch, rows: np.ndarray, clusters: dict[str, str],
                stats: dict) -> list[tuple]:
     """Tier 3: the full decoder, per record."""
-    from streaming.parse import decode_offsets_rows   # the reference (per-record Python)
+    from streaming.logs.step import decode_offsets_rows   # the reference (per-record Python)
     if len(rows) == 0:
         return []
     sub = batch.take(pa.array(rows))
@@ -975,7 +975,7 @@ def fast_consumer_group_record(key: bytes, value):
     """(group, kind, generation, member_id, data, key_version, value_version) as the full decoder
     would give them for KIP-848 records (types 3, 5, 6, 7, 8) and tombstones of types 2-23, or
     None."""
-    from streaming.offsets_decoder import RECORD_TYPE_NAMES
+    from streaming.offsets.decoder import RECORD_TYPE_NAMES
     try:
         if len(key) < 4:
             return None

@@ -7,8 +7,8 @@ import sys
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from streaming.kafka_source import KafkaSource
-from streaming.replay_source import LogReplaySource, OffsetsReplaySource
+from streaming.spark.sources.kafka import KafkaSource
+from streaming.spark.sources.replay import LogReplaySource, OffsetsReplaySource
 
 
 def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor"

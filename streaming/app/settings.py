@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from streaming.envelope import ENVELOPE_AUTO, ENVELOPES, parse_field_path
-from streaming.timeutil import zone
+from streaming.logs.envelope import ENVELOPE_AUTO, ENVELOPES, parse_field_path
+from streaming.logs.timeutil import zone
 
 # Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
 # max.poll.interval.ms and beyond (a stuck member holds the JOIN phase that long).
@@ -80,7 +80,7 @@ class OffsetsInput(BaseModel):
         if not Path(value).exists():
             raise ValueError(f"no such file or directory: {value}")
         if Path(value).is_dir():
-            from streaming.segments import find_partition_dirs
+            from streaming.offsets.segments import find_partition_dirs
             if not find_partition_dirs(value):
                 raise ValueError(f"no __consumer_offsets-N directory in {value}")
         return value
@@ -140,7 +140,7 @@ class DiagnosisConfig(BaseModel):
     storm_window_seconds: float = Field(default=600.0, gt=0)
 
     def to_settings(self):
-        from state.diagnosis import DiagnosisSettings
+        from state.diagnosis.rules import DiagnosisSettings
         return DiagnosisSettings(
             pause_rejoin_window_ms=int(self.pause_rejoin_window_seconds * 1000),
             poll_rejoin_min_window_ms=int(self.poll_rejoin_min_window_seconds * 1000),

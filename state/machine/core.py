@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import Any, Iterable, Optional
 
 from state import events as E
-from state.diagnosis import DEFAULT_SETTINGS, DiagnosisSettings, classify_in_group, decision_window_ms
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings, classify_in_group, decision_window_ms
 from state.model import (
     ASSIGNING, COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC,
     PROTOCOL_CONSUMER, RECONCILING, STABLE, UNKNOWN, GroupModel, Member, OpenRebalance, is_legal,

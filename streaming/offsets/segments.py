@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from state.events import SOURCE_OFFSETS
-from streaming.offsets_decoder import VarintError, read_uvarint
+from streaming.offsets.decoder import VarintError, read_uvarint
 from streaming.quarantine import Quarantined
 
 try:  # hardware/C CRC-32C; the pure-Python table below is the fallback

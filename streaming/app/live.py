@@ -16,10 +16,10 @@ from typing import Optional
 
 from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import serve
-from sinks.prometheus import MetricsSink
-from streaming.config import ConfigError, MonitorSettings, require_live
-from streaming.driver import ProgressCounter, RunCollector
-from streaming.kafka_source import check_topics
+from sinks.metrics import MetricsSink
+from streaming.app.settings import ConfigError, MonitorSettings, require_live
+from streaming.app.collector import ProgressCounter, RunCollector
+from streaming.spark.sources.kafka import check_topics
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
@@ -72,8 +72,8 @@ def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
         _wait_for_kafka(settings, metrics, stop)
         if stop.is_set():     # stopped before Kafka answered: no Spark session to start
             return 0
-        from streaming.query import choose_kafka_source, live_query
-        from streaming.spark import get_spark
+        from streaming.spark.query import choose_kafka_source, live_query
+        from streaming.spark.session import get_spark
         spark = get_spark(settings.spark_master, settings.shuffle_partitions)
         source = choose_kafka_source(spark, settings.kafka)
         LOG.warning("run: reading Kafka with the %s source (%s)", source,

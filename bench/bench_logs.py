@@ -36,12 +36,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.proc_cpu import tree_cpu_seconds
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.timeutil import header_timestamp_ms
 
-from streaming.logs.parser import COORDINATOR_LOGGER_MARKERS  # noqa: E402
-from streaming.logs.timeutil import header_timestamp_ms  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CAPTURES = [ROOT / "tests/fixtures/kafka-2.7/broker1-server.log",
             ROOT / "tests/fixtures/kafka-2.7/broker2-server.log",
@@ -179,9 +178,9 @@ def _log_inputs(paths: list[str], cluster: str = "bench"):
 
 def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
     """The replay path up to and including the parse step, into a noop sink."""
-    from streaming.spark.query import log_source_events
-    logs = _log_inputs(paths)
-    events = log_source_events(spark, logs, max_rows)
+    from streaming.spark.query import QueryOptions, log_replay_events
+    logs = [i.file() for i in _log_inputs(paths)]
+    events = log_replay_events(spark, logs, QueryOptions(max_rows_per_batch=max_rows))
     checkpoint = tempfile.mkdtemp(prefix="bench-logs-ckpt-")
     try:
         cpu_before = tree_cpu_seconds()
@@ -218,7 +217,7 @@ def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
 def static_run(spark, paths: list[str]) -> dict:
     """spark.read.text -> JVM filter -> parse -> noop: no merge, seq is not the line number."""
     from pyspark.sql import functions as F
-    from streaming.spark.query import log_events
+    from streaming.spark.steps import log_events
     from streaming.logs.step import LogSourceSpec
     specs = {p: LogSourceSpec(cluster="bench") for p in paths}
     raw = (spark.read.text(paths).select(

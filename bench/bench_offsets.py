@@ -34,12 +34,12 @@ import time
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import pyarrow as pa        # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+from bench.proc_cpu import tree_cpu_seconds
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DUMPS = [ROOT / "tests" / "fixtures" / "kafka-2.7" / "offsets-topic.jsonl",
          ROOT / "tests" / "fixtures" / "kafka-4.0" / "offsets-topic.jsonl"]
@@ -138,9 +138,8 @@ def best_of(fn, repeat: int) -> float:
 
 def check_against_reference(path: Path, rows: int = 100_000) -> None:
     from streaming.offsets.vectorised import decode_arrow_batch
-    from streaming.logs.step import decode_offsets_rows
-    sys.path.insert(0, str(ROOT / "tests"))
-    from offsets_equivalence import normalise
+    from streaming.offsets.step import decode_offsets_rows
+    from tests.support.offsets_equivalence import normalise
     table = pq.read_table(path).slice(0, rows)
     for batch in table.to_batches(max_chunksize=10_000):
         ref = decode_offsets_rows(zip(*[batch.column(n).to_pylist() for n in batch.schema.names]), CLUSTERS)
@@ -177,7 +176,7 @@ def main() -> int:
     t_dec = best_of(lambda: sum(b.num_rows for b in decode(iter(in_process))), args.repeat)
     print(f"in-process: decode {n / t_dec:,.0f} rec/s, touch-bytes ceiling {n / t_touch:,.0f} rec/s, "
           f"ratio {t_touch / t_dec:.2f}", flush=True)
-    from streaming.logs.step import decode_offsets_rows
+    from streaming.offsets.step import decode_offsets_rows
     sl = table.slice(0, 200_000)
     cols = [sl.column(c).to_pylist() for c in sl.schema.names]
     t = time.perf_counter()

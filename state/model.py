@@ -1,13 +1,14 @@
-"""Per-group model mirroring Kafka's GroupMetadata, and the legal classic transitions.
+"""Per-group model mirroring Kafka's GroupMetadata, the legal transitions, and its stored form.
 
-The model is a plain dataclass tree that round-trips through JSON (`to_json`/`from_json`) so
-the Spark glue can keep it in a single string column of the group's state.
+The model is a plain dataclass tree. The Spark state keeps it as one JSON string per group
+(`to_json`/`from_json`), which carries a schema version so that a checkpoint written by an older
+release still loads (docs/design.md, "State versions").
 """
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 # Classic states (Kafka 2.0+; "AwaitingSync" before 1.1 is the same as CompletingRebalance).
 EMPTY = "Empty"
@@ -19,27 +20,33 @@ DEAD = "Dead"
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
 UNKNOWN = "Unknown"
-
-# Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
-VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
-    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
-    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
-    STABLE: frozenset({COMPLETING_REBALANCE}),
-    EMPTY: frozenset({PREPARING_REBALANCE}),
-    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
-}
-
-CLASSIC_STATES = (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD)
-CONSUMER_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
 ALL_STATES = (UNKNOWN, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD,
               ASSIGNING, RECONCILING)
 
 PROTOCOL_CLASSIC = "classic"
 PROTOCOL_CONSUMER = "consumer"
 
+# Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
+CLASSIC_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
+    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
+    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
+    STABLE: frozenset({COMPLETING_REBALANCE}),
+    EMPTY: frozenset({PREPARING_REBALANCE}),
+    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
+}
+# KIP-848 groups have no transition table in Kafka: ConsumerGroup.java derives the state from the
+# group epoch, the target assignment epoch and the members' epochs after every change, so every
+# state may precede every consumer state (a group converted from classic, or one re-created
+# after it died, included). The table names the states a consumer group can be in.
+CONSUMER_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
+    state: frozenset(ALL_STATES) for state in (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+}
+VALID_PREVIOUS_STATES = {PROTOCOL_CLASSIC: CLASSIC_VALID_PREVIOUS_STATES,
+                         PROTOCOL_CONSUMER: CONSUMER_VALID_PREVIOUS_STATES}
 
-def is_legal(previous: str, target: str) -> bool:
-    return previous in VALID_PREVIOUS_STATES.get(target, frozenset())
+
+def is_legal(protocol: str, previous: str, target: str) -> bool:
+    return previous in VALID_PREVIOUS_STATES[protocol].get(target, frozenset())
 
 
 @dataclass
@@ -137,12 +144,38 @@ class GroupModel:
 
     # --- serialisation (the Spark state stores this JSON string) -----------------------------
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+        raw = asdict(self)
+        raw[VERSION_KEY] = STATE_VERSION
+        return json.dumps(raw, separators=(",", ":"), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "GroupModel":
+        """The model from its stored form, whichever supported version wrote it."""
         raw = json.loads(text)
+        version = raw.pop(VERSION_KEY, 1)
+        if version > STATE_VERSION:
+            raise ValueError(f"group state of schema version {version} was written by a newer release "
+                             f"(this one reads versions 1-{STATE_VERSION})")
+        for upgrade in _UPGRADES[version - 1:]:
+            raw = upgrade(raw)
         raw["members"] = {k: Member(**v) for k, v in raw.get("members", {}).items()}
         if raw.get("open_rebalance") is not None:
             raw["open_rebalance"] = OpenRebalance(**raw["open_rebalance"])
         return cls(**raw)
+
+
+# The stored form's schema version (docs/design.md, "State versions"). Version 1 (commit 2a45599
+# and before) had no version key; version 2 adds the key and nothing else. A release that
+# renames, removes or re-types a field bumps STATE_VERSION and appends the upgrade from the
+# previous version to _UPGRADES, so every older checkpoint still loads.
+VERSION_KEY = "schema_version"
+STATE_VERSION = 2
+
+
+def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    return raw
+
+
+# _UPGRADES[n - 1] turns the raw dict of version n into version n + 1.
+_UPGRADES: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2]
+assert len(_UPGRADES) == STATE_VERSION - 1

@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+# Quarantined.raw (a raw line, or base64 of a record's key|value) is cut to this many characters.
+RAW_LIMIT = 2000
+
 
 @dataclass
 class Quarantined:

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.capture_expectations import capture_inputs
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))   # tests/ helpers (capture_expectations, ...)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-from capture_expectations import FIXTURES, LOG_FILES  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -24,27 +23,20 @@ def spark():
     session.stop()
 
 
-def capture_inputs(capture: str, cluster: str = "default"):
-    from streaming.app.settings import LogInput, OffsetsInput
-    logs = [LogInput(path=str(FIXTURES / capture / name), cluster=cluster) for name in LOG_FILES[capture]]
-    offsets = [OffsetsInput(path=str(FIXTURES / capture / "offsets-topic.jsonl"), cluster=cluster)]
-    return logs, offsets
-
-
 _REPLAYS: dict = {}
 
 
 @pytest.fixture(scope="session")
 def replay_capture(spark, tmp_path_factory):
     """replay_capture("kafka-2.7") -> (collector, out_dir); each capture runs once per session."""
-    from streaming.app.settings import load_settings
-    from streaming.app.collector import replay
+    from streaming.app.settings import ReplaySettings, load
+    from streaming.app.replay import replay
 
     def run(capture: str):
         if capture not in _REPLAYS:
             logs, offsets = capture_inputs(capture)
             out = tmp_path_factory.mktemp(f"replay-{capture}")
-            collector = replay(spark, load_settings(), logs, offsets, out_dir=str(out))
+            collector = replay(spark, load(ReplaySettings), logs, offsets, out_dir=str(out))
             _REPLAYS[capture] = (collector, out)
         return _REPLAYS[capture]
     return run
@@ -86,4 +78,7 @@ def pytest_collection_modifyitems(session, config, items):
     """Run the Prometheus end-to-end tests first: their `run` target needs ~30 s to report its
     Kafka source down, which then overlaps the demo's replay (demo_server, shared with test_cli)
     instead of adding to the suite's time."""
-    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/test_prometheus_e2e.py") else 1)
+    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/e2e/test_prometheus_e2e.py") else 1)
+    for item in items:   # everything under tests/spark/ starts a SparkSession
+        if item.nodeid.startswith("tests/spark/"):
+            item.add_marker(pytest.mark.spark)

@@ -13,7 +13,6 @@ matter is known. Released candidates are kept for W more for later look-backs.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Optional
 
 from state.diagnosis.rules import (
@@ -128,7 +127,3 @@ def correlate_all(records: list[dict], settings: DiagnosisSettings = DEFAULT_SET
     c = Correlator(settings)
     c.add(records)
     return c.advance(2 ** 62)
-
-
-def dumps_state(c: Correlator) -> str:
-    return json.dumps(c.to_state(), separators=(",", ":"), sort_keys=True)

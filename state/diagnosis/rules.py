@@ -2,10 +2,10 @@
 
 Two parts (rules and examples: docs/diagnosis.md):
 
-* per group, inside the state machine (`classify_in_group`): a removal is held until event time
+* per group (`classify_in_group`, called by state/diagnosis/holding.py): a removal is held until event time
   passes `removed_at + decision window`, so that the group's later events can tell whether the
   same client came back (pause vs crash; poll timeout inferred from a quick rejoin after a leave);
-* across groups (state/correlate.py): host-wide and coordinator-wide bursts override the
+* across groups (state/diagnosis/correlate.py): host-wide and coordinator-wide bursts override the
   crash/pause verdicts of the removals they explain.
 """
 from __future__ import annotations
@@ -15,8 +15,6 @@ from typing import Any, Optional
 
 ROOT_CAUSES = ("process_crash", "process_pause", "slow_processing", "graceful_shutdown",
                "host_wide", "coordinator_wide", "unknown")
-# Involuntary removals whose per-group verdict the cross-group rules may override.
-CANDIDATE_ROOT_CAUSES = ("process_crash", "process_pause")
 
 
 @dataclass(frozen=True)

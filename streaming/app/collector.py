@@ -1,33 +1,28 @@
-"""Driver side of the query: foreachBatch fan-out of output rows, and the replay runner.
+"""The driver side of the query: each micro-batch's output rows fanned out to the metrics, the
+records kept (replay) or written to the durable event sink (run), and the cross-group correlator.
 
 Output rows are few (rebalances, removals, snapshots), so each micro-batch is collected on the
-driver and handed to the sinks. A batch id already applied is skipped: foreachBatch can run a
-batch again after a failure, and histograms must not be fed twice.
+driver. A batch id already applied is skipped: foreachBatch can run a batch again after a
+failure, and histograms must not be fed twice.
 """
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Callable, Optional
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQueryListener
 
-from sinks import files as event_files
-from sinks.event_sink import EventSink, GroupStateFile
-from sinks.exposition import write_textfile
+from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
-from state.machine.core import slow_rebalance_fields
-from streaming.app.settings import LogInput, MonitorSettings, OffsetsInput
-from streaming.spark.query import replay_query
+from state.diagnosis.rules import DiagnosisSettings
+from state.outputs import RECORD_KINDS, OutputKind, in_progress_rebalance_record
 
 # END_OF_INPUT_TS_MS is 2100-01-01; the watermark after it is 2099-12-31 minus the lateness.
 END_OF_INPUT_WATERMARK_YEAR = "2099"
@@ -63,12 +58,8 @@ class RunCollector:
     keep_records: bool = True
     event_sink: Optional[EventSink] = None
     state_file: Optional[GroupStateFile] = None
-    rebalances: list[dict] = field(default_factory=list)
-    removals: list[dict] = field(default_factory=list)
-    anomalies: list[dict] = field(default_factory=list)
-    quarantine: list[dict] = field(default_factory=list)
+    records: dict[str, list[dict]] = field(default_factory=lambda: {k: [] for k in RECORD_KINDS})
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
-    clock_skew: list[dict] = field(default_factory=list)
     skew_warned: set = field(default_factory=set)
     # Decode health of __consumer_offsets records: (cluster, key_version, value_version, outcome) -> n
     decode_stats: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
@@ -77,40 +68,60 @@ class RunCollector:
     # Spark re-runs after a crash updates snapshots but is not counted again.
     counted_through: int = -1
     on_batch: Optional[Callable[["RunCollector", int], None]] = None
-    # Cross-group root causes: removal records wait here until the watermark ("clock" rows) has
-    # passed them far enough (state/correlate.py); its state is saved with the state file.
+    # Cross-group root causes: removal records wait here until the watermark (CLOCK rows) has
+    # passed them far enough (state/diagnosis/correlate.py); its state is saved with the state file.
     correlator: Correlator = field(default_factory=Correlator)
     # Last batch whose removals went through the correlator (restored from the state file): a
     # re-run batch at or below it neither feeds it again nor rewrites the event sink.
     correlated_through: int = -1
 
+    @property
+    def rebalances(self) -> list[dict]:
+        return self.records[OutputKind.REBALANCE]
+
+    @property
+    def removals(self) -> list[dict]:
+        return self.records[OutputKind.REMOVAL]
+
+    @property
+    def anomalies(self) -> list[dict]:
+        return self.records[OutputKind.ANOMALY]
+
+    @property
+    def quarantine(self) -> list[dict]:
+        return self.records[OutputKind.QUARANTINE]
+
+    @property
+    def clock_skew(self) -> list[dict]:
+        return self.records[OutputKind.CLOCK_SKEW]
+
     def handle(self, kind: str, record: dict[str, Any]) -> None:
-        if kind == "snapshot":
+        if kind == OutputKind.SNAPSHOT:
             self.snapshots[(record["cluster"], record["group"])] = record
-        elif kind == "clock_skew":
-            if self.keep_records:
-                self.clock_skew.append(record)
-            key = (record["cluster"], record["source"])
-            if abs(record["skew_ms"]) >= CLOCK_SKEW_WARN_MS and key not in self.skew_warned:
-                self.skew_warned.add(key)
-                print(f"rebalance-monitor: warning: log times of {record['source']} (cluster {record['cluster']}) "
-                      f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
-                      f"action (group {record['group']}, generation {record['generation']}); check its "
-                      f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
-        elif kind == "decode_stats":
+        elif self.keep_records and kind != OutputKind.DECODE_STATS:
+            self.records[kind].append(record)
+        if kind == OutputKind.CLOCK_SKEW:
+            self._warn_skew(record)
+        elif kind == OutputKind.DECODE_STATS:
             for key_version, value_version, outcome, n in record.get("counts") or []:
                 k = (record.get("cluster") or "default", str(key_version), str(value_version), str(outcome))
                 self.decode_stats[k] = self.decode_stats.get(k, 0) + int(n)
-        elif self.keep_records:
-            {"rebalance": self.rebalances, "removal": self.removals, "anomaly": self.anomalies,
-             "quarantine": self.quarantine}.get(kind, []).append(record)
         self.metrics.observe(kind, record)
+
+    def _warn_skew(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["source"])
+        if abs(record["skew_ms"]) >= CLOCK_SKEW_WARN_MS and key not in self.skew_warned:
+            self.skew_warned.add(key)
+            print(f"rebalance-monitor: warning: log times of {record['source']} (cluster {record['cluster']}) "
+                  f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
+                  f"action (group {record['group']}, generation {record['generation']}); check its "
+                  f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
 
     def correlate(self, by_kind: dict[str, list[dict]]) -> None:
         """Removals of this batch into the correlator; the decided ones (any batch's) out."""
-        self.correlator.add(by_kind.get("removal") or [])
-        clocks = [c["watermark_ms"] for c in by_kind.get("clock") or [] if c.get("watermark_ms") is not None]
-        by_kind["removal"] = self.correlator.advance(max(clocks) if clocks else None)
+        self.correlator.add(by_kind.get(OutputKind.REMOVAL) or [])
+        clocks = [c["watermark_ms"] for c in by_kind.get(OutputKind.CLOCK) or [] if c.get("watermark_ms") is not None]
+        by_kind[OutputKind.REMOVAL] = self.correlator.advance(max(clocks) if clocks else None)
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
         if batch_id <= self.last_batch_id:
@@ -119,7 +130,8 @@ class RunCollector:
         for row in df.collect():
             by_kind.setdefault(row["kind"], []).append(json.loads(row["record_json"]))
         if batch_id <= self.correlated_through:
-            by_kind = {"snapshot": by_kind.get("snapshot") or []}   # already in the sink and counters
+            # already in the sink and counters
+            by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}
         else:
             self.correlate(by_kind)
             if self.event_sink is not None:
@@ -127,22 +139,21 @@ class RunCollector:
                 # (the correlator state of the previous batch is what the state file holds).
                 self.event_sink.write_batch(batch_id, by_kind)
         replayed = batch_id <= self.counted_through
-        for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "decode_stats", "snapshot"):
-            if replayed and kind != "snapshot":
+        for kind in RECORD_KINDS + (OutputKind.SNAPSHOT,):
+            if replayed and kind != OutputKind.SNAPSHOT:
                 continue
             for record in by_kind.get(kind, []):
                 self.handle(kind, record)
         if self.state_file is not None:
             self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
         self.correlated_through = max(self.correlated_through, batch_id)
-        self.metrics.batches.inc()
+        self.metrics.health.batches.inc()
         self.last_batch_id = batch_id
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
 
-    def configure(self, settings: MonitorSettings) -> "RunCollector":
+    def configure(self, diagnosis: DiagnosisSettings) -> "RunCollector":
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
-        diagnosis = settings.diagnosis.to_settings()
         self.correlator = Correlator(diagnosis)
         self.metrics.groups.storm_window_ms = diagnosis.storm_window_ms
         return self
@@ -157,9 +168,9 @@ class RunCollector:
             self.correlated_through = last
             for snap in snapshots:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
-                self.metrics.observe("snapshot", snap)
+                self.metrics.observe(OutputKind.SNAPSHOT, snap)
         if self.event_sink is not None:
-            for kind in ("rebalance", "removal", "anomaly", "quarantine", "clock_skew", "decode_stats"):
+            for kind in RECORD_KINDS:
                 for record in self.event_sink.records(kind):
                     self.metrics.observe(kind, record)
             self.counted_through = max(last, self.event_sink.last_batch_id())
@@ -168,11 +179,11 @@ class RunCollector:
     def finish(self) -> None:
         """End of a finite input: every removal still held by the correlator is decided."""
         for record in self.correlator.advance(2 ** 62):
-            self.handle("removal", record)
+            self.handle(OutputKind.REMOVAL, record)
 
     def count_progress(self, progress: dict) -> None:
         """Health metrics from one of Spark's progress reports (one per micro-batch)."""
-        m = self.metrics
+        m = self.metrics.health
         now_ms = time.time() * 1000
         if hasattr(progress, "json"):   # PySpark's StreamingQueryProgress (nested Rows): use its JSON
             progress = json.loads(progress.json)
@@ -219,53 +230,7 @@ class RunCollector:
 
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""
-        out = []
-        for snap in self.snapshots.values():
-            o = snap.get("rebalance_in_progress")
-            if not o or snap.get("state") == "Dead":
-                continue
-            out.append({
-                "cluster": snap["cluster"], "group": snap["group"], "protocol": o["protocol"],
-                "generation": o["generation"], "previous_generation": o["previous_generation"],
-                "coordinator": o["coordinator"], "started_at_ms": o["started_at_ms"],
-                "join_completed_at_ms": o["join_completed_at_ms"], "completed_at_ms": None,
-                "ended_at_ms": None, "join_seconds": None, "sync_seconds": None,
-                "total_seconds": None, "trigger": o["trigger"], "trigger_member": o["trigger_member"],
-                "reason_text": o["reason_text"], "outcome": "in_progress", "members": None,
-                "removed_members": list(o["removals"]),
-                # as far as they are known while the JOIN phase is open (no join_seconds yet)
-                **slow_rebalance_fields(o["protocol"], o["previous_generation"], o["timeout_removals"],
-                                        [snap.get("rebalance_timeout_ms"), o.get("max_rebalance_timeout_ms")],
-                                        None),
-            })
-        return out
-
-    def write_outputs(self, out_dir: str) -> dict[str, int]:
-        os.makedirs(out_dir, exist_ok=True)
-        rebalances = sorted(self.rebalances + self.in_progress_rebalances(),
-                            key=event_files.rebalance_sort_key)
-        counts = {
-            event_files.REBALANCES: event_files.write_jsonl(
-                os.path.join(out_dir, event_files.REBALANCES), rebalances),
-            event_files.REMOVALS: event_files.write_jsonl(
-                os.path.join(out_dir, event_files.REMOVALS),
-                sorted(self.removals, key=event_files.removal_sort_key)),
-            event_files.GROUPS: event_files.write_jsonl(
-                os.path.join(out_dir, event_files.GROUPS),
-                [self.snapshots[k] for k in sorted(self.snapshots)]),
-            event_files.QUARANTINE: event_files.write_jsonl(
-                os.path.join(out_dir, event_files.QUARANTINE),
-                sorted(self.quarantine, key=lambda q: (q.get("cluster") or "", q["source_id"], q["seq"]))),
-            event_files.ANOMALIES: event_files.write_jsonl(
-                os.path.join(out_dir, event_files.ANOMALIES),
-                sorted(self.anomalies, key=lambda a: (a["cluster"], a["group"], a["ts_ms"], a["seq"]))),
-            event_files.CLOCK_SKEW: event_files.write_jsonl(
-                os.path.join(out_dir, event_files.CLOCK_SKEW),
-                sorted(self.clock_skew, key=lambda c: (c["cluster"], c["source"], c["log_ts_ms"], c["group"],
-                                                       c["pair"], c["generation"]))),
-        }
-        write_textfile(self.metrics.registry, os.path.join(out_dir, "metrics.prom"))
-        return counts
+        return [r for r in (in_progress_rebalance_record(s) for s in self.snapshots.values()) if r is not None]
 
 
 class ProgressCounter(StreamingQueryListener):
@@ -310,47 +275,3 @@ class ProgressCounter(StreamingQueryListener):
         return self._done.wait(timeout_s)
 
 
-def run_to_end(spark: SparkSession, outputs: DataFrame, collector: RunCollector,
-               checkpoint_dir: Optional[str] = None, timeout_s: float = 1800.0) -> None:
-    """Run a finite (replay) query with Trigger.AvailableNow until all input is processed.
-
-    The sources cap each micro-batch (admission control), so AvailableNow still runs many
-    batches. Done is checked, not assumed: the last batch must have run with the watermark moved
-    by the end-of-input markers, which is the batch that flushes every held event.
-    """
-    own_checkpoint = checkpoint_dir is None
-    checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="rebalance-monitor-ckpt-")
-    counter = ProgressCounter(collector)
-    spark.streams.addListener(counter)
-    query = (outputs.writeStream.foreachBatch(collector.foreach_batch)
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    counter.watch(query)
-    try:
-        finished = query.awaitTermination(timeout_s)
-        if query.exception() is not None:
-            raise RuntimeError(f"streaming query failed: {query.exception()}")
-        if not finished:
-            raise TimeoutError(f"replay did not finish within {timeout_s:.0f} s")
-    finally:
-        query.stop()
-        counted = counter.wait_done()
-        spark.streams.removeListener(counter)
-        if own_checkpoint:
-            shutil.rmtree(checkpoint, ignore_errors=True)
-    if not counted:
-        raise RuntimeError("replay: Spark did not report the end of the query within 30 s")
-    if not counter.final_watermark_seen:
-        raise RuntimeError("replay ended before the end-of-input watermark flushed held events")
-
-
-def replay(spark: SparkSession, settings: MonitorSettings, logs: list[LogInput],
-           offsets: list[OffsetsInput], out_dir: Optional[str] = None,
-           max_rows_per_batch: Optional[int] = None, collector: Optional[RunCollector] = None,
-           offsets_rows_per_batch: Optional[int] = None) -> RunCollector:
-    collector = (collector or RunCollector(MetricsSink(settings.duration_buckets))).configure(settings)
-    outputs = replay_query(spark, settings, logs, offsets, max_rows_per_batch, offsets_rows_per_batch)
-    run_to_end(spark, outputs, collector)
-    collector.finish()
-    if out_dir:
-        collector.write_outputs(out_dir)
-    return collector

@@ -11,21 +11,21 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from typing import Optional
 
-from sinks.event_sink import EventSink, GroupStateFile
 from sinks.exposition import serve
+from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
-from streaming.app.settings import ConfigError, MonitorSettings, require_live
 from streaming.app.collector import ProgressCounter, RunCollector
+from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
+from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import check_topics
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
 
 
-def _wait_for_kafka(settings: MonitorSettings, metrics: MetricsSink, stop: threading.Event) -> None:
+def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event) -> None:
     kafka = settings.kafka
     topics = list(kafka.log_topics) + ([kafka.offsets_topic] if kafka.offsets_topic else [])
     backoff = 1.0
@@ -37,31 +37,40 @@ def _wait_for_kafka(settings: MonitorSettings, metrics: MetricsSink, stop: threa
         if stop.is_set():
             return
         if problem is None:
-            for kind in (["broker_log"] if kafka.log_topics else []) + (["offsets"] if kafka.offsets_topic else []):
-                metrics.source_up.labels(kind).set(1)
+            for kind in ([SOURCE_KIND_LOG] if kafka.log_topics else []) + ([SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []):
+                metrics.health.source_up.labels(kind).set(1)
             return
         if problem.startswith("topic(s) not found"):
             raise ConfigError(f"kafka: {problem}")
         LOG.warning("run: %s; retrying in %.0f s", problem, backoff)
-        for kind in ("broker_log", "offsets"):
-            metrics.source_up.labels(kind).set(0)
-        metrics.source_errors.labels("kafka").inc()
+        for kind in (SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS):
+            metrics.health.source_up.labels(kind).set(0)
+        metrics.health.source_errors.labels("kafka").inc()
         stop.wait(backoff)
         backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
 
 
-def build_collector(settings: MonitorSettings, metrics: MetricsSink) -> RunCollector:
+def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector:
     state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
     sink = EventSink(settings.events_dir) if settings.events_dir else None
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,
-                             state_file=state_file).configure(settings)
+                             state_file=state_file).configure(settings.diagnosis.to_settings())
     collector.restore()
     return collector
 
 
-def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
+def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> str:
+    """"spark" (the built-in connector) or "python" (the kafka-python Data Source)."""
+    if kafka.source == "spark" and not spark_kafka_available:
+        raise ConfigError("kafka.source: \"spark\" needs Spark's kafka connector on the classpath "
+                          "(spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>)")
+    if kafka.source == "auto":
+        return "spark" if spark_kafka_available else "python"
+    return kafka.source
+
+
+def run(settings: RunSettings, stop: Optional[threading.Event] = None,
         metrics: Optional[MetricsSink] = None) -> int:
-    require_live(settings)
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
                                      dead_group_retention_seconds=settings.dead_group_retention_seconds)
@@ -72,17 +81,18 @@ def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
         _wait_for_kafka(settings, metrics, stop)
         if stop.is_set():     # stopped before Kafka answered: no Spark session to start
             return 0
-        from streaming.spark.query import choose_kafka_source, live_query
+        from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.session import get_spark
         spark = get_spark(settings.spark_master, settings.shuffle_partitions)
-        source = choose_kafka_source(spark, settings.kafka)
+        source = choose_kafka_source(spark_kafka_available(spark), settings.kafka)
         LOG.warning("run: reading Kafka with the %s source (%s)", source,
                     "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")
         counter = ProgressCounter(collector)
         spark.streams.addListener(counter)
         backoff = 1.0
         while not stop.is_set():
-            query = (live_query(spark, settings, source).writeStream
+            outputs = live_query(spark, settings.query_options(), settings.kafka.read(), settings.log_spec(), source)
+            query = (outputs.writeStream
                      .foreachBatch(collector.foreach_batch)
                      .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
                      .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
@@ -97,7 +107,7 @@ def run(settings: MonitorSettings, stop: Optional[threading.Event] = None,
             failure = query.exception()
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",
                       failure, backoff)
-            metrics.query_restarts.inc()
+            metrics.health.query_restarts.inc()
             stop.wait(backoff)
             backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
         return 0

@@ -1,7 +1,10 @@
-"""Typed configuration (pydantic-settings): CLI flags > environment > TOML file > defaults.
+"""Typed settings per command (pydantic-settings): CLI flags > environment > TOML file > defaults.
 
-Environment variables use the prefix REBALANCE_MONITOR_ (e.g. REBALANCE_MONITOR_BROKER_TIMEZONE).
-Every value is validated at start; an error names the field that is wrong.
+Each command accepts only its own keys (docs/configuration.md): `parse-logs` how to read log lines,
+`replay` also the query's, `demo` also the /metrics server's, `run` also Kafka, the checkpoint and
+the live service's. Environment variables use the prefix REBALANCE_MONITOR_ and `__` for nested
+tables; the TOML file is a settings source of its own, so nested tables merge key by key across
+the three. Every value is validated at start; an error names the field.
 """
 from __future__ import annotations
 
@@ -9,29 +12,32 @@ import re
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from streaming.logs.envelope import ENVELOPE_AUTO, ENVELOPES, parse_field_path
+from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
+from state.diagnosis.rules import DiagnosisSettings
+from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
+from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
 from streaming.logs.timeutil import zone
+from streaming.spark.query import KafkaRead, LogFile, OffsetsFile, QueryOptions
 
 # Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
 # max.poll.interval.ms and beyond (a stuck member holds the JOIN phase that long).
 DEFAULT_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
                             60.0, 120.0, 300.0, 600.0, 1800.0)
+Envelope = Literal["auto", "plain", "json"]
+
+
+class ConfigError(Exception):
+    """Raised with one line per bad field: `origin: field: message`."""
 
 
 def _check_zone(value: str) -> str:
     zone(value)   # raises ValueError("unknown time zone ...")
-    return value
-
-
-def _check_envelope(value: str) -> str:
-    if value not in ENVELOPES:
-        raise ValueError(f"must be one of {', '.join(ENVELOPES)}")
     return value
 
 
@@ -41,11 +47,12 @@ def _check_field_path(value: Optional[str]) -> Optional[str]:
     return value
 
 
+# ---------------------------------------------------------------------------- inputs (replay)
 class LogInput(BaseModel):
     """One broker log file (replay).
 
     envelope: `auto` (default; JSON documents are recognised by a leading `{`), `plain` or `json`
-    (Filebeat / Fluent Bit / Vector documents, streaming/envelope.py). broker_id_field: dotted
+    (Filebeat / Fluent Bit / Vector documents, streaming/logs/envelope.py). broker_id_field: dotted
     path of the envelope field holding the broker id, used when the line's coordinator prefix
     does not name the broker; broker_id: the last fallback.
     """
@@ -53,11 +60,10 @@ class LogInput(BaseModel):
     cluster: str = "default"
     broker_timezone: str = "UTC"
     broker_id: Optional[int] = Field(default=None, ge=0)
-    envelope: str = ENVELOPE_AUTO
+    envelope: Envelope = ENVELOPE_AUTO
     broker_id_field: Optional[str] = None
 
     _zone = field_validator("broker_timezone")(_check_zone)
-    _envelope = field_validator("envelope")(_check_envelope)
     _field = field_validator("broker_id_field")(_check_field_path)
 
     @field_validator("path")
@@ -66,6 +72,9 @@ class LogInput(BaseModel):
         if not Path(value).is_file():
             raise ValueError(f"no such file: {value}")
         return value
+
+    def file(self) -> LogFile:
+        return LogFile(self.path, LogSourceSpec.of(self))
 
 
 class OffsetsInput(BaseModel):
@@ -85,7 +94,11 @@ class OffsetsInput(BaseModel):
                 raise ValueError(f"no __consumer_offsets-N directory in {value}")
         return value
 
+    def file(self) -> OffsetsFile:
+        return OffsetsFile(self.path, self.cluster)
 
+
+# ---------------------------------------------------------------------------- tables
 class KafkaSettings(BaseModel):
     """Where the live query reads from (`rebalance-monitor run`)."""
     model_config = {"extra": "forbid"}
@@ -120,27 +133,42 @@ class KafkaSettings(BaseModel):
                 raise ValueError(f"{key}: no such file: {path}")
         return value
 
+    @model_validator(mode="after")
+    def _some_topic(self) -> "KafkaSettings":
+        if not self.log_topics and not self.offsets_topic:
+            raise ValueError("give kafka.log_topics and/or kafka.offsets_topic")
+        return self
+
     def client_config(self) -> dict[str, Any]:
         config = dict(self.client)
         for key, path in self.client_secret_files.items():
             config[key] = Path(path).read_text().strip()
         return config
 
+    def read(self) -> KafkaRead:
+        return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
+                         self.starting_offsets, self.max_rows_per_batch, self.idle_flush,
+                         self.client_config(), dict(self.spark_options))
+
+
+_D = DIAGNOSIS_DEFAULTS
+
 
 class DiagnosisConfig(BaseModel):
-    """Thresholds of the removal diagnosis (docs/diagnosis.md); defaults as in state/diagnosis.py."""
+    """Thresholds of the removal diagnosis (docs/diagnosis.md), in seconds; the defaults are
+    state/diagnosis/rules.py's."""
     model_config = {"extra": "forbid"}
 
-    pause_rejoin_window_seconds: float = Field(default=60.0, gt=0)
-    poll_rejoin_min_window_seconds: float = Field(default=60.0, gt=0)
-    host_wide_min_removals: int = Field(default=3, ge=2)
-    host_wide_window_seconds: float = Field(default=0.0, ge=0, description="0: each removal's session timeout")
-    coordinator_wide_min_groups: int = Field(default=3, ge=2)
-    coordinator_wide_window_seconds: float = Field(default=10.0, gt=0)
-    storm_window_seconds: float = Field(default=600.0, gt=0)
+    pause_rejoin_window_seconds: float = Field(default=_D.pause_rejoin_window_ms / 1000, gt=0)
+    poll_rejoin_min_window_seconds: float = Field(default=_D.poll_rejoin_min_window_ms / 1000, gt=0)
+    host_wide_min_removals: int = Field(default=_D.host_wide_min_removals, ge=2)
+    host_wide_window_seconds: float = Field(default=_D.host_wide_window_ms / 1000, ge=0,
+                                            description="0: each removal's session timeout")
+    coordinator_wide_min_groups: int = Field(default=_D.coordinator_wide_min_groups, ge=2)
+    coordinator_wide_window_seconds: float = Field(default=_D.coordinator_wide_window_ms / 1000, gt=0)
+    storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
 
-    def to_settings(self):
-        from state.diagnosis.rules import DiagnosisSettings
+    def to_settings(self) -> DiagnosisSettings:
         return DiagnosisSettings(
             pause_rejoin_window_ms=int(self.pause_rejoin_window_seconds * 1000),
             poll_rejoin_min_window_ms=int(self.poll_rejoin_min_window_seconds * 1000),
@@ -151,7 +179,8 @@ class DiagnosisConfig(BaseModel):
             storm_window_ms=int(self.storm_window_seconds * 1000))
 
 
-# The values of the TOML file being loaded (load_settings sets it for the one construction).
+# ---------------------------------------------------------------------------- sources
+# The values of the TOML file being loaded (`load` sets it for the one construction).
 _FILE_VALUES: ContextVar[dict[str, Any]] = ContextVar("rebalance_monitor_file_values", default={})
 
 
@@ -165,45 +194,90 @@ class _FileSource(PydanticBaseSettingsSource):
         return dict(_FILE_VALUES.get())
 
 
-class MonitorSettings(BaseSettings):
+class _Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", env_nested_delimiter="__",
                                       extra="forbid")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings):
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
         # CLI flags (init kwargs) > environment > TOML file > defaults; pydantic-settings merges
         # nested tables key by key, so a flag for one kafka.* key keeps the file's other keys.
         return (init_settings, env_settings, _FileSource(settings_cls))
 
-    cluster: str = Field(default="default", min_length=1)
+
+# ---------------------------------------------------------------------------- per command
+class ParseLogsSettings(_Settings):
+    """`parse-logs`: how to read broker log lines."""
     broker_timezone: str = "UTC"
-    log_envelope: str = ENVELOPE_AUTO            # default envelope of --broker-log inputs
-    broker_id_field: Optional[str] = None        # default broker id field of JSON envelopes
+    log_envelope: Envelope = ENVELOPE_AUTO
+    broker_id_field: Optional[str] = None
+
+    _zone = field_validator("broker_timezone")(_check_zone)
+    _field = field_validator("broker_id_field")(_check_field_path)
+
+
+class QuerySettings(ParseLogsSettings):
+    """What every command that runs the streaming query takes."""
+    cluster: str = Field(default="default", min_length=1)
     lateness_seconds: float = Field(default=30.0, ge=0, description="watermark delay per source")
-    max_rows_per_batch: int = Field(default=200_000, ge=1)
     parse_partitions: int = Field(default=2, ge=1, description="parse tasks per log micro-batch")
     unknown_lines_sample_per_logger: int = Field(
-        default=10, ge=0, description="unknown coordinator lines kept in quarantine per logger and batch")
+        default=DEFAULT_UNKNOWN_SAMPLE, ge=0, description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
+    duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
+    diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+
+    @field_validator("duration_buckets")
+    @classmethod
+    def _increasing(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if not value or any(b <= a for a, b in zip(value, value[1:])) or value[0] <= 0:
+            raise ValueError("buckets must be positive and strictly increasing")
+        return value
+
+    def query_options(self, **extra: Any) -> QueryOptions:
+        return QueryOptions(lateness_seconds=self.lateness_seconds, parse_partitions=self.parse_partitions,
+                            unknown_lines_sample_per_logger=self.unknown_lines_sample_per_logger,
+                            diagnosis=self.diagnosis.to_settings(), **extra)
+
+    def log_spec(self) -> LogSourceSpec:
+        """How to read the lines of a log source that has no per-file settings (a live topic)."""
+        return LogSourceSpec(self.cluster, self.broker_timezone, None, self.log_envelope, self.broker_id_field)
+
+
+class ReplaySettings(QuerySettings):
+    """`replay`: the query over files."""
+    max_rows_per_batch: int = Field(default=QueryOptions.max_rows_per_batch, ge=1,
+                                    description="rows per micro-batch per source")
+
+    def query_options(self, **extra: Any) -> QueryOptions:
+        return super().query_options(max_rows_per_batch=self.max_rows_per_batch, **extra)
+
+
+class _Serving(_Settings):
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9108, ge=0, le=65535)
-    duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
-    # --- live mode (`run`) ---
-    kafka: Optional[KafkaSettings] = None
-    diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
-    checkpoint_location: Optional[str] = None
+
+
+class DemoSettings(ReplaySettings, _Serving):
+    """`demo`: a replay of the bundled captures that serves /metrics."""
+    # Small batches, so /metrics fills in while you watch.
+    max_rows_per_batch: int = Field(default=2000, ge=1, description="rows per micro-batch per source")
+
+
+class RunSettings(QuerySettings, _Serving):
+    """`run`: the live service."""
+    kafka: KafkaSettings
+    checkpoint_location: str = Field(min_length=1, description="restarts resume from it")
     events_dir: Optional[str] = Field(default=None, description="durable event sink (JSON lines per batch)")
     trigger_interval_seconds: float = Field(default=10.0, gt=0)
     group_allow: list[str] = Field(default_factory=list, description="regexes; empty = all groups")
     group_deny: list[str] = Field(default_factory=list, description="regexes")
     max_groups: int = Field(default=10_000, ge=1, description="cap on groups exported as series")
     dead_group_retention_seconds: float = Field(default=600.0, ge=0)
-
-    _zone = field_validator("broker_timezone")(_check_zone)
-    _envelope = field_validator("log_envelope")(_check_envelope)
-    _field = field_validator("broker_id_field")(_check_field_path)
 
     @field_validator("group_allow", "group_deny")
     @classmethod
@@ -215,42 +289,29 @@ class MonitorSettings(BaseSettings):
                 raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
         return value
 
-    @field_validator("duration_buckets")
-    @classmethod
-    def _increasing(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        if not value or any(b <= a for a, b in zip(value, value[1:])) or value[0] <= 0:
-            raise ValueError("buckets must be positive and strictly increasing")
-        return value
+    def query_options(self, **extra: Any) -> QueryOptions:
+        return super().query_options(group_allow=tuple(self.group_allow), group_deny=tuple(self.group_deny), **extra)
 
 
-class ConfigError(Exception):
-    """Raised with one line per bad field: `field: message`."""
+# ---------------------------------------------------------------------------- loading
+S = TypeVar("S", bound=_Settings)
 
 
-def _format(err: ValidationError, origin: str) -> str:
+def _format(err: ValidationError, origin: str, command: str) -> str:
     lines = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(root)"
-        lines.append(f"{origin}: {where}: {e['msg']}")
+        message = f"required for `{command}`" if e["type"] == "missing" else e["msg"]
+        lines.append(f"{origin}: {where}: {message}")
     return "\n".join(lines)
 
 
-def require_live(settings: MonitorSettings) -> KafkaSettings:
-    """The settings `run` needs, or a ConfigError naming what is missing."""
-    problems = []
-    if settings.kafka is None:
-        problems.append("kafka: required for `run` (kafka.bootstrap_servers, kafka.log_topics / kafka.offsets_topic)")
-    elif not settings.kafka.log_topics and not settings.kafka.offsets_topic:
-        problems.append("kafka: give kafka.log_topics and/or kafka.offsets_topic")
-    if not settings.checkpoint_location:
-        problems.append("checkpoint_location: required for `run` (restarts resume from it)")
-    if problems:
-        raise ConfigError("\n".join(f"configuration: {p}" for p in problems))
-    return settings.kafka
+COMMANDS = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay", DemoSettings: "demo", RunSettings: "run"}
 
 
-def load_settings(config_file: Optional[str] = None, **overrides: Any) -> MonitorSettings:
-    """Build settings from an optional TOML file, the environment and explicit overrides."""
+def load(settings_cls: type[S], config_file: Optional[str] = None, **flags: Any) -> S:
+    """Settings of one command from the TOML file (optional), the environment and the flags
+    given (None values are not given)."""
     file_values: dict[str, Any] = {}
     origin = "configuration"
     if config_file:
@@ -264,18 +325,18 @@ def load_settings(config_file: Optional[str] = None, **overrides: Any) -> Monito
             raise ConfigError(f"{config_file}: not valid TOML: {exc}") from None
     token = _FILE_VALUES.set(file_values)
     try:
-        return MonitorSettings(**{k: v for k, v in overrides.items() if v is not None})
+        return settings_cls(**{k: v for k, v in flags.items() if v is not None})
     except ValidationError as exc:
-        raise ConfigError(_format(exc, origin)) from None
+        raise ConfigError(_format(exc, origin, COMMANDS.get(settings_cls, "rebalance-monitor"))) from None
     finally:
         _FILE_VALUES.reset(token)
 
 
-def make_inputs(model: type[BaseModel], items: list[dict[str, Any]], flag: str) -> list:
+def make_inputs(model: type[BaseModel], items: list[dict[str, Any]], flag: str) -> list[Any]:
     out = []
     for i, item in enumerate(items):
         try:
             out.append(model(**item))
         except ValidationError as exc:
-            raise ConfigError(_format(exc, f"{flag}[{i}]")) from None
+            raise ConfigError(_format(exc, f"{flag}[{i}]", "replay")) from None
     return out

@@ -1,72 +1,32 @@
-"""Spark schemas: raw inputs, the event model (state/events.py as rows), outputs and state.
-
-EVENT_SCHEMA is the one typed schema everything the state machine consumes travels in; its
-meaning per column is documented in docs/event-model.md.
-"""
+"""Spark schemas, derived from the row contracts of streaming/rows.py (the one place that
+declares columns), plus the state of the stateful step."""
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import Sequence
+
 from pyspark.sql import types as T
 
-# Replay end-of-input marker time (2100-01-01 UTC): moves each source's watermark past every
-# real event so held events are flushed. Fits pandas' nanosecond timestamps (max 2262).
-END_OF_INPUT_TS_MS = 4102444800000
-QUARANTINE_GROUP = "\u0000quarantine"   # state key for quarantine rows (no Kafka group id)
-STATS_GROUP = "\u0000stats"             # state key for decode-health rows (offsets_arrow.py)
-STATS_KIND = "decode_stats"
+from streaming.rows import (
+    EVENT_COLUMNS_SPEC, OUTPUT_COLUMNS_SPEC, RAW_LOG_COLUMNS, RAW_OFFSETS_COLUMNS, Column,
+)
 
-RAW_LOG_SCHEMA = T.StructType([
-    T.StructField("source_id", T.StringType(), False),   # "<cluster>:<file name>" / topic-partition
-    T.StructField("seq", T.LongType(), False),           # 1-based line number / offset
-    T.StructField("line", T.StringType(), True),
-    T.StructField("ts_hint_ms", T.LongType(), True),     # last header time seen in this source
-    T.StructField("eof", T.BooleanType(), False),
-])
+_SPARK = {"string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(), "bool": T.BooleanType(),
+          "binary": T.BinaryType()}
 
-RAW_OFFSETS_SCHEMA = T.StructType([
-    T.StructField("source_id", T.StringType(), False),
-    T.StructField("seq", T.LongType(), False),           # dump line number (replay) / offset
-    T.StructField("partition", T.IntegerType(), True),
-    T.StructField("offset", T.LongType(), True),
-    T.StructField("timestamp_ms", T.LongType(), True),
-    T.StructField("key", T.BinaryType(), True),
-    T.StructField("value", T.BinaryType(), True),
-    T.StructField("error", T.StringType(), True),        # malformed dump line / unusable batch: why
-    T.StructField("eof", T.BooleanType(), False),
-    # with error: the quarantine reason (malformed_dump_line, corrupt_batch, truncated_batch, ...)
-    T.StructField("error_reason", T.StringType(), True),
-])
 
-EVENT_SCHEMA = T.StructType([
-    T.StructField("cluster", T.StringType(), False),
-    T.StructField("group", T.StringType(), True),        # null only on end-of-input markers
-    T.StructField("ts_ms", T.LongType(), False),         # event time, epoch ms UTC
-    T.StructField("source", T.StringType(), False),      # "log" | "offsets"
-    T.StructField("source_id", T.StringType(), False),
-    T.StructField("seq", T.LongType(), False),
-    T.StructField("kind", T.StringType(), False),        # state/events.py kinds, or "quarantine"
-    T.StructField("broker", T.IntegerType(), True),
-    T.StructField("generation", T.IntegerType(), True),
-    T.StructField("member_id", T.StringType(), True),
-    T.StructField("reason", T.StringType(), True),
-    T.StructField("data_json", T.StringType(), True),    # kind-specific fields as JSON
-])
-EVENT_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
-# The same columns as Arrow types (mapInArrow output of the offsets decoder).
-_ARROW_TYPES = {T.StringType: pa.string(), T.LongType: pa.int64(), T.IntegerType: pa.int32()}
-EVENT_ARROW_SCHEMA = pa.schema([pa.field(f.name, _ARROW_TYPES[type(f.dataType)], True)
-                                for f in EVENT_SCHEMA.fields])
+def struct(columns: Sequence[Column]) -> T.StructType:
+    return T.StructType([T.StructField(c.name, _SPARK[c.type], c.nullable) for c in columns])
 
-OUTPUT_SCHEMA = T.StructType([
-    T.StructField("kind", T.StringType(), False),        # rebalance|removal|snapshot|anomaly|quarantine
-    T.StructField("cluster", T.StringType(), True),
-    T.StructField("group", T.StringType(), True),
-    T.StructField("ts_ms", T.LongType(), True),
-    T.StructField("record_json", T.StringType(), False),
-])
 
-# Scalar columns only: PySpark 4.3 fails on array columns in applyInPandasWithState state.
+RAW_LOG_SCHEMA = struct(RAW_LOG_COLUMNS)
+RAW_OFFSETS_SCHEMA = struct(RAW_OFFSETS_COLUMNS)
+EVENT_SCHEMA = struct(EVENT_COLUMNS_SPEC)
+OUTPUT_SCHEMA = struct(OUTPUT_COLUMNS_SPEC)
+
+# The state of one group between micro-batches (streaming/spark/stateful.py). Scalar columns
+# only: PySpark 4.3 fails on array columns in applyInPandasWithState state. Changing this schema
+# breaks every existing checkpoint; the contents are versioned instead (state/model.py).
 STATE_SCHEMA = T.StructType([
-    T.StructField("model_json", T.StringType(), False),
-    T.StructField("held_json", T.StringType(), False),   # events waiting for the watermark
+    T.StructField("model_json", T.StringType(), False),   # GroupModel.to_json()
+    T.StructField("held_json", T.StringType(), False),    # event rows waiting for the watermark
 ])

@@ -8,7 +8,8 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from streaming.spark.sources.kafka import KafkaSource
-from streaming.spark.sources.replay import LogReplaySource, OffsetsReplaySource
+from streaming.spark.sources.log_replay import LogReplaySource
+from streaming.spark.sources.offsets_replay import OffsetsReplaySource
 
 
 def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor"

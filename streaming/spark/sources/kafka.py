@@ -30,12 +30,11 @@ from typing import Any, Iterator, Optional
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 
 KAFKA_SOURCE_NAME = "rebalance_kafka"
 LOG = logging.getLogger("rebalance_monitor.kafka_source")
-KIND_LOG = "broker_log"
-KIND_OFFSETS = "offsets"
 MAX_BACKOFF_S = 30.0
 READ_TIMEOUT_S = 120.0
 
@@ -50,7 +49,7 @@ def _consumer(options: dict, **extra):
     from kafka import KafkaConsumer
     config = _client_config(options)
     config.update(enable_auto_commit=False, group_id=None, **extra)
-    if options.get("kind") == KIND_OFFSETS:
+    if options.get("kind") == SOURCE_KIND_OFFSETS:
         # Transactional offset commits count only once committed (aborted ones never).
         config.setdefault("isolation_level", "read_committed")
     return KafkaConsumer(**config)
@@ -72,7 +71,7 @@ class TickPartition(InputPartition):
 class KafkaStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict):
         self.options = options
-        self.kind = options.get("kind", KIND_LOG)
+        self.kind = options.get("kind", SOURCE_KIND_LOG)
         self.topics = [t for t in options["topics"].split(",") if t]
         self.starting = options.get("startingOffsets", "earliest")
         self.max_rows = int(options["maxRowsPerBatch"]) if options.get("maxRowsPerBatch") else None
@@ -182,7 +181,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         yield from self._read_range(partition)
 
     def _marker(self, ts_ms: int) -> tuple:
-        if self.kind == KIND_OFFSETS:
+        if self.kind == SOURCE_KIND_OFFSETS:
             return ("tick", 0, None, None, ts_ms, None, None, None, True, None)
         return ("tick", 0, None, ts_ms, True)
 
@@ -216,7 +215,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             consumer.close()
 
     def _row(self, source_id: str, rec) -> tuple:
-        if self.kind == KIND_OFFSETS:
+        if self.kind == SOURCE_KIND_OFFSETS:
             return (source_id, rec.offset, rec.partition, rec.offset, rec.timestamp,
                     rec.key, rec.value, None, False, None)
         line = rec.value.decode("utf-8", errors="replace") if rec.value is not None else None
@@ -239,7 +238,7 @@ class KafkaSource(DataSource):
         return KAFKA_SOURCE_NAME
 
     def schema(self):
-        return RAW_OFFSETS_SCHEMA if self.options.get("kind") == KIND_OFFSETS else RAW_LOG_SCHEMA
+        return RAW_OFFSETS_SCHEMA if self.options.get("kind") == SOURCE_KIND_OFFSETS else RAW_LOG_SCHEMA
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return KafkaStreamReader(self.options)

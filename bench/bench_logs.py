@@ -85,7 +85,7 @@ def build_file(source: Path, target: Path, lines_wanted: int, share: float) -> d
     coordinator_lines = sum(len(lines) for _, lines, c in entries if c)
     other = [e for e in entries if not e[2]]
     total_lines = sum(len(lines) for _, lines, _ in entries)
-    per_pass = max(total_lines, int(round(coordinator_lines / share))) if share > 0 else total_lines
+    per_pass = max(total_lines, round(coordinator_lines / share)) if share > 0 else total_lines
     padding_per_pass = per_pass - total_lines
     pad_every = padding_per_pass / len(entries)          # padding lines owed after each entry
     first = min(ts for ts, _, _ in entries if ts)
@@ -217,8 +217,9 @@ def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
 def static_run(spark, paths: list[str]) -> dict:
     """spark.read.text -> JVM filter -> parse -> noop: no merge, seq is not the line number."""
     from pyspark.sql import functions as F
-    from streaming.spark.steps import log_events
+
     from streaming.logs.step import LogSourceSpec
+    from streaming.spark.steps import log_events
     specs = {p: LogSourceSpec(cluster="bench") for p in paths}
     raw = (spark.read.text(paths).select(
         F.input_file_name().alias("source_id"), F.monotonically_increasing_id().alias("seq"),

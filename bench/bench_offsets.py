@@ -1,5 +1,5 @@
 """Throughput of the `__consumer_offsets` decode path: decode + per-(group, topic, partition)
-aggregation (streaming/offsets_arrow.py, the query's mapInArrow step) against the ceiling of
+aggregation (streaming/offsets/vectorised/, the query's mapInArrow step) against the ceiling of
 merely reading the same rows and touching their bytes (summing key and value lengths) in the same
 engine.
 
@@ -51,6 +51,7 @@ PARTITIONS = 50
 
 def raw_arrow_schema() -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
+
     from streaming.spark.schema import RAW_OFFSETS_SCHEMA
     return to_arrow_schema(RAW_OFFSETS_SCHEMA)
 
@@ -137,8 +138,8 @@ def best_of(fn, repeat: int) -> float:
 
 
 def check_against_reference(path: Path, rows: int = 100_000) -> None:
-    from streaming.offsets.vectorised import decode_arrow_batch
     from streaming.offsets.step import decode_offsets_rows
+    from streaming.offsets.vectorised import decode_arrow_batch
     from tests.support.offsets_equivalence import normalise
     table = pq.read_table(path).slice(0, rows)
     for batch in table.to_batches(max_chunksize=10_000):
@@ -148,7 +149,7 @@ def check_against_reference(path: Path, rows: int = 100_000) -> None:
             raise SystemExit("bench: the vectorised decoder's output differs from the reference")
 
 
-def main() -> int:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
@@ -157,19 +158,11 @@ def main() -> int:
     ap.add_argument("--splits", type=int, default=2,
                     help="input splits of the Parquet file (both Spark runs); one per core reads cheapest")
     ap.add_argument("--skip-spark", action="store_true")
-    args = ap.parse_args()
-    path = DATA / f"offsets-scaled-{args.groups}-rg20k.parquet"
-    if not path.exists():
-        t = time.perf_counter()
-        n, groups = build_input(args.groups, path)
-        print(f"built {path.name}: {n} records, {groups} groups in {time.perf_counter() - t:.1f} s", flush=True)
-    meta = pq.read_metadata(path)
-    n = meta.num_rows
-    print(f"input: {n} records, {path.stat().st_size / 1e6:.0f} MB Parquet", flush=True)
-    check_against_reference(path)
-    print("check: vectorised output equals the per-record reference on the first 100,000 rows", flush=True)
+    return ap.parse_args()
 
-    # in-process (no Spark)
+
+def _in_process(path: Path, n: int, args: argparse.Namespace) -> tuple[float, float]:
+    """Decode vs touch-bytes in this process (no Spark); returns their best times."""
     table = pq.read_table(path).combine_chunks()
     in_process = table.to_batches(max_chunksize=args.batch_rows)
     t_touch = best_of(lambda: sum(b.num_rows for b in touch(iter(in_process))), args.repeat)
@@ -181,14 +174,11 @@ def main() -> int:
     cols = [sl.column(c).to_pylist() for c in sl.schema.names]
     t = time.perf_counter()
     decode_offsets_rows(zip(*cols), CLUSTERS)
-    t_ref = time.perf_counter() - t
-    print(f"reference per-record Python decoder: {sl.num_rows / t_ref:,.0f} rec/s", flush=True)
-    table = in_process = None   # free the memory before Spark starts
-    if args.skip_spark:
-        print(f"records_per_second={n / t_dec:.0f} ceiling_records_per_second={n / t_touch:.0f} "
-              f"ratio={t_touch / t_dec:.2f}")
-        return 0
+    print(f"reference per-record Python decoder: {sl.num_rows / (time.perf_counter() - t):,.0f} rec/s", flush=True)
+    return t_touch, t_dec
 
+
+def _spark(path: Path, n: int, args: argparse.Namespace) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from streaming.spark.schema import EVENT_SCHEMA
@@ -235,6 +225,24 @@ def main() -> int:
     print(f"records_per_second={rate:.0f} ceiling_records_per_second={ceiling:.0f} ratio={rate / ceiling:.2f}")
     return 0
 
+
+def main() -> int:
+    args = _args()
+    path = DATA / f"offsets-scaled-{args.groups}-rg20k.parquet"
+    if not path.exists():
+        t = time.perf_counter()
+        n, groups = build_input(args.groups, path)
+        print(f"built {path.name}: {n} records, {groups} groups in {time.perf_counter() - t:.1f} s", flush=True)
+    n = pq.read_metadata(path).num_rows
+    print(f"input: {n} records, {path.stat().st_size / 1e6:.0f} MB Parquet", flush=True)
+    check_against_reference(path)
+    print("check: vectorised output equals the per-record reference on the first 100,000 rows", flush=True)
+    t_touch, t_dec = _in_process(path, n, args)
+    if args.skip_spark:
+        print(f"records_per_second={n / t_dec:.0f} ceiling_records_per_second={n / t_touch:.0f} "
+              f"ratio={t_touch / t_dec:.2f}")
+        return 0
+    return _spark(path, n, args)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 # Parameters (camelCase: they are also the keys under prometheusRule.params in values.yaml).
 DEFAULTS: dict[str, object] = {
@@ -83,7 +82,7 @@ class Alert:
     for_: str
     summary: str
     description: str
-    expr: Optional[str] = None       # a whole expression when it is not `probe condition`
+    expr: str | None = None       # a whole expression when it is not `probe condition`
     extra_labels: dict = field(default_factory=dict)
 
     @property
@@ -322,11 +321,11 @@ def _helm(text: str) -> str:
     def sub(m: re.Match) -> str:
         if m.group(1) not in DEFAULTS:
             raise KeyError(f"unknown alert parameter {m.group(1)}")
-        return "{{ .Values.prometheusRule.params.%s }}" % m.group(1)
+        return f"{{{{ .Values.prometheusRule.params.{m.group(1)} }}}}"
     return _PARAM.sub(sub, text)
 
 
-def rule_groups(render=None, params: Optional[dict] = None) -> list[dict]:
+def rule_groups(render=None, params: dict | None = None) -> list[dict]:
     """The `groups:` of a Prometheus rules file; `render` maps each text (default: fill in
     `params`, default DEFAULTS)."""
     values = {**DEFAULTS, **(params or {})}
@@ -350,13 +349,13 @@ def rule_groups(render=None, params: Optional[dict] = None) -> list[dict]:
     return groups
 
 
-def fill(text: str, params: Optional[dict] = None) -> str:
+def fill(text: str, params: dict | None = None) -> str:
     """`text` with its parameters filled in (default DEFAULTS), e.g. for a dashboard query that
     uses an alert's threshold expression (stuck_threshold)."""
     return _defaults(text, {**DEFAULTS, **(params or {})})
 
 
-def probes(params: Optional[dict] = None) -> dict[str, str]:
+def probes(params: dict | None = None) -> dict[str, str]:
     """alert name -> probe expression with the given parameters (default DEFAULTS)."""
     return {a.name: fill(a.probe, params) for a in ALERTS}
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 from state.outputs import OutputKind
 
@@ -103,8 +104,8 @@ class GroupStateFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
-             correlator: Optional[dict] = None) -> None:
-        """`correlator`: the driver's pending cross-group state (state/correlate.py), saved in the
+             correlator: dict | None = None) -> None:
+        """`correlator`: the driver's pending cross-group state (state/diagnosis/correlate.py), saved in the
         same atomic write so a restart neither loses nor repeats held removal records."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
@@ -112,7 +113,7 @@ class GroupStateFile:
                        "correlator": correlator}, handle, separators=(",", ":"), sort_keys=True)
         os.replace(tmp, self.path)
 
-    def load_extra(self) -> Optional[dict]:
+    def load_extra(self) -> dict | None:
         """The correlator state saved with the last batch (None when absent)."""
         if not self.path.exists():
             return None

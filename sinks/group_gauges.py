@@ -3,7 +3,8 @@ custom collector: snapshot-on-scrape, no per-group gauge objects)."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector

@@ -8,26 +8,28 @@ through the cross-group correlator (state/diagnosis/correlate.py) like in the dr
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from state import events as E
 from state.diagnosis.correlate import correlate_all
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
-from state.outputs import OutputKind, snapshot
 from state.model import GroupModel
+from state.outputs import OutputKind, snapshot
 
 # Past every deadline (the replay's end of input is 2100-01-01).
 FAR_FUTURE_MS = 4102444800000
 
 
-def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_SETTINGS) -> dict[str, list]:
+def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_SETTINGS
+               ) -> dict[str, list[dict[str, Any]]]:
     by_group: dict[tuple[str, str], list[E.Event]] = defaultdict(list)
     for ev in events:
         if ev.group is not None and ev.kind != E.END_OF_INPUT:
             by_group[(ev.cluster, ev.group)].append(ev)
     kinds = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT)
-    out: dict[str, list] = {str(k): [] for k in kinds}
+    out: dict[str, list[dict[str, Any]]] = {str(k): [] for k in kinds}
     for (cluster, group), evs in sorted(by_group.items()):
         machine = GroupStateMachine(GroupModel(cluster=cluster, group=group), settings)
         machine.apply_all(evs)

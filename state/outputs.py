@@ -7,9 +7,10 @@ shapes have one home. The Spark glue and the sinks route on `OutputKind`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import asdict
 from enum import StrEnum
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
 
@@ -42,18 +43,18 @@ REBALANCE_TIMEOUT_SHARE = 0.95
 _UUID_SUFFIX = re.compile(r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-def client_id_from_member_id(member_id: str) -> Optional[str]:
+def client_id_from_member_id(member_id: str) -> str | None:
     """Classic member ids are `<client.id>-<uuid>` (broker-generated); KIP-848 ids are opaque."""
     match = _UUID_SUFFIX.match(member_id or "")
     return match.group(1) if match else None
 
 
-def _seconds(a: Optional[int], b: Optional[int]) -> Optional[float]:
+def _seconds(a: int | None, b: int | None) -> float | None:
     return None if a is None or b is None else round((b - a) / 1000.0, 3)
 
 
-def slow_rebalance_fields(protocol: str, previous_generation: Optional[int], timeout_removals: list[str],
-                          timeouts: Iterable[Optional[int]], join_seconds: Optional[float]) -> dict[str, Any]:
+def slow_rebalance_fields(protocol: str, previous_generation: int | None, timeout_removals: list[str],
+                          timeouts: Iterable[int | None], join_seconds: float | None) -> dict[str, Any]:
     """waited_for_member / hit_rebalance_timeout / rebalance_timeout_ms / initial_delay_seconds of a
     rebalance record: `timeouts` are the rebalance timeouts known for the group's members (None
     where unknown); `join_seconds` is None while the JOIN phase is open."""
@@ -71,8 +72,8 @@ def slow_rebalance_fields(protocol: str, previous_generation: Optional[int], tim
             "initial_delay_seconds": initial}
 
 
-def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, ended_at_ms: Optional[int],
-                     members: Optional[int], member_timeouts: Iterable[Optional[int]]) -> dict[str, Any]:
+def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, ended_at_ms: int | None,
+                     members: int | None, member_timeouts: Iterable[int | None]) -> dict[str, Any]:
     """One rebalance (rebalances.jsonl). `outcome` "in_progress" describes one still open when the
     input ended: no end, no durations, the slow-rebalance fields as far as they are known."""
     open_now = outcome == IN_PROGRESS
@@ -100,7 +101,7 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
     return record
 
 
-def in_progress_rebalance_record(snap: dict[str, Any]) -> Optional[dict[str, Any]]:
+def in_progress_rebalance_record(snap: dict[str, Any]) -> dict[str, Any] | None:
     """The rebalance a group snapshot shows open (replay: still open at the end of the input)."""
     o = snap.get("rebalance_in_progress")
     if not o or snap.get("state") == "Dead":
@@ -109,7 +110,7 @@ def in_progress_rebalance_record(snap: dict[str, Any]) -> Optional[dict[str, Any
                             [snap.get("rebalance_timeout_ms")])
 
 
-def member_info(member_id: str, known: Optional[Member], protocol: str) -> dict[str, Any]:
+def member_info(member_id: str, known: Member | None, protocol: str) -> dict[str, Any]:
     """The member fields of a removal record, from what the model knew of the member."""
     info: dict[str, Any] = {
         "member_id": member_id, "client_id": None, "client_host": None,
@@ -124,9 +125,9 @@ def member_info(member_id: str, known: Optional[Member], protocol: str) -> dict[
     return info
 
 
-def removal_record(model: GroupModel, member_id: str, known: Optional[Member], cause: str,
-                   at_ms: int, generation: Optional[int], coordinator: Optional[int], source_id: str,
-                   seq: int, reason_text: Optional[str] = None, evidence: str = "") -> dict[str, Any]:
+def removal_record(model: GroupModel, member_id: str, known: Member | None, cause: str,
+                   at_ms: int, generation: int | None, coordinator: int | None, source_id: str,
+                   seq: int, reason_text: str | None = None, evidence: str = "") -> dict[str, Any]:
     """One member removal (member_removals.jsonl); root_cause is decided later (state/diagnosis)."""
     return {
         "cluster": model.cluster, "group": model.group, "protocol": model.protocol,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,8 @@ from streaming.quarantine import Quarantined
 # Replay end-of-input marker time (2100-01-01 UTC): moves each source's watermark past every
 # real event so held events are flushed. Fits pandas' nanosecond timestamps (max 2262).
 END_OF_INPUT_TS_MS = 4102444800000
+# The watermark after it is 2099-12-31 minus the lateness (Spark's progress reports print it).
+END_OF_INPUT_WATERMARK_YEAR = "2099"
 QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)
 STATS_GROUP = "\u0000stats"             # state key of the offsets decoder's decode-health rows
 
@@ -36,48 +39,56 @@ class Column:
     name: str
     type: str          # string | long | int | bool | binary
     nullable: bool
-    doc: str = ""
 
 
-RAW_LOG_COLUMNS = (
-    Column("source_id", "string", False, '"<cluster>:<file name>" / topic-partition'),
-    Column("seq", "long", False, "1-based line number / offset"),
-    Column("line", "string", True),
-    Column("ts_hint_ms", "long", True, "last header time seen in this source"),
-    Column("eof", "bool", False),
+def columns(*specs: str) -> tuple[Column, ...]:
+    """Columns from "name type" specs; a trailing "?" on the type makes the column nullable."""
+    out = []
+    for spec in specs:
+        name, kind = spec.split()
+        out.append(Column(name, kind.rstrip("?"), kind.endswith("?")))
+    return tuple(out)
+
+
+RAW_LOG_COLUMNS = columns(
+    "source_id string",      # "<cluster>:<file name>" / topic-partition
+    "seq long",              # 1-based line number / offset
+    "line string?",
+    "ts_hint_ms long?",      # last header time seen in this source
+    "eof bool",
 )
-RAW_OFFSETS_COLUMNS = (
-    Column("source_id", "string", False),
-    Column("seq", "long", False, "dump line number (replay) / offset"),
-    Column("partition", "int", True),
-    Column("offset", "long", True),
-    Column("timestamp_ms", "long", True),
-    Column("key", "binary", True),
-    Column("value", "binary", True),
-    Column("error", "string", True, "malformed dump line / unusable batch: why"),
-    Column("eof", "bool", False),
-    Column("error_reason", "string", True, "with error: the quarantine reason (malformed_dump_line, ...)"),
+RAW_OFFSETS_COLUMNS = columns(
+    "source_id string",
+    "seq long",              # dump line number (replay) / offset
+    "partition int?",
+    "offset long?",
+    "timestamp_ms long?",
+    "key binary?",
+    "value binary?",
+    "error string?",         # malformed dump line / unusable batch: why
+    "eof bool",
+    "error_reason string?",  # with error: the quarantine reason (malformed_dump_line, ...)
 )
-EVENT_COLUMNS_SPEC = (
-    Column("cluster", "string", False),
-    Column("group", "string", True, "null only on end-of-input markers"),
-    Column("ts_ms", "long", False, "event time, epoch ms UTC"),
-    Column("source", "string", False, '"log" | "offsets"'),
-    Column("source_id", "string", False),
-    Column("seq", "long", False),
-    Column("kind", "string", False, 'state/events.py kinds, or "quarantine"'),
-    Column("broker", "int", True),
-    Column("generation", "int", True),
-    Column("member_id", "string", True),
-    Column("reason", "string", True),
-    Column("data_json", "string", True, "kind-specific fields as JSON"),
+EVENT_COLUMNS_SPEC = columns(
+    "cluster string",
+    "group string?",         # null only on end-of-input markers
+    "ts_ms long",            # event time, epoch ms UTC
+    "source string",         # "log" | "offsets"
+    "source_id string",
+    "seq long",
+    "kind string",           # state/events.py kinds, or "quarantine"
+    "broker int?",
+    "generation int?",
+    "member_id string?",
+    "reason string?",
+    "data_json string?",     # kind-specific fields as JSON
 )
-OUTPUT_COLUMNS_SPEC = (
-    Column("kind", "string", False, "state.outputs.OutputKind"),
-    Column("cluster", "string", True),
-    Column("group", "string", True),
-    Column("ts_ms", "long", True),
-    Column("record_json", "string", False),
+OUTPUT_COLUMNS_SPEC = columns(
+    "kind string",           # state.outputs.OutputKind
+    "cluster string?",
+    "group string?",
+    "ts_ms long?",
+    "record_json string",
 )
 
 RAW_LOG_NAMES = [c.name for c in RAW_LOG_COLUMNS]
@@ -109,8 +120,8 @@ def event_row(ev: E.Event) -> tuple:
             DATA_JSON(ev.data) if ev.data else None)
 
 
-def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: Optional[int], host: Optional[str] = None,
-                   extra: Optional[dict] = None) -> tuple:
+def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: int | None, host: str | None = None,
+                   extra: dict | None = None) -> tuple:
     """An input that could not be used, as an event row keyed by QUARANTINE_GROUP: it travels with
     the data, is counted and lands in quarantine.jsonl."""
     ts = q.ts_ms if q.ts_ms is not None else (ts_hint_ms if ts_hint_ms is not None else 1)
@@ -126,7 +137,7 @@ def is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and value != value)
 
 
-def marker_row(source: str, ts_ms: Optional[int]) -> tuple:
+def marker_row(source: str, ts_ms: int | None) -> tuple:
     """A row that only moves its source's watermark: the replay's end of input (far future) or a
     live source's "caught up at wall-clock time T" tick. It reaches the stateful step under a
     null group and is ignored there."""
@@ -175,10 +186,7 @@ def repeated(text: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
-ArrowColumn = Union[pa.Array, np.ndarray, str, None]
-
-
-def event_batch(n: int, **columns: ArrowColumn) -> pa.RecordBatch:
+def event_batch(n: int, **columns: Any) -> pa.RecordBatch:
     """An event batch of n rows from columns given by name (EVENT_COLUMNS): an Arrow or NumPy
     array, a string repeated on every row, or nothing (null)."""
     unknown = set(columns) - set(EVENT_COLUMNS)
@@ -198,7 +206,7 @@ def event_batch(n: int, **columns: ArrowColumn) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=EVENT_ARROW_SCHEMA)
 
 
-def rows_to_arrow(rows: list, schema: pa.Schema) -> pa.RecordBatch:
+def rows_to_arrow(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordBatch:
     """Raw rows (tuples in the schema's order) as one Arrow batch."""
-    columns = list(zip(*rows)) if rows else [[] for _ in schema]
+    columns: list[Any] = list(zip(*rows)) if rows else [[] for _ in schema]
     return pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, schema)], schema=schema)

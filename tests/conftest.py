@@ -29,8 +29,8 @@ _REPLAYS: dict = {}
 @pytest.fixture(scope="session")
 def replay_capture(spark, tmp_path_factory):
     """replay_capture("kafka-2.7") -> (collector, out_dir); each capture runs once per session."""
-    from streaming.app.settings import ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import ReplaySettings, load
 
     def run(capture: str):
         if capture not in _REPLAYS:

@@ -13,10 +13,11 @@ matter is known. Released candidates are kept for W more for later look-backs.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from state.diagnosis.rules import (
-    DEFAULT_SETTINGS, KIP848_DEFAULT_SESSION_MS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings,
+    DEFAULT_SETTINGS, KIP848_DEFAULT_SESSION_MS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
 )
 
 INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coordinator_wide")
@@ -34,25 +35,25 @@ class Correlator:
         self.window_ms = settings.correlation_window_ms()
         self.expiry_decision_ms = max(settings.pause_rejoin_window_ms, settings.coordinator_wide_window_ms)
         self.hold_ms = self.window_ms + self.expiry_decision_ms
-        self.pending: list[dict] = []
-        self.recent: list[dict] = []      # released candidates, for look-backs
-        self.clock_ms: Optional[int] = None
+        self.pending: list[dict[str, Any]] = []
+        self.recent: list[dict[str, Any]] = []      # released candidates, for look-backs
+        self.clock_ms: int | None = None
 
     # --- persistence (the driver's state file) ------------------------------------------------
-    def to_state(self) -> dict:
+    def to_state(self) -> dict[str, Any]:
         return {"pending": self.pending, "recent": self.recent, "clock_ms": self.clock_ms}
 
-    def load_state(self, state: Optional[dict]) -> None:
+    def load_state(self, state: dict[str, Any] | None) -> None:
         state = state or {}
         self.pending = list(state.get("pending") or [])
         self.recent = list(state.get("recent") or [])
         self.clock_ms = state.get("clock_ms")
 
     # --- flow ---------------------------------------------------------------------------------
-    def add(self, records: Iterable[dict]) -> None:
+    def add(self, records: Iterable[dict[str, Any]]) -> None:
         self.pending.extend(records)
 
-    def advance(self, clock_ms: Optional[int]) -> list[dict]:
+    def advance(self, clock_ms: int | None) -> list[dict[str, Any]]:
         """Event time reached `clock_ms`: classify and return the records that are decided."""
         if clock_ms is not None:
             self.clock_ms = clock_ms if self.clock_ms is None else max(self.clock_ms, clock_ms)
@@ -73,13 +74,13 @@ class Correlator:
         return decided
 
     # --- rules --------------------------------------------------------------------------------
-    def _host_window(self, rec: dict) -> int:
+    def _host_window(self, rec: dict[str, Any]) -> int:
         if self.s.host_wide_window_ms:
             return self.s.host_wide_window_ms
         session = rec.get("session_timeout_ms") or KIP848_DEFAULT_SESSION_MS
         return min(session, MAX_SESSION_LOOKAROUND_MS)
 
-    def _classify(self, rec: dict, pool: list[dict]) -> None:
+    def _classify(self, rec: dict[str, Any], pool: list[dict[str, Any]]) -> None:
         t, cluster = rec["removed_at_ms"], rec["cluster"]
         host = rec.get("client_host")
         if host is not None:
@@ -111,18 +112,19 @@ class Correlator:
                                f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
 
     @staticmethod
-    def _override(rec: dict, root: str, text: str) -> None:
+    def _override(rec: dict[str, Any], root: str, text: str) -> None:
         if rec.get("root_cause") == root:
             return
         rec["evidence"] = f"{text} (per group: {rec.get('root_cause')}: {rec.get('evidence')})"
         rec["root_cause"] = root
 
 
-def _order(r: dict) -> tuple:
+def _order(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r["removed_at_ms"], r["cluster"], r["group"], r["member_id"], r.get("seq") or 0)
 
 
-def correlate_all(records: list[dict], settings: DiagnosisSettings = DEFAULT_SETTINGS) -> list[dict]:
+def correlate_all(records: list[dict[str, Any]], settings: DiagnosisSettings = DEFAULT_SETTINGS
+                  ) -> list[dict[str, Any]]:
     """Every record at once (plain-Python pipeline, tests)."""
     c = Correlator(settings)
     c.add(records)

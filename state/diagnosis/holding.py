@@ -7,14 +7,14 @@ window` (state/diagnosis/rules.py), collecting what is learned meanwhile; then t
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from state.diagnosis.rules import DiagnosisSettings, classify_in_group, decision_window_ms
 from state.model import PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, GroupModel, Member
 from state.outputs import client_id_from_member_id
 
 
-def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Optional[Member],
+def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None,
                      held: dict[str, Any]) -> None:
     """A LeaveGroup: did the member's partitions see commits during the last poll interval?"""
     at = record["removed_at_ms"]
@@ -35,7 +35,7 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Optional[
                                f"the last {stall / 1000:.1f} s)")
 
 
-def hold_removal(model: GroupModel, record: dict[str, Any], known: Optional[Member],
+def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None,
                  settings: DiagnosisSettings) -> None:
     """Keep a removal record until event time passes its decision window."""
     held: dict[str, Any] = {"rec": record,
@@ -45,8 +45,8 @@ def hold_removal(model: GroupModel, record: dict[str, Any], known: Optional[Memb
     model.held_removals.append(held)
 
 
-def observe_join(model: GroupModel, member_id: Optional[str], client_id: Optional[str],
-                 client_host: Optional[str], ts_ms: int) -> None:
+def observe_join(model: GroupModel, member_id: str | None, client_id: str | None,
+                 client_host: str | None, ts_ms: int) -> None:
     """A member (re)joined: is it the client of a held removal coming back?"""
     if client_id is None and member_id is not None and model.protocol == PROTOCOL_CLASSIC:
         client_id = client_id_from_member_id(member_id)

@@ -11,7 +11,7 @@ Two parts (rules and examples: docs/diagnosis.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 ROOT_CAUSES = ("process_crash", "process_pause", "slow_processing", "graceful_shutdown",
                "host_wide", "coordinator_wide", "unknown")
@@ -38,7 +38,7 @@ class DiagnosisSettings:
     # Rebalance-storm gauge: rebalances started within this much event time.
     storm_window_ms: int = 600_000
 
-    def leave_window_ms(self, rebalance_timeout_ms: Optional[int]) -> int:
+    def leave_window_ms(self, rebalance_timeout_ms: int | None) -> int:
         return max(rebalance_timeout_ms or 0, self.poll_rejoin_min_window_ms)
 
     def correlation_window_ms(self) -> int:
@@ -56,7 +56,7 @@ MAX_SESSION_LOOKAROUND_MS = 60_000
 DEFAULT_SETTINGS = DiagnosisSettings()
 
 
-def _secs(ms: Optional[int]) -> str:
+def _secs(ms: int | None) -> str:
     return "?" if ms is None else f"{ms / 1000:.1f} s"
 
 
@@ -94,7 +94,8 @@ def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSet
                     f"within max(max.poll.interval.ms {_secs(rec.get('rebalance_timeout_ms'))}, "
                     f"{_secs(s.poll_rejoin_min_window_ms)}); {held.get('commit_text')}: poll timeout (inferred)")
         else:
-            text = f"the client said so (reason: {rec.get('reason_text')!r}): processing between polls exceeded max.poll.interval.ms"
+            text = (f"the client said so (reason: {rec.get('reason_text')!r}): processing between polls exceeded "
+                    "max.poll.interval.ms")
     elif cause in ("rebalance_timeout", "sync_timeout"):
         root = "slow_processing"
         text = (f"{who}@{host} did not {'rejoin' if cause == 'rebalance_timeout' else 'sync'} within the "
@@ -127,7 +128,7 @@ def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSet
             text = (f"{who}@{host} expired {_secs(abs(held['coordinator_move_ms'] - rec['removed_at_ms']))} "
                     f"{'after' if held['coordinator_move_ms'] <= rec['removed_at_ms'] else 'before'} its "
                     "coordinator loaded/unloaded the group")
-        elif rejoin is not None and gap <= s.pause_rejoin_window_ms:
+        elif rejoin is not None and gap is not None and gap <= s.pause_rejoin_window_ms:
             root = "process_pause"
             same = "with the same member id" if held.get("same_member_id") else "with a new member id"
             text = (f"{who}@{host} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "

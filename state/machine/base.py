@@ -6,13 +6,14 @@ together and dispatches events to them.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.model import (
-    DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member, OpenRebalance, is_legal,
+    DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member, OpenRebalance, is_legal
 )
 from state.outputs import OutputKind, invalid_transition_record, rebalance_record, removal_record
 
@@ -47,7 +48,7 @@ class MachineBase:
         self.observations: list[Output] = []
 
     # ------------------------------------------------------------------ the state transition
-    def transition_to(self, target: str, ev: E.Event, table: Optional[str] = PROTOCOL_CLASSIC) -> None:
+    def transition_to(self, target: str, ev: E.Event, table: str | None = PROTOCOL_CLASSIC) -> None:
         """The one way the group's state changes.
 
         `table`: the protocol whose transition table the move is checked against (classic: Kafka's
@@ -92,23 +93,23 @@ class MachineBase:
         self.transition_to(EMPTY, ev, table=None)
 
     # ------------------------------------------------------------------ removals
-    def hold(self, record: dict[str, Any], known: Optional[Member]) -> None:
+    def hold(self, record: dict[str, Any], known: Member | None) -> None:
         """A removal record goes to the diagnosis, which releases it at its decision time."""
         hold_removal(self.m, record, known, self.settings)
         self.hold_order.append((len(self.outputs) - self._released, record))
 
-    def observe_join(self, member_id: Optional[str], client_id: Optional[str], client_host: Optional[str],
+    def observe_join(self, member_id: str | None, client_id: str | None, client_host: str | None,
                      ts_ms: int) -> None:
         observe_join(self.m, member_id, client_id, client_host, ts_ms)
 
-    def removal(self, member_id: str, known: Optional[Member], cause: str, ev: E.Event, at_ms: int,
-                generation: Optional[int], reason_text: Optional[str] = None, evidence: str = "") -> dict[str, Any]:
+    def removal(self, member_id: str, known: Member | None, cause: str, ev: E.Event, at_ms: int,
+                generation: int | None, reason_text: str | None = None, evidence: str = "") -> dict[str, Any]:
         m = self.m
         return removal_record(m, member_id, known, cause, at_ms, generation,
                               ev.broker if ev.broker is not None else m.coordinator, ev.source_id, ev.seq,
                               reason_text, evidence)
 
-    def remove_member(self, member_id: str, cause: str, ev: E.Event, reason_text: Optional[str] = None) -> None:
+    def remove_member(self, member_id: str, cause: str, ev: E.Event, reason_text: str | None = None) -> None:
         m = self.m
         known = m.members.pop(member_id, None)
         if m.leader == member_id:
@@ -121,7 +122,7 @@ class MachineBase:
             m.unattached_removals.append([member_id, ev.ts_ms, cause])
 
     @staticmethod
-    def note_removal_in(o: OpenRebalance, member_id: str, known: Optional[Member], cause: str) -> None:
+    def note_removal_in(o: OpenRebalance, member_id: str, known: Member | None, cause: str) -> None:
         o.removals.append(member_id)
         if cause in ("rebalance_timeout", "sync_timeout"):
             o.timeout_removals.append(member_id)
@@ -134,9 +135,9 @@ class MachineBase:
         return recent
 
     # ------------------------------------------------------------------ the open rebalance
-    def start_rebalance(self, ev: E.Event, protocol: str, previous_generation: Optional[int],
-                        trigger: str, trigger_member: Optional[str], reason: Optional[str],
-                        started_at_ms: Optional[int], generation: Optional[int] = None) -> OpenRebalance:
+    def start_rebalance(self, ev: E.Event, protocol: str, previous_generation: int | None,
+                        trigger: str, trigger_member: str | None, reason: str | None,
+                        started_at_ms: int | None, generation: int | None = None) -> OpenRebalance:
         m = self.m
         recent = self._take_recent_removals(ev.ts_ms)
         joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
@@ -167,10 +168,10 @@ class MachineBase:
         m.open_rebalance = opened
         return opened
 
-    def emit_rebalance(self, opened: OpenRebalance, outcome: str, ended_at_ms: Optional[int],
-                       members: Optional[int]) -> None:
+    def emit_rebalance(self, opened: OpenRebalance, outcome: str, ended_at_ms: int | None,
+                       members: int | None) -> None:
         m = self.m
-        timeouts: Iterable[Optional[int]] = [mm.rebalance_timeout_ms for mm in m.members.values()]
+        timeouts: Iterable[int | None] = [mm.rebalance_timeout_ms for mm in m.members.values()]
         self.outputs.append((OutputKind.REBALANCE, rebalance_record(
             m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts)))
         m.rebalances_total += 1
@@ -180,7 +181,7 @@ class MachineBase:
         if m.open_rebalance is opened:
             m.open_rebalance = None
 
-    def flush_pending_completion(self, now_ms: int, closing_event: Optional[E.Event] = None) -> None:
+    def flush_pending_completion(self, now_ms: int, closing_event: E.Event | None = None) -> None:
         """Emit a Stable-completed classic rebalance still waiting for its metadata record."""
         o = self.m.open_rebalance
         if o is None or o.completed_at_ms is None:

@@ -4,14 +4,13 @@ the GroupMetadata records of __consumer_offsets."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Optional
 
 from state import events as E
 from state.machine.base import REMOVAL_ATTACH_WINDOW_MS
 from state.machine.common import CommonHandlers
 from state.model import (
     COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, STABLE, UNKNOWN,
-    Member, OpenRebalance,
+    Member, OpenRebalance
 )
 from state.outputs import REBALANCE_TIMEOUT_SHARE
 
@@ -22,8 +21,8 @@ INFERRED_TIMEOUT = ("inferred: member of generation {prev}, absent from generati
 
 
 class ClassicHandlers(CommonHandlers):
-    def reconcile_membership(self, o: Optional[OpenRebalance], previous: dict[str, Member],
-                             previous_generation: Optional[int], new_ids: list[str], ev: E.Event) -> None:
+    def reconcile_membership(self, o: OpenRebalance | None, previous: dict[str, Member],
+                             previous_generation: int | None, new_ids: list[str], ev: E.Event) -> None:
         """A classic generation completed: account for members that changed without a line.
 
         Kafka 1.1-2.1 logs a LeaveGroup only at DEBUG and no reason on "Preparing to rebalance";
@@ -48,7 +47,8 @@ class ClassicHandlers(CommonHandlers):
         for member_id in sorted(mid for mid in previous if mid not in current):
             known = previous[member_id]
             timeout = known.rebalance_timeout_ms
-            timed_out = join_ms is not None and bool(timeout) and join_ms >= REBALANCE_TIMEOUT_SHARE * timeout
+            timed_out = join_ms is not None and timeout is not None and timeout > 0 \
+                and join_ms >= REBALANCE_TIMEOUT_SHARE * timeout
             cause = "rebalance_timeout" if timed_out else "leave_group"
             at_ms = o.join_completed_at_ms if timed_out else o.started_at_ms
             if at_ms is None:
@@ -104,25 +104,27 @@ class ClassicHandlers(CommonHandlers):
         if trigger == "member_join" and ev.data.get("trigger_member"):
             self.observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
 
+    def _open_rebalance_for(self, ev: E.Event) -> OpenRebalance:
+        """The open rebalance, or one started by this line when its "Preparing" line was missed."""
+        return self.m.open_rebalance or self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1,
+                                                             "unknown", None, None, None)
+
     def on_join_complete(self, ev: E.Event) -> None:
         m = self.m
-        if m.open_rebalance is None:
-            self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown", None, None, None)
+        o = self._open_rebalance_for(ev)
         self.transition_to(COMPLETING_REBALANCE, ev)
         m.generation = ev.generation
-        m.open_rebalance.generation = ev.generation
-        m.open_rebalance.join_completed_at_ms = ev.ts_ms
+        o.generation = ev.generation
+        o.join_completed_at_ms = ev.ts_ms
 
     def on_group_empty(self, ev: E.Event) -> None:
         m = self.m
         if m.state == EMPTY and ev.generation is not None and m.last_emitted_generation is not None \
                 and ev.generation <= m.last_emitted_generation:
             return   # the empty GroupMetadata record of this generation came first
-        if m.open_rebalance is None:
-            self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown", None, None, None)
+        o = self._open_rebalance_for(ev)
         self.transition_to(EMPTY, ev)
         m.generation = ev.generation
-        o = m.open_rebalance
         o.generation = ev.generation
         o.join_completed_at_ms = ev.ts_ms
         self.reconcile_membership(o, m.members, m.members_generation, [], ev)
@@ -178,7 +180,7 @@ class ClassicHandlers(CommonHandlers):
         else:
             self._generation_record(ev, previous, previous_generation)
 
-    def _take_metadata(self, ev: E.Event) -> tuple[dict[str, Member], Optional[int]]:
+    def _take_metadata(self, ev: E.Event) -> tuple[dict[str, Member], int | None]:
         """The record's protocol, leader and members into the model; returns the member list it
         replaced and that list's generation."""
         m = self.m
@@ -207,12 +209,12 @@ class ClassicHandlers(CommonHandlers):
         m.members_generation = ev.generation
         return previous, previous_generation
 
-    def _already_emitted(self, gen: Optional[int]) -> bool:
+    def _already_emitted(self, gen: int | None) -> bool:
         last = self.m.last_emitted_generation
         return last is not None and gen is not None and gen <= last
 
     def _empty_generation_record(self, ev: E.Event, previous: dict[str, Member],
-                                 previous_generation: Optional[int]) -> None:
+                                 previous_generation: int | None) -> None:
         """A GroupMetadata record without members: the group became Empty at this generation."""
         m = self.m
         gen, o = ev.generation, m.open_rebalance
@@ -239,7 +241,7 @@ class ClassicHandlers(CommonHandlers):
         m.generation = gen
 
     def _generation_record(self, ev: E.Event, previous: dict[str, Member],
-                           previous_generation: Optional[int]) -> None:
+                           previous_generation: int | None) -> None:
         """A GroupMetadata record with members: the generation became Stable (or is a rewrite)."""
         m = self.m
         gen, o = ev.generation, m.open_rebalance

@@ -8,7 +8,7 @@ error: a whole hour means a wrong broker_timezone.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from state import events as E
 from state.model import GroupModel
@@ -18,7 +18,7 @@ from state.outputs import clock_skew_record
 SKEW_PROBE_KEEP = 8
 
 
-def _probe_key(ev: E.Event) -> Optional[tuple[str, str]]:
+def _probe_key(ev: E.Event) -> tuple[str, str] | None:
     """(side, "<pair>:<generation>") of an event that marks such a moment, else None."""
     d = ev.data
     if ev.kind in (E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY):
@@ -32,7 +32,7 @@ def _probe_key(ev: E.Event) -> Optional[tuple[str, str]]:
     return None
 
 
-def probe_clock(model: GroupModel, ev: E.Event) -> Optional[dict[str, Any]]:
+def probe_clock(model: GroupModel, ev: E.Event) -> dict[str, Any] | None:
     """The clock_skew record when `ev` completes a pair, else None (it may wait for its partner)."""
     if ev.generation is None:
         return None
@@ -45,7 +45,7 @@ def probe_clock(model: GroupModel, ev: E.Event) -> Optional[dict[str, Any]]:
     if key in other:
         log = other.pop(key) if side == "rec" else [ev.ts_ms, ev.data.get("log_host") or ev.source_id]
         record_ts = ev.ts_ms if side == "rec" else other.pop(key)
-        return clock_skew_record(model, log[1], key.split(":")[0], ev.generation, log[0], record_ts)
+        return clock_skew_record(model, str(log[1]), key.split(":")[0], ev.generation, int(log[0]), int(record_ts))
     if key in mine:
         return None   # the first one counts (a static member replacement rewrites the record later)
     mine[key] = [ev.ts_ms, ev.data.get("log_host") or ev.source_id] if side == "log" else ev.ts_ms

@@ -2,19 +2,19 @@
 complete when every member's assignment record (type 8) reaches the epoch and is STABLE."""
 from __future__ import annotations
 
-from typing import Optional
-
 from state import events as E
 from state.machine.base import REMOVAL_CAUSE_TO_TRIGGER
 from state.machine.common import CommonHandlers
-from state.model import ASSIGNING, EMPTY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, RECONCILING, STABLE, UNKNOWN, DEAD, Member
+from state.model import (
+    ASSIGNING, DEAD, EMPTY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, RECONCILING, STABLE, UNKNOWN, Member
+)
 
 # KIP-848 member state STABLE (record type 8).
 MEMBER_STATE_STABLE = 0
 
 
 class ConsumerHandlers(CommonHandlers):
-    def note_consumer_trigger(self, trigger: str, member_id: Optional[str], ev: E.Event) -> None:
+    def note_consumer_trigger(self, trigger: str, member_id: str | None, ev: E.Event) -> None:
         if self.m.pending_consumer_trigger is None:
             self.m.pending_consumer_trigger = {"trigger": trigger, "member": member_id,
                                                "reason": ev.data.get("message") or ev.reason}
@@ -49,7 +49,7 @@ class ConsumerHandlers(CommonHandlers):
         self.become_consumer(ev)
         reason = ev.data.get("fence_reason")
         cause = {"session": "heartbeat_expiry", "rebalance": "rebalance_timeout",
-                 "join": "rebalance_timeout", "sync": "sync_timeout"}.get(reason, "heartbeat_expiry")
+                 "join": "rebalance_timeout", "sync": "sync_timeout"}.get(reason or "", "heartbeat_expiry")
         if ev.member_id:
             self.remove_member(ev.member_id, cause, ev)
             self.note_consumer_trigger(REMOVAL_CAUSE_TO_TRIGGER[cause], ev.member_id, ev)

@@ -12,7 +12,7 @@ diagnosis (state/diagnosis/holding.py). Output contract: docs/output.md.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from state import events as E
 from state.diagnosis.holding import release_removals
@@ -56,7 +56,7 @@ class GroupStateMachine(ClassicHandlers, ConsumerHandlers):
             self.outputs.append((OutputKind.REMOVAL, record))
             self._released += 1
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def next_deadline_ms(self) -> int | None:
         """Event time at which `advance_to` has something to do (None: nothing pending)."""
         m = self.m
         # A check can only flag when both sources have delivered events for the group; until

@@ -9,23 +9,19 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Optional
-
-from pyspark.sql import DataFrame
-from pyspark.sql.streaming import StreamingQueryListener
+from typing import Any
 
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.outputs import RECORD_KINDS, OutputKind, in_progress_rebalance_record
+from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
 
-# END_OF_INPUT_TS_MS is 2100-01-01; the watermark after it is 2099-12-31 minus the lateness.
-END_OF_INPUT_WATERMARK_YEAR = "2099"
 # A log source whose lines are this far from the offsets records of the same actions is reported
 # on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
 CLOCK_SKEW_WARN_MS = 60_000
@@ -47,6 +43,11 @@ def _iso_ms(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
+def _records_of(kind: OutputKind) -> Any:
+    """A read-only attribute: the records of one kind the collector keeps."""
+    return property(lambda self: self.records[kind])
+
+
 @dataclass
 class RunCollector:
     """What the query produced, fanned out to the metrics sink and (optionally) durable files.
@@ -56,8 +57,8 @@ class RunCollector:
     """
     metrics: MetricsSink
     keep_records: bool = True
-    event_sink: Optional[EventSink] = None
-    state_file: Optional[GroupStateFile] = None
+    event_sink: EventSink | None = None
+    state_file: GroupStateFile | None = None
     records: dict[str, list[dict]] = field(default_factory=lambda: {k: [] for k in RECORD_KINDS})
     snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
     skew_warned: set = field(default_factory=set)
@@ -67,7 +68,7 @@ class RunCollector:
     # Batches whose records are already in the counters (restored from the event sink): a batch
     # Spark re-runs after a crash updates snapshots but is not counted again.
     counted_through: int = -1
-    on_batch: Optional[Callable[["RunCollector", int], None]] = None
+    on_batch: Callable[[RunCollector, int], None] | None = None
     # Cross-group root causes: removal records wait here until the watermark (CLOCK rows) has
     # passed them far enough (state/diagnosis/correlate.py); its state is saved with the state file.
     correlator: Correlator = field(default_factory=Correlator)
@@ -75,25 +76,12 @@ class RunCollector:
     # re-run batch at or below it neither feeds it again nor rewrites the event sink.
     correlated_through: int = -1
 
-    @property
-    def rebalances(self) -> list[dict]:
-        return self.records[OutputKind.REBALANCE]
-
-    @property
-    def removals(self) -> list[dict]:
-        return self.records[OutputKind.REMOVAL]
-
-    @property
-    def anomalies(self) -> list[dict]:
-        return self.records[OutputKind.ANOMALY]
-
-    @property
-    def quarantine(self) -> list[dict]:
-        return self.records[OutputKind.QUARANTINE]
-
-    @property
-    def clock_skew(self) -> list[dict]:
-        return self.records[OutputKind.CLOCK_SKEW]
+    # The records kept per kind (replay, demo).
+    rebalances = _records_of(OutputKind.REBALANCE)
+    removals = _records_of(OutputKind.REMOVAL)
+    anomalies = _records_of(OutputKind.ANOMALY)
+    quarantine = _records_of(OutputKind.QUARANTINE)
+    clock_skew = _records_of(OutputKind.CLOCK_SKEW)
 
     def handle(self, kind: str, record: dict[str, Any]) -> None:
         if kind == OutputKind.SNAPSHOT:
@@ -123,7 +111,8 @@ class RunCollector:
         clocks = [c["watermark_ms"] for c in by_kind.get(OutputKind.CLOCK) or [] if c.get("watermark_ms") is not None]
         by_kind[OutputKind.REMOVAL] = self.correlator.advance(max(clocks) if clocks else None)
 
-    def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
+    def foreach_batch(self, df: Any, batch_id: int) -> None:
+        """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA)."""
         if batch_id <= self.last_batch_id:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}
@@ -152,7 +141,7 @@ class RunCollector:
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
 
-    def configure(self, diagnosis: DiagnosisSettings) -> "RunCollector":
+    def configure(self, diagnosis: DiagnosisSettings) -> RunCollector:
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
         self.correlator = Correlator(diagnosis)
         self.metrics.groups.storm_window_ms = diagnosis.storm_window_ms
@@ -231,47 +220,3 @@ class RunCollector:
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""
         return [r for r in (in_progress_rebalance_record(s) for s in self.snapshots.values()) if r is not None]
-
-
-class ProgressCounter(StreamingQueryListener):
-    """Feeds every progress report of one query to the collector as Spark publishes it.
-
-    `query.recentProgress` keeps only the last `spark.sql.streaming.numRecentProgressUpdates`
-    (100) reports, so reading it after a long replay lost the input counts of earlier batches.
-    Listener events of a query arrive in order, and its terminated event comes last: `wait_done`
-    returns once every report has been counted.
-    """
-
-    def __init__(self, collector: "RunCollector") -> None:
-        self.collector = collector
-        self.query_id: Optional[str] = None
-        self.final_watermark_seen = False
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-
-    def onQueryStarted(self, event) -> None:
-        pass
-
-    def onQueryProgress(self, event) -> None:
-        progress = json.loads(event.progress.json)
-        if self.query_id is not None and progress.get("id") != self.query_id:
-            return   # another query of the session
-        with self._lock:
-            self.collector.count_progress(progress)
-            watermark = (progress.get("eventTime") or {}).get("watermark", "")
-            self.final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
-
-    def onQueryIdle(self, event) -> None:
-        pass
-
-    def onQueryTerminated(self, event) -> None:
-        if self.query_id is None or str(event.id) == self.query_id:
-            self._done.set()
-
-    def watch(self, query) -> None:
-        self.query_id = str(query.id)
-
-    def wait_done(self, timeout_s: float = 30.0) -> bool:
-        return self._done.wait(timeout_s)
-
-

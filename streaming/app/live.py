@@ -11,12 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Optional
 
 from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
-from streaming.app.collector import ProgressCounter, RunCollector
+from streaming.app.collector import RunCollector
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import check_topics
@@ -37,7 +36,9 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
         if stop.is_set():
             return
         if problem is None:
-            for kind in ([SOURCE_KIND_LOG] if kafka.log_topics else []) + ([SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []):
+            kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
+            kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
+            for kind in kinds:
                 metrics.health.source_up.labels(kind).set(1)
             return
         if problem.startswith("topic(s) not found"):
@@ -69,8 +70,8 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> st
     return kafka.source
 
 
-def run(settings: RunSettings, stop: Optional[threading.Event] = None,
-        metrics: Optional[MetricsSink] = None) -> int:
+def run(settings: RunSettings, stop: threading.Event | None = None,
+        metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
                                      dead_group_retention_seconds=settings.dead_group_retention_seconds)
@@ -82,6 +83,7 @@ def run(settings: RunSettings, stop: Optional[threading.Event] = None,
         if stop.is_set():     # stopped before Kafka answered: no Spark session to start
             return 0
         from streaming.spark.query import live_query, spark_kafka_available
+        from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark
         spark = get_spark(settings.spark_master, settings.shuffle_partitions)
         source = choose_kafka_source(spark_kafka_available(spark), settings.kafka)

@@ -6,7 +6,8 @@ records must equal these.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from state import events as E
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
@@ -49,10 +50,10 @@ def capture_events(logs: Sequence[Any], offsets: Sequence[Any]) -> list[E.Event]
 
 
 def run_local(logs: Sequence[Any], offsets: Sequence[Any],
-              settings: Optional[DiagnosisSettings] = None) -> dict[str, list]:
+              settings: DiagnosisSettings | None = None) -> dict[str, list[Any]]:
     """Records per output kind (and "quarantine": the quarantined input rows)."""
     event_rows = capture_rows(logs, offsets)
     events = [row_to_event(list(r)) for r in event_rows if r[EVENT_KIND] != QUARANTINE]
-    out = run_events(events, settings or DEFAULT_SETTINGS)
+    out: dict[str, list[Any]] = dict(run_events(events, settings or DEFAULT_SETTINGS))
     out[QUARANTINE] = [r for r in event_rows if r[EVENT_KIND] == QUARANTINE]
     return out

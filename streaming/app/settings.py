@@ -8,11 +8,12 @@ the three. Every value is validated at start; an error names the field.
 """
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, Optional, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -21,7 +22,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
 from state.diagnosis.rules import DiagnosisSettings
 from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
-from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
+from streaming.logs.step import LogSourceSpec
 from streaming.logs.timeutil import zone
 from streaming.spark.query import KafkaRead, LogFile, OffsetsFile, QueryOptions
 
@@ -41,7 +42,7 @@ def _check_zone(value: str) -> str:
     return value
 
 
-def _check_field_path(value: Optional[str]) -> Optional[str]:
+def _check_field_path(value: str | None) -> str | None:
     if value is not None:
         parse_field_path(value)   # raises ValueError naming the bad path
     return value
@@ -59,9 +60,9 @@ class LogInput(BaseModel):
     path: str
     cluster: str = "default"
     broker_timezone: str = "UTC"
-    broker_id: Optional[int] = Field(default=None, ge=0)
+    broker_id: int | None = Field(default=None, ge=0)
     envelope: Envelope = ENVELOPE_AUTO
-    broker_id_field: Optional[str] = None
+    broker_id_field: str | None = None
 
     _zone = field_validator("broker_timezone")(_check_zone)
     _field = field_validator("broker_id_field")(_check_field_path)
@@ -114,13 +115,13 @@ class KafkaSettings(BaseModel):
     # ("kafka.security.protocol", "kafka.sasl.jaas.config", ...).
     spark_options: dict[str, str] = Field(default_factory=dict)
     log_topics: list[str] = Field(default_factory=list, description="topics carrying broker log lines")
-    offsets_topic: Optional[str] = "__consumer_offsets"
+    offsets_topic: str | None = "__consumer_offsets"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     source: Literal["auto", "python", "spark"] = "auto"
     # No cap by default: a batch reads every partition to its end, so partitions never drift
     # apart in event time (a capped catch-up can make one partition's rows late; they are counted
     # in rebalance_monitor_late_rows_total).
-    max_rows_per_batch: Optional[int] = Field(default=None, ge=1)
+    max_rows_per_batch: int | None = Field(default=None, ge=1)
     # When every partition of a topic is read to its end, add a marker at wall-clock time so a
     # quiet topic does not hold events back (docs/design.md). Off only for replays of old data.
     idle_flush: bool = True
@@ -134,7 +135,7 @@ class KafkaSettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _some_topic(self) -> "KafkaSettings":
+    def _some_topic(self) -> KafkaSettings:
         if not self.log_topics and not self.offsets_topic:
             raise ValueError("give kafka.log_topics and/or kafka.offsets_topic")
         return self
@@ -181,7 +182,7 @@ class DiagnosisConfig(BaseModel):
 
 # ---------------------------------------------------------------------------- sources
 # The values of the TOML file being loaded (`load` sets it for the one construction).
-_FILE_VALUES: ContextVar[dict[str, Any]] = ContextVar("rebalance_monitor_file_values", default={})
+_FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("rebalance_monitor_file_values", default=None)
 
 
 class _FileSource(PydanticBaseSettingsSource):
@@ -191,7 +192,10 @@ class _FileSource(PydanticBaseSettingsSource):
         return None, field_name, False   # not used: __call__ returns the whole table
 
     def __call__(self) -> dict[str, Any]:
-        return dict(_FILE_VALUES.get())
+        return dict(_FILE_VALUES.get() or {})
+
+
+Source = PydanticBaseSettingsSource
 
 
 class _Settings(BaseSettings):
@@ -199,10 +203,9 @@ class _Settings(BaseSettings):
                                       extra="forbid")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Source,
+                                   env_settings: Source, dotenv_settings: Source, file_secret_settings: Source
+                                   ) -> tuple[Source, ...]:
         # CLI flags (init kwargs) > environment > TOML file > defaults; pydantic-settings merges
         # nested tables key by key, so a flag for one kafka.* key keeps the file's other keys.
         return (init_settings, env_settings, _FileSource(settings_cls))
@@ -213,7 +216,7 @@ class ParseLogsSettings(_Settings):
     """`parse-logs`: how to read broker log lines."""
     broker_timezone: str = "UTC"
     log_envelope: Envelope = ENVELOPE_AUTO
-    broker_id_field: Optional[str] = None
+    broker_id_field: str | None = None
 
     _zone = field_validator("broker_timezone")(_check_zone)
     _field = field_validator("broker_id_field")(_check_field_path)
@@ -222,10 +225,13 @@ class ParseLogsSettings(_Settings):
 class QuerySettings(ParseLogsSettings):
     """What every command that runs the streaming query takes."""
     cluster: str = Field(default="default", min_length=1)
-    lateness_seconds: float = Field(default=30.0, ge=0, description="watermark delay per source")
-    parse_partitions: int = Field(default=2, ge=1, description="parse tasks per log micro-batch")
+    lateness_seconds: float = Field(default=QueryOptions.lateness_seconds, ge=0,
+                                    description="watermark delay per source")
+    parse_partitions: int = Field(default=QueryOptions.parse_partitions, ge=1,
+                                  description="parse tasks per log micro-batch")
     unknown_lines_sample_per_logger: int = Field(
-        default=DEFAULT_UNKNOWN_SAMPLE, ge=0, description="unknown coordinator lines kept in quarantine per logger and batch")
+        default=QueryOptions.unknown_lines_sample_per_logger, ge=0,
+        description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
@@ -234,7 +240,7 @@ class QuerySettings(ParseLogsSettings):
     @field_validator("duration_buckets")
     @classmethod
     def _increasing(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        if not value or any(b <= a for a, b in zip(value, value[1:])) or value[0] <= 0:
+        if not value or any(b <= a for a, b in itertools.pairwise(value)) or value[0] <= 0:
             raise ValueError("buckets must be positive and strictly increasing")
         return value
 
@@ -272,7 +278,7 @@ class RunSettings(QuerySettings, _Serving):
     """`run`: the live service."""
     kafka: KafkaSettings
     checkpoint_location: str = Field(min_length=1, description="restarts resume from it")
-    events_dir: Optional[str] = Field(default=None, description="durable event sink (JSON lines per batch)")
+    events_dir: str | None = Field(default=None, description="durable event sink (JSON lines per batch)")
     trigger_interval_seconds: float = Field(default=10.0, gt=0)
     group_allow: list[str] = Field(default_factory=list, description="regexes; empty = all groups")
     group_deny: list[str] = Field(default_factory=list, description="regexes")
@@ -309,7 +315,7 @@ def _format(err: ValidationError, origin: str, command: str) -> str:
 COMMANDS = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay", DemoSettings: "demo", RunSettings: "run"}
 
 
-def load(settings_cls: type[S], config_file: Optional[str] = None, **flags: Any) -> S:
+def load(settings_cls: type[S], config_file: str | None = None, **flags: Any) -> S:
     """Settings of one command from the TOML file (optional), the environment and the flags
     given (None values are not given)."""
     file_values: dict[str, Any] = {}

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 
-def _utc(ms: Optional[int]) -> str:
+def _utc(ms: int | None) -> str:
     if ms is None:
         return "-"
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S.%f")[:-3]
 
 
-def _short(member: Optional[str], width: int = 30) -> str:
+def _short(member: str | None, width: int = 30) -> str:
     if not member:
         return "-"
     return member if len(member) <= width else member[: width - 1] + "…"
@@ -27,7 +27,8 @@ def print_summary(collector: Any, out: TextIO = sys.stdout) -> None:
     for r in rebalances:
         def sec(v):
             return "-" if v is None else f"{v:.3f}"
-        gen = f"{r['previous_generation'] if r['previous_generation'] is not None else '?'}->{r['generation'] if r['generation'] is not None else '?'}"
+        previous, current = r["previous_generation"], r["generation"]
+        gen = f"{'?' if previous is None else previous}->{'?' if current is None else current}"
         print(f"{r['cluster']:<10} {r['group'][:34]:<34} {r['protocol']:<8} {gen:>7} {_utc(r['started_at_ms']):<12} "
               f"{sec(r['join_seconds']):>7} {sec(r['sync_seconds']):>7} {sec(r['total_seconds']):>8} "
               f"{r['trigger']:<17} {r['outcome']:<11} {r['members'] if r['members'] is not None else '-'}", file=out)

@@ -11,14 +11,15 @@ values.FIELD_CONVERTERS). Supporting a new Kafka wording means adding one entry.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 from state.events import (
-    ASSIGNMENT_RECEIVED, CONSUMER_MEMBER_FENCED, CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT,
-    GROUP_CONVERTED, GROUP_DEAD, GROUP_DELETED, GROUP_EMPTY, GROUP_EPOCH_BUMPED, GROUP_LOADED,
-    GROUP_UNLOADED, JOIN_COMPLETE, MEMBER_CREATED, MEMBER_FAILED, MEMBER_LEFT, MEMBERS_NOT_JOINED,
-    MEMBERS_NOT_SYNCED, PENDING_MEMBER_EXPIRED, PREPARE_REBALANCE, STATIC_MEMBER_REPLACED, TARGET_ASSIGNMENT,
+    ASSIGNMENT_RECEIVED, CONSUMER_MEMBER_FENCED, CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT, GROUP_CONVERTED,
+    GROUP_DEAD, GROUP_DELETED, GROUP_EMPTY, GROUP_EPOCH_BUMPED, GROUP_LOADED, GROUP_UNLOADED, JOIN_COMPLETE,
+    MEMBER_CREATED, MEMBER_FAILED, MEMBER_LEFT, MEMBERS_NOT_JOINED, MEMBERS_NOT_SYNCED, PENDING_MEMBER_EXPIRED,
+    PREPARE_REBALANCE, STATIC_MEMBER_REPLACED, TARGET_ASSIGNMENT
 )
 from streaming.logs.reasons import classify_rebalance_reason
 from streaming.logs.values import optional_value
@@ -63,15 +64,15 @@ class CatalogEntry:
     name: str
     family: str
     versions: str
-    kind: Optional[str]
+    kind: str | None
     pattern: re.Pattern
     anchor: str
     data: Mapping[str, Any] = field(default_factory=dict)
-    derive: Optional[Callable[[dict[str, Any], dict[str, Any]], None]] = None
+    derive: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
     parse_at_debug: bool = False
 
 
-def _entry(name: str, family: str, versions: str, kind: Optional[str], pattern: str, anchor: str,
+def _entry(name: str, family: str, versions: str, kind: str | None, pattern: str, anchor: str,
            **options: Any) -> CatalogEntry:
     compiled = re.compile(pattern)
     if anchor not in pattern.replace("\\", ""):
@@ -94,7 +95,7 @@ _DYNAMIC = {"static": False, "group_instance_id": None}
 _PREPARE = {"derive": _derive_prepare_rebalance}
 
 # Order matters only for speed (frequent messages first); the patterns are mutually exclusive
-# (tests/test_broker_log.py checks that every sample matches exactly one entry).
+# (tests/unit/test_broker_log.py checks that every sample matches exactly one entry).
 CATALOG: list[CatalogEntry] = [
     # --- classic protocol: rebalance lifecycle (§2.1, §2.4, §2.5) -----------------------------
     _entry("scala_prepare_rebalance", "scala", "2.1-4.0", PREPARE_REBALANCE,
@@ -371,7 +372,8 @@ CATALOG: list[CatalogEntry] = [
            r"Not (?:loading|removing) offsets and group metadata for \S+ in epoch -?\d+ since current epoch is .+",
            " offsets and group metadata for "),
     _entry("scala_partition_load_problem", "scala", "1.1-4.0 (ERROR/WARN)", None,
-           r"(?:Error loading offsets from \S+|Attempted to load offsets and group metadata from \S+, but found no log)",
+           r"(?:Error loading offsets from \S+"
+           r"|Attempted to load offsets and group metadata from \S+, but found no log)",
            " from "),
     _entry("loader_buffer_larger", "both", "scala 2.0.1-4.0, CoordinatorLoaderImpl 3.6+ (WARN)", None,
            r"Loaded (?:offsets and group )?metadata from \S+ with buffer larger \(\d+ bytes\) than configured "
@@ -555,7 +557,7 @@ def _has_top_level_alternation(pattern: str) -> bool:
     return False
 
 
-def _pattern_first_words(pattern: str) -> Optional[frozenset[str]]:
+def _pattern_first_words(pattern: str) -> frozenset[str] | None:
     """The first words a body matching `pattern` can start with; None = cannot tell (always try)."""
     if _has_top_level_alternation(pattern):
         return None
@@ -563,7 +565,8 @@ def _pattern_first_words(pattern: str) -> Optional[frozenset[str]]:
     alternatives = leading.group(1).split("|") if leading else [pattern]
     words = set()
     for alternative in alternatives:
-        literal = _LITERAL_PREFIX_RE.match(alternative).group()
+        prefix = _LITERAL_PREFIX_RE.match(alternative)   # matches at least the empty string
+        literal = prefix.group() if prefix else ""
         rest = alternative[len(literal):]
         word = _first_word(literal.replace("\\", ""))
         if not word or (len(word) == len(literal.replace("\\", "")) and rest[:1] in ("?", "*", "+", "{")):
@@ -578,7 +581,7 @@ def _build_dispatch(family: str, debug: bool) -> tuple[dict[str, tuple[CatalogEn
     first_words = {id(e): _pattern_first_words(e.pattern.pattern) for e in entries}
     wildcard = tuple(e for e in entries if first_words[id(e)] is None)
     keys = set().union(*(w for w in first_words.values() if w is not None))
-    by_word = {key: tuple(e for e in entries if first_words[id(e)] is None or key in first_words[id(e)])
+    by_word = {key: tuple(e for e in entries if (words := first_words[id(e)]) is None or key in words)
                for key in keys}
     return by_word, wildcard
 

@@ -19,7 +19,7 @@ Envelope modes (`LogInput.envelope`, `--log-envelope`):
 A shipper that joins multi-line entries (stack traces, config dumps) into one document puts
 them in one multi-line `message`; only its first line is the log4j line, the rest belongs to it.
 
-Broker id: taken from the coordinator prefix of the line when it has one (broker_log.py);
+Broker id: taken from the coordinator prefix of the line when it has one (streaming/logs/layout.py);
 otherwise from the envelope field named by `broker_id_field` (a dotted path; a key that itself
 contains dots goes in brackets: `kubernetes.labels['statefulset.kubernetes.io/pod-name']`);
 otherwise from the source's `broker_id`. A number is used as is; a string uses its trailing
@@ -29,7 +29,7 @@ Host hint: the first string among `host.name`, `kubernetes.pod_name`, `host`, `h
 `kubernetes.host`. It is kept with quarantine records and, as `data.log_host`, with the events
 of that line (the clock-skew metric names it as the source).
 
-The Spark query does the same in the JVM (streaming/query.py `unwrap_columns`); both
+The Spark query does the same in the JVM (streaming/spark/steps.py `unwrap_columns`); both
 implementations are tested against each other.
 """
 from __future__ import annotations
@@ -37,11 +37,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Final
 
-ENVELOPE_AUTO = "auto"
-ENVELOPE_PLAIN = "plain"
-ENVELOPE_JSON = "json"
+ENVELOPE_AUTO: Final = "auto"
+ENVELOPE_PLAIN: Final = "plain"
+ENVELOPE_JSON: Final = "json"
 ENVELOPES = (ENVELOPE_AUTO, ENVELOPE_PLAIN, ENVELOPE_JSON)
 
 MESSAGE_FIELDS = ("message", "log", "msg")
@@ -76,7 +76,7 @@ def lookup(doc: Any, parts: list[str]) -> Any:
     return doc
 
 
-def broker_from_value(value: Any) -> Optional[int]:
+def broker_from_value(value: Any) -> int | None:
     """A broker id from an envelope value: an int, or the trailing digits of a string."""
     if isinstance(value, bool) or value is None:
         return None
@@ -98,10 +98,10 @@ def first_line(message: str) -> str:
 
 @dataclass(frozen=True)
 class Unwrapped:
-    line: Optional[str]              # the log4j line; None when the envelope could not be read
-    broker: Optional[int] = None     # broker id from envelope metadata
-    host: Optional[str] = None       # host / pod name from envelope metadata
-    error: Optional[str] = None      # why `line` is None
+    line: str | None              # the log4j line; None when the envelope could not be read
+    broker: int | None = None     # broker id from envelope metadata
+    host: str | None = None       # host / pod name from envelope metadata
+    error: str | None = None      # why `line` is None
 
 
 def is_json_row(raw: str, mode: str) -> bool:
@@ -112,7 +112,7 @@ def is_json_row(raw: str, mode: str) -> bool:
     return False
 
 
-def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: Optional[str] = None) -> Unwrapped:
+def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = None) -> Unwrapped:
     """One raw row -> Unwrapped. Never raises on bad input."""
     if not is_json_row(raw, mode):
         return Unwrapped(raw)

@@ -1,7 +1,7 @@
 """Reading broker log files (replay, parse-logs)."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def iter_log_file(path: str) -> Iterator[tuple[int, str]]:

@@ -3,7 +3,6 @@ of coordinator messages, and stack-trace continuation lines."""
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 # Default log4j / log4j2 layout `[%d] %p %m (%c)%n` (2.x-4.x); groups: timestamp, level, message, logger.
 HEADER_RE = re.compile(
@@ -53,7 +52,7 @@ def is_continuation(line: str) -> bool:
     return _CONTINUATION_RE.match(line) is not None
 
 
-def split_coordinator_prefix(message: str) -> tuple[Optional[int], Optional[int], str]:
+def split_coordinator_prefix(message: str) -> tuple[int | None, int | None, str]:
     """(broker id, offsets partition, message body) for a coordinator message; None when absent."""
     if message.startswith("[G"):
         m = _PREFIX_RE.match(message)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import heapq
 import os
-from typing import Optional
 
 from streaming.logs.envelope import EMBEDDED_HEADER_RE, ENVELOPE_AUTO, is_json_row
 from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
@@ -22,7 +21,7 @@ _MARKER_PARTS = tuple((m.encode()[:m.encode().index(_MARKER_CORE)],
 CHUNK_BYTES = 8 << 20
 
 
-def _line_ts(line: str, tz, json_row: bool) -> Optional[int]:
+def _line_ts(line: str, tz, json_row: bool) -> int | None:
     """Header time of a plain line, or of the log4j line inside a JSON envelope row."""
     if not json_row:
         return header_timestamp_ms(line, tz)
@@ -44,7 +43,7 @@ class _KeptLines:
     the first header), exactly as if every line had been read.
     """
 
-    def __init__(self, path: str, pos: int, line_no: int, carry_ts: Optional[int], tz, envelope: str,
+    def __init__(self, path: str, pos: int, line_no: int, carry_ts: int | None, tz, envelope: str,
                  keep_all: bool = False):
         self.handle = open(path, "rb")
         self.handle.seek(pos)
@@ -89,7 +88,7 @@ class _KeptLines:
         self.buf, self.end = data, cut + 1     # no copy: searches are bounded by `end`
         return True
 
-    def _header_ts_before(self, index: int) -> Optional[int]:
+    def _header_ts_before(self, index: int) -> int | None:
         """Time of the nearest header line that starts before `index` (a line start) in buf.
 
         Scans backwards line by line down to the last position already answered (`mark`), so the
@@ -127,7 +126,7 @@ class _KeptLines:
                     return hit
             at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
 
-    def next(self) -> Optional[tuple[int, int, str, int]]:
+    def next(self) -> tuple[int, int, str, int] | None:
         """(ts_ms, line number, line, file offset after the line) of the next kept line, or None."""
         while True:
             hit = self._next_hit()

@@ -15,15 +15,17 @@ can count "recognised but ignored" apart from "unknown". The messages: catalog.p
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any, Iterator, Optional, Union
+from typing import Any
 
 from state.events import SOURCE_LOG, Event
 from streaming.logs.catalog import CatalogEntry, candidate_entries
 from streaming.logs.files import iter_log_file
 from streaming.logs.layout import (
-    COORDINATOR_LOGGER_MARKERS, HEADER_RE, JAVA_LOGGER_PREFIXES, NON_GROUP_RUNTIME_PREFIXES, SCALA_LOGGER_PREFIX, is_continuation, split_coordinator_prefix,
+    COORDINATOR_LOGGER_MARKERS, HEADER_RE, JAVA_LOGGER_PREFIXES, NON_GROUP_RUNTIME_PREFIXES, SCALA_LOGGER_PREFIX,
+    is_continuation, split_coordinator_prefix
 )
 from streaming.logs.timeutil import log4j_to_epoch_ms
 from streaming.logs.values import EVENT_ATTRIBUTES, FIELD_CONVERTERS, PRESENCE_FLAGS
@@ -39,14 +41,14 @@ OUTCOME_UNPARSEABLE = "unparseable"      # Quarantined(reason="unparseable_line"
 OUTCOMES = (OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_DEBUG, OUTCOME_NOT_COORDINATOR,
             OUTCOME_CONTINUATION, OUTCOME_UNKNOWN, OUTCOME_UNPARSEABLE)
 
-ParseResult = Union[list[Event], Quarantined, None]
+ParseResult = list[Event] | Quarantined | None
 
 
 @dataclass(frozen=True)
 class LineParse:
     outcome: str                         # one of OUTCOMES
     result: ParseResult                  # what parse_line returns
-    entry: Optional[CatalogEntry] = None  # the matching catalog entry, if any
+    entry: CatalogEntry | None = None  # the matching catalog entry, if any
 
 
 _NOT_COORDINATOR = LineParse(OUTCOME_NOT_COORDINATOR, None)
@@ -54,7 +56,7 @@ _CONTINUATION = LineParse(OUTCOME_CONTINUATION, None)
 _DEBUG = LineParse(OUTCOME_DEBUG, None)
 
 
-def _logger_family(logger: str) -> Optional[str]:
+def _logger_family(logger: str) -> str | None:
     if logger.startswith(SCALA_LOGGER_PREFIX):
         return "scala"
     if logger.startswith(JAVA_LOGGER_PREFIXES):
@@ -63,13 +65,13 @@ def _logger_family(logger: str) -> Optional[str]:
 
 
 def _quarantine(reason: str, detail: str, line: str, source_id: str, seq: int,
-                ts_ms: Optional[int] = None) -> Quarantined:
+                ts_ms: int | None = None) -> Quarantined:
     return Quarantined(source=SOURCE_LOG, source_id=source_id, seq=seq, reason=reason, detail=detail,
                        raw=line[:RAW_LIMIT], ts_ms=ts_ms)
 
 
 def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
-                        default_broker: Optional[int] = None) -> LineParse:
+                        default_broker: int | None = None) -> LineParse:
     """Like parse_line, plus the outcome class and the catalog entry (for the caller's counters)."""
     line = line.rstrip("\r\n")
     header = HEADER_RE.match(line)
@@ -100,13 +102,14 @@ def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
         if debug:
             return _DEBUG
         try:
-            ts_ms: Optional[int] = log4j_to_epoch_ms(ts_text, tz)
+            ts_ms: int | None = log4j_to_epoch_ms(ts_text, tz)
         except ValueError:
             ts_ms = None
         return LineParse(OUTCOME_UNKNOWN, _quarantine(
             "unknown_coordinator_line", f"no catalog entry matches this {level} message of {logger}",
             line, source_id, seq, ts_ms))
-    if entry.kind is None:
+    kind = entry.kind
+    if kind is None:
         return LineParse(OUTCOME_IGNORED, None, entry)
 
     try:
@@ -115,15 +118,15 @@ def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
         return LineParse(OUTCOME_UNPARSEABLE, _quarantine(
             "unparseable_line", f"bad timestamp {ts_text!r}: {exc}", line, source_id, seq), entry)
 
-    events = _build_events(entry, match, ts_ms, broker if broker is not None else default_broker,
+    events = _build_events(entry, kind, match, ts_ms, broker if broker is not None else default_broker,
                            offsets_partition, source_id, seq)
     if not events:  # e.g. "The following groups were deleted: ." names no group
         return LineParse(OUTCOME_IGNORED, None, entry)
     return LineParse(OUTCOME_EVENTS, events, entry)
 
 
-def _build_events(entry: CatalogEntry, match: re.Match, ts_ms: int, broker: Optional[int],
-                  offsets_partition: Optional[int], source_id: str, seq: int) -> list[Event]:
+def _build_events(entry: CatalogEntry, kind: str, match: re.Match, ts_ms: int, broker: int | None,
+                  offsets_partition: int | None, source_id: str, seq: int) -> list[Event]:
     data: dict[str, Any] = dict(entry.data)
     if offsets_partition is not None:
         data["offsets_partition"] = offsets_partition
@@ -151,21 +154,21 @@ def _build_events(entry: CatalogEntry, match: re.Match, ts_ms: int, broker: Opti
     if entry.derive is not None:
         entry.derive(data, attributes)
     return [Event(group=group, ts_ms=ts_ms, source=SOURCE_LOG, source_id=source_id, seq=seq,
-                  kind=entry.kind, broker=broker, generation=attributes["generation"],
+                  kind=kind, broker=broker, generation=attributes["generation"],
                   member_id=attributes["member_id"], reason=attributes["reason"],
                   data=dict(data) if i else data)
             for i, group in enumerate(groups)]
 
 
 def parse_line(line: str, *, source_id: str, seq: int, tz: tzinfo,
-               default_broker: Optional[int] = None) -> ParseResult:
+               default_broker: int | None = None) -> ParseResult:
     """One server.log line -> list of Events, Quarantined, or None (see module docstring)."""
     return parse_line_detailed(line, source_id=source_id, seq=seq, tz=tz,
                                default_broker=default_broker).result
 
 
-def parse_log_file(path: str, *, tz: tzinfo, default_broker: Optional[int] = None,
-                   source_id: Optional[str] = None) -> Iterator[tuple[int, str, LineParse]]:
+def parse_log_file(path: str, *, tz: tzinfo, default_broker: int | None = None,
+                   source_id: str | None = None) -> Iterator[tuple[int, str, LineParse]]:
     """Yield (seq, line, LineParse) for every line of a server.log; source_id defaults to the path."""
     sid = source_id if source_id is not None else str(path)
     for seq, line in iter_log_file(path):

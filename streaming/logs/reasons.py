@@ -3,12 +3,14 @@ rebalance group G ... (reason: ...)"."""
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from streaming.logs.values import member_list
 
 # (trigger, pattern matched at the start of the coordinator's part of the reason). First match
-# wins. Group `m` is a single member id, group `ms` a member list. Sources: kafka-formats.md §2.2.
+# wins. Group `m` is a single member id, group `ms` a member list. Sources: the reasons Kafka passes
+# to prepareRebalance (kafka/coordinator/group/GroupCoordinator.scala, 2.1-4.0, and
+# org/apache/kafka/coordinator/group/GroupMetadataManager.java, 3.7+).
 _TRIGGER_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((t, re.compile(p)) for t, p in (
     ("member_join", r"Adding new (?:static )?member (?P<m>\S+)"),
     ("member_join", r"Member (?P<m>\S+) (?:is )?joining group"),
@@ -29,7 +31,7 @@ _TRIGGER_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((t, re.compile(p)) fo
 _CLIENT_REASON_SEP = "; client reason: "
 
 
-def classify_rebalance_reason(reason: Optional[str]) -> dict[str, Any]:
+def classify_rebalance_reason(reason: str | None) -> dict[str, Any]:
     """Derived data for a "Preparing to rebalance" reason: trigger, trigger_member(s), client_reason.
 
     Only the coordinator's part of the reason is classified; the client's free text (KIP-800) is

@@ -6,8 +6,9 @@ and lands in quarantine.jsonl; it never stops the query.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 import pandas as pd
 
@@ -25,12 +26,12 @@ class LogSourceSpec:
     """Per-file (or per-topic) settings of a broker-log source."""
     cluster: str
     broker_timezone: str = "UTC"
-    broker_id: Optional[int] = None   # used when neither the line's prefix nor the envelope names the broker
+    broker_id: int | None = None   # used when neither the line's prefix nor the envelope names the broker
     envelope: str = ENVELOPE_AUTO     # auto | plain | json (streaming/logs/envelope.py)
-    broker_id_field: Optional[str] = None   # JSON envelope field with the broker id
+    broker_id_field: str | None = None   # JSON envelope field with the broker id
 
     @classmethod
-    def of(cls, i: Any) -> "LogSourceSpec":
+    def of(cls, i: Any) -> LogSourceSpec:
         """The parse settings of a log input (streaming.app.settings.LogInput)."""
         return cls(i.cluster, i.broker_timezone, i.broker_id, i.envelope, i.broker_id_field)
 
@@ -53,7 +54,7 @@ class UnknownLineSampler:
         self.kept: dict[tuple[str, str], int] = {}
         self.dropped: dict[tuple[str, str], list] = {}   # key -> [count, last Quarantined, ts, host]
 
-    def offer(self, q: Quarantined, cluster: str, ts_hint: Optional[int], host: Optional[str]) -> Optional[tuple]:
+    def offer(self, q: Quarantined, cluster: str, ts_hint: int | None, host: str | None) -> tuple | None:
         header = HEADER_RE.match(q.raw or "")
         logger = header.group(4) if header else "unknown"
         key = (cluster, logger)
@@ -80,8 +81,8 @@ class UnknownLineSampler:
 
 
 def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
-                   sampler: Optional[UnknownLineSampler] = None,
-                   default_spec: Optional[LogSourceSpec] = None) -> list[tuple]:
+                   sampler: UnknownLineSampler | None = None,
+                   default_spec: LogSourceSpec | None = None) -> list[tuple]:
     """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof) tuples -> event rows.
 
     `line` is the unwrapped log4j line (None when the row's envelope could not be read), `raw` the
@@ -128,7 +129,7 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
 
 
 def unwrap_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
-                default_spec: Optional[LogSourceSpec] = None) -> Iterator[tuple]:
+                default_spec: LogSourceSpec | None = None) -> Iterator[tuple]:
     """Replay rows (source_id, seq, raw, ts_hint_ms, eof) -> parse_log_rows input, in Python.
 
     The same envelope step the query runs in the JVM; used by the Spark-free pipeline and the CLI.
@@ -148,7 +149,7 @@ def _frame(rows: list) -> pd.DataFrame:
 
 def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec],
                        unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
-                       default_spec: Optional[LogSourceSpec] = None) -> Iterator[pd.DataFrame]:
+                       default_spec: LogSourceSpec | None = None) -> Iterator[pd.DataFrame]:
     sampler = UnknownLineSampler(unknown_sample)     # one per task: partition of a micro-batch
     for pdf in batches:
         rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["raw"], pdf["broker_hint"],

@@ -3,10 +3,11 @@ into event fields."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 
-def optional_value(text: str) -> Optional[str]:
+def optional_value(text: str) -> str | None:
     """Scala `None` / `Some(x)` / `Some(null)` and Java `null` -> None or x."""
     if text in ("None", "null", "Some(null)", ""):
         return None

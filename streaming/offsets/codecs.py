@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Optional
+from collections.abc import Callable
 
+_crc32c_c: Callable[[bytes | memoryview], int] | None
 try:  # hardware/C CRC-32C; the pure-Python table below is the fallback
     from crc32c import crc32c as _crc32c_c
 except ImportError:  # pragma: no cover - the package is a dependency
@@ -42,10 +43,10 @@ def _crc32c_table() -> list[int]:
     return table
 
 
-_CRC_TABLE: Optional[list[int]] = None
+_CRC_TABLE: list[int] | None = None
 
 
-def crc32c(data: bytes) -> int:
+def crc32c(data: bytes | memoryview) -> int:
     """CRC-32C (Castagnoli), as Kafka's record batch v2 uses."""
     if _crc32c_c is not None:
         return _crc32c_c(data)
@@ -63,7 +64,7 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
 def _cramjam():
-    import cramjam   # imported lazily: plain uncompressed segments need no native module
+    import cramjam  # imported lazily: plain uncompressed segments need no native module
     return cramjam
 
 

@@ -1,6 +1,6 @@
 """Decoders of `__consumer_offsets` keys and values (Kafka 0.9 - 4.1 layouts), one per record version.
 
-Pure Python + stdlib. Layouts follow shared/docs/kafka-formats.md section 4 and Kafka's
+Pure Python + stdlib. Layouts follow Kafka's
 `group-coordinator/src/main/resources/common/message/*.json` schemas:
 
 * The key's int16 prefix is the record type (0/1 OffsetCommit, 2 GroupMetadata, 3-8 and 16 KIP-848
@@ -20,7 +20,8 @@ from the first byte of that embedded blob.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from streaming.offsets.records import MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES, UNDECODED_TYPES
 from streaming.offsets.wire import _I16, BinaryReader, DecodeError, UnknownRecordType, UnknownVersion
@@ -59,7 +60,7 @@ def _key_decoder(record_type: int) -> Callable[[BinaryReader], dict]:
     return _group_id_key
 
 
-def decode_key(key: bytes) -> dict:
+def decode_key(key: bytes | None) -> dict:
     """{"type", "type_name", "group", + topic/partition, member_id or regular_expression}."""
     if key is None:
         raise DecodeError("key", 0, "record key is null")
@@ -114,7 +115,7 @@ def decode_consumer_assignment(data: bytes, root: str = "ConsumerProtocolAssignm
             "user_data_size": None if user_data is None else len(user_data)}
 
 
-def _count_partitions(topic_partitions: Optional[list]) -> int:
+def _count_partitions(topic_partitions: list | None) -> int:
     return sum(len(tp["partitions"]) for tp in topic_partitions or ())
 
 
@@ -170,7 +171,7 @@ def _offset_commit_value_v4(r: BinaryReader) -> dict:
     return out
 
 
-def _top_level_tags(r: BinaryReader, out: dict, handlers: Optional[dict] = None) -> None:
+def _top_level_tags(r: BinaryReader, out: dict, handlers: dict | None = None) -> None:
     unknown = r.tagged_fields(handlers)
     if unknown:
         out["unknown_tags"] = unknown
@@ -274,7 +275,7 @@ def _consumer_group_partition_metadata_value_v0(r: BinaryReader) -> dict:
     return out
 
 
-def _classic_member_metadata(r: BinaryReader) -> Optional[dict]:
+def _classic_member_metadata(r: BinaryReader) -> dict | None:
     """Tag 0 of ConsumerGroupMemberMetadataValue: a nullable tagged struct, written as an unsigned
     varint presence marker (0 = null, 1 = present) followed by the struct."""
     marker_at = r.pos
@@ -300,7 +301,7 @@ def _classic_member_metadata(r: BinaryReader) -> Optional[dict]:
 
 
 def _consumer_group_member_metadata_value_v0(r: BinaryReader) -> dict:
-    out = {"instance_id": r.compact_nullable_string("InstanceId"),
+    out: dict[str, Any] = {"instance_id": r.compact_nullable_string("InstanceId"),
            "rack_id": r.compact_nullable_string("RackId"),
            "client_id": r.compact_string("ClientId"),
            "client_host": r.compact_string("ClientHost"),
@@ -349,9 +350,9 @@ def _consumer_group_regular_expression_value_v0(r: BinaryReader) -> dict:
     return out
 
 
-_OFFSET_COMMIT_VALUES = {0: _offset_commit_value_v0, 1: _offset_commit_value_v1,
-                         2: _offset_commit_value_v2, 3: _offset_commit_value_v3,
-                         4: _offset_commit_value_v4}
+_OFFSET_COMMIT_VALUES: dict[int, Callable[[BinaryReader], dict]] = {
+    0: _offset_commit_value_v0, 1: _offset_commit_value_v1, 2: _offset_commit_value_v2, 3: _offset_commit_value_v3,
+    4: _offset_commit_value_v4}
 VALUE_DECODERS: dict[int, dict[int, Callable[[BinaryReader], dict]]] = {
     0: _OFFSET_COMMIT_VALUES,
     1: _OFFSET_COMMIT_VALUES,
@@ -392,7 +393,7 @@ def decode_value(key_type: int, value: bytes) -> dict:
     return out
 
 
-def decode_record(key: Optional[bytes], value: Optional[bytes]) -> dict:
+def decode_record(key: bytes | None, value: bytes | None) -> dict:
     """{"key": decoded key, "value": decoded value or None, "tombstone": bool}; JSON-serialisable.
     Raises DecodeError (or a subclass) when the key is null or either part cannot be decoded."""
     k = decode_key(key)

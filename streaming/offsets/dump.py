@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 import os
-from typing import Iterator, Optional, Union
+from collections.abc import Iterator
 
 from state.events import SOURCE_OFFSETS
 from streaming.quarantine import RAW_LIMIT, Quarantined
@@ -14,7 +14,7 @@ from streaming.quarantine import RAW_LIMIT, Quarantined
 _DUMP_INT_FIELDS = ("partition", "offset", "timestamp")
 
 
-def _b64_field(obj: dict, name: str) -> Optional[bytes]:
+def _b64_field(obj: dict, name: str) -> bytes | None:
     raw = obj[name]
     if raw is None:
         return None
@@ -44,7 +44,7 @@ def parse_dump_line(text: str) -> dict:
     return out
 
 
-def iter_jsonl_dump(path: str) -> Iterator[tuple[int, Union[dict, Quarantined]]]:
+def iter_jsonl_dump(path: str) -> Iterator[tuple[int, dict | Quarantined]]:
     """Yield (line_number, {"partition", "offset", "timestamp", "key", "value"}) per line of an
     offsets-topic JSONL dump (key/value as bytes or None). A bad line yields a Quarantined with
     reason "malformed_dump_line" instead; blank lines are skipped. Never raises on content."""

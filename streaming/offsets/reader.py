@@ -2,11 +2,10 @@
 the JSONL dumps and segment directories, and the raw rows (streaming/rows.py) of any slice of it."""
 from __future__ import annotations
 
-from typing import Optional
-
-from streaming.offsets.dump import parse_dump_line
 from streaming.offsets.codecs import BatchError
+from streaming.offsets.dump import parse_dump_line
 from streaming.offsets.segments import SegmentRecord, is_segment_input, iter_offsets_dir, read_batch
+
 
 def index_offsets_dump(files: list[dict]) -> list[tuple]:
     """Every line of every dump as (ts, file_index, partition, offset, line_no, byte_start,
@@ -21,7 +20,7 @@ def index_offsets_dump(files: list[dict]) -> list[tuple]:
         if spec.get("kind") == "segments":
             continue
         pending: list[list] = []   # malformed lines waiting for a time
-        last_ts: Optional[int] = None
+        last_ts: int | None = None
         start = 0
         with open(spec["path"], "rb") as handle:
             for line_no, raw in enumerate(handle, start=1):
@@ -29,7 +28,7 @@ def index_offsets_dump(files: list[dict]) -> list[tuple]:
                 if not raw.strip():      # blank lines carry nothing (the decoder skips them too)
                     start += size
                     continue
-                ts: Optional[int] = None
+                ts: int | None = None
                 partition = offset = -1
                 try:
                     rec = parse_dump_line(raw.decode("utf-8"))
@@ -68,7 +67,7 @@ def index_segments(files: list[dict]) -> tuple[list[tuple], dict, dict]:
         if spec.get("kind") != "segments":
             continue
         seg_no: dict[str, int] = {}
-        last_ts: dict[int, Optional[int]] = {}
+        last_ts: dict[int, int | None] = {}
         waiting: dict[int, list] = {}
         for item in iter_offsets_dir(spec["path"]):
             if isinstance(item, SegmentRecord):
@@ -132,7 +131,7 @@ class OffsetsRowReader:
         contents: dict = {}
         batches: dict = {}
         try:
-            for ts, file_index, partition, offset, a, b, c in self.index[start:end]:
+            for ts, file_index, partition, _offset, a, b, c in self.index[start:end]:
                 spec = self.files[file_index]
                 sid = spec["source_id"]
                 if spec.get("kind") != "segments":

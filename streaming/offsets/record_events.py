@@ -2,22 +2,23 @@
 from __future__ import annotations
 
 import base64
-from typing import Optional, Union
+from typing import Any
 
 from state.events import (
-    CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER,
-    GROUP_METADATA, GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event,
+    CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER, GROUP_METADATA,
+    GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event
 )
 from streaming.offsets.decoder import _count_partitions, decode_record
 from streaming.offsets.records import OFFSETS_SOURCE_PREFIX
 from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
-def _b64(b: Optional[bytes]) -> str:
+
+def _b64(b: bytes | None) -> str:
     return "" if b is None else base64.b64encode(b).decode("ascii")
 
 
-def _raw(key: Optional[bytes], value: Optional[bytes]) -> str:
+def _raw(key: bytes | None, value: bytes | None) -> str:
     return (_b64(key) + "|" + _b64(value))[:RAW_LIMIT]
 
 
@@ -26,7 +27,7 @@ def _group_metadata_data(v: dict) -> dict:
     for m in v["members"]:
         assignment = m.get("assignment")
         if assignment is not None:
-            assigned: Optional[int] = _count_partitions(assignment["assigned_partitions"])
+            assigned: int | None = _count_partitions(assignment["assigned_partitions"])
         elif "assignment" in m and "assignment_error" not in m:
             assigned = 0  # consumer protocol, empty assignment blob: no partitions
         else:
@@ -60,10 +61,12 @@ def _group_metadata_data(v: dict) -> dict:
             "members": members, "value_version": v["version"]}
 
 
-def _event_fields(k: dict, v: Optional[dict]) -> tuple[str, Optional[int], Optional[str], dict]:
+def _event_fields(k: dict[str, Any], value: dict[str, Any] | None
+                  ) -> tuple[str, int | None, str | None, dict[str, Any]]:
     """(kind, generation, member_id, data) for one decoded record."""
     t = k["type"]
-    tomb = v is None
+    tomb = value is None
+    v: dict[str, Any] = value if value is not None else {}   # read only when not a tombstone
     if t in (0, 1):
         if tomb:
             return OFFSET_TOMBSTONE, None, None, {"topic": k["topic"], "partition": k["partition"]}
@@ -112,9 +115,9 @@ def _event_fields(k: dict, v: Optional[dict]) -> tuple[str, Optional[int], Optio
     return CG_OTHER, None, member_id, {"type": t, "type_name": k["type_name"], "tombstone": tomb}
 
 
-def record_to_events(*, partition: int, offset: int, timestamp_ms: int, key: Optional[bytes],
-                     value: Optional[bytes], source_id: Optional[str] = None
-                     ) -> Union[list[Event], Quarantined]:
+def record_to_events(*, partition: int, offset: int, timestamp_ms: int, key: bytes | None,
+                     value: bytes | None, source_id: str | None = None
+                     ) -> list[Event] | Quarantined:
     """One `__consumer_offsets` record -> [Event], or Quarantined when it cannot be used.
     Never raises."""
     sid = source_id if source_id is not None else f"{OFFSETS_SOURCE_PREFIX}{partition}"

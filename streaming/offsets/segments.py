@@ -1,7 +1,7 @@
 """Reader for on-disk `__consumer_offsets` log segments (`<dir>/__consumer_offsets-N/*.log`).
 
-Pure Python; CRC-32C and decompression are in codecs.py. It yields the same raw records as the JSONL dump path (partition, offset, timestamp, key, value),
-so everything after it is unchanged.
+Pure Python; CRC-32C and decompression are in codecs.py. It yields the same raw records as the
+JSONL dump path (partition, offset, timestamp, key, value), so everything after it is unchanged.
 
 What it reads (Kafka's `DefaultRecordBatch`, `LegacyRecord` and `KafkaLZ4Block*Stream`):
 
@@ -26,8 +26,8 @@ import os
 import re
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Union
 
 from state.events import SOURCE_OFFSETS
 from streaming.offsets.codecs import COMPRESSION_NAMES, MAX_DECOMPRESSED, BatchError, crc32c, decompress
@@ -35,8 +35,17 @@ from streaming.offsets.wire import VarintError, read_uvarint
 from streaming.quarantine import Quarantined
 
 __all__ = [
-    "SegmentRecord", "BatchInfo", "BatchError", "crc32c", "find_partition_dirs", "is_segment_input",
-    "scan_segment", "iter_partition", "iter_offsets_dir", "SegmentStats", "MAX_DECOMPRESSED",
+    "MAX_DECOMPRESSED",
+    "BatchError",
+    "BatchInfo",
+    "SegmentRecord",
+    "SegmentStats",
+    "crc32c",
+    "find_partition_dirs",
+    "is_segment_input",
+    "iter_offsets_dir",
+    "iter_partition",
+    "scan_segment",
 ]
 
 PARTITION_DIR = re.compile(r"^__consumer_offsets-(\d+)$")
@@ -61,8 +70,8 @@ class SegmentRecord:
     partition: int
     offset: int
     timestamp: int
-    key: Optional[bytes]
-    value: Optional[bytes]
+    key: bytes | None
+    value: bytes | None
     headers: list = field(default_factory=list)   # [(key str, value bytes | None)]
     # Where the record lives (re-read by the replay source): segment file, batch position, index.
     file: str = ""
@@ -82,7 +91,7 @@ class BatchInfo:
     control: bool = False
     compression: int = 0
     records: list = field(default_factory=list)     # [SegmentRecord]
-    error: Optional[BatchError] = None
+    error: BatchError | None = None
     end: int = 0                                    # position after the batch
 
 
@@ -108,7 +117,7 @@ def _varint(buf: bytes, pos: int, end: int, name: str, base: int, max_bytes: int
 
 
 def _varbytes(buf: bytes, pos: int, end: int, name: str, base: int, nullable: bool = True
-              ) -> tuple[Optional[bytes], int]:
+              ) -> tuple[bytes | None, int]:
     n, p = _varint(buf, pos, end, name, base)
     if n == -1 and nullable:
         return None, p
@@ -147,7 +156,7 @@ def _parse_v2_records(data: bytes, count: int, base_offset: int, base_ts: int, m
             hk, p = _varbytes(data, p, rend, f"{where}.headers[{h}].key", 0, nullable=False)
             hv, p = _varbytes(data, p, rend, f"{where}.headers[{h}].value", 0)
             try:
-                hk_text = hk.decode("utf-8")
+                hk_text = (hk or b"").decode("utf-8")   # not nullable: never None
             except UnicodeDecodeError:
                 raise BatchError(f"{where}.headers[{h}].key", p, "header key is not UTF-8") from None
             headers.append((hk_text, hv))
@@ -218,7 +227,7 @@ def _legacy_message(buf: bytes, pos: int, end: int, base: int, inner: bool) -> t
     if magic == 1:
         ts = _I64.unpack_from(buf, p)[0]
         p += 8
-    parts = []
+    parts: list[bytes | None] = []
     for fname in ("key", "value"):
         if p + 4 > end:
             raise BatchError(f"{name}.{fname}", base + p, "length is cut short")
@@ -288,7 +297,7 @@ def read_batch(buf: bytes, pos: int, partition: int, file: str = "") -> BatchInf
 
 
 # --------------------------------------------------------------------------- framing
-def _plausible_header(buf: bytes, pos: int, size: int) -> Optional[int]:
+def _plausible_header(buf: bytes, pos: int, size: int) -> int | None:
     """End position of a batch/message whose header at pos is plausible, else None."""
     if pos + 17 > size:
         return None
@@ -315,7 +324,7 @@ def _valid_at(buf: bytes, pos: int, size: int, min_offset: int) -> bool:
     return zlib.crc32(memoryview(buf)[pos + 16:end]) == _U32.unpack_from(buf, pos + 12)[0]
 
 
-def _resync(buf: bytes, start: int, size: int, _min_offset: int = 0) -> int:
+def _resync(buf: bytes, start: int, size: int) -> int:
     """Next position >= start where a well-formed batch with a valid CRC starts; size if none.
     Offsets are not used to judge: the CRC does not cover them, so a damaged earlier offset
     must not hide good batches after it."""
@@ -343,7 +352,7 @@ def scan_segment(buf: bytes, partition: int, file: str = "") -> Iterator[BatchIn
         end = _plausible_header(buf, pos, size)
         if end is None:
             if magic in (0, 1, 2) and length > 0 and pos + LOG_OVERHEAD + length > size \
-                    and length <= MAX_BATCH and _resync(buf, pos + 1, size, next_offset) == size:
+                    and length <= MAX_BATCH and _resync(buf, pos + 1, size) == size:
                 # The last batch of the file is cut short (e.g. a crash during the append).
                 yield _failed(pos, size, BatchError("RecordBatch.batchLength", pos + 8,
                                                      f"batch of {length} bytes but only "
@@ -353,10 +362,9 @@ def scan_segment(buf: bytes, partition: int, file: str = "") -> Iterator[BatchIn
             field = "RecordBatch.magic" if magic not in (0, 1, 2) else "RecordBatch.batchLength"
             at = pos + 16 if magic not in (0, 1, 2) else pos + 8
             what = f"unknown magic {magic}" if magic not in (0, 1, 2) else f"impossible batch length {length}"
-            nxt = _resync(buf, pos + 1, size, next_offset)
-            yield _failed(pos, nxt, BatchError(field, at, f"{what}; skipped {nxt - pos} bytes to "
-                                                          f"{'the next valid batch' if nxt < size else 'the end of the file'}"),
-                          base_offset)
+            nxt = _resync(buf, pos + 1, size)
+            where = "the next valid batch" if nxt < size else "the end of the file"
+            yield _failed(pos, nxt, BatchError(field, at, f"{what}; skipped {nxt - pos} bytes to {where}"), base_offset)
             pos = nxt
             continue
         try:
@@ -366,7 +374,7 @@ def scan_segment(buf: bytes, partition: int, file: str = "") -> Iterator[BatchIn
             # length itself may be damaged: resynchronise on the next valid batch instead.
             nxt = end
             if end < size and not _valid_at(buf, end, size, -1 << 62):
-                nxt = _resync(buf, pos + 1, size, next_offset)
+                nxt = _resync(buf, pos + 1, size)
             yield _failed(pos, nxt, e, base_offset)
             pos = nxt
             continue
@@ -419,20 +427,21 @@ def segment_files(partition_dir: str) -> list[str]:
     return [p for _, p in sorted(files)]
 
 
-def _quarantine(partition: int, seq: int, reason: str, detail: str, ts: Optional[int] = None) -> Quarantined:
+def _quarantine(partition: int, seq: int, reason: str, detail: str, ts: int | None = None) -> Quarantined:
     return Quarantined(source=SOURCE_OFFSETS, source_id=f"__consumer_offsets-{partition}", seq=seq,
                        reason=reason, detail=detail, raw=None, ts_ms=ts)
 
 
 def _batch_quarantine(partition: int, file: str, b: BatchInfo) -> Quarantined:
     e = b.error
+    assert e is not None   # a batch that failed carries its error
     detail = (f"{e.field} at byte {e.pos} of __consumer_offsets-{partition}/{file}: {e.message} "
               f"(batch bytes {b.pos}..{b.end})")
     return _quarantine(partition, b.base_offset, e.reason, detail)
 
 
-def iter_partition(partition: int, files: list[str], stats: Optional[SegmentStats] = None,
-                   min_offset: int = 0) -> Iterator[Union[SegmentRecord, Quarantined]]:
+def iter_partition(partition: int, files: list[str], stats: SegmentStats | None = None,
+                   min_offset: int = 0) -> Iterator[SegmentRecord | Quarantined]:
     """Visible records of one partition (its segment files in order) and quarantine items.
 
     Records with an offset below `min_offset` are skipped (used to merge replicas). Transactional
@@ -490,7 +499,7 @@ def iter_partition(partition: int, files: list[str], stats: Optional[SegmentStat
                               f"before the end of the partition", held[0].timestamp)
 
 
-def _control_type(b: BatchInfo) -> Optional[int]:
+def _control_type(b: BatchInfo) -> int | None:
     """Type of the control record of a control batch (0 ABORT, 1 COMMIT, others)."""
     for r in b.records:
         if r.key is not None and len(r.key) >= 4:
@@ -498,8 +507,8 @@ def _control_type(b: BatchInfo) -> Optional[int]:
     return None
 
 
-def iter_offsets_dir(path: str, stats: Optional[SegmentStats] = None
-                     ) -> Iterator[Union[SegmentRecord, Quarantined]]:
+def iter_offsets_dir(path: str, stats: SegmentStats | None = None
+                     ) -> Iterator[SegmentRecord | Quarantined]:
     """Every visible record of every `__consumer_offsets-N` dir under `path` (or of the single
     segment file `path`), partition by partition.
 

@@ -7,7 +7,7 @@ partition instead of every commit, and max/sum merge the same way whatever the b
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -22,11 +22,11 @@ class ClusterNames(dict):
     """source_id -> cluster name, with a fallback for sources that are not listed (the partitions
     of a live topic): `.get(source_id, anything)` answers the fallback for unknown ids."""
 
-    def __init__(self, mapping: Optional[dict] = None, fallback: str = "default"):
+    def __init__(self, mapping: dict | None = None, fallback: str = "default"):
         super().__init__(mapping or {})
         self.fallback = fallback
 
-    def get(self, key, default=None):   # noqa: D401 - dict API
+    def get(self, key, default=None):
         return super().get(key, self.fallback)
 
     def __reduce__(self):   # pickled into Spark's Python workers
@@ -41,10 +41,7 @@ def record_outcome(key, value, result) -> tuple[str, str, str]:
     outcome: decoded | counted_only (share/streams values: recognised, not decoded) |
     unknown_type | unknown_version | corrupt."""
     kv = str(int.from_bytes(key[:2], "big", signed=True)) if key is not None and len(key) >= 2 else "none"
-    if value is None:
-        vv = "null"
-    else:
-        vv = str(int.from_bytes(value[:2], "big", signed=True)) if len(value) >= 2 else "none"
+    vv = "null" if value is None else str(int.from_bytes(value[:2], "big", signed=True)) if len(value) >= 2 else "none"
     if isinstance(result, Quarantined):
         outcome = {"unknown_record_type": "unknown_type",
                    "unknown_value_version": "unknown_version"}.get(result.reason, "corrupt")
@@ -56,9 +53,9 @@ def record_outcome(key, value, result) -> tuple[str, str, str]:
 
 
 def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str],
-                        stats: Optional[dict] = None) -> list[tuple]:
+                        stats: dict | None = None) -> list[tuple]:
     """(source_id, seq, partition, offset, timestamp_ms, key, value, error, eof[, error_reason])
-    -> event rows. Pure Python, the reference the vectorised path (offsets_arrow.py) must equal.
+    -> event rows. Pure Python, the reference the vectorised path (streaming/offsets/vectorised/) must equal.
     `stats`, when given, collects {cluster: {(key_version, value_version, outcome): n}}."""
     out: list[tuple] = []
     commits: dict[tuple, E.Event] = {}

@@ -4,8 +4,10 @@ shared with the segment reader."""
 from __future__ import annotations
 
 import base64
+import builtins
 import struct
-from typing import Any, Callable, NoReturn, Optional, Union
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from streaming.offsets.records import RECORD_TYPE_NAMES
 
@@ -81,7 +83,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
-def _path_part(part: Union[str, tuple]) -> str:
+def _path_part(part: str | tuple) -> str:
     return part if isinstance(part, str) else f"{part[0]}[{part[1]}]"
 
 
@@ -93,28 +95,28 @@ class BinaryReader:
     failure, so the happy path pays nothing for it.
     """
 
-    __slots__ = ("buf", "pos", "end", "_scope")
+    __slots__ = ("_scope", "buf", "end", "pos")
 
-    def __init__(self, buf: bytes, root: str, start: int = 0, end: Optional[int] = None):
+    def __init__(self, buf: bytes, root: str, start: int = 0, end: int | None = None):
         self.buf = buf
         self.pos = start
         self.end = len(buf) if end is None else end
         self._scope: list = [root]
 
     # -- scope / errors --
-    def path(self, field: Optional[str] = None) -> str:
+    def path(self, field: str | None = None) -> str:
         parts = [_path_part(p) for p in self._scope]
         if field:
             parts.append(field)
         return ".".join(parts)
 
-    def push(self, part: Union[str, tuple]) -> None:
+    def push(self, part: str | tuple) -> None:
         self._scope.append(part)
 
     def pop(self) -> None:
         self._scope.pop()
 
-    def fail(self, field: str, message: str, offset: Optional[int] = None) -> NoReturn:
+    def fail(self, field: str, message: str, offset: int | None = None) -> NoReturn:
         raise DecodeError(self.path(field), self.pos if offset is None else offset, message)
 
     def remaining(self) -> int:
@@ -171,7 +173,7 @@ class BinaryReader:
         except UnicodeDecodeError as e:
             self.fail(field, f"invalid UTF-8 ({e.reason})", start)
 
-    def nullable_string(self, field: str) -> Optional[str]:
+    def nullable_string(self, field: str) -> str | None:
         start = self.pos
         n = self.int16(field)
         if n == -1:
@@ -187,7 +189,7 @@ class BinaryReader:
             self.fail(field, "non-nullable string is null", start)
         return s
 
-    def compact_nullable_string(self, field: str) -> Optional[str]:
+    def compact_nullable_string(self, field: str) -> str | None:
         start = self.pos
         n = self.uvarint(field) - 1
         if n == -1:
@@ -201,7 +203,7 @@ class BinaryReader:
             self.fail(field, "non-nullable compact string is null", start)
         return s
 
-    def nullable_bytes(self, field: str) -> Optional[bytes]:
+    def nullable_bytes(self, field: str) -> bytes | None:
         start = self.pos
         n = self.int32(field)
         if n == -1:
@@ -211,14 +213,14 @@ class BinaryReader:
         p = self._take_payload(n, field, start)
         return self.buf[p:p + n]
 
-    def bytes(self, field: str) -> bytes:
+    def bytes(self, field: str) -> builtins.bytes:
         start = self.pos
         b = self.nullable_bytes(field)
         if b is None:
             self.fail(field, "non-nullable bytes field is null", start)
         return b
 
-    def compact_nullable_bytes(self, field: str) -> Optional[bytes]:
+    def compact_nullable_bytes(self, field: str) -> builtins.bytes | None:
         start = self.pos
         n = self.uvarint(field) - 1
         if n == -1:
@@ -226,7 +228,7 @@ class BinaryReader:
         p = self._take_payload(n, field, start)
         return self.buf[p:p + n]
 
-    def compact_bytes(self, field: str) -> bytes:
+    def compact_bytes(self, field: str) -> builtins.bytes:
         start = self.pos
         b = self.compact_nullable_bytes(field)
         if b is None:
@@ -234,7 +236,7 @@ class BinaryReader:
         return b
 
     # -- arrays --
-    def _array_count(self, field: str, compact: bool, nullable: bool, min_size: int) -> Optional[int]:
+    def _array_count(self, field: str, compact: bool, nullable: bool, min_size: int) -> int | None:
         start = self.pos
         n = (self.uvarint(field) - 1) if compact else self.int32(field)
         if n == -1:
@@ -248,8 +250,8 @@ class BinaryReader:
             self.fail(field, f"array count {n} exceeds the {self.end - self.pos} bytes left", start)
         return n
 
-    def array(self, field: str, read_element: Callable[["BinaryReader"], Any], *,
-              compact: bool = False, nullable: bool = False, min_size: int = 1) -> Optional[list]:
+    def array(self, field: str, read_element: Callable[[BinaryReader], Any], *,
+              compact: bool = False, nullable: bool = False, min_size: int = 1) -> list | None:
         """`[]T`: int32 count (or compact uvarint count+1); each element read by read_element."""
         n = self._array_count(field, compact, nullable, min_size)
         if n is None:
@@ -262,19 +264,19 @@ class BinaryReader:
             scope.pop()
         return items
 
-    def compact_array(self, field: str, read_element: Callable[["BinaryReader"], Any], *,
-                      nullable: bool = False, min_size: int = 1) -> Optional[list]:
+    def compact_array(self, field: str, read_element: Callable[[BinaryReader], Any], *,
+                      nullable: bool = False, min_size: int = 1) -> list | None:
         return self.array(field, read_element, compact=True, nullable=nullable, min_size=min_size)
 
     def int32_array(self, field: str, *, compact: bool = False) -> list[int]:
         """`[]int32` in one unpack (partition lists are the bulk of assignment records)."""
         start = self.pos
-        n = self._array_count(field, compact, False, 4)
+        n = self._array_count(field, compact, False, 4) or 0   # not nullable: never None
         p = self._take_payload(4 * n, field, start)
         return list(struct.unpack_from(f">{n}i", self.buf, p))
 
     def string_array(self, field: str, *, compact: bool = False) -> list[str]:
-        n = self._array_count(field, compact, False, 1 if compact else 2)
+        n = self._array_count(field, compact, False, 1 if compact else 2) or 0   # not nullable
         read = self.compact_string if compact else self.string
         items = []
         for i in range(n):
@@ -282,7 +284,7 @@ class BinaryReader:
         return items
 
     # -- tagged fields (flexible versions) --
-    def tagged_fields(self, handlers: Optional[dict[int, tuple[str, Callable[["BinaryReader"], None]]]] = None
+    def tagged_fields(self, handlers: dict[int, tuple[str, Callable[[BinaryReader], None]]] | None = None
                       ) -> list[int]:
         """Read a tagged-field section. Known tags go to handlers {tag: (name, fn(reader))}, each
         confined to the tag's declared size; unknown tags are skipped. Returns the unknown tags."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any, Optional
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -51,16 +51,16 @@ class KafkaRead:
     """Where and how the live query reads Kafka (streaming/app/settings.py KafkaSettings)."""
     bootstrap_servers: str
     log_topics: tuple[str, ...] = ()
-    offsets_topic: Optional[str] = "__consumer_offsets"
+    offsets_topic: str | None = "__consumer_offsets"
     starting_offsets: str = "earliest"
-    max_rows_per_batch: Optional[int] = None
+    max_rows_per_batch: int | None = None
     idle_flush: bool = True
     client_config: dict[str, Any] = field(default_factory=dict)   # kafka-python settings
     spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
 
 
 def log_replay_events(spark: SparkSession, logs: list[LogFile], o: QueryOptions,
-                      source_ids: Optional[list[str]] = None) -> DataFrame:
+                      source_ids: list[str] | None = None) -> DataFrame:
     """Broker log files: the replay source, the JVM filter and the parse step (no watermark)."""
     source_ids = source_ids or file_source_ids([(f.spec.cluster, f.path) for f in logs])
     files = [{"path": f.path, "source_id": sid, "tz": f.spec.broker_timezone, "envelope": f.spec.envelope}
@@ -73,7 +73,7 @@ def log_replay_events(spark: SparkSession, logs: list[LogFile], o: QueryOptions,
 
 
 def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
-                 offsets_rows_per_batch: Optional[int] = None) -> DataFrame:
+                 offsets_rows_per_batch: int | None = None) -> DataFrame:
     """Outputs of a replay over files; either input kind may be empty, not both.
 
     `offsets_rows_per_batch` overrides the per-batch cap for the offsets source (tests use it to

@@ -2,13 +2,11 @@
 declares columns), plus the state of the stateful step."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import types as T
 
-from streaming.rows import (
-    EVENT_COLUMNS_SPEC, OUTPUT_COLUMNS_SPEC, RAW_LOG_COLUMNS, RAW_OFFSETS_COLUMNS, Column,
-)
+from streaming.rows import EVENT_COLUMNS_SPEC, OUTPUT_COLUMNS_SPEC, RAW_LOG_COLUMNS, RAW_OFFSETS_COLUMNS, Column
 
 _SPARK = {"string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(), "bool": T.BooleanType(),
           "binary": T.BinaryType()}

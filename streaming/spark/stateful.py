@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 
@@ -21,8 +22,9 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
 from state.model import DEAD, GroupModel
 from state.outputs import OutputKind, snapshot
-from streaming.rows import EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP
-from streaming.rows import clean_row, row_to_event
+from streaming.rows import (
+    EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row, row_to_event
+)
 
 
 def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:

@@ -3,14 +3,15 @@ coordinator filter and envelope step, the log parse (mapInPandas), the offsets d
 (mapInArrow), per-source figures, watermarks, and the per-group stateful step."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial, reduce
-from typing import Optional, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from state.diagnosis.rules import DiagnosisSettings
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.events import END_OF_INPUT
 from state.outputs import OutputKind
 from streaming.logs.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
@@ -41,7 +42,7 @@ def _broker_id(raw, field: str):
 
 
 def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
-                   default_spec: Optional[LogSourceSpec] = None) -> list:
+                   default_spec: LogSourceSpec | None = None) -> list:
     """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`).
 
     Returns the columns `line` (the log4j line: the row itself, or the first line of the JSON
@@ -76,7 +77,7 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
 
 
 def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
-               default_spec: Optional[LogSourceSpec] = None) -> DataFrame:
+               default_spec: LogSourceSpec | None = None) -> DataFrame:
     """Raw log rows (RAW_LOG_SCHEMA) -> EVENT_SCHEMA rows.
 
     The marker test runs twice in the JVM: on the raw row (a JSON envelope contains the logger name
@@ -117,15 +118,14 @@ def with_watermark(events: DataFrame, lateness_seconds: float) -> DataFrame:
 
 
 def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), group_deny: Sequence[str] = (),
-                        diagnosis: Optional[DiagnosisSettings] = None) -> DataFrame:
+                        diagnosis: DiagnosisSettings | None = None) -> DataFrame:
     # No filter before the stateful step: Spark's optimizer pushes a filter on `group` below the
     # watermark operator, and the rows it removes (end-of-input markers, denied groups) would
     # no longer move their source's event time. process_group skips them instead.
-    function = process_group
+    function: Any = process_group
     if group_allow or group_deny or diagnosis is not None:
-        function = partial(process_group, group_allow=tuple(group_allow or ()),
-                           group_deny=tuple(group_deny or ()),
-                           **({"diagnosis": diagnosis} if diagnosis is not None else {}))
+        function = partial(process_group, group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
+                           diagnosis=diagnosis or DEFAULT_SETTINGS)
     return (events.groupBy("cluster", "group")
             .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                     GroupStateTimeout.EventTimeTimeout))

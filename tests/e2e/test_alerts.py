@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
 from dashboards import alert_rules
+
+ROOT = Path(__file__).resolve().parents[2]
 
 RULES = ROOT / "alerts" / "rebalance-monitor.rules.yml"
 UNIT_TESTS = ROOT / "alerts" / "rebalance-monitor.test.yml"

@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
 from dashboards import alert_rules
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CHART = ROOT / "helm" / "rebalance-monitor"
 PROFILES = [None] + sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
@@ -144,7 +145,7 @@ def test_the_validators_reject_mistakes():
         check_crd(app)
     app = yaml.safe_load(yaml.safe_dump(one(render(), "SparkApplication")))
     app["spec"]["executor"]["instances"] = "three"
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):   # noqa: B017 - the CRD models raise their own validation errors
         check_crd(app)
     monitor = yaml.safe_load(yaml.safe_dump(one(render(), "PodMonitor")))
     monitor["spec"]["podMetricsEndpoint"] = monitor["spec"].pop("podMetricsEndpoints")

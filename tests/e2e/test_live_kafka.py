@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafka_harness import (FLUSH_GROUP, create_topics, free_port, produce_capture, produce_flush_markers,
-                           read_sink, tansu_broker)
 from tests.support.capture_expectations import utc_ms
+from tests.support.kafka_harness import (
+    FLUSH_GROUP, create_topics, free_port, produce_capture, produce_flush_markers, read_sink, tansu_broker
+)
 from tests.support.readme_checks import assert_kafka27_rebalances, assert_kafka27_removals
 
 pytestmark = pytest.mark.spark
@@ -143,7 +144,7 @@ def test_kill_and_restart_equals_an_uninterrupted_run(tmp_path):
     first, second = utc_ms("19:25:00.000"), utc_ms("19:29:00.000")
     # Old data: no idle flush (it would stamp "now" and make the rest of the capture late);
     # markers dated 2099 end the input instead.
-    settings = dict(lateness_seconds=60, kafka={"idle_flush": "false"})
+    settings = {"lateness_seconds": 60, "kafka": {"idle_flush": "false"}}
 
     # Uninterrupted baseline: everything produced, then one run.
     base = tmp_path / "baseline"

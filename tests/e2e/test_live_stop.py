@@ -36,8 +36,8 @@ def _kafka_threads() -> list[threading.Thread]:
 
 @pytest.mark.parametrize("kafka", ["nothing listens", "accepts, never answers"])
 def test_run_returns_promptly_when_stopped_during_the_kafka_check(tmp_path, kafka):
-    from streaming.app.settings import RunSettings, load
     from streaming.app.live import run
+    from streaming.app.settings import RunSettings, load
 
     srv = _silent_listener() if kafka == "accepts, never answers" else None
     port = srv.getsockname()[1] if srv else free_port()
@@ -100,7 +100,7 @@ def test_sigterm_ends_run_promptly_while_kafka_does_not_answer(tmp_path):
     try:
         try:
             conn, _ = srv.accept()    # `run` is in its Kafka check (its signal handlers are set)
-        except socket.timeout:
+        except TimeoutError:
             pytest.fail("run never connected to Kafka:\n" + log.read_text()[-3000:])
         proc.send_signal(signal.SIGTERM)
         try:

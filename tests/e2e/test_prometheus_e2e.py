@@ -38,8 +38,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
 from dashboards import alert_rules
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Prometheus holds only seconds of data here: the alerts' counter windows (10m/5m by default) are
 # shortened so that "growth over the window" has samples at both ends. Everything else is default.
@@ -102,13 +103,13 @@ def mid_rebalance_snapshots() -> list[dict]:
     the cluster label "<capture>-mid-rebalance" (apart from the demo's groups)."""
     from collections import defaultdict
 
-    from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
-    from streaming.app.local import capture_events
     from state import events as E
     from state.machine import GroupStateMachine
-    from state.outputs import snapshot
     from state.model import GroupModel
+    from state.outputs import snapshot
+    from streaming.app.local import capture_events
     from streaming.app.settings import LogInput, OffsetsInput
+    from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
 
     out = []
     for capture, (cut, expected) in MID_REBALANCE.items():
@@ -284,7 +285,7 @@ def test_prometheus_evaluates_every_rule_without_errors_and_the_expected_alerts_
         evaluated = all(r.get("lastEvaluation", "").startswith("20") for r in rules)
         alerts = _get(f"{api}/alerts")["data"]["alerts"]
         active = {a["labels"]["alertname"] for a in alerts}
-        if evaluated and set(EXPECTED_ALERTS) <= active or time.monotonic() > deadline:
+        if (evaluated and set(EXPECTED_ALERTS) <= active) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert len(rules) == len(alert_rules.ALERTS)

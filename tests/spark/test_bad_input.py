@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from tests.support.capture_expectations import capture_inputs
-from tests.support.capture_expectations import FIXTURES
+from tests.support.capture_expectations import FIXTURES, capture_inputs
 
 pytestmark = pytest.mark.spark
 
@@ -40,8 +39,8 @@ def _garbage_dump_lines(good_line: str) -> list[str]:
 
 
 def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, tmp_path):
-    from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings, load
     _, clean = replay_capture("kafka-2.7")
     logs, _ = capture_inputs("kafka-2.7")
 
@@ -54,7 +53,7 @@ def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, t
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         dirty_logs.append(LogInput(path=str(path), cluster=spec.cluster))
     dump = (FIXTURES / "kafka-2.7" / "offsets-topic.jsonl").read_text().splitlines()
-    group_metadata_line = next(l for l in dump if json.loads(l)["key_b64"].startswith("AAI"))  # key type 2
+    group_metadata_line = next(line for line in dump if json.loads(line)["key_b64"].startswith("AAI"))  # key type 2
     garbage = _garbage_dump_lines(group_metadata_line)
     dump[len(dump) // 2:len(dump) // 2] = garbage
     dirty_dump = tmp_path / "offsets-topic.jsonl"
@@ -64,7 +63,7 @@ def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, t
     settings = load(ReplaySettings, unknown_lines_sample_per_logger=SAMPLE)
     collector = replay(spark, settings, dirty_logs, [OffsetsInput(path=str(dirty_dump))], out_dir=str(out))
 
-    quarantine = [json.loads(l) for l in (out / "quarantine.jsonl").read_text().splitlines()]
+    quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
     unknown = [q for q in quarantine if q["reason"] == "unknown_coordinator_line"]
     reasons = sorted(q["reason"] for q in quarantine if q["reason"] != "unknown_coordinator_line")
     assert reasons == sorted(

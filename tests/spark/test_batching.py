@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.capture_expectations import capture_inputs
 from streaming.app.local import run_local
+from tests.support.capture_expectations import capture_inputs
 
 pytestmark = pytest.mark.spark
 
@@ -20,8 +20,8 @@ def _lines(path):
     (100_000, 250),    # offsets trickle in 7 batches, logs arrive all at once
 ])
 def test_small_batches_and_interleaving_change_nothing(spark, replay_capture, tmp_path, log_rows, offsets_rows):
-    from streaming.app.settings import ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import ReplaySettings, load
     _, one_batch = replay_capture("kafka-2.7")
     logs, offsets = capture_inputs("kafka-2.7")
     collector = replay(spark, load(ReplaySettings, max_rows_per_batch=log_rows), logs, offsets,

@@ -9,8 +9,7 @@ import shutil
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES
-from tests.support.capture_expectations import capture_inputs
+from tests.support.capture_expectations import FIXTURES, capture_inputs
 from tests.support.golden import comparable_metrics
 
 pytestmark = pytest.mark.spark
@@ -23,10 +22,10 @@ def _run(spark, workdir):
     checkpoint in `workdir` (if any) to the end of the input."""
     from sinks.files import EventSink, GroupStateFile
     from sinks.metrics import MetricsSink
-    from streaming.app.settings import ReplaySettings, load
     from streaming.app.collector import RunCollector
-    from streaming.app.replay import run_to_end
+    from streaming.app.settings import ReplaySettings, load
     from streaming.spark.query import replay_query
+    from streaming.spark.run import run_to_end
     settings = load(ReplaySettings, max_rows_per_batch=ROWS_PER_BATCH)
     collector = RunCollector(MetricsSink(settings.duration_buckets), keep_records=False,
                              event_sink=EventSink(str(workdir / "events")),

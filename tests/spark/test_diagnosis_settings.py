@@ -1,16 +1,16 @@
 """Configured diagnosis thresholds reach the streaming query exactly as they reach the plain-Python pipeline."""
 from __future__ import annotations
 
-from tests.support.capture_expectations import capture_inputs
 from streaming.app.local import run_local
+from tests.support.capture_expectations import capture_inputs
 
 
 def test_configured_thresholds_reach_the_diagnosis(spark, tmp_path):
     """[diagnosis] settings change verdicts in the Spark query and in the plain-Python path alike:
     with host_wide needing 6 removals, the 5 simultaneous kills of the 2.7 storm are crashes."""
     from state.local import run_events  # noqa: F401  (run_local uses it)
-    from streaming.app.settings import ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import ReplaySettings, load
     settings = load(ReplaySettings, diagnosis={"host_wide_min_removals": 6})
     logs, offsets = capture_inputs("kafka-2.7")
     collector = replay(spark, settings, logs, offsets, out_dir=str(tmp_path))

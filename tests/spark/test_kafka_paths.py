@@ -10,11 +10,11 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.sql import types as T
 
-from tests.support.capture_expectations import FIXTURES
 from streaming.inputs import SOURCE_KIND_LOG as KIND_LOG
 from streaming.inputs import SOURCE_KIND_OFFSETS as KIND_OFFSETS
-from streaming.spark.sources.kafka import KafkaStreamReader
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources.kafka import KafkaStreamReader
+from tests.support.capture_expectations import FIXTURES
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +34,7 @@ class FakeRecord:
 
 def _records():
     out = []
-    for i, raw in enumerate((FIXTURES / "kafka-4.0" / "offsets-topic.jsonl").read_text().splitlines()[:1500]):
+    for _i, raw in enumerate((FIXTURES / "kafka-4.0" / "offsets-topic.jsonl").read_text().splitlines()[:1500]):
         d = json.loads(raw)
         value = None if d["value_b64"] is None else base64.b64decode(d["value_b64"])
         out.append(FakeRecord("offs", d["partition"], d["offset"], d["timestamp"],
@@ -50,8 +50,8 @@ def _lines():
 
 
 def _events(spark, raw_df, kind):
-    from streaming.offsets.step import ClusterNames
     from streaming.logs.step import LogSourceSpec
+    from streaming.offsets.step import ClusterNames
     from streaming.spark.steps import log_events, offsets_events
     if kind == KIND_LOG:
         events = log_events(raw_df, {}, default_spec=LogSourceSpec("c"))
@@ -79,8 +79,8 @@ def test_connector_rows_and_python_source_rows_give_the_same_events(spark, kind,
 
 
 def test_source_choice(spark):
-    from streaming.app.settings import ConfigError, KafkaSettings
     from streaming.app.live import choose_kafka_source
+    from streaming.app.settings import ConfigError, KafkaSettings
     from streaming.spark.query import spark_kafka_available
     assert not spark_kafka_available(spark)        # no connector jar on this machine
     assert choose_kafka_source(spark_kafka_available(spark), KafkaSettings(bootstrap_servers="h:1", source="auto")) == "python"

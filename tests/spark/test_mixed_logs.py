@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES
-from tests.support.capture_expectations import capture_inputs
 from streaming.app.local import run_local
+from tests.support.capture_expectations import FIXTURES, capture_inputs
 from tests.support.log_rewrite import filebeat, fluent_bit, old_wording, read_lines, vector, write
 
 pytestmark = pytest.mark.spark
@@ -60,8 +59,8 @@ def mixed_logs(tmp_path: Path) -> tuple[list[str], set[tuple[int, int, str]]]:
 
 
 def test_mixed_versions_and_envelopes_give_the_plain_runs_records(spark, replay_capture, tmp_path):
-    from streaming.app.settings import LogInput, ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import LogInput, ReplaySettings, load
     _, plain_out = replay_capture("kafka-2.7")
     paths, reworded = mixed_logs(tmp_path)
     _, offsets = capture_inputs("kafka-2.7")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from tests.support.capture_expectations import FIXTURES
@@ -11,9 +12,9 @@ from tests.support.capture_expectations import FIXTURES
 @pytest.mark.parametrize("capture,segments", [("kafka-2.7", "segments"), ("kafka-4.0", "segments/node1")])
 def test_replay_from_segments_gives_the_same_rebalances_as_from_the_dump(spark, replay_capture, tmp_path,
                                                                           capture, segments):
-    from tests.support.capture_expectations import capture_inputs
-    from streaming.app.settings import OffsetsInput, ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import OffsetsInput, ReplaySettings, load
+    from tests.support.capture_expectations import capture_inputs
     dump_collector, dump_out = replay_capture(capture)
     logs, _ = capture_inputs(capture)
     offsets = [OffsetsInput(path=str(FIXTURES / capture / segments))]

@@ -129,6 +129,7 @@ def test_kafka27_clock_skew_metric_per_log_source(replay_capture):
 def _log_lines(capture, pattern):
     """(epoch ms, match) for every line of the capture's logs matching `pattern` (plain regex)."""
     import re
+
     from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
     header, rx = re.compile(r"^\[\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d,\d{3})\] "), re.compile(pattern)
     out = []

@@ -13,8 +13,8 @@ RECORDS_27 = 1606         # its offsets dump
 
 
 def test_input_counts_of_every_batch(spark, tmp_path):
-    from streaming.app.settings import ReplaySettings, load
     from streaming.app.replay import replay
+    from streaming.app.settings import ReplaySettings, load
     logs, offsets = capture_inputs("kafka-2.7")
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "2")
     try:

@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CAPTURE_DAY = "2026-11-21"
@@ -29,7 +28,7 @@ def utc_ms(clock: str) -> int:
 class ExpectedRemoval:
     member_prefix: str          # README shortens ids to `<client>-<8 hex>…`
     cause: str
-    at_ms: Optional[int] = None
+    at_ms: int | None = None
 
 
 @dataclass
@@ -38,7 +37,7 @@ class ExpectedRebalance:
     protocol: str
     generation: int
     started_at_ms: int
-    ended_at_ms: Optional[int]     # Stabilized / is now empty (classic), converged (consumer)
+    ended_at_ms: int | None     # Stabilized / is now empty (classic), converged (consumer)
     outcome: str                   # stable | empty | superseded
     reason: str
     removals: list[ExpectedRemoval] = field(default_factory=list)

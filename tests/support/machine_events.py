@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 from state import events as E
 from state.machine import GroupStateMachine
@@ -34,9 +34,9 @@ _seq = itertools.count()
 
 
 # ------------------------------------------------------------------------------- helpers
-def ev(ts: int, kind: str, generation: Optional[int] = None, member_id: Optional[str] = None,
-       reason: Optional[str] = None, data: Optional[dict[str, Any]] = None, *,
-       broker: Optional[int] = None, source: Optional[str] = None, group: str = G) -> E.Event:
+def ev(ts: int, kind: str, generation: int | None = None, member_id: str | None = None,
+       reason: str | None = None, data: dict[str, Any] | None = None, *,
+       broker: int | None = None, source: str | None = None, group: str = G) -> E.Event:
     """One event; log kinds come from broker 1's server.log, the rest from __consumer_offsets."""
     if source is None:
         source = E.SOURCE_OFFSETS if kind in E.OFFSETS_KINDS else E.SOURCE_LOG
@@ -48,22 +48,22 @@ def ev(ts: int, kind: str, generation: Optional[int] = None, member_id: Optional
                    member_id=member_id, reason=reason, data=dict(data or {}))
 
 
-def md_member(member_id: str, *, client_id: Optional[str] = None, host: Optional[str] = None,
-              instance: Optional[str] = None, session: int = 10000, rebalance: int = 300000) -> dict:
+def md_member(member_id: str, *, client_id: str | None = None, host: str | None = None,
+              instance: str | None = None, session: int = 10000, rebalance: int = 300000) -> dict:
     return {"member_id": member_id, "client_id": client_id or CLIENT_IDS.get(member_id),
             "client_host": host or HOSTS.get(member_id), "group_instance_id": instance,
             "session_timeout_ms": session, "rebalance_timeout_ms": rebalance}
 
 
-def metadata(ts: int, generation: int, members: list[dict], *, leader: Optional[str] = None) -> E.Event:
+def metadata(ts: int, generation: int, members: list[dict], *, leader: str | None = None) -> E.Event:
     return ev(ts, E.GROUP_METADATA, generation, data={
         "protocol_type": "consumer", "protocol": "range" if members else None,
         "leader": leader if leader is not None else (members[0]["member_id"] if members else None),
         "current_state_ts_ms": ts, "members": members})
 
 
-def prepare(ts: int, old_gen: int, trigger: Optional[str] = "member_join",
-            member: Optional[str] = None, reason: Optional[str] = None) -> E.Event:
+def prepare(ts: int, old_gen: int, trigger: str | None = "member_join",
+            member: str | None = None, reason: str | None = None) -> E.Event:
     data: dict[str, Any] = {}
     if trigger is not None:
         data["trigger"] = trigger
@@ -76,7 +76,7 @@ def new_machine() -> GroupStateMachine:
     return GroupStateMachine(GroupModel(cluster=CLUSTER, group=G))
 
 
-def run(events: list[E.Event], machine: Optional[GroupStateMachine] = None) -> GroupStateMachine:
+def run(events: list[E.Event], machine: GroupStateMachine | None = None) -> GroupStateMachine:
     machine = machine or new_machine()
     machine.apply_all(events)
     return machine
@@ -130,11 +130,11 @@ def rebalance(**fields: Any) -> dict:
     return base
 
 
-def removal(e: E.Event, member_id: str, cause: str, *, generation: Optional[int],
-            protocol: str = "classic", client_id: Optional[str] = None,
-            client_host: Optional[str] = None, group_instance_id: Optional[str] = None,
-            session_timeout_ms: Optional[int] = None, rebalance_timeout_ms: Optional[int] = None,
-            reason_text: Optional[str] = None, coordinator: Optional[int] = 1) -> dict:
+def removal(e: E.Event, member_id: str, cause: str, *, generation: int | None,
+            protocol: str = "classic", client_id: str | None = None,
+            client_host: str | None = None, group_instance_id: str | None = None,
+            session_timeout_ms: int | None = None, rebalance_timeout_ms: int | None = None,
+            reason_text: str | None = None, coordinator: int | None = 1) -> dict:
     return {"cluster": CLUSTER, "group": G, "protocol": protocol, "member_id": member_id,
             "client_id": client_id, "client_host": client_host,
             "group_instance_id": group_instance_id, "session_timeout_ms": session_timeout_ms,
@@ -144,7 +144,7 @@ def removal(e: E.Event, member_id: str, cause: str, *, generation: Optional[int]
             "seq": e.seq}
 
 
-def known_removal(e: E.Event, member_id: str, cause: str, *, generation: Optional[int],
+def known_removal(e: E.Event, member_id: str, cause: str, *, generation: int | None,
                   **kw: Any) -> dict:
     """Removal of a member known from a GroupMetadata record built with md_member defaults."""
     return removal(e, member_id, cause, generation=generation, client_id=CLIENT_IDS[member_id],

@@ -1,11 +1,10 @@
 """Test-side writer of Kafka's primitive encodings and of `__consumer_offsets` keys and values,
-written from kafka-formats.md §4 (not from streaming/offsets_decoder.py). `encode` is schema
+written from Kafka's record schemas (not from streaming/offsets/decoder.py). `encode` is schema
 driven: the schemas are tables given as data by the tests. Shared by the decoder tests, the
 version tests, the property tests and the segment writer (segment_encoder.py)."""
 from __future__ import annotations
 
 import struct
-from typing import Optional
 
 
 def uvarint(n: int) -> bytes:
@@ -18,7 +17,7 @@ def uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def string(x: Optional[str]) -> bytes:
+def string(x: str | None) -> bytes:
     """(nullable) string, int16 length."""
     if x is None:
         return struct.pack(">h", -1)
@@ -26,17 +25,17 @@ def string(x: Optional[str]) -> bytes:
     return struct.pack(">h", len(b)) + b
 
 
-def nullable_bytes(x: Optional[bytes]) -> bytes:
+def nullable_bytes(x: bytes | None) -> bytes:
     """(nullable) bytes, int32 length."""
     return struct.pack(">i", -1) if x is None else struct.pack(">i", len(x)) + x
 
 
-def compact(raw: Optional[bytes]) -> bytes:
+def compact(raw: bytes | None) -> bytes:
     """compact (nullable) string or bytes: uvarint length + 1, 0 for null."""
     return uvarint(0) if raw is None else uvarint(len(raw) + 1) + raw
 
 
-def tagged_fields(tags: Optional[dict[int, bytes]] = None) -> bytes:
+def tagged_fields(tags: dict[int, bytes] | None = None) -> bytes:
     """The tagged-field section of a flexible struct: {tag: raw bytes}."""
     tags = tags or {}
     out = uvarint(len(tags))

@@ -8,8 +8,8 @@ from __future__ import annotations
 import collections
 import json
 
-from streaming.rows import EVENT_COLUMNS
 from state.outputs import OutputKind
+from streaming.rows import EVENT_COLUMNS
 
 
 def normalise(rows) -> tuple[dict, collections.Counter]:

@@ -1,5 +1,5 @@
-"""Test-side writer of Kafka log segments, written from the format description (kafka-formats.md,
-Kafka's DefaultRecordBatch / LegacyRecord) and independent of streaming/segments.py: its own
+"""Test-side writer of Kafka log segments, written from the format description (Kafka's
+DefaultRecordBatch / LegacyRecord) and independent of streaming/offsets/segments.py: its own
 bitwise CRC-32C, varints (the tests' offsets_encoder.py) and compression framing. Used to build
 batches the captures lack (compression, legacy magic 0/1, transactions, control batches, headers)
 and corrupt ones."""

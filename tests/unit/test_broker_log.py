@@ -1,8 +1,9 @@
-"""Tests for streaming/broker_log.py (broker server.log -> group-coordinator Events).
+"""Tests for streaming/logs (broker server.log -> group-coordinator Events).
 
 Real lines are copied verbatim from tests/fixtures/kafka-{2.7,4.0}/*.log (the test checks that they
 are still there). Lines for catalog entries the captures do not contain are built from the templates
-in docs/kafka-formats.md §2-3; each says which Kafka version it comes from.
+in Kafka's own source (the log calls of its group coordinator); each says which Kafka version it
+comes from.
 """
 from __future__ import annotations
 
@@ -10,18 +11,17 @@ import collections
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-
-from tests.support.capture_expectations import FIXTURES
 
 from state import events as ev
 from streaming.logs import catalog, files, layout, reasons
 from streaming.logs import parser as bl
 from streaming.logs.timeutil import log4j_to_epoch_ms
 from streaming.quarantine import Quarantined
+from tests.support.capture_expectations import FIXTURES
 
 LOG_FILES = ["kafka-2.7/broker1-server.log", "kafka-2.7/broker2-server.log",
              "kafka-4.0/node1-server.log", "kafka-4.0/node2-server.log"]
@@ -63,11 +63,11 @@ class Case:
     entry: str                 # catalog entry name that must match
     origin: str                # fixture file, or "template <version>"
     line: str
-    expected: Optional[list[dict[str, Any]]]  # None: recognised, ignored
+    expected: list[dict[str, Any]] | None  # None: recognised, ignored
 
 
-def E(kind: str, group: str, *, broker: Optional[int] = 1, generation: Optional[int] = None,
-      member_id: Optional[str] = None, reason: Optional[str] = None, **data: Any) -> dict[str, Any]:
+def E(kind: str, group: str, *, broker: int | None = 1, generation: int | None = None,
+      member_id: str | None = None, reason: str | None = None, **data: Any) -> dict[str, Any]:
     return {"kind": kind, "group": group, "broker": broker, "generation": generation,
             "member_id": member_id, "reason": reason, "data": data}
 
@@ -741,7 +741,7 @@ def test_catalog_entries_are_well_formed() -> None:
 
 # --- exactly one entry per line --------------------------------------------------------------------
 
-def _family(logger: str) -> Optional[str]:
+def _family(logger: str) -> str | None:
     if logger.startswith("kafka.coordinator.group."):
         return "scala"
     if logger.startswith(("org.apache.kafka.coordinator.group.", "org.apache.kafka.coordinator.common.runtime.")):
@@ -927,7 +927,7 @@ def test_kafka_2_7_totals_match_capture_readme() -> None:
     ("something a future version says", {"trigger": "unknown"}),
     (None, {"trigger": "unknown"}),
 ])
-def test_classify_rebalance_reason(reason: Optional[str], expected: dict) -> None:
+def test_classify_rebalance_reason(reason: str | None, expected: dict) -> None:
     assert reasons.classify_rebalance_reason(reason) == expected
 
 

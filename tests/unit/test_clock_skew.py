@@ -13,16 +13,16 @@ from collections import defaultdict
 
 import pytest
 
-from tests.support.capture_expectations import capture_inputs
-from streaming.app.local import run_local
 from sinks.exposition import text
 from sinks.metrics import CLOCK_SKEW_WINDOW, MetricsSink
 from state import events as E
 from state.machine import GroupStateMachine
-from state.outputs import OutputKind
 from state.model import GroupModel
+from state.outputs import OutputKind
+from streaming.app.local import run_local
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS, LogInput
-from tests.support.machine_events import C1, G, LOG_SOURCE, ev, md_member, metadata
+from tests.support.capture_expectations import capture_inputs
+from tests.support.machine_events import C1, LOG_SOURCE, G, ev, md_member, metadata
 
 
 def skews(events):
@@ -87,7 +87,7 @@ def test_a_wrong_zone_shows_as_whole_hours(capture, zone, hours):
 
 def test_metric_is_the_median_of_the_last_pairs_per_source():
     sink = MetricsSink(DEFAULT_DURATION_BUCKETS)
-    for i, skew_ms in enumerate([3_600_000] * 3 + [5] * (CLOCK_SKEW_WINDOW - 1) + [-2]):
+    for _i, skew_ms in enumerate([3_600_000] * 3 + [5] * (CLOCK_SKEW_WINDOW - 1) + [-2]):
         sink.observe("clock_skew", {"cluster": "c", "source": "c:broker1-server.log", "skew_ms": skew_ms})
     sink.observe("clock_skew", {"cluster": "c", "source": "c:broker2-server.log", "skew_ms": -3_600_004})
     page = text(sink.registry)

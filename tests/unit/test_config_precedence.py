@@ -60,5 +60,36 @@ def test_environment_merges_into_the_files_kafka_table(tmp_path, monkeypatch):
 def test_a_kafka_flag_without_a_file_still_needs_bootstrap_servers(tmp_path):
     from streaming.app.cli.run import run_settings
     from streaming.app.settings import ConfigError
-    with pytest.raises(ConfigError, match="kafka.bootstrap_servers"):
+    with pytest.raises(ConfigError, match=r"kafka\.bootstrap_servers"):
         run_settings(_run_args("--log-topic", "x", "--checkpoint", str(tmp_path)))
+
+
+@pytest.mark.parametrize("key, value", [("kafka", '{bootstrap_servers = "b:1"}'), ("group_allow", '["a"]'),
+                                        ("max_groups", "5"), ("metrics_port", "1")])
+def test_replay_refuses_the_keys_of_other_commands(tmp_path, key, value):
+    from streaming.app.settings import ConfigError, ReplaySettings, load
+    with pytest.raises(ConfigError, match=rf"{key}: Extra inputs are not permitted"):
+        load(ReplaySettings, _toml(tmp_path, f"{key} = {value}\n"))
+
+
+def test_run_names_what_it_requires(tmp_path):
+    from streaming.app.settings import ConfigError, RunSettings, load
+    with pytest.raises(ConfigError) as err:
+        load(RunSettings, _toml(tmp_path, "cluster = \"prod\"\n"))
+    assert "kafka: required for `run`" in str(err.value)
+    assert "checkpoint_location: required for `run`" in str(err.value)
+
+
+def test_enum_like_settings_are_checked(tmp_path):
+    from streaming.app.settings import ConfigError, ParseLogsSettings, RunSettings, load
+    with pytest.raises(ConfigError, match="log_envelope: Input should be 'auto', 'plain' or 'json'"):
+        load(ParseLogsSettings, _toml(tmp_path, 'log_envelope = "xml"\n'))
+    with pytest.raises(ConfigError, match=r"kafka\.source: Input should be 'auto', 'python' or 'spark'"):
+        load(RunSettings, _toml(tmp_path, 'checkpoint_location = "/c"\n[kafka]\nbootstrap_servers = "b:1"\n'
+                                          'source = "java"\n'))
+
+
+def test_the_defaults_of_the_diagnosis_table_are_the_state_machines():
+    from state.diagnosis.rules import DEFAULT_SETTINGS
+    from streaming.app.settings import DiagnosisConfig
+    assert DiagnosisConfig().to_settings() == DEFAULT_SETTINGS

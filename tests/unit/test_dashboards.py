@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
 from dashboards import alert_rules
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 
@@ -73,7 +74,7 @@ def test_panels_sit_on_the_grid_without_overlapping(path):
     taken: set[tuple[int, int]] = set()
     for panel in load(path)["panels"]:
         pos = panel["gridPos"]
-        assert 0 <= pos["x"] and pos["x"] + pos["w"] <= 24, panel["title"]
+        assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24, panel["title"]
         cells = {(x, y) for x in range(pos["x"], pos["x"] + pos["w"]) for y in range(pos["y"], pos["y"] + pos["h"])}
         assert not cells & taken, f"{panel['title']} overlaps another panel"
         taken |= cells

@@ -4,17 +4,17 @@ records with other names and times. Plain-Python pipeline (== Spark, tests/test_
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
-from tests.support.capture_expectations import capture_inputs
-from streaming.app.local import run_local
 from state.diagnosis.correlate import Correlator, correlate_all
 from state.diagnosis.rules import DiagnosisSettings
+from streaming.app.local import run_local
+from tests.support.capture_expectations import capture_inputs
 
 
-@lru_cache(maxsize=None)
+@cache
 def _run(cluster: str) -> dict:
     return run_local(*capture_inputs(cluster))
 
@@ -92,7 +92,7 @@ def test_static_members_stop_and_restart_are_graceful():
     k4 = removals("kafka-4.0", "k4-sc06-static-membership")
     assert k4[0] == ("sc06-c2", "static_member_fenced", CLOSE)
     assert all(root == CLOSE for _, _, root in k4)
-    expiry = [r for r in G("kafka-2.7", "sc06-static-membership") if r["cause"] == "heartbeat_expiry"][0]
+    expiry = next(r for r in G("kafka-2.7", "sc06-static-membership") if r["cause"] == "heartbeat_expiry")
     assert "static members send no LeaveGroup" in expiry["evidence"]
 
 
@@ -187,6 +187,7 @@ def test_correlator_is_independent_of_batching_and_survives_a_restart():
 
 def test_storm_and_stuck_gauges_from_snapshots():
     from prometheus_client import CollectorRegistry
+
     from sinks.exposition import text
     from sinks.metrics import MetricsSink
     sink = MetricsSink([1.0], registry=CollectorRegistry())
@@ -212,7 +213,7 @@ def test_storm_and_stuck_gauges_from_snapshots():
 
 
 
-@lru_cache(maxsize=None)
+@cache
 def _sc11_events() -> tuple:
     from streaming.app.local import capture_events
     return tuple(ev for ev in capture_events(*capture_inputs("kafka-2.7"))
@@ -224,11 +225,11 @@ def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
     """An open rebalance written at the end of the input: the real sc11 JOIN phase cut before and
     right after the coordinator removed the member that did not rejoin within the 15 s timeout
     (19:31:35,191; Stable followed 1 ms later)."""
-    from tests.support.capture_expectations import utc_ms
     from state.machine import GroupStateMachine
-    from state.outputs import snapshot
     from state.model import GroupModel
+    from state.outputs import snapshot
     from streaming.app.collector import RunCollector
+    from tests.support.capture_expectations import utc_ms
     machine = GroupStateMachine(GroupModel(cluster="kafka-2.7", group="sc11-stuck-in-rebalance"))
     machine.apply_all([ev for ev in _sc11_events() if ev.ts_ms <= utc_ms(cut)])
     collector = RunCollector(metrics=None, keep_records=True)

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from streaming.logs.envelope import (ENVELOPE_AUTO, ENVELOPE_JSON, ENVELOPE_PLAIN, broker_from_value, parse_field_path,
-                                spark_json_path, unwrap)
+from streaming.logs.envelope import (
+    ENVELOPE_AUTO, ENVELOPE_JSON, ENVELOPE_PLAIN, broker_from_value, parse_field_path, spark_json_path, unwrap
+)
 from streaming.logs.step import LogSourceSpec, parse_log_rows, unwrap_rows
 from streaming.rows import EVENT_COLUMNS
-
 from tests.support.envelopes import LINE, MEMBER_GONE_NO_PREFIX, NO_PREFIX, filebeat, fluent_bit, vector
 
 

@@ -10,17 +10,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from streaming.offsets.record_events import record_to_events
+from streaming.offsets.segments import SegmentRecord, iter_offsets_dir, scan_segment
+from streaming.offsets.step import decode_offsets_rows
+from streaming.offsets.vectorised import decode_arrow_batch
+from streaming.quarantine import Quarantined
+from streaming.rows import EVENT_COLUMNS, STATS_GROUP
+from streaming.spark.schema import RAW_OFFSETS_SCHEMA
 from tests.support.capture_expectations import FIXTURES
 from tests.support.offsets_encoder import encode, record
 from tests.support.offsets_equivalence import normalise
 from tests.support.segment_encoder import control_batch, legacy_message, legacy_wrapper, record_batch
-from streaming.offsets.vectorised import decode_arrow_batch
-from streaming.offsets.record_events import record_to_events
-from streaming.offsets.step import decode_offsets_rows
-from streaming.quarantine import Quarantined
-from streaming.rows import EVENT_COLUMNS, STATS_GROUP
-from streaming.spark.schema import RAW_OFFSETS_SCHEMA
-from streaming.offsets.segments import SegmentRecord, iter_offsets_dir, scan_segment
 
 RECORD_REASONS = {"null_key", "unknown_record_type", "unknown_value_version", "corrupt_record"}
 SEGMENT_REASONS = {"corrupt_batch", "truncated_batch", "uncommitted_transaction"}

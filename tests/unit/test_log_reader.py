@@ -1,4 +1,4 @@
-"""The broker-log replay reader (streaming/replay_source.py LogMergeCursor).
+"""The broker-log replay reader (streaming/logs/merge.py LogMergeCursor).
 
 It reads files in large chunks and decodes only lines that contain a coordinator marker. These
 tests compare it with a reference that reads every line one by one (iter_log_file), gives each
@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES
-
 from streaming.logs import merge
+from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
+from streaming.logs.files import iter_log_file
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 from streaming.rows import END_OF_INPUT_TS_MS
 from streaming.spark.sources.log_replay import LogReplayStreamReader
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
-from streaming.logs.files import iter_log_file
-from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
-from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
+from tests.support.capture_expectations import FIXTURES
 
 CAPTURE_LOGS = sorted(str(p) for p in FIXTURES.glob("kafka-*/*.log"))
 GC = "kafka.coordinator.group.GroupCoordinator"

@@ -1,4 +1,4 @@
-"""Tests for streaming/offsets_decoder.py: real 2.7 / 4.0 dumps, hand-built vectors for versions the
+"""Tests for streaming/offsets/decoder.py: real 2.7 / 4.0 dumps, hand-built vectors for versions the
 captures lack, corruption and malformed dump lines."""
 from __future__ import annotations
 
@@ -11,19 +11,21 @@ import struct
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES
-
-from tests.support.offsets_encoder import (compact as cb, nullable_bytes as b32, string as s16,  # short names below
-                             tagged_fields as tags, uvarint as uv)
 from state.events import (
-    CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER,
-    GROUP_METADATA, GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event,
+    CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER, GROUP_METADATA,
+    GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event
 )
-from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
 from streaming.offsets.decoder import decode_key, decode_record, decode_value
 from streaming.offsets.dump import iter_jsonl_dump
 from streaming.offsets.record_events import record_to_events
+from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
 from streaming.quarantine import Quarantined
+from tests.support.capture_expectations import FIXTURES
+from tests.support.offsets_encoder import compact as cb  # short names below
+from tests.support.offsets_encoder import nullable_bytes as b32
+from tests.support.offsets_encoder import string as s16
+from tests.support.offsets_encoder import tagged_fields as tags
+from tests.support.offsets_encoder import uvarint as uv
 
 DUMP_27 = FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"
 DUMP_40 = FIXTURES / "kafka-4.0" / "offsets-topic.jsonl"
@@ -109,7 +111,7 @@ def events_of(key, value, **kw):
 
 def _load(path):
     records, events, quarantined = [], [], []
-    for line_no, rec in iter_jsonl_dump(str(path)):
+    for _line_no, rec in iter_jsonl_dump(str(path)):
         if isinstance(rec, Quarantined):
             quarantined.append(rec)
             continue
@@ -214,10 +216,10 @@ def test_kafka27_sc03_generation1_has_three_members_with_6s_sessions(dump27):
     # README: generation 1 became Stable at 19:22:59.773 (currentStateTimestamp).
     assert d["current_state_ts_ms"] == _utc_ms("2026-11-21 19:22:59.773")
     # After the SIGKILL of c2: generation 2 with the two survivors, then Empty generation 3.
-    gen2 = [e for e in gm if e.generation == 2][0].data
+    gen2 = next(e for e in gm if e.generation == 2).data
     assert sorted(m["client_id"] for m in gen2["members"]) == ["sc03-c1", "sc03-c3"]
     assert sum(m["assigned_partitions"] for m in gen2["members"]) == 3
-    gen3 = [e for e in gm if e.generation == 3][0].data
+    gen3 = next(e for e in gm if e.generation == 3).data
     assert gen3["members"] == [] and gen3["leader"] is None and gen3["protocol"] is None
 
 
@@ -274,7 +276,7 @@ def test_kafka40_classic_group_records(dump40):
     gm = [e for e in events if e.group == "k4-sc03-heartbeat-expiry" and e.kind == GROUP_METADATA]
     # The Java coordinator first writes an "empty" record: protocolType "", generation 0.
     assert (gm[0].generation, gm[0].data["protocol_type"], gm[0].data["members"]) == (0, "", [])
-    gen1 = [e for e in gm if e.generation == 1][0].data
+    gen1 = next(e for e in gm if e.generation == 1).data
     assert len(gen1["members"]) == 3
     assert {m["session_timeout_ms"] for m in gen1["members"]} == {6000}
     assert sum(m["assigned_partitions"] for m in gen1["members"]) == 6  # k4-t1 has 6 partitions

@@ -1,4 +1,4 @@
-"""The offsets path end to end: the vectorised decoder (streaming/offsets_arrow.py) equals the
+"""The offsets path end to end: the vectorised decoder (streaming/offsets/vectorised/) equals the
 per-record reference on the real dumps and on awkward records, the decode-health counts, the
 decode-offsets command on segments vs dumps, and a Spark replay from segments vs from the dump."""
 from __future__ import annotations
@@ -14,13 +14,13 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from tests.support.capture_expectations import FIXTURES
-from tests.support.offsets_equivalence import normalise
-from streaming.offsets.vectorised import decode_arrow_batch
-from streaming.offsets.step import decode_offsets_rows
 from streaming.offsets.reader import OffsetsRowReader, offsets_input_kind
+from streaming.offsets.step import decode_offsets_rows
+from streaming.offsets.vectorised import decode_arrow_batch
 from streaming.rows import EVENT_COLUMNS, STATS_GROUP
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA
+from tests.support.capture_expectations import FIXTURES
+from tests.support.offsets_equivalence import normalise
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW_ARROW = to_arrow_schema(RAW_OFFSETS_SCHEMA)
@@ -153,8 +153,8 @@ def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
     """The slow tier is for the unusual: every real GroupMetadata record and every real KIP-848
     record (classic members of mixed groups included) is read by the direct readers, with the
     reference's event. A record that falls through is not wrong, only slow; this catches that."""
-    from streaming.offsets.vectorised.direct import fast_consumer_group_record, fast_group_metadata
     from streaming.offsets.record_events import record_to_events
+    from streaming.offsets.vectorised.direct import fast_consumer_group_record, fast_group_metadata
     seen = {}
     for r in _rows(capture):
         key, value = r[5], r[6]
@@ -214,10 +214,11 @@ def test_offsets_input_kind():
 
 def test_damaged_segments_quarantine_the_batch_and_keep_every_rebalance(tmp_path):
     import shutil
-    from tests.support.capture_expectations import FIXTURES, capture_inputs
+
     from streaming.app.local import run_local
     from streaming.app.settings import OffsetsInput
     from streaming.offsets.segments import scan_segment
+    from tests.support.capture_expectations import FIXTURES, capture_inputs
     src = FIXTURES / "kafka-2.7" / "segments" / "broker1"
     dst = tmp_path / "broker1"
     shutil.copytree(src, dst)

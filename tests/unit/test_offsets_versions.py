@@ -1,5 +1,6 @@
 """One test per `__consumer_offsets` key type and value version, with bytes built by a small
-schema-driven encoder (offsets_encoder.py) written from kafka-formats.md §4, not from the decoder:
+schema-driven encoder (offsets_encoder.py) written from Kafka's record schemas
+(group-coordinator/src/main/resources/common/message/*.json), not from the decoder:
 the schemas below are the tables of §4.3-4.6 as data, and `encode` knows only Kafka's primitive
 encodings."""
 from __future__ import annotations
@@ -8,16 +9,18 @@ import struct
 
 import pytest
 
-from tests.support.offsets_encoder import encode, record, uvarint
-from tests.support.offsets_schemas import (CG_TOPIC_PARTITIONS, OFFSET_COMMIT_VALUE, UUID, UUID_STR, assignment_bytes, group_metadata_schema, subscription_bytes)
-from streaming.offsets.records import RECORD_TYPE_NAMES
-from streaming.offsets.wire import UnknownRecordType, UnknownVersion
 from streaming.offsets.decoder import decode_consumer_assignment, decode_consumer_subscription, decode_key, decode_value
 from streaming.offsets.record_events import record_to_events
+from streaming.offsets.records import RECORD_TYPE_NAMES
 from streaming.offsets.step import record_outcome
+from streaming.offsets.wire import UnknownRecordType, UnknownVersion
+from tests.support.offsets_encoder import encode, record, uvarint
+from tests.support.offsets_schemas import (
+    CG_TOPIC_PARTITIONS, OFFSET_COMMIT_VALUE, UUID, UUID_STR, assignment_bytes, group_metadata_schema,
+    subscription_bytes
+)
 
-
-# --- schemas (kafka-formats.md §4) ----------------------------------------------------------------
+# --- schemas (Kafka's *Key.json / *Value.json) ----------------------------------------------------------------
 
 MEMBER_KEYED = {5, 7, 8, 10, 13, 14, 19, 21, 22}
 

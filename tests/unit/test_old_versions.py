@@ -1,6 +1,6 @@
 """Kafka 1.1-2.0 brokers: no reason on "Preparing to rebalance", LeaveGroup only at DEBUG.
 
-The state machine infers what the old wording leaves out (state/machine.py `_open`,
+The state machine infers what the old wording leaves out (state/machine/base.py `start_rebalance`,
 `_reconcile_membership`):
 
 - a removal or a new member id logged just before a reason-less "Preparing to rebalance" is its
@@ -21,15 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.capture_expectations import capture_inputs
-from streaming.app.local import run_local
-from tests.support.log_rewrite import as_old_broker, read_lines, write
 from state import events as E
 from state.machine import GroupStateMachine
 from state.machine.classic import INFERRED_LEAVE
-from state.outputs import OutputKind
 from state.model import GroupModel
+from state.outputs import OutputKind
+from streaming.app.local import run_local
 from streaming.app.settings import LogInput
+from tests.support.capture_expectations import capture_inputs
+from tests.support.log_rewrite import as_old_broker, read_lines, write
 from tests.support.machine_events import C1, C2, C3, CLIENT_IDS, G, ev, md_member, metadata
 
 

@@ -1,4 +1,4 @@
-"""streaming/segments.py: the real on-disk segments of both captures against their JSONL dumps, and
+"""streaming/offsets/segments.py: the real on-disk segments of both captures against their JSONL dumps, and
 hand-built segments (tests/segment_encoder.py) for what the captures lack: compression, legacy
 message sets, transactions, control batches, headers, corruption."""
 from __future__ import annotations
@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES
-from tests.support.segment_encoder import (control_batch, crc32c_bitwise, legacy_message, legacy_wrapper,
-                             record_batch)
-from streaming.offsets.record_events import record_to_events
-from streaming.quarantine import Quarantined
-from streaming.offsets.segments import SegmentRecord, SegmentStats, find_partition_dirs, iter_offsets_dir, scan_segment
 from streaming.offsets.codecs import crc32c
+from streaming.offsets.record_events import record_to_events
+from streaming.offsets.segments import SegmentRecord, SegmentStats, find_partition_dirs, iter_offsets_dir, scan_segment
+from streaming.quarantine import Quarantined
+from tests.support.capture_expectations import FIXTURES
+from tests.support.segment_encoder import control_batch, crc32c_bitwise, legacy_message, legacy_wrapper, record_batch
 
 SEG27 = FIXTURES / "kafka-2.7" / "segments"
 SEG40 = FIXTURES / "kafka-4.0" / "segments"

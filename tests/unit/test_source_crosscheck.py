@@ -1,13 +1,13 @@
-"""state/machine.py: a classic generation seen in one source and not the other is flagged (a
+"""state/machine/: a classic generation seen in one source and not the other is flagged (a
 `source_mismatch` anomaly once the grace has passed), never counted twice."""
 from __future__ import annotations
 
 from state import events as E
 from state.machine import GroupStateMachine
 from state.machine.crosscheck import SOURCE_CHECK_GRACE_MS
-from state.outputs import OutputKind
 from state.model import GroupModel
-from tests.support.machine_events import C1, C2, CLUSTER, G, OFFSETS_SOURCE, ev, md_member, metadata, prepare, run
+from state.outputs import OutputKind
+from tests.support.machine_events import C1, C2, CLUSTER, OFFSETS_SOURCE, G, ev, md_member, metadata, prepare, run
 
 
 def mismatches(m: GroupStateMachine) -> list[dict]:

@@ -3,9 +3,8 @@
 own per-file settings and their own clock-skew series."""
 from __future__ import annotations
 
-
-from tests.support.capture_expectations import two_server_logs
 from streaming.app.local import run_local
+from tests.support.capture_expectations import two_server_logs
 
 
 def test_same_base_name_gives_distinct_ids():

@@ -1,6 +1,6 @@
-"""Unit tests for state/machine.py: hand-made Event lists in, exact output records out (no Spark).
+"""Unit tests for state/machine: hand-made Event lists in, exact output records out (no Spark).
 
-Sequences follow the log order documented in /work/shared/docs/background.md and kafka-formats.md
+Sequences follow the log order of Kafka's group coordinator (docs/event-model.md)
 (Kafka 2.7 "Assignment received" without a member count, 2.8+ with one, 3.x LeaveGroup order, the
 KIP-848 records of §3-4). Timestamps are small made-up epoch millis.
 """
@@ -10,7 +10,7 @@ import itertools
 import json
 import random
 from dataclasses import asdict
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -18,16 +18,14 @@ from state import events as E
 from state.machine import GroupStateMachine
 from state.machine.base import METADATA_GRACE_MS
 from state.model import (
-    CLASSIC_VALID_PREVIOUS_STATES, COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC,
-    STABLE, GroupModel, Member, is_legal,
+    CLASSIC_VALID_PREVIOUS_STATES, COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE,
+    GroupModel, Member, is_legal
 )
 from state.outputs import CAUSES, OUTCOMES, OutputKind, client_id_from_member_id, snapshot
-
 from tests.support.machine_events import (
-    G, CLUSTER, FAR_FUTURE_MS, C1, C2, C3, C4, S_OLD, S_NEW, K1, K2, ev, md_member, metadata, prepare, new_machine, run, outs, records,
-    rebalance, removal, known_removal, anomaly, stable_group,
+    C1, C2, C3, C4, CLUSTER, FAR_FUTURE_MS, K1, K2, S_NEW, S_OLD, G, anomaly, ev, known_removal, md_member, metadata,
+    new_machine, outs, prepare, rebalance, records, removal, run, stable_group
 )
-
 
 # ------------------------------------------------------------------------------- 1. the table
 EXPECTED_TABLE = {
@@ -320,7 +318,7 @@ def test_static_member_replacement_fences_old_member_without_rebalance():
 
 
 # ------------------------------------------------------------------------------- 8. offsets only
-def _offsets_only(ts: int, gen: Optional[int], prev: Optional[int], outcome: str, members: int) -> dict:
+def _offsets_only(ts: int, gen: int | None, prev: int | None, outcome: str, members: int) -> dict:
     return rebalance(
         generation=gen, previous_generation=prev, coordinator=None, started_at_ms=None,
         join_completed_at_ms=ts if outcome == "empty" else None,

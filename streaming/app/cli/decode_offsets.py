@@ -21,8 +21,9 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _decoded_doc(partition: int, offset: int, timestamp: int, key, value) -> tuple[dict, bool]:
-    doc = {"partition": partition, "offset": offset, "timestamp": timestamp}
+def _decoded_doc(partition: int, offset: int, timestamp: int, key: bytes | None, value: bytes | None
+                 ) -> tuple[dict[str, Any], bool]:
+    doc: dict[str, Any] = {"partition": partition, "offset": offset, "timestamp": timestamp}
     try:
         doc.update(decode_record(key, value))
         return doc, True
@@ -57,12 +58,13 @@ def run(args: argparse.Namespace) -> int:
                   f"{stats.duplicate_replica_records} records already read from another replica, "
                   f"{stats.quarantined} quarantined", file=sys.stderr)
             continue
-        for line_no, item in iter_jsonl_dump(path):
-            if isinstance(item, Quarantined):
-                out.write(json.dumps({"file": path, "line": line_no, "quarantined": item.to_dict()}) + "\n")
+        for line_no, dumped in iter_jsonl_dump(path):
+            if isinstance(dumped, Quarantined):
+                out.write(json.dumps({"file": path, "line": line_no, "quarantined": dumped.to_dict()}) + "\n")
                 failed += 1
                 continue
-            doc, ok = _decoded_doc(item["partition"], item["offset"], item["timestamp"], item["key"], item["value"])
+            doc, ok = _decoded_doc(dumped["partition"], dumped["offset"], dumped["timestamp"], dumped["key"],
+                                   dumped["value"])
             decoded += ok
             failed += not ok
             out.write(json.dumps(doc, sort_keys=True, default=str) + "\n")

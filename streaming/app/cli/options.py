@@ -49,7 +49,8 @@ def _broker_id(p: argparse.ArgumentParser) -> None:
 
 
 def _query(p: argparse.ArgumentParser) -> None:
-    _setting(p, "--cluster", key="cluster", metavar="NAME", help="cluster label for metrics and records (default: default)")
+    _setting(p, "--cluster", key="cluster", metavar="NAME",
+             help="cluster label for metrics and records (default: default)")
     _setting(p, "--lateness-seconds", key="lateness_seconds", type=float, metavar="S",
              help="watermark delay per source: how long an event waits for earlier events of its source "
                   "(default 30)")
@@ -61,7 +62,8 @@ def _rows_per_batch(p: argparse.ArgumentParser) -> None:
 
 
 def _serving(p: argparse.ArgumentParser) -> None:
-    _setting(p, "--port", key="metrics_port", type=int, metavar="N", help="port of /metrics (default 9108; 0 picks a free one)")
+    _setting(p, "--port", key="metrics_port", type=int, metavar="N",
+             help="port of /metrics (default 9108; 0 picks a free one)")
     _setting(p, "--host", key="metrics_host", metavar="ADDR", help="bind address of /metrics (default 127.0.0.1)")
 
 
@@ -111,8 +113,8 @@ def broker_ids(ids: list[int] | None, paths: list[str]) -> list[int | None]:
     if not ids:
         return [None] * len(paths)
     if len(ids) == 1:
-        return ids * len(paths)
+        return [ids[0]] * len(paths)
     if len(ids) != len(paths):
         raise ConfigError(f"--broker-id: give one id for all log files or one per log file "
                           f"({len(ids)} ids for {len(paths)} files)")
-    return list(ids)
+    return [*ids]

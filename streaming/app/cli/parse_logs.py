@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             if parsed.outcome == OUTCOME_UNKNOWN:
                 header = HEADER_RE.match(u.line)
                 unknown_by_logger[header.group(4) if header else "?"] += 1
-            if parsed.outcome != OUTCOME_EVENTS:
+            if parsed.outcome != OUTCOME_EVENTS or not isinstance(parsed.result, list):
                 continue
             for ev in parsed.result:
                 events += 1

@@ -25,7 +25,7 @@ them to `rebalance_monitor_offsets_records_total`.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa

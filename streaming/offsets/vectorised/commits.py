@@ -6,7 +6,7 @@ record in the reference's (time, source id, offset) order."""
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -71,7 +71,7 @@ def _with_unsafe_topics(data_json: Any, safe: np.ndarray, docs: Any) -> pa.Array
     return data_json
 
 
-def commit_rows(view: BatchView) -> Optional[pa.RecordBatch]:
+def commit_rows(view: BatchView) -> pa.RecordBatch | None:
     """Aggregate the tier-1 commits per (cluster, group, topic, partition): one event row each."""
     rows = np.flatnonzero(view.mask)
     if len(rows) == 0:
@@ -121,7 +121,7 @@ def commit_rows(view: BatchView) -> Optional[pa.RecordBatch]:
         seq=rec_offset[last], kind=E.OFFSET_COMMIT, data_json=data_json)
 
 
-def tombstone_rows(view: BatchView) -> Optional[pa.RecordBatch]:
+def tombstone_rows(view: BatchView) -> pa.RecordBatch | None:
     """Offset tombstones (key types 0/1, null value): one `offset_tombstone` event each."""
     rows = np.flatnonzero(view.tomb)
     if len(rows) == 0:

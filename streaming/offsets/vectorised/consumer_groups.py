@@ -5,8 +5,8 @@ streaming/offsets/record_events.py gives them; anything else is left to tiers 2 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +23,8 @@ _MEMBER_KEY = np.zeros(24, dtype=bool)
 _MEMBER_KEY[sorted(MEMBER_KEY_TYPES)] = True
 
 
-def _tombstone_json_by_type() -> list[Optional[str]]:
-    out: list[Optional[str]] = []
+def _tombstone_json_by_type() -> list[str | None]:
+    out: list[str | None] = []
     for t in range(24):
         if t == 2 or t not in RECORD_TYPE_NAMES:
             out.append(None)
@@ -58,7 +58,7 @@ class _Layouts:
     counts8: list[np.ndarray]  # its assigned and pending-revocation partition counts
 
 
-def _type8(byte: Callable[[np.ndarray], np.ndarray], ok8: np.ndarray, vl: np.ndarray
+def _type8(byte: Callable[[np.ndarray | int], np.ndarray], ok8: np.ndarray, vl: np.ndarray
            ) -> tuple[np.ndarray, list[np.ndarray]]:
     p = np.full(len(vl), 11, dtype=np.int64)
     counts = []
@@ -75,7 +75,7 @@ def _type8(byte: Callable[[np.ndarray], np.ndarray], ok8: np.ndarray, vl: np.nda
     return ok8, counts
 
 
-def _layouts(view: BatchView) -> Optional[_Layouts]:
+def _layouts(view: BatchView) -> _Layouts | None:
     kt, kl = view.key_type, view.key_lengths
     known = (kt >= 2) & (kt <= 23) & (kt != 16) & (kt != 18)
     cand_rows = np.flatnonzero(view.base_ok & (kl >= 4) & known)
@@ -94,7 +94,7 @@ def _layouts(view: BatchView) -> Optional[_Layouts]:
     vs, vl, vd = view.value_starts[cand_rows], view.value_lengths[cand_rows], view.value_data
     val = cand & vvalid & (vl >= 3) & (view.value_version[cand_rows] == 0)
 
-    def byte(off: np.ndarray) -> np.ndarray:   # one byte at vs+off
+    def byte(off: np.ndarray | int) -> np.ndarray:   # one byte at vs+off
         return vd[safe(vd, vs + off, 1)].astype(np.int64)
 
     k7 = byte(19) - 1

@@ -7,7 +7,6 @@ returns None and the record goes to the full decoder, which names the failing fi
 from __future__ import annotations
 
 import struct
-from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +17,7 @@ from streaming.offsets.vectorised.view import BatchView
 from streaming.rows import DATA_JSON
 
 
-def direct_rows(view: BatchView, rows: np.ndarray, stats: dict) -> tuple[Optional[pa.RecordBatch], np.ndarray]:
+def direct_rows(view: BatchView, rows: np.ndarray, stats: dict) -> tuple[pa.RecordBatch | None, np.ndarray]:
     """Tier 2 over `rows`: the records the direct readers take, as one event batch (only group,
     kind, generation, member and data come from Python; the other columns are taken from the
     batch), and the rows left for the full decoder. Counts what it decodes into `stats`."""
@@ -29,8 +28,13 @@ def direct_rows(view: BatchView, rows: np.ndarray, stats: dict) -> tuple[Optiona
     keys = view.column("key").take(sel).to_pylist()
     values = view.column("value").take(sel).to_pylist()
     source = view.source_index_np[cand].tolist()
-    taken, groups, kinds, generations, members, datas = [], [], [], [], [], []
-    counts: dict = {}
+    taken: list[int] = []
+    groups: list[str] = []
+    kinds: list[str] = []
+    generations: list[int | None] = []
+    members: list[str | None] = []
+    datas: list[str | None] = []
+    counts: dict[tuple[int, str, str], int] = {}
     for i, (key, value) in enumerate(zip(keys, values)):
         if value is not None and key[0] == 0 and key[1] == 2:
             gm = fast_group_metadata(key, value)

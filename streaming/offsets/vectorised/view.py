@@ -4,7 +4,7 @@ each row's source. One typed view per batch replaces passing a dict of arrays ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,7 @@ class BatchView:
     source_index: pa.Array
     source_index_np: np.ndarray
     cluster_dict: pa.Array
-    single_cluster: Optional[str]   # the batch's one cluster, None when it has several
+    single_cluster: str | None   # the batch's one cluster, None when it has several
 
     def column(self, name: str) -> Any:
         return self.batch.column(self.batch.schema.names.index(name))

@@ -24,8 +24,9 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -39,13 +40,13 @@ MAX_BACKOFF_S = 30.0
 READ_TIMEOUT_S = 120.0
 
 
-def _client_config(options: dict) -> dict[str, Any]:
+def _client_config(options: Mapping[str, str]) -> dict[str, Any]:
     config = json.loads(options.get("clientConfig") or "{}")
     config["bootstrap_servers"] = options["bootstrapServers"].split(",")
     return config
 
 
-def _consumer(options: dict, **extra):
+def _consumer(options: Mapping[str, str], **extra: Any) -> Any:
     from kafka import KafkaConsumer
     config = _client_config(options)
     config.update(enable_auto_commit=False, group_id=None, **extra)
@@ -69,7 +70,7 @@ class TickPartition(InputPartition):
 
 
 class KafkaStreamReader(DataSourceStreamReader):
-    def __init__(self, options: dict):
+    def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
         self.options = options
         self.kind = options.get("kind", SOURCE_KIND_LOG)
         self.topics = [t for t in options["topics"].split(",") if t]
@@ -277,7 +278,7 @@ class _ClientKeeper:
 
 
 def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
-                  timeout_s: float, clients: _ClientKeeper) -> Optional[str]:
+                  timeout_s: float, clients: _ClientKeeper) -> str | None:
     from kafka.errors import KafkaConfigurationError
     options = {"bootstrapServers": bootstrap_servers, "clientConfig": json.dumps(client_config)}
     try:
@@ -297,7 +298,7 @@ def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict
 
 
 def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
-                 timeout_s: float = 30.0, stop: Optional[threading.Event] = None) -> Optional[str]:
+                 timeout_s: float = 30.0, stop: threading.Event | None = None) -> str | None:
     """None when every topic exists; else a message for the operator (used at start).
 
     kafka-python blocks on a broker that does not answer (30 s to bootstrap, then `timeout_s` per

@@ -8,9 +8,10 @@ Spark's progress report echoes offsets, which is how input rows are counted per 
 from __future__ import annotations
 
 import json
-from typing import Iterator, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from streaming.logs.merge import LogMergeCursor
@@ -31,11 +32,11 @@ def split_rows(rows: list, parts: int) -> list:
 
 
 class LogReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: dict):
+    def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
         self.cursor = LogMergeCursor(json.loads(options["files"]))
         self.max_rows = int(options["maxRowsPerBatch"])
         self.num_partitions = int(options["numPartitions"])
-        self._cached: Optional[tuple[str, list, dict]] = None   # latestOffset -> partitions
+        self._cached: tuple[str, list, dict] | None = None   # latestOffset -> partitions
 
     def initialOffset(self) -> dict:
         return self.cursor.initial()
@@ -62,10 +63,11 @@ class LogReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._cached = None
         return split_rows(rows, self.num_partitions)
 
-    def read(self, partition: RowsPartition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        rows = cast(RowsPartition, partition).rows   # this reader's partitions carry their rows
         # One Arrow batch per chunk instead of tuples: PySpark converts tuples value by value.
-        for start in range(0, len(partition.rows), ARROW_BATCH_ROWS):
-            yield rows_to_arrow(partition.rows[start:start + ARROW_BATCH_ROWS], RAW_LOG_ARROW_SCHEMA)
+        for start in range(0, len(rows), ARROW_BATCH_ROWS):
+            yield rows_to_arrow(rows[start:start + ARROW_BATCH_ROWS], RAW_LOG_ARROW_SCHEMA)
 
     def commit(self, end: dict) -> None:
         pass

@@ -4,9 +4,10 @@ end-of-input row. Offsets ({"i": index}) fully determine a batch."""
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from streaming.offsets.reader import OffsetsRowReader
@@ -18,7 +19,7 @@ OFFSETS_SOURCE_NAME = "rebalance_offsets_replay"
 
 
 class OffsetsReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: dict):
+    def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
         self.files = json.loads(options["files"])
         self.max_rows = int(options["maxRowsPerBatch"])
         self.reader = OffsetsRowReader(self.files)
@@ -47,8 +48,8 @@ class OffsetsReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             rows.append(("end-of-input", 0, None, None, END_OF_INPUT_TS_MS, None, None, None, True, None))
         return [RowsPartition(rows)]
 
-    def read(self, partition: RowsPartition) -> Iterator[tuple]:
-        yield from partition.rows
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        yield from cast(RowsPartition, partition).rows   # this reader's partitions carry their rows
 
     def commit(self, end: dict) -> None:
         pass

@@ -11,7 +11,7 @@ from .procs import BedError, wait_for
 def make_admin(bootstrap: str, extra: Optional[dict] = None):
     from confluent_kafka.admin import AdminClient
     conf = {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 3000,
-            "log_level": 3}   # errors only: a stopped broker is expected in some scenarios
+            "log_level": 2}   # critical only: a stopped broker is expected in some scenarios
     conf.update(extra or {})
     return AdminClient(conf)
 
@@ -37,17 +37,43 @@ def _leaders_known(adm, name: str, partitions: int) -> bool:
                 and all(p.leader >= 0 for p in md.partitions.values()))
 
 
-def coordinator_of(adm, group: str, timeout: float = 30.0) -> int:
-    """Broker id of `group`'s coordinator (FindCoordinator, answered through
-    DescribeConsumerGroups; retried while __consumer_offsets is being created)."""
-    def ask():
-        try:
-            desc = adm.describe_consumer_groups([group], request_timeout=5)[group].result(6)
-        except Exception:
-            return None
-        node = getattr(desc, "coordinator", None)
-        return None if node is None or node.id < 0 else node.id + 1   # +1: 0 would read as falsy
-    return wait_for(ask, timeout, f"the coordinator of group {group}", interval=0.3) - 1
+def offsets_partition(group: str, partitions: int = 10) -> int:
+    """The __consumer_offsets partition of `group`: Utils.abs(group.hashCode()) % partitions (Math.abs, 0 for MIN_VALUE)."""
+    h = 0
+    for ch in group.encode("utf-16-be").decode("utf-16-be"):
+        for unit in ([ord(ch)] if ord(ch) < 0x10000 else
+                     [0xD800 + ((ord(ch) - 0x10000) >> 10), 0xDC00 + ((ord(ch) - 0x10000) & 0x3FF)]):
+            h = (31 * h + unit) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
+def find_coordinator(bootstrap: str, group: str) -> Optional[int]:
+    """FindCoordinator (answered through DescribeConsumerGroups) from a fresh client that only
+    knows the live brokers: a long-lived librdkafka admin client kept timing out on this
+    request for as long as one broker it had known was down (librdkafka 2.16)."""
+    adm = make_admin(bootstrap)
+    try:
+        desc = adm.describe_consumer_groups([group], request_timeout=5)[group].result(6)
+    except Exception:
+        return None
+    node = getattr(desc, "coordinator", None)
+    return None if node is None else node.id
+
+
+def partition_leader(adm, topic: str, partition: int) -> Optional[int]:
+    try:
+        md = adm.list_topics(topic=topic, timeout=5).topics[topic].partitions[partition]
+    except Exception:
+        return None
+    return md.leader if md.leader >= 0 else None
+
+
+def coordinator_of(bootstrap: str, group: str, timeout: float = 30.0) -> int:
+    """Broker id of `group`'s coordinator (FindCoordinator, retried while __consumer_offsets
+    is being created or its leaders move)."""
+    return wait_for(lambda: (lambda b: None if b is None or b < 0 else (b,))(find_coordinator(bootstrap, group)),
+                    timeout, f"the coordinator of group {group}", interval=0.3)[0]
 
 
 def delete_group(adm, group: str, timeout: float = 30.0) -> None:
@@ -76,3 +102,14 @@ def upsert_scram(adm, user: str, password: str, mechanism: str = "SCRAM-SHA-512"
     deadline = time.monotonic() + timeout
     for fut in futs.values():
         fut.result(max(1.0, deadline - time.monotonic()))
+
+
+def committed_offsets(adm, group: str) -> dict:
+    """{"topic-partition": offset} the group has committed (empty when none or unknown)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    try:
+        res = adm.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                              request_timeout=5)[group].result(6)
+    except Exception:
+        return {}
+    return {f"{tp.topic}-{tp.partition}": tp.offset for tp in res.topic_partitions if tp.offset >= 0}

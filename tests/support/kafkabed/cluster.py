@@ -27,6 +27,15 @@ JAVA_OPTS = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1
              "-Djava.awt.headless=true", "-Duser.timezone=UTC"]
 
 
+def new_cluster_id() -> str:
+    """Like Kafka's Uuid.randomUuid().toString(); never starting with '-' (the storage tool
+    would read it as an option, as Kafka's own generator avoids too)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 @dataclass
 class Node:
     node_id: int
@@ -66,7 +75,7 @@ class KafkaCluster:
         self.features = dict(features or {})
         self.sasl = sasl                 # tls.SaslSsl or None
         self.start_timeout = start_timeout
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = new_cluster_id()
         self.lib: Optional[Path] = None
         self.nodes: dict[int, Node] = {}
         self.timings: dict[str, float] = {}
@@ -92,6 +101,9 @@ class KafkaCluster:
         return [n.server_log for n in self.brokers.values()]
 
     def _plan(self) -> None:
+        """Ports and directories; a workdir given by the caller starts empty (fresh cluster id)."""
+        for sub in ("controller", "zookeeper", *(f"broker-{i}" for i in range(1, self.n + 1))):
+            shutil.rmtree(self.workdir / sub, ignore_errors=True)
         aux_id = settings.CONTROLLER_ID if self.kraft else 0
         self.nodes[aux_id] = Node(aux_id, "controller" if self.kraft else "zookeeper", free_port(),
                                   self.workdir / ("controller" if self.kraft else "zookeeper"))
@@ -167,8 +179,10 @@ class KafkaCluster:
             code = p.wait(120)
             p.close_files()
             if code != 0:
+                errors = [ln.strip() for ln in p.tail(8000).splitlines()
+                          if "Exception" in ln or "Error" in ln or "error" in ln][:3]
                 raise BedError(f"Kafka {self.version}: storage format failed ({code}): "
-                               + p.tail(600).strip().replace("\n", " | "))
+                               + (" | ".join(errors) or p.tail(300).strip()))
 
     def _env(self) -> dict:
         env = dict(os.environ)
@@ -218,9 +232,13 @@ class KafkaCluster:
                  f"{sorted(ids)}", interval=0.2)
 
     def admin(self):
-        if self._admin is None:
-            self._admin = admin.make_admin(self.bootstrap)
-        return self._admin
+        """An AdminClient on the running brokers, made anew when that set changes (see
+        admin.find_coordinator for why a client that knew a stopped broker is not reused)."""
+        live = tuple(self.running_brokers()) or tuple(self.brokers)
+        if self._admin is None or self._admin[0] != live:
+            boot = ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in live)
+            self._admin = (live, admin.make_admin(boot))
+        return self._admin[1]
 
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> float:
         """SIGTERM (controlled shutdown) and wait for the exit; returns the seconds it took."""
@@ -254,7 +272,8 @@ class KafkaCluster:
         admin.create_topic(self.admin(), name, partitions, rf, config)
 
     def coordinator_of(self, group: str, timeout: float = 30.0) -> int:
-        return admin.coordinator_of(self.admin(), group, timeout)
+        live = ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.running_brokers())
+        return admin.coordinator_of(live, group, timeout)
 
     def delete_group(self, group: str) -> None:
         admin.delete_group(self.admin(), group)

@@ -28,7 +28,7 @@ class DataProducer(threading.Thread):
         super().__init__(name=f"kafkabed-data-{topic}", daemon=True)
         from confluent_kafka import Producer
         self.topic, self.rate = topic, rate
-        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3})
+        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 2})
         self._halt = threading.Event()
         self.sent = 0
 
@@ -161,6 +161,22 @@ class Runner:
     def delete_group(self, group: str) -> None:
         self.record("delete_group", group=group)
         self.cluster.delete_group(group)
+
+    def wait_committed(self, group: str, timeout: float = 30.0) -> dict:
+        """Until `group` has committed offsets (auto-commit runs every second in the members)."""
+        from .admin import committed_offsets
+        got = wait_for(lambda: committed_offsets(self.cluster.admin(), group), timeout,
+                       f"committed offsets of group {group}", interval=0.3)
+        self.record("committed", group=group, partitions=len(got))
+        return got
+
+    def wait_offsets_gone(self, group: str, timeout: float) -> None:
+        """Until the group has no committed offsets left (expired by the broker)."""
+        from .admin import committed_offsets
+        self.record("await_offset_expiry", group=group)
+        wait_for(lambda: not committed_offsets(self.cluster.admin(), group), timeout,
+                 f"the committed offsets of group {group} to expire", interval=1.0)
+        self.record("offsets_expired", group=group)
 
     def stop_coordinator(self, group: str) -> int:
         bid = self.cluster.coordinator_of(group)

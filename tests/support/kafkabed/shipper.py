@@ -144,7 +144,7 @@ class LogShipper:
         if create_topic:
             cluster.create_topic(topic, len(ids), min(2, len(ids)))
         conf = {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5,
-                "enable.idempotence": True, "log_level": 3}
+                "enable.idempotence": True, "log_level": 2}
         conf.update(producer_conf or {})
         self._producer = Producer(conf)
         self._lock = threading.Lock()

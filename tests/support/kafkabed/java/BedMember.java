@@ -46,8 +46,7 @@ public final class BedMember {
                 c.emit("lost", "\"partitions\":" + BedCommon.names(parts));
             }
         });
-        c.emit("started", "\"library\":\"java\",\"kafka_clients\":"
-            + BedCommon.quote(org.apache.kafka.common.utils.AppInfoParser.getVersion()));
+        c.emit("started", "\"library\":\"java\"");
         long total = 0, lastReport = 0;
         boolean announced = false;
         try {

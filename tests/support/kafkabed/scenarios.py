@@ -20,9 +20,13 @@ PREPARE = r"Preparing to rebalance group {g} "
 STABILIZED = r"Stabilized group {g} generation"
 ASSIGNMENT = r"Assignment received from leader.* for group {g} "
 FAILED = r"Member \S+ in group {g} has failed"
-LEFT = r"(in group {g} has left|\[Group {g}\] Member \S+ has left group)"
+LEFT = (r"(in group {g} has left"                                   # 2.8
+        r"|has left group {g} through explicit"                       # 3.x: Member MemberMetadata(...) has left group
+        r"|\[Group {g}\] Member \S+ has left group)")                 # 4.x
 EMPTY = r"Group {g} with generation \d+ is now empty"
-STATIC_REPLACE = r"(Static member .*joins group {g}|group {g}.*Replacing previously mapped member|\[Group {g}\].*static member)"
+STATIC_REPLACE = (r"(joins group {g} in Stable state\. Replacing previously mapped member"      # 4.x
+                  r"|Static member \S+ of group {g} with unknown member id rejoins)")          # 2.8
+LOADED = r"(Loaded classic group {g} with|Loading group metadata for {g} with generation)"
 DELETED = r"(The following groups were deleted: .*\b{g}\b|\[GroupId {g}\] .*[Dd]eleted|groups were deleted.*{g})"
 # 2.8/3.x name the group; 4.x only says how many tombstones the group's partition {p} wrote.
 EXPIRED = (r"(Group {g} transitioned to Dead|topic=__consumer_offsets partition={p}\] "
@@ -226,7 +230,7 @@ SCENARIOS = [
     Scenario("poll_timeout", poll_timeout, lambda c: _classic(c, Expect("left", LEFT, 1, "member_left"))),
     Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),
     Scenario("static_beyond", static_beyond, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
-    Scenario("failover", failover, lambda c: _classic(c)),
+    Scenario("failover", failover, lambda c: _classic(c, Expect("loaded", LOADED, 1))),
     Scenario("delete_group", delete_group, lambda c: _classic(c, Expect("deleted", DELETED, 1))),
     Scenario("offset_expiry", offset_expiry, lambda c: _classic(c, Expect("expired", EXPIRED, 1)),
              needs=("retention",)),

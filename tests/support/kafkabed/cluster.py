@@ -280,16 +280,19 @@ class KafkaCluster:
 
     # ---------------------------------------------------------------- teardown
     def close(self, keep: bool = False) -> None:
-        """Stops brokers (SIGTERM, 20 s, then SIGKILL), then the controller/ZooKeeper."""
+        """Stops the brokers together (SIGTERM: controlled shutdown needs the controller, so
+        the controller/ZooKeeper goes only after them), SIGKILL after 20 s."""
         self._admin = None
-        order = list(self.brokers.values()) + [n for n in self.nodes.values() if n.role != "broker"]
-        for node in order:
-            if node.proc is not None and node.proc.alive():
-                node.proc.signal(signal.SIGTERM)
-        for node in order:
-            if node.proc is not None:
-                node.proc.stop(20)
-                node.proc.close_files()
+        brokers = list(self.brokers.values())
+        aux = [n for n in self.nodes.values() if n.role != "broker"]
+        for group in (brokers, aux):
+            for node in group:
+                if node.proc is not None and node.proc.alive():
+                    node.proc.signal(signal.SIGTERM)
+            for node in group:
+                if node.proc is not None:
+                    node.proc.stop(20)
+                    node.proc.close_files()
         if self._own_workdir and not keep and not os.environ.get("KAFKABED_KEEP"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 

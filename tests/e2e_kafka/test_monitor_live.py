@@ -81,7 +81,7 @@ def test_run_sees_heartbeat_expiry(kafka_bed, tmp_path):
         print(f"kill -> sink {sink_s:.1f} s after the scenario; kill at {killed_ms}")
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
+            proc.send_signal(signal.SIGTERM)   # the monitor stops its query; its Spark JVM follows
             try:
                 proc.wait(60)
             except subprocess.TimeoutExpired:

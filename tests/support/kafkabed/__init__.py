@@ -9,7 +9,8 @@ from .procs import BedError, BedTimeout, kill_all, wait_for
 from .runner import Runner
 from .scenarios import SCENARIOS, Ctx, Expect, Scenario
 from .shipper import LogShipper
+from .tls import SaslSsl
 
 __all__ = ["KafkaCluster", "MavenError", "fetch_broker", "fetch_clients", "LAYOUTS", "Member", "MemberSpec",
            "BedError", "BedTimeout", "kill_all", "wait_for", "Runner", "SCENARIOS", "Ctx", "Expect", "Scenario",
-           "LogShipper"]
+           "LogShipper", "SaslSsl"]

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Optional
 
 from . import admin, jars, log4jconf, settings
-from .procs import BedError, BedTimeout, Proc, free_port, port_open, wait_for
+from .procs import BedError, Proc, free_port, port_open, wait_for
+from .tls import SaslSsl
 
 JAVA_OPTS = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Djava.awt.headless=true", "-Duser.timezone=UTC"]
@@ -61,7 +62,7 @@ class KafkaCluster:
     def __init__(self, version: str, brokers: int = 2, workdir: Optional[Path] = None,
                  layout: str = "default", rotate_bytes: Optional[int] = None,
                  overrides: Optional[dict] = None, offsets_retention_minutes: Optional[int] = None,
-                 features: Optional[dict] = None, sasl: Optional["object"] = None,
+                 features: Optional[dict] = None, sasl: Optional["SaslSsl"] = None,
                  start_timeout: float = 120.0):
         self.version = version
         self.kraft = jars.is_kraft(version)
@@ -171,7 +172,7 @@ class KafkaCluster:
                     "--ignore-formatted"]
             for name, level in self.features.items():
                 args += ["--feature", f"{name}={level}"]
-            if self.sasl is not None and node.role == "broker":
+            if self.sasl is not None:    # SCRAM users go into the bootstrap metadata of every node
                 args += self.sasl.format_args()
             procs.append(Proc(self._java("kafka.tools.StorageTool", args, node), "format",
                               node.home, env=self._env()))

@@ -24,7 +24,11 @@ def main(argv=None) -> int:
     p.add_argument("--ship", metavar="TOPIC", help="ship every broker's server.log into TOPIC")
     p.add_argument("--envelope", action="store_true", help="with --ship: Filebeat-style JSON")
     args = p.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    # Ctrl-C even when started in the background (where a shell ignores SIGINT), and SIGTERM.
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     t0 = time.monotonic()
     cluster = KafkaCluster(args.version, args.brokers, workdir=args.workdir, layout=args.layout,
                            offsets_retention_minutes=args.offsets_retention_minutes)

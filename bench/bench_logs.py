@@ -36,12 +36,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.proc_cpu import tree_cpu_seconds
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.timeutil import header_timestamp_ms
 
-from streaming.broker_log import COORDINATOR_LOGGER_MARKERS  # noqa: E402
-from streaming.timeutil import header_timestamp_ms  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CAPTURES = [ROOT / "tests/fixtures/kafka-2.7/broker1-server.log",
             ROOT / "tests/fixtures/kafka-2.7/broker2-server.log",
@@ -86,7 +85,7 @@ def build_file(source: Path, target: Path, lines_wanted: int, share: float) -> d
     coordinator_lines = sum(len(lines) for _, lines, c in entries if c)
     other = [e for e in entries if not e[2]]
     total_lines = sum(len(lines) for _, lines, _ in entries)
-    per_pass = max(total_lines, int(round(coordinator_lines / share))) if share > 0 else total_lines
+    per_pass = max(total_lines, round(coordinator_lines / share)) if share > 0 else total_lines
     padding_per_pass = per_pass - total_lines
     pad_every = padding_per_pass / len(entries)          # padding lines owed after each entry
     first = min(ts for ts, _, _ in entries if ts)
@@ -173,15 +172,15 @@ def grep_rate(files: list[dict], runs: int = 3) -> tuple[float, int, float]:
 
 
 def _log_inputs(paths: list[str], cluster: str = "bench"):
-    from streaming.config import LogInput
+    from streaming.app.settings import LogInput
     return [LogInput(path=p, cluster=cluster) for p in paths]
 
 
 def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
     """The replay path up to and including the parse step, into a noop sink."""
-    from streaming.query import log_source_events
-    logs = _log_inputs(paths)
-    events = log_source_events(spark, logs, max_rows)
+    from streaming.spark.query import QueryOptions, log_replay_events
+    logs = [i.file() for i in _log_inputs(paths)]
+    events = log_replay_events(spark, logs, QueryOptions(max_rows_per_batch=max_rows))
     checkpoint = tempfile.mkdtemp(prefix="bench-logs-ckpt-")
     try:
         cpu_before = tree_cpu_seconds()
@@ -218,8 +217,9 @@ def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
 def static_run(spark, paths: list[str]) -> dict:
     """spark.read.text -> JVM filter -> parse -> noop: no merge, seq is not the line number."""
     from pyspark.sql import functions as F
-    from streaming.query import log_events
-    from streaming.parse import LogSourceSpec
+
+    from streaming.logs.step import LogSourceSpec
+    from streaming.spark.steps import log_events
     specs = {p: LogSourceSpec(cluster="bench") for p in paths}
     raw = (spark.read.text(paths).select(
         F.input_file_name().alias("source_id"), F.monotonically_increasing_id().alias("seq"),
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     print(f"grep -c GroupCoordinator: {grep_matches:,} matching lines, best of 3 runs {grep_s:.3f} s "
           f"= {grep_lps:,.0f} lines/s")
 
-    from streaming.spark import get_spark
+    from streaming.spark.session import get_spark
     spark = get_spark("local[2]", 2, app_name="bench-logs")
     paths = [f["file"] for f in files]
     runs = []

@@ -1,5 +1,5 @@
 """Throughput of the `__consumer_offsets` decode path: decode + per-(group, topic, partition)
-aggregation (streaming/offsets_arrow.py, the query's mapInArrow step) against the ceiling of
+aggregation (streaming/offsets/vectorised/, the query's mapInArrow step) against the ceiling of
 merely reading the same rows and touching their bytes (summing key and value lengths) in the same
 engine.
 
@@ -34,12 +34,12 @@ import time
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import pyarrow as pa        # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-from proc_cpu import tree_cpu_seconds  # noqa: E402
+from bench.proc_cpu import tree_cpu_seconds
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DUMPS = [ROOT / "tests" / "fixtures" / "kafka-2.7" / "offsets-topic.jsonl",
          ROOT / "tests" / "fixtures" / "kafka-4.0" / "offsets-topic.jsonl"]
@@ -51,7 +51,8 @@ PARTITIONS = 50
 
 def raw_arrow_schema() -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
-    from streaming.schema import RAW_OFFSETS_SCHEMA
+
+    from streaming.spark.schema import RAW_OFFSETS_SCHEMA
     return to_arrow_schema(RAW_OFFSETS_SCHEMA)
 
 
@@ -121,7 +122,7 @@ def touch(batches):
 
 
 def decode(batches):
-    from streaming.offsets_arrow import offsets_arrow_to_events
+    from streaming.offsets.vectorised import offsets_arrow_to_events
     yield from offsets_arrow_to_events(batches, CLUSTERS)
 
 
@@ -137,10 +138,9 @@ def best_of(fn, repeat: int) -> float:
 
 
 def check_against_reference(path: Path, rows: int = 100_000) -> None:
-    from streaming.offsets_arrow import decode_arrow_batch
-    from streaming.parse import decode_offsets_rows
-    sys.path.insert(0, str(ROOT / "tests"))
-    from offsets_equivalence import normalise
+    from streaming.offsets.step import decode_offsets_rows
+    from streaming.offsets.vectorised import decode_arrow_batch
+    from tests.support.offsets_equivalence import normalise
     table = pq.read_table(path).slice(0, rows)
     for batch in table.to_batches(max_chunksize=10_000):
         ref = decode_offsets_rows(zip(*[batch.column(n).to_pylist() for n in batch.schema.names]), CLUSTERS)
@@ -149,7 +149,7 @@ def check_against_reference(path: Path, rows: int = 100_000) -> None:
             raise SystemExit("bench: the vectorised decoder's output differs from the reference")
 
 
-def main() -> int:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
@@ -158,42 +158,31 @@ def main() -> int:
     ap.add_argument("--splits", type=int, default=2,
                     help="input splits of the Parquet file (both Spark runs); one per core reads cheapest")
     ap.add_argument("--skip-spark", action="store_true")
-    args = ap.parse_args()
-    path = DATA / f"offsets-scaled-{args.groups}-rg20k.parquet"
-    if not path.exists():
-        t = time.perf_counter()
-        n, groups = build_input(args.groups, path)
-        print(f"built {path.name}: {n} records, {groups} groups in {time.perf_counter() - t:.1f} s", flush=True)
-    meta = pq.read_metadata(path)
-    n = meta.num_rows
-    print(f"input: {n} records, {path.stat().st_size / 1e6:.0f} MB Parquet", flush=True)
-    check_against_reference(path)
-    print("check: vectorised output equals the per-record reference on the first 100,000 rows", flush=True)
+    return ap.parse_args()
 
-    # in-process (no Spark)
+
+def _in_process(path: Path, n: int, args: argparse.Namespace) -> tuple[float, float]:
+    """Decode vs touch-bytes in this process (no Spark); returns their best times."""
     table = pq.read_table(path).combine_chunks()
     in_process = table.to_batches(max_chunksize=args.batch_rows)
     t_touch = best_of(lambda: sum(b.num_rows for b in touch(iter(in_process))), args.repeat)
     t_dec = best_of(lambda: sum(b.num_rows for b in decode(iter(in_process))), args.repeat)
     print(f"in-process: decode {n / t_dec:,.0f} rec/s, touch-bytes ceiling {n / t_touch:,.0f} rec/s, "
           f"ratio {t_touch / t_dec:.2f}", flush=True)
-    from streaming.parse import decode_offsets_rows
+    from streaming.offsets.step import decode_offsets_rows
     sl = table.slice(0, 200_000)
     cols = [sl.column(c).to_pylist() for c in sl.schema.names]
     t = time.perf_counter()
     decode_offsets_rows(zip(*cols), CLUSTERS)
-    t_ref = time.perf_counter() - t
-    print(f"reference per-record Python decoder: {sl.num_rows / t_ref:,.0f} rec/s", flush=True)
-    table = in_process = None   # free the memory before Spark starts
-    if args.skip_spark:
-        print(f"records_per_second={n / t_dec:.0f} ceiling_records_per_second={n / t_touch:.0f} "
-              f"ratio={t_touch / t_dec:.2f}")
-        return 0
+    print(f"reference per-record Python decoder: {sl.num_rows / (time.perf_counter() - t):,.0f} rec/s", flush=True)
+    return t_touch, t_dec
 
+
+def _spark(path: Path, n: int, args: argparse.Namespace) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from streaming.schema import EVENT_SCHEMA
-    from streaming.spark import get_spark
+    from streaming.spark.schema import EVENT_SCHEMA
+    from streaming.spark.session import get_spark
     spark = get_spark("local[2]", 2)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch_rows))
     # One split per core by default: the row groups are small (20,000 rows), so two halves are
@@ -236,6 +225,24 @@ def main() -> int:
     print(f"records_per_second={rate:.0f} ceiling_records_per_second={ceiling:.0f} ratio={rate / ceiling:.2f}")
     return 0
 
+
+def main() -> int:
+    args = _args()
+    path = DATA / f"offsets-scaled-{args.groups}-rg20k.parquet"
+    if not path.exists():
+        t = time.perf_counter()
+        n, groups = build_input(args.groups, path)
+        print(f"built {path.name}: {n} records, {groups} groups in {time.perf_counter() - t:.1f} s", flush=True)
+    n = pq.read_metadata(path).num_rows
+    print(f"input: {n} records, {path.stat().st_size / 1e6:.0f} MB Parquet", flush=True)
+    check_against_reference(path)
+    print("check: vectorised output equals the per-record reference on the first 100,000 rows", flush=True)
+    t_touch, t_dec = _in_process(path, n, args)
+    if args.skip_spark:
+        print(f"records_per_second={n / t_dec:.0f} ceiling_records_per_second={n / t_touch:.0f} "
+              f"ratio={t_touch / t_dec:.2f}")
+        return 0
+    return _spark(path, n, args)
 
 if __name__ == "__main__":
     sys.exit(main())

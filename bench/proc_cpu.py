@@ -3,10 +3,9 @@ swings with their load, CPU time much less."""
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 
-def tree_cpu_seconds(root: Optional[int] = None) -> float:
+def tree_cpu_seconds(root: int | None = None) -> float:
     """CPU seconds (user + system, including reaped children) of `root` (default: this process)
     and every process below it: the driver, the Spark JVM it started and the Python workers the
     JVM forks. Linux /proc only; 0.0 elsewhere."""

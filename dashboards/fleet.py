@@ -1,10 +1,16 @@
 """Fleet overview: every cluster and group the monitors export (docs/metrics.md)."""
 from __future__ import annotations
 
-from alert_rules import DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
-from panels import (Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat,
-                    table, thresholds, timeseries, value_mappings)
-from state.diagnosis import ROOT_CAUSES
+from typing import cast
+
+from dashboards.alert_rules import (
+    DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
+)
+from dashboards.panels import (
+    Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat, table, thresholds,
+    timeseries, value_mappings
+)
+from state.diagnosis.rules import ROOT_CAUSES
 
 C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'
@@ -13,9 +19,9 @@ MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
 BUCKET = "rebalance_monitor_rebalance_duration_seconds_bucket"
 RT = f"rebalance_monitor_rebalance_timeouts_total{{{CG}}}"
 REBALANCING = "|".join(REBALANCING_STATES)
-STORM_WINDOW = DEFAULTS["stormWindow"]
-STORM_N = DEFAULTS["stormRebalances"]
-TIMEOUT_WINDOW = DEFAULTS["rebalanceTimeoutWindow"]
+STORM_WINDOW = str(DEFAULTS["stormWindow"])
+STORM_N = cast(int, DEFAULTS["stormRebalances"])
+TIMEOUT_WINDOW = str(DEFAULTS["rebalanceTimeoutWindow"])
 # the per-group threshold of KafkaConsumerGroupRebalanceStuck, in words
 STUCK_RULE = (f"max({DEFAULTS['stuckTimeoutFactor']} x the group's rebalance timeout, {DEFAULTS['stuckMinSeconds']} s), "
               f"or {DEFAULTS['stuckSeconds']} s while the timeout is unknown")
@@ -174,7 +180,7 @@ def build() -> Dashboard:
         timeseries("Watermark delay", "Wall clock minus the query's event-time watermark: how late "
                    "rebalances are reported. The line is the RebalanceMonitorLagging threshold.", "s",
                    Query("rebalance_monitor_watermark_delay_seconds", "{{instance}}"), width=8,
-                   threshold=DEFAULTS["laggingSeconds"]),
+                   threshold=cast(float, DEFAULTS["laggingSeconds"])),
         timeseries("Newest event age by source", "Wall clock minus the newest event time seen per source. "
                    "Grows on a quiet cluster too (no group activity), so it is not alerted on.", "s",
                    Query("rebalance_monitor_source_newest_event_age_seconds", "{{instance}} {{source}}"), width=8),

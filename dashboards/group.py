@@ -1,10 +1,14 @@
 """Group drill-down: one or a few consumer groups over time."""
 from __future__ import annotations
 
-from alert_rules import DEFAULTS
-from panels import (Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline,
-                    table, timeseries, value_mappings)
-from state.diagnosis import ROOT_CAUSES
+from typing import cast
+
+from dashboards.alert_rules import DEFAULTS
+from dashboards.panels import (
+    Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline, table, timeseries,
+    value_mappings
+)
+from state.diagnosis.rules import ROOT_CAUSES
 from state.model import ALL_STATES
 
 CG = 'cluster=~"$cluster", group=~"$group"'
@@ -83,7 +87,7 @@ def build() -> Dashboard:
                    f"threshold of KafkaConsumerGroupRebalanceStorm ({DEFAULTS['stormRebalances']}), which "
                    f"counts finished rebalances per {DEFAULTS['stormWindow']} of wall-clock time.", "short",
                    Query(f"max by (cluster, group) (rebalance_monitor_group_rebalances_in_window{{{CG}}})",
-                         "{{group}}"), width=6, threshold=DEFAULTS["stormRebalances"]),
+                         "{{group}}"), width=6, threshold=cast(float, DEFAULTS["stormRebalances"])),
         timeseries("Rebalance timeouts hit",
                    "Rebalances of the group whose JOIN phase ran into its rebalance timeout (a member did "
                    "not rejoin within max.poll.interval.ms and held the whole group that long), counted "

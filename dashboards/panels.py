@@ -7,7 +7,7 @@ numbers them. Adding a panel = adding one call in fleet.py or group.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SCHEMA_VERSION = 39
@@ -60,7 +60,7 @@ class Panel:
         return doc
 
 
-def thresholds(*steps: tuple[Optional[float], str]) -> dict:
+def thresholds(*steps: tuple[float | None, str]) -> dict:
     return {"thresholds": {"mode": "absolute",
                            "steps": [{"color": color, "value": value} for value, color in steps]}}
 
@@ -70,7 +70,7 @@ TOOLTIP = {"mode": "multi", "sort": "desc"}
 
 
 def timeseries(title: str, description: str, unit: str, *queries: Query, width: int = 12,
-               stacked: bool = False, bars: bool = False, threshold: Optional[float] = None,
+               stacked: bool = False, bars: bool = False, threshold: float | None = None,
                min_zero: bool = True) -> Panel:
     custom: dict[str, Any] = {"drawStyle": "bars" if bars else "line", "lineWidth": 1,
                               "fillOpacity": 60 if bars else (30 if stacked else 10),
@@ -87,7 +87,7 @@ def timeseries(title: str, description: str, unit: str, *queries: Query, width: 
 
 
 def stat(title: str, description: str, unit: str, query: Query, width: int = 4,
-         steps: tuple = ((None, "green"),), mappings: Optional[list] = None) -> Panel:
+         steps: tuple = ((None, "green"),), mappings: list | None = None) -> Panel:
     query.instant = True
     defaults: dict[str, Any] = dict(thresholds(*steps))
     if mappings:
@@ -100,8 +100,8 @@ def stat(title: str, description: str, unit: str, query: Query, width: int = 4,
 
 
 def table(title: str, description: str, unit: str, *queries: Query, width: int = 12,
-          sort_by: str = "Value", hide: tuple = ("Time",), rename: Optional[dict] = None,
-          links: Optional[list] = None, keep_above: Optional[float] = None,
+          sort_by: str = "Value", hide: tuple = ("Time",), rename: dict | None = None,
+          links: list | None = None, keep_above: float | None = None,
           steps: tuple = ((None, "green"),)) -> Panel:
     for q in queries:
         q.instant, q.fmt = True, "table"
@@ -114,7 +114,7 @@ def table(title: str, description: str, unit: str, *queries: Query, width: int =
             "filters": [{"fieldName": "Value" if len(queries) == 1 else "Value #A",
                          "config": {"id": "greater", "options": {"value": keep_above}}}]}})
     transformations.append({"id": "organize", "options": {
-        "excludeByName": {name: True for name in hide}, "renameByName": rename or {}}})
+        "excludeByName": dict.fromkeys(hide, True), "renameByName": rename or {}}})
     defaults: dict[str, Any] = dict(thresholds(*steps))
     defaults["custom"] = {"align": "auto", "cellOptions": {"type": "color-text"}}
     if links:

@@ -5,7 +5,7 @@ The packages (state, streaming, sinks) come from --py-files dist/rebalance_monit
 """
 import sys
 
-from streaming.cli import main
+from streaming.app.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,7 @@
-"""Exposition of the metrics registry: HTTP endpoint and text file."""
+"""Exposition of the metrics registry: HTTP endpoint and text file (prometheus_client's own)."""
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server, write_to_textfile
 
 
 def serve(registry: CollectorRegistry, host: str, port: int):
@@ -14,5 +14,5 @@ def text(registry: CollectorRegistry) -> str:
 
 
 def write_textfile(registry: CollectorRegistry, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text(registry))
+    """Atomically: prometheus_client writes `path.<pid>.<thread>` and renames it."""
+    write_to_textfile(path, registry)

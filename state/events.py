@@ -1,8 +1,8 @@
 """The event model: everything the state machine consumes.
 
 One `Event` is one fact about one consumer group, taken from a broker log line or a
-`__consumer_offsets` record. Parsers (streaming/broker_log.py, streaming/offsets_decoder.py)
-produce them; the Spark glue carries them as rows of `streaming.schema.EVENT_SCHEMA`
+`__consumer_offsets` record. Parsers (streaming/logs/parser.py, streaming/offsets/decoder.py)
+produce them; the Spark glue carries them as rows of `streaming.spark.schema.EVENT_SCHEMA`
 (same field names; `data` travels as the JSON string column `data_json`).
 
 Ordering key inside a group: (ts_ms, source_rank, source_id, seq). `seq` keeps file / partition
@@ -11,7 +11,7 @@ order, which is the truth when two coordinator lines share a millisecond.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 # --- sources ---------------------------------------------------------------------------------
 SOURCE_LOG = "log"          # broker server.log line
@@ -90,14 +90,14 @@ class Event:
     source_id: str
     seq: int
     kind: str
-    broker: Optional[int] = None
-    generation: Optional[int] = None
-    member_id: Optional[str] = None
-    reason: Optional[str] = None
+    broker: int | None = None
+    generation: int | None = None
+    member_id: str | None = None
+    reason: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
     # Which Kafka cluster the source belongs to (set by the source configuration, not parsed):
     # the state key is (cluster, group).
     cluster: str = "default"
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[int, int, str, int]:
         return (self.ts_ms, SOURCE_RANK.get(self.source, 9), self.source_id, self.seq)

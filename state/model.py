@@ -1,13 +1,15 @@
-"""Per-group model mirroring Kafka's GroupMetadata, and the legal classic transitions.
+"""Per-group model mirroring Kafka's GroupMetadata, the legal transitions, and its stored form.
 
-The model is a plain dataclass tree that round-trips through JSON (`to_json`/`from_json`) so
-the Spark glue can keep it in a single string column of the group's state.
+The model is a plain dataclass tree. The Spark state keeps it as one JSON string per group
+(`to_json`/`from_json`), which carries a schema version so that a checkpoint written by an older
+release still loads (docs/design.md, "State versions").
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 # Classic states (Kafka 2.0+; "AwaitingSync" before 1.1 is the same as CompletingRebalance).
 EMPTY = "Empty"
@@ -19,64 +21,70 @@ DEAD = "Dead"
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
 UNKNOWN = "Unknown"
-
-# Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
-VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
-    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
-    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
-    STABLE: frozenset({COMPLETING_REBALANCE}),
-    EMPTY: frozenset({PREPARING_REBALANCE}),
-    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
-}
-
-CLASSIC_STATES = (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD)
-CONSUMER_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
 ALL_STATES = (UNKNOWN, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD,
               ASSIGNING, RECONCILING)
 
 PROTOCOL_CLASSIC = "classic"
 PROTOCOL_CONSUMER = "consumer"
 
+# Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
+CLASSIC_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
+    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
+    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
+    STABLE: frozenset({COMPLETING_REBALANCE}),
+    EMPTY: frozenset({PREPARING_REBALANCE}),
+    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
+}
+# KIP-848 groups have no transition table in Kafka: ConsumerGroup.java derives the state from the
+# group epoch, the target assignment epoch and the members' epochs after every change, so every
+# state may precede every consumer state (a group converted from classic, or one re-created
+# after it died, included). The table names the states a consumer group can be in.
+CONSUMER_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
+    state: frozenset(ALL_STATES) for state in (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+}
+VALID_PREVIOUS_STATES = {PROTOCOL_CLASSIC: CLASSIC_VALID_PREVIOUS_STATES,
+                         PROTOCOL_CONSUMER: CONSUMER_VALID_PREVIOUS_STATES}
 
-def is_legal(previous: str, target: str) -> bool:
-    return previous in VALID_PREVIOUS_STATES.get(target, frozenset())
+
+def is_legal(protocol: str, previous: str, target: str) -> bool:
+    return previous in VALID_PREVIOUS_STATES[protocol].get(target, frozenset())
 
 
 @dataclass
 class Member:
     member_id: str
-    client_id: Optional[str] = None
-    client_host: Optional[str] = None
-    group_instance_id: Optional[str] = None
-    session_timeout_ms: Optional[int] = None
-    rebalance_timeout_ms: Optional[int] = None
+    client_id: str | None = None
+    client_host: str | None = None
+    group_instance_id: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
     # KIP-848 only: member epoch and reconciliation state from record type 8.
-    member_epoch: Optional[int] = None
-    member_state: Optional[int] = None
+    member_epoch: int | None = None
+    member_state: int | None = None
     has_assignment_record: bool = False
     # Classic consumer protocol: assigned partitions ("topic:partition") from the GroupMetadata
     # record (None: not known). Commit evidence of the poll-timeout inference.
-    partitions: Optional[list] = None
+    partitions: list[str] | None = None
 
 
 @dataclass
 class OpenRebalance:
     """A rebalance that has started and not ended yet (or classic: not yet Stable)."""
     protocol: str
-    previous_generation: Optional[int]
-    started_at_ms: Optional[int]
+    previous_generation: int | None
+    started_at_ms: int | None
     trigger: str
-    trigger_member: Optional[str]
-    reason_text: Optional[str]
-    coordinator: Optional[int]
-    generation: Optional[int] = None          # known at join completion (classic) / bump (consumer)
-    join_completed_at_ms: Optional[int] = None
-    completed_at_ms: Optional[int] = None      # classic: became Stable; consumer: all reconciled
+    trigger_member: str | None
+    reason_text: str | None
+    coordinator: int | None
+    generation: int | None = None          # known at join completion (classic) / bump (consumer)
+    join_completed_at_ms: int | None = None
+    completed_at_ms: int | None = None      # classic: became Stable; consumer: all reconciled
     removals: list[str] = field(default_factory=list)  # member ids removed during it
     # Members removed at the rebalance (or sync) timeout during it: the JOIN phase waited for them.
     timeout_removals: list[str] = field(default_factory=list)
     # Largest rebalance_timeout_ms of the members it started with or removed (the JOIN deadline).
-    max_rebalance_timeout_ms: Optional[int] = None
+    max_rebalance_timeout_ms: int | None = None
 
 
 @dataclass
@@ -85,64 +93,90 @@ class GroupModel:
     group: str
     protocol: str = PROTOCOL_CLASSIC
     state: str = UNKNOWN
-    generation: Optional[int] = None          # classic generation / consumer group epoch
-    leader: Optional[str] = None
-    protocol_type: Optional[str] = None
-    selected_protocol: Optional[str] = None
-    coordinator: Optional[int] = None
-    state_since_ms: Optional[int] = None      # timestamp of the last transition
+    generation: int | None = None          # classic generation / consumer group epoch
+    leader: str | None = None
+    protocol_type: str | None = None
+    selected_protocol: str | None = None
+    coordinator: int | None = None
+    state_since_ms: int | None = None      # timestamp of the last transition
     members: dict[str, Member] = field(default_factory=dict)
-    open_rebalance: Optional[OpenRebalance] = None
+    open_rebalance: OpenRebalance | None = None
     # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
     # they are attached to the next rebalance that starts.
-    unattached_removals: list[str] = field(default_factory=list)
+    unattached_removals: list[list[Any]] = field(default_factory=list)
     # Member ids created just before (MEMBER_CREATED lines, [member_id, ts_ms]): the trigger of
     # a rebalance that opens without a reason (Kafka 1.1-2.0) right after them.
-    recent_joins: list = field(default_factory=list)
+    recent_joins: list[list[Any]] = field(default_factory=list)
     # Generation of the GroupMetadata record (or empty line) `members` was last taken from.
-    members_generation: Optional[int] = None
+    members_generation: int | None = None
     # Clock-skew probe: the log line and the offsets record that mark the same moment of the same
     # generation ("Assignment received" / "is now empty" / "Bumped group epoch" and the
     # GroupMetadata / ConsumerGroupMetadata record), waiting for their partner:
     # {"log": {"<kind>:<gen>": [ts_ms, source]}, "rec": {"<kind>:<gen>": ts_ms}}.
-    skew_probe: dict = field(default_factory=dict)
+    skew_probe: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Highest generation for which a rebalance record has been emitted: never emit twice.
-    last_emitted_generation: Optional[int] = None
-    target_assignment_epoch: Optional[int] = None
+    last_emitted_generation: int | None = None
+    target_assignment_epoch: int | None = None
     # KIP-848: what happened since the last epoch bump (decides the bump's trigger).
-    pending_consumer_trigger: Optional[dict[str, Any]] = None
+    pending_consumer_trigger: dict[str, Any] | None = None
     # Sources ("log", "offsets") that have delivered any event for this group.
     seen_sources: list[str] = field(default_factory=list)
     # Classic generations waiting for the other source's evidence, by str(generation):
     # {"log", "log_completed", "offsets": bool, "ts_ms", "due_ms", "source_id", "seq"}.
     generation_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Highest generation whose check is done: later records of it are rewrites (static members).
-    checked_generation: Optional[int] = None
-    last_commit_ms: Optional[int] = None
+    checked_generation: int | None = None
+    last_commit_ms: int | None = None
     commits_total: int = 0
     rebalances_total: int = 0
     removals_total: int = 0
     invalid_transitions: int = 0
     source_mismatches: int = 0
-    last_event_ms: Optional[int] = None
-    # Diagnosis (state/diagnosis.py): removal records held until their decision time, each
+    last_event_ms: int | None = None
+    # Diagnosis (state/diagnosis/rules.py): removal records held until their decision time, each
     # {"rec": record, "decide_at": ms, ...what was learned while held}.
-    held_removals: list = field(default_factory=list)
+    held_removals: list[dict[str, Any]] = field(default_factory=list)
     # Newest commit time per "topic:partition" (OFFSET_COMMIT records).
-    partition_commits: dict = field(default_factory=dict)
+    partition_commits: dict[str, int] = field(default_factory=dict)
     # Times the coordinator loaded/unloaded the group (last few).
-    coordinator_moves: list = field(default_factory=list)
+    coordinator_moves: list[int] = field(default_factory=list)
     # Start times of recent rebalances (storm gauge), pruned to the storm window.
-    rebalance_starts: list = field(default_factory=list)
+    rebalance_starts: list[int] = field(default_factory=list)
 
     # --- serialisation (the Spark state stores this JSON string) -----------------------------
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+        raw = asdict(self)
+        raw[VERSION_KEY] = STATE_VERSION
+        return json.dumps(raw, separators=(",", ":"), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "GroupModel":
+    def from_json(cls, text: str) -> GroupModel:
+        """The model from its stored form, whichever supported version wrote it."""
         raw = json.loads(text)
+        version = raw.pop(VERSION_KEY, 1)
+        if version > STATE_VERSION:
+            raise ValueError(f"group state of schema version {version} was written by a newer release "
+                             f"(this one reads versions 1-{STATE_VERSION})")
+        for upgrade in _UPGRADES[version - 1:]:
+            raw = upgrade(raw)
         raw["members"] = {k: Member(**v) for k, v in raw.get("members", {}).items()}
         if raw.get("open_rebalance") is not None:
             raw["open_rebalance"] = OpenRebalance(**raw["open_rebalance"])
         return cls(**raw)
+
+
+# The stored form's schema version (docs/design.md, "State versions"). Version 1 (commit 2a45599
+# and before) had no version key; version 2 adds the key and nothing else. A release that
+# renames, removes or re-types a field bumps STATE_VERSION and appends the upgrade from the
+# previous version to _UPGRADES, so every older checkpoint still loads.
+VERSION_KEY = "schema_version"
+STATE_VERSION = 2
+
+
+def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    return raw
+
+
+# _UPGRADES[n - 1] turns the raw dict of version n into version n + 1.
+_UPGRADES: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2]
+assert len(_UPGRADES) == STATE_VERSION - 1

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+
+# Quarantined.raw (a raw line, or base64 of a record's key|value) is cut to this many characters.
+RAW_LIMIT = 2000
 
 
 @dataclass
@@ -12,8 +14,8 @@ class Quarantined:
     seq: int                # line number / record offset
     reason: str             # short machine-readable kind, e.g. "unparseable_line", "corrupt_record"
     detail: str             # human text; for decode errors names the field and byte offset
-    raw: Optional[str] = None  # the raw line, or base64 of key|value for records (truncated)
-    ts_ms: Optional[int] = None
+    raw: str | None = None  # the raw line, or base64 of key|value for records (truncated)
+    ts_ms: int | None = None
 
     def to_dict(self) -> dict:
         return {

@@ -7,28 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.capture_expectations import capture_inputs
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))   # tests/ helpers (capture_expectations, ...)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from capture_expectations import FIXTURES, LOG_FILES  # noqa: E402
-
 
 @pytest.fixture(scope="session")
 def spark():
-    from streaming.spark import get_spark
+    from streaming.spark.session import get_spark
     session = get_spark("local[2]", 2)
     yield session
     session.stop()
-
-
-def capture_inputs(capture: str, cluster: str = "default"):
-    from streaming.config import LogInput, OffsetsInput
-    logs = [LogInput(path=str(FIXTURES / capture / name), cluster=cluster) for name in LOG_FILES[capture]]
-    offsets = [OffsetsInput(path=str(FIXTURES / capture / "offsets-topic.jsonl"), cluster=cluster)]
-    return logs, offsets
 
 
 _REPLAYS: dict = {}
@@ -37,14 +29,14 @@ _REPLAYS: dict = {}
 @pytest.fixture(scope="session")
 def replay_capture(spark, tmp_path_factory):
     """replay_capture("kafka-2.7") -> (collector, out_dir); each capture runs once per session."""
-    from streaming.config import load_settings
-    from streaming.driver import replay
+    from streaming.app.replay import replay
+    from streaming.app.settings import ReplaySettings, load
 
     def run(capture: str):
         if capture not in _REPLAYS:
             logs, offsets = capture_inputs(capture)
             out = tmp_path_factory.mktemp(f"replay-{capture}")
-            collector = replay(spark, load_settings(), logs, offsets, out_dir=str(out))
+            collector = replay(spark, load(ReplaySettings), logs, offsets, out_dir=str(out))
             _REPLAYS[capture] = (collector, out)
         return _REPLAYS[capture]
     return run
@@ -52,7 +44,7 @@ def replay_capture(spark, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_server(tmp_path_factory):
-    """`rebalance-monitor demo --port N` (python -m streaming.cli), started once per session and
+    """`rebalance-monitor demo --port N` (python -m streaming.app.cli), started once per session and
     waited for until its replay is done; it keeps serving /metrics until the session ends.
     Yields (port, directory holding demo.stdout and demo.stderr)."""
     import socket
@@ -68,7 +60,7 @@ def demo_server(tmp_path_factory):
     env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
     log = folder / "demo.stderr"
     with open(log, "w") as err, open(folder / "demo.stdout", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "streaming.cli", "demo", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "demo", "--port", str(port)],
                                 cwd=ROOT, env=env, stdout=out, stderr=err)
     try:
         deadline = time.monotonic() + 300
@@ -86,4 +78,7 @@ def pytest_collection_modifyitems(session, config, items):
     """Run the Prometheus end-to-end tests first: their `run` target needs ~30 s to report its
     Kafka source down, which then overlaps the demo's replay (demo_server, shared with test_cli)
     instead of adding to the suite's time."""
-    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/test_prometheus_e2e.py") else 1)
+    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/e2e/test_prometheus_e2e.py") else 1)
+    for item in items:   # everything under tests/spark/ starts a SparkSession
+        if item.nodeid.startswith("tests/spark/"):
+            item.add_marker(pytest.mark.spark)

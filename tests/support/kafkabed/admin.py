@@ -3,12 +3,11 @@ topics, FindCoordinator (via DescribeConsumerGroups), group deletion, SCRAM user
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 from .procs import BedError, wait_for
 
 
-def make_admin(bootstrap: str, extra: Optional[dict] = None):
+def make_admin(bootstrap: str, extra: dict | None = None):
     from confluent_kafka.admin import AdminClient
     conf = {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 3000,
             "log_level": 2}   # critical only: a stopped broker is expected in some scenarios
@@ -16,7 +15,7 @@ def make_admin(bootstrap: str, extra: Optional[dict] = None):
     return AdminClient(conf)
 
 
-def create_topic(adm, name: str, partitions: int, rf: int, config: Optional[dict] = None,
+def create_topic(adm, name: str, partitions: int, rf: int, config: dict | None = None,
                  timeout: float = 30.0) -> None:
     from confluent_kafka.admin import NewTopic
     fut = adm.create_topics([NewTopic(name, partitions, rf, config=config or {})],
@@ -48,7 +47,7 @@ def offsets_partition(group: str, partitions: int = 10) -> int:
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 
 
-def find_coordinator(bootstrap: str, group: str) -> Optional[int]:
+def find_coordinator(bootstrap: str, group: str) -> int | None:
     """FindCoordinator (answered through DescribeConsumerGroups) from a fresh client that only
     knows the live brokers: a long-lived librdkafka admin client kept timing out on this
     request for as long as one broker it had known was down (librdkafka 2.16)."""
@@ -61,7 +60,7 @@ def find_coordinator(bootstrap: str, group: str) -> Optional[int]:
     return None if node is None else node.id
 
 
-def partition_leader(adm, topic: str, partition: int) -> Optional[int]:
+def partition_leader(adm, topic: str, partition: int) -> int | None:
     try:
         md = adm.list_topics(topic=topic, timeout=5).topics[topic].partitions[partition]
     except Exception:
@@ -84,7 +83,7 @@ def delete_group(adm, group: str, timeout: float = 30.0) -> None:
         raise BedError(f"could not delete group {group}: {exc}") from None
 
 
-def group_state(adm, group: str) -> Optional[str]:
+def group_state(adm, group: str) -> str | None:
     try:
         desc = adm.describe_consumer_groups([group], request_timeout=5)[group].result(6)
     except Exception:

@@ -10,7 +10,6 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from .procs import BedTimeout, wait_for
 
@@ -21,7 +20,7 @@ REPO = Path(__file__).resolve().parents[3]
 class LineCheck:
     label: str
     pattern: str
-    kind: Optional[str]
+    kind: str | None
     expected: int
     found: int
     lines: list = field(default_factory=list)
@@ -37,10 +36,10 @@ def check_lines(shipper, since: dict, group: str, expects: list, timeout: float 
     for e in expects:
         rx = e.regex(group)
 
-        def matches():
+        def matches(rx=rx):
             return [ln for ln in shipper.lines() if ln.seq >= since.get(ln.broker_id, 0) and rx.search(ln.text)]
         try:
-            wait_for(lambda: len(matches()) >= e.min_count, timeout, f"{e.min_count} x {e.label} line of {group}")
+            wait_for(lambda e=e: len(matches()) >= e.min_count, timeout, f"{e.min_count} x {e.label} line of {group}")
         except BedTimeout:
             pass
         found = matches()
@@ -48,7 +47,7 @@ def check_lines(shipper, since: dict, group: str, expects: list, timeout: float 
     return out
 
 
-def offsets_records(bootstrap: str, groups: Optional[list] = None, timeout: float = 30.0) -> Counter:
+def offsets_records(bootstrap: str, groups: list | None = None, timeout: float = 30.0) -> Counter:
     """Records in __consumer_offsets (all partitions, to their current end), per group whose
     name appears in the key (every key type starts with the group id); '*' counts all."""
     from confluent_kafka import Consumer, TopicPartition
@@ -92,7 +91,7 @@ def monitor_command() -> list[str]:
     return [str(REPO / "rebalance-monitor")]
 
 
-def parse_logs(paths: list, extra: Optional[list] = None, timeout: float = 300.0) -> tuple[list[dict], str]:
+def parse_logs(paths: list, extra: list | None = None, timeout: float = 300.0) -> tuple[list[dict], str]:
     """`rebalance-monitor parse-logs PATH...`: (events, stderr summary)."""
     proc = subprocess.run([*monitor_command(), "parse-logs", *map(str, paths), *(extra or [])],
                           capture_output=True, text=True, timeout=timeout, cwd=REPO,

@@ -18,7 +18,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from . import admin, jars, log4jconf, settings
 from .procs import BedError, Proc, free_port, port_open, wait_for
@@ -44,7 +43,7 @@ class Node:
     port: int
     home: Path
     extra_ports: dict = field(default_factory=dict)
-    proc: Optional[Proc] = None
+    proc: Proc | None = None
     starts: int = 0
 
     @property
@@ -59,10 +58,10 @@ class Node:
 class KafkaCluster:
     """`with KafkaCluster("4.4.0") as c: c.bootstrap ...`; brokers are numbered 1..N."""
 
-    def __init__(self, version: str, brokers: int = 2, workdir: Optional[Path] = None,
-                 layout: str = "default", rotate_bytes: Optional[int] = None,
-                 overrides: Optional[dict] = None, offsets_retention_minutes: Optional[int] = None,
-                 features: Optional[dict] = None, sasl: Optional["SaslSsl"] = None,
+    def __init__(self, version: str, brokers: int = 2, workdir: Path | None = None,
+                 layout: str = "default", rotate_bytes: int | None = None,
+                 overrides: dict | None = None, offsets_retention_minutes: int | None = None,
+                 features: dict | None = None, sasl: SaslSsl | None = None,
                  start_timeout: float = 120.0):
         self.version = version
         self.kraft = jars.is_kraft(version)
@@ -77,7 +76,7 @@ class KafkaCluster:
         self.sasl = sasl                 # tls.SaslSsl or None
         self.start_timeout = start_timeout
         self.cluster_id = new_cluster_id()
-        self.lib: Optional[Path] = None
+        self.lib: Path | None = None
         self.nodes: dict[int, Node] = {}
         self.timings: dict[str, float] = {}
         self._admin = None
@@ -115,7 +114,7 @@ class KafkaCluster:
             self.nodes[i] = node
 
     # ---------------------------------------------------------------- start / stop
-    def start(self) -> "KafkaCluster":
+    def start(self) -> KafkaCluster:
         t0 = time.monotonic()
         try:
             self.lib = jars.fetch_broker(self.version)
@@ -132,7 +131,7 @@ class KafkaCluster:
             self._format_all()
         self.timings["format_s"] = time.monotonic() - t1
         t2 = time.monotonic()
-        aux = [n for n in self.nodes.values() if n.role != "broker"][0]
+        aux = next(n for n in self.nodes.values() if n.role != "broker")
         self._launch(aux)
         self._await_port(aux)
         if not self.kraft and self.sasl is not None:
@@ -218,7 +217,7 @@ class KafkaCluster:
                  f"{node.role} {node.node_id} of Kafka {self.version} to listen on 127.0.0.1:{node.port}",
                  interval=0.1, alive=lambda: self._died(node))
 
-    def await_brokers(self, ids: set, timeout: Optional[float] = None) -> None:
+    def await_brokers(self, ids: set, timeout: float | None = None) -> None:
         """Until the metadata lists exactly `ids` as live brokers (then unfenced in KRaft)."""
         def check():
             for node in self.nodes.values():
@@ -269,7 +268,7 @@ class KafkaCluster:
         return [i for i, n in self.brokers.items() if n.proc is not None and n.proc.alive()]
 
     # ---------------------------------------------------------------- admin shortcuts
-    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, config: Optional[dict] = None) -> None:
+    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:
         admin.create_topic(self.admin(), name, partitions, rf, config)
 
     def coordinator_of(self, group: str, timeout: float = 30.0) -> int:
@@ -297,7 +296,7 @@ class KafkaCluster:
         if self._own_workdir and not keep and not os.environ.get("KAFKABED_KEEP"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "KafkaCluster":
+    def __enter__(self) -> KafkaCluster:
         try:
             return self.start()
         except BaseException:

@@ -18,7 +18,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 KAFKA_GROUP = "org.apache.kafka"
 LOG4J2_FALLBACK = "2.24.3"   # the log4j2 of Kafka 4.0's distribution
@@ -97,7 +96,7 @@ def _pom(deps: list[Dep], transitive: bool = True) -> str:
             "<packaging>pom</packaging><dependencies>" + "".join(items) + "</dependencies></project>")
 
 
-def _mvn(args: list[str], what: str, cwd: Optional[Path] = None) -> str:
+def _mvn(args: list[str], what: str, cwd: Path | None = None) -> str:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise MavenError(f"mvn not found on PATH (needed to fetch {what}); install Debian's 'maven'")
@@ -128,7 +127,7 @@ def copy_dependencies(deps: list[Dep], dest: Path, transitive: bool = True) -> N
              ", ".join(d.coord for d in deps), cwd=Path(tmp))
 
 
-def jar_version(lib: Path, artifact: str) -> Optional[str]:
+def jar_version(lib: Path, artifact: str) -> str | None:
     for jar in lib.glob(f"{artifact}-*.jar"):
         m = re.fullmatch(re.escape(artifact) + r"-(\d[\w.\-]*)\.jar", jar.name)
         if m:
@@ -196,7 +195,7 @@ def fetch_clients(version: str, streams: bool = False) -> Path:
     return _fetch("streams" if streams else "clients", version, deps)
 
 
-def newest_served(candidates: list[str], artifact: str = "kafka-clients") -> Optional[str]:
+def newest_served(candidates: list[str], artifact: str = "kafka-clients") -> str | None:
     """First of `candidates` (newest first) for which Maven serves org.apache.kafka:artifact."""
     for v in candidates:
         if is_served(f"{KAFKA_GROUP}:{artifact}:{v}"):

@@ -13,10 +13,9 @@ are one entry each. `None` means the layout is not available for that family.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 from xml.sax.saxutils import quoteattr
 
-LAYOUTS: dict[str, dict[str, Optional[str]]] = {
+LAYOUTS: dict[str, dict[str, str | None]] = {
     # Kafka's default (all versions).
     "default": {"log4j1": "[%d] %p %m (%c)%n", "log4j2": "[%d] %p %m (%c)%n"},
     # Strimzi's Kafka 4.x image (log4j2 pattern; log4j1 accepts the same conversion characters).
@@ -54,7 +53,7 @@ def layout_for(name: str, family: str) -> str:
 
 
 def write_log4j1(path: Path, log_dir: Path, layout: str = "default",
-                 rotate_bytes: Optional[int] = None) -> Path:
+                 rotate_bytes: int | None = None) -> Path:
     """log4j 1.x / reload4j properties (Kafka 2.x/3.x). `rotate_bytes` switches server.log from
     hourly to size-based rolling (to exercise the shipper's rotation handling)."""
     pattern = layout_for(layout, "log4j1")
@@ -63,7 +62,7 @@ def write_log4j1(path: Path, log_dir: Path, layout: str = "default",
              "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
              f"log4j.appender.stdout.layout.ConversionPattern={pattern}"]
 
-    def appender(name: str, filename: str, rolling: Optional[int]) -> None:
+    def appender(name: str, filename: str, rolling: int | None) -> None:
         if rolling:
             lines.extend([f"log4j.appender.{name}=org.apache.log4j.RollingFileAppender",
                           f"log4j.appender.{name}.MaxFileSize={rolling}",
@@ -89,7 +88,7 @@ def write_log4j1(path: Path, log_dir: Path, layout: str = "default",
 
 
 def write_log4j2(path: Path, log_dir: Path, layout: str = "default",
-                 rotate_bytes: Optional[int] = None) -> Path:
+                 rotate_bytes: int | None = None) -> Path:
     """log4j2 XML (Kafka 4.x); the broker reads it from -Dlog4j2.configurationFile."""
     spec = layout_for(layout, "log4j2")
     if spec.startswith("json:"):
@@ -97,7 +96,7 @@ def write_log4j2(path: Path, log_dir: Path, layout: str = "default",
     else:
         layout_xml = f"<PatternLayout pattern={quoteattr(spec)}/>"
 
-    def rolling(name: str, filename: str, size: Optional[int]) -> str:
+    def rolling(name: str, filename: str, size: int | None) -> str:
         policy = (f"<SizeBasedTriggeringPolicy size=\"{size}\"/>" if size
                   else "<TimeBasedTriggeringPolicy modulate=\"true\" interval=\"1\"/>")
         pattern = f"{filename}.%i" if size else f"{filename}.%d{{yyyy-MM-dd-HH}}"
@@ -123,7 +122,7 @@ def write_log4j2(path: Path, log_dir: Path, layout: str = "default",
 
 
 def write_config(family: str, conf_dir: Path, log_dir: Path, layout: str = "default",
-                 rotate_bytes: Optional[int] = None) -> tuple[Path, str]:
+                 rotate_bytes: int | None = None) -> tuple[Path, str]:
     """Writes the configuration file; returns (path, JVM system property that points at it)."""
     if family == "log4j2":
         path = write_log4j2(conf_dir / "log4j2.xml", log_dir, layout, rotate_bytes)

@@ -11,7 +11,6 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from . import checks, jars
 from .cluster import KafkaCluster
@@ -30,7 +29,7 @@ class ScenarioResult:
     group: str
     seconds: float = 0.0
     status: str = "FAIL"             # PASS | FAIL | SKIP
-    error: Optional[str] = None
+    error: str | None = None
     lines: list = field(default_factory=list)      # checks.LineCheck as dicts
     offsets_records: int = 0
     smoke: list = field(default_factory=list)      # (kind, expected, found)
@@ -41,7 +40,7 @@ class ScenarioResult:
         return self.status == "PASS"
 
 
-def java_libs(version: str) -> tuple[Optional[Path], Optional[Path], list]:
+def java_libs(version: str) -> tuple[Path | None, Path | None, list]:
     """(clients lib, streams lib, notes). Streams falls back to the newest kafka-streams
     served at or below `version` (4.4.0's is not on Maven Central)."""
     notes = []
@@ -69,7 +68,7 @@ def java_libs(version: str) -> tuple[Optional[Path], Optional[Path], list]:
 
 
 def run_scenario(cluster, shipper, scenario: Scenario, ctx: Ctx, out_dir: Path,
-                 java_lib: Optional[Path] = None, streams_lib: Optional[Path] = None,
+                 java_lib: Path | None = None, streams_lib: Path | None = None,
                  line_timeout: float = 20.0) -> ScenarioResult:
     """Runs one scenario on a started cluster with a running shipper; never raises for a
     scenario failure (the result says FAIL and why)."""
@@ -110,7 +109,7 @@ def run_scenario(cluster, shipper, scenario: Scenario, ctx: Ctx, out_dir: Path,
     return res
 
 
-def run_version(version: str, names: Optional[list], out_root: Path, quick: bool = False,
+def run_version(version: str, names: list | None, out_root: Path, quick: bool = False,
                 envelope: bool = False, library: str = "kafka-python") -> tuple[list, dict]:
     selected = applicable(version, names, quick)
     info = {"version": version, "notes": []}
@@ -171,7 +170,7 @@ def print_table(version: str, results: list, info: dict) -> None:
         print(f"  {info['parse_logs']}")
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list | None = None) -> int:
     p = argparse.ArgumentParser(prog="kafka-matrix", description=__doc__)
     p.add_argument("versions", nargs="*", default=MATRIX)
     p.add_argument("--scenario", action="append", help="only these scenarios (repeatable)")

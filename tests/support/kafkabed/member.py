@@ -79,10 +79,10 @@ def run_kafka_python() -> None:
         def on_partitions_assigned(self, assigned):
             emit("assigned", partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in assigned))
 
-    conf = dict(bootstrap_servers=ARGS.bootstrap.split(","), group_id=ARGS.group, client_id=ARGS.client_id,
-                session_timeout_ms=ARGS.session_timeout_ms, heartbeat_interval_ms=ARGS.heartbeat_interval_ms,
-                max_poll_interval_ms=ARGS.max_poll_interval_ms, auto_offset_reset="earliest",
-                enable_auto_commit=True, auto_commit_interval_ms=1000)
+    conf = {"bootstrap_servers": ARGS.bootstrap.split(","), "group_id": ARGS.group, "client_id": ARGS.client_id,
+                "session_timeout_ms": ARGS.session_timeout_ms, "heartbeat_interval_ms": ARGS.heartbeat_interval_ms,
+                "max_poll_interval_ms": ARGS.max_poll_interval_ms, "auto_offset_reset": "earliest",
+                "enable_auto_commit": True, "auto_commit_interval_ms": 1000}
     if ARGS.instance_id:
         conf["group_instance_id"] = ARGS.instance_id
     conf.update(json.loads(ARGS.extra))

@@ -15,7 +15,6 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from . import jars
 from .procs import BedError, Proc, wait_for
@@ -53,7 +52,7 @@ class MemberSpec:
     group: str
     topics: list
     client_id: str
-    instance_id: Optional[str] = None
+    instance_id: str | None = None
     session_timeout_ms: int = 6000
     max_poll_interval_ms: int = 300000
     protocol: str = "classic"         # classic | consumer | streams
@@ -64,8 +63,8 @@ class MemberSpec:
 class Member:
     """One running member process; `events` holds its parsed stdout lines."""
 
-    def __init__(self, spec: MemberSpec, bootstrap: str, out_dir: Path, java_lib: Optional[Path] = None,
-                 name: Optional[str] = None):
+    def __init__(self, spec: MemberSpec, bootstrap: str, out_dir: Path, java_lib: Path | None = None,
+                 name: str | None = None):
         self.spec = spec
         self.events: list[dict] = []
         self.stop_file = out_dir / f"{name or spec.client_id}.stop-polling"

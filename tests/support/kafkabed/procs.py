@@ -10,10 +10,11 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 T = TypeVar("T")
-_LIVE: dict[int, "Proc"] = {}
+_LIVE: dict[int, Proc] = {}
 
 
 class BedTimeout(TimeoutError):
@@ -24,8 +25,8 @@ class BedError(RuntimeError):
     """A clear, one-line failure of the bed (missing jar, port in use, process died)."""
 
 
-def wait_for(predicate: Callable[[], Optional[T]], timeout: float, what: str,
-             interval: float = 0.05, alive: Optional[Callable[[], None]] = None) -> T:
+def wait_for(predicate: Callable[[], T | None], timeout: float, what: str,
+             interval: float = 0.05, alive: Callable[[], None] | None = None) -> T:
     """Polls `predicate` until it returns something truthy (returned) or `timeout` s pass.
     `alive` may raise to stop early (a process that died while we wait for it)."""
     deadline = time.monotonic() + timeout
@@ -66,8 +67,8 @@ def port_free(port: int) -> bool:
 class Proc:
     """A child process in its own session; output in `<out_dir>/<name>.stdout|.stderr`."""
 
-    def __init__(self, cmd: list[str], name: str, out_dir: Path, env: Optional[dict] = None,
-                 cwd: Optional[Path] = None, stdout_pipe: bool = False):
+    def __init__(self, cmd: list[str], name: str, out_dir: Path, env: dict | None = None,
+                 cwd: Path | None = None, stdout_pipe: bool = False):
         out_dir.mkdir(parents=True, exist_ok=True)
         self.name, self.cmd = name, cmd
         self.stdout_path = out_dir / f"{name}.stdout"
@@ -95,7 +96,7 @@ class Proc:
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise BedTimeout(f"timed out after {timeout:.0f} s waiting for {self.name} (pid {self.pid}) to exit")
+            raise BedTimeout(f"timed out after {timeout:.0f} s waiting for {self.name} (pid {self.pid}) to exit") from None
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM, then SIGKILL if it has not exited after `timeout` s."""

@@ -10,7 +10,6 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 from .members import Member, MemberSpec
 from .procs import BedError, wait_for
@@ -48,8 +47,8 @@ class DataProducer(threading.Thread):
 
 
 class Runner:
-    def __init__(self, cluster, out_dir: Path, shipper=None, java_lib: Optional[Path] = None,
-                 streams_lib: Optional[Path] = None):
+    def __init__(self, cluster, out_dir: Path, shipper=None, java_lib: Path | None = None,
+                 streams_lib: Path | None = None):
         self.cluster, self.shipper = cluster, shipper
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -61,8 +60,8 @@ class Runner:
         self._seq = 0
 
     # ------------------------------------------------------------------ ground truth
-    def record(self, action: str, group: Optional[str] = None, member: Optional[Member] = None,
-               ts_ms: Optional[int] = None, **fields) -> dict:
+    def record(self, action: str, group: str | None = None, member: Member | None = None,
+               ts_ms: int | None = None, **fields) -> dict:
         entry = {"action": action, "group": group, "ts_ms": ts_ms or now_ms()}
         if member is not None:
             entry.update(member=member.spec.client_id, client_id=member.spec.client_id, pid=member.pid,
@@ -190,7 +189,7 @@ class Runner:
         self.cluster.start_broker(bid)
         self.record("broker_started", broker_id=bid)
 
-    def wait_log(self, pattern: str, timeout: float = 60.0, since: Optional[dict] = None, count: int = 1):
+    def wait_log(self, pattern: str, timeout: float = 60.0, since: dict | None = None, count: int = 1):
         if self.shipper is None:
             raise BedError("wait_log needs a LogShipper")
         return self.shipper.wait_line(pattern, timeout, since, count)
@@ -213,7 +212,7 @@ class Runner:
                 m.proc.close_files()
         self._file.close()
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         return self
 
     def __exit__(self, *exc) -> None:

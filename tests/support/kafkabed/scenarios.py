@@ -7,9 +7,8 @@ must cause (regexes over the shipped lines, `{g}` = the scenario's group), with 
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from . import jars
 from .members import MemberSpec
@@ -46,7 +45,7 @@ class Expect:
     label: str
     pattern: str
     min_count: int = 1
-    kind: Optional[str] = None        # the parse-logs event kind of such a line
+    kind: str | None = None        # the parse-logs event kind of such a line
 
     def regex(self, group: str, partitions: int = 10) -> re.Pattern:
         from .admin import offsets_partition
@@ -153,7 +152,7 @@ def static_beyond(r: Runner, ctx: Ctx) -> None:
 
 def failover(r: Runner, ctx: Ctx) -> None:
     a, b = _start_all(r, [_spec(ctx, "a"), _spec(ctx, "b")])
-    since = r.shipper.mark()
+    r.shipper.mark()
     bid = r.stop_coordinator(ctx.group)
     new = r.cluster.coordinator_of(ctx.group, timeout=60)
     r.record("coordinator_moved", group=ctx.group, old_broker=bid, new_broker=new)
@@ -248,7 +247,7 @@ SCENARIOS = [
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 
-def applicable(version: str, names: Optional[list] = None, quick: bool = False) -> list:
+def applicable(version: str, names: list | None = None, quick: bool = False) -> list:
     v = jars.parse_version(version)
     out = [s for s in SCENARIOS if v >= s.min_version and (not quick or s.quick)]
     if names:

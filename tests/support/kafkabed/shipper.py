@@ -23,7 +23,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from .procs import wait_for
 
@@ -34,11 +33,11 @@ class ShippedLine:
     seq: int
     text: str
     read_ms: int
-    produced_ms: Optional[int] = None
-    acked_ms: Optional[int] = None
-    partition: Optional[int] = None
-    offset: Optional[int] = None
-    error: Optional[str] = None
+    produced_ms: int | None = None
+    acked_ms: int | None = None
+    partition: int | None = None
+    offset: int | None = None
+    error: str | None = None
 
 
 def now_ms() -> int:
@@ -53,7 +52,7 @@ def filebeat_envelope(line: str, broker_id: int, path: str, offset: int, ts_ms: 
 
 
 class _Tailer(threading.Thread):
-    def __init__(self, shipper: "LogShipper", broker_id: int, path: Path, partition: int, delay_s: float):
+    def __init__(self, shipper: LogShipper, broker_id: int, path: Path, partition: int, delay_s: float):
         super().__init__(name=f"kafkabed-tail-{broker_id}", daemon=True)
         self.shipper, self.broker_id, self.path = shipper, broker_id, path
         self.partition, self.delay_s = partition, delay_s
@@ -134,9 +133,9 @@ class LogShipper:
     """`LogShipper(cluster, topic).start()`; `.stop()` drains and flushes. `bootstrap` may point
     at another cluster than the one whose logs are shipped."""
 
-    def __init__(self, cluster, topic: str, envelope: bool = False, delay_s: Optional[dict] = None,
-                 bootstrap: Optional[str] = None, create_topic: bool = True,
-                 producer_conf: Optional[dict] = None):
+    def __init__(self, cluster, topic: str, envelope: bool = False, delay_s: dict | None = None,
+                 bootstrap: str | None = None, create_topic: bool = True,
+                 producer_conf: dict | None = None):
         from confluent_kafka import Producer
         self.cluster, self.topic, self.envelope = cluster, topic, envelope
         self.bootstrap = bootstrap or cluster.bootstrap
@@ -153,7 +152,7 @@ class LogShipper:
         self.tailers = {bid: _Tailer(self, bid, cluster.server_log_path(bid), k, (delay_s or {}).get(bid, 0.0))
                         for k, bid in enumerate(ids)}
 
-    def start(self) -> "LogShipper":
+    def start(self) -> LogShipper:
         for t in self.tailers.values():
             t.start()
         return self
@@ -184,7 +183,7 @@ class LogShipper:
         with self._lock:
             self._producer.poll(0)
 
-    def lines(self, broker_id: Optional[int] = None) -> list[ShippedLine]:
+    def lines(self, broker_id: int | None = None) -> list[ShippedLine]:
         if broker_id is not None:
             return list(self.tailers[broker_id].lines)
         return [ln for t in self.tailers.values() for ln in list(t.lines)]
@@ -193,7 +192,7 @@ class LogShipper:
         """Position of every tailer now; pass to `find`/`wait_line` to look only after it."""
         return {bid: len(t.lines) for bid, t in self.tailers.items()}
 
-    def find(self, pattern: str, since: Optional[dict] = None) -> list[ShippedLine]:
+    def find(self, pattern: str, since: dict | None = None) -> list[ShippedLine]:
         rx = re.compile(pattern)
         out = []
         for bid, t in self.tailers.items():
@@ -201,7 +200,7 @@ class LogShipper:
             out += [ln for ln in list(t.lines)[start:] if rx.search(ln.text)]
         return out
 
-    def wait_line(self, pattern: str, timeout: float, since: Optional[dict] = None,
+    def wait_line(self, pattern: str, timeout: float, since: dict | None = None,
                   count: int = 1) -> list[ShippedLine]:
         return wait_for(lambda: (lambda f: f if len(f) >= count else None)(self.find(pattern, since)),
                         timeout, f"{count} shipped server.log line(s) matching /{pattern}/")
@@ -218,7 +217,7 @@ class LogShipper:
         with self._lock:
             self._producer.flush(timeout)
 
-    def __enter__(self) -> "LogShipper":
+    def __enter__(self) -> LogShipper:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Optional
 
 from .procs import BedError, Proc
 
@@ -27,9 +26,9 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 class SaslSsl:
-    def __init__(self, users: Optional[dict] = None):
+    def __init__(self, users: dict | None = None):
         self.users = dict(users or {"bed": "bed-secret"})
-        self.dir: Optional[Path] = None
+        self.dir: Path | None = None
 
     @property
     def ca(self) -> Path:
@@ -89,13 +88,13 @@ class SaslSsl:
             if code != 0:
                 raise BedError(f"kafka-configs could not add SCRAM user {user}: {p.tail(400)}")
 
-    def client_conf(self, user: str = "bed", password: Optional[str] = None) -> dict:
+    def client_conf(self, user: str = "bed", password: str | None = None) -> dict:
         """confluent-kafka settings for the SASL_SSL listener."""
         return {"security.protocol": "SASL_SSL", "sasl.mechanism": MECHANISM, "sasl.username": user,
                 "sasl.password": self.users.get(user, "") if password is None else password,
                 "ssl.ca.location": str(self.ca)}
 
-    def kafka_python_conf(self, user: str = "bed", password: Optional[str] = None) -> dict:
+    def kafka_python_conf(self, user: str = "bed", password: str | None = None) -> dict:
         return {"security_protocol": "SASL_SSL", "sasl_mechanism": MECHANISM, "sasl_plain_username": user,
                 "sasl_plain_password": self.users.get(user, "") if password is None else password,
                 "ssl_cafile": str(self.ca)}

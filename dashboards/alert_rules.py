@@ -1,0 +1,364 @@
+"""The alert rules: the one source of alerts/rebalance-monitor.rules.yml and of the Helm chart's
+PrometheusRule (helm/rebalance-monitor/templates/prometheusrule.yaml). `python -m dashboards.generate`
+writes both; tests/test_alerts.py checks that the committed files equal its output and that the
+chart, rendered with its default values, carries exactly the rules of the plain file.
+
+Thresholds, windows and `for` durations are parameters (`<<name>>` in the text below): the plain
+file gets DEFAULTS, the chart gets `{{ .Values.prometheusRule.params.<name> }}` so they can be
+changed per install. Go templates of Prometheus ({{ $labels.group }}) are escaped for Helm.
+
+Every alert has a `probe`: the part of its expression that must return series whenever the
+monitor exports data (the selector and arithmetic before the threshold comparison; for a
+threshold that is itself an expression, the comparison with `bool`, which keeps every series). The
+end-to-end test (tests/test_prometheus_e2e.py) runs each probe against a real Prometheus that
+scrapes the demo, so an expression that silently matches nothing is caught even when the alert
+itself must not fire on the demo data.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Parameters (camelCase: they are also the keys under prometheusRule.params in values.yaml).
+DEFAULTS: dict[str, object] = {
+    # which scrape job is the monitor: the chart's PodMonitor/ServiceMonitor set job= the
+    # app.kubernetes.io/name label, i.e. "rebalance-monitor"
+    "jobSelector": 'job="rebalance-monitor"',
+    "runbookBaseUrl": "docs/runbooks.md",
+    "stormWindow": "10m",
+    "stormRebalances": 10,
+    "stormFor": "10m",
+    # A group is stuck when it has been in a rebalancing state for longer than
+    # max(stuckTimeoutFactor x its rebalance timeout (the largest max.poll.interval.ms of its
+    # members), stuckMinSeconds), or stuckSeconds while its rebalance timeout is unknown. Kafka
+    # ends a JOIN phase at the rebalance timeout; 2 x leaves room for the SYNC phase and the
+    # monitor's own delay. The floor keeps tiny timeouts (seconds) from alerting on the monitor's
+    # reporting delay. 600 s is twice Kafka's default rebalance timeout (300 s).
+    "stuckTimeoutFactor": 2,
+    "stuckMinSeconds": 120,
+    "stuckSeconds": 600,
+    "stuckFor": "5m",
+    # rebalances whose JOIN phase ran into the group's rebalance timeout, counted over this window
+    "rebalanceTimeoutWindow": "15m",
+    "rebalanceTimeouts": 0,
+    "heartbeatBurstWindow": "5m",
+    "heartbeatBurstRemovals": 10,
+    "heartbeatBurstGroups": 3,
+    "monitorDownFor": "5m",
+    "monitorAbsentFor": "15m",
+    "sourceDownFor": "5m",
+    "laggingSeconds": 600,
+    "laggingFor": "15m",
+    "errorWindow": "15m",
+    "quarantinedRecords": 0,
+    "lateRows": 0,
+    "invalidTransitions": 0,
+    "restartWindow": "30m",
+    "queryRestarts": 2,
+    "overCapFor": "1h",
+}
+
+
+def new_in_window(selector: str, window: str) -> str:
+    """Counter growth over `window`, including the whole value of series that are newer than the
+    window. increase() misses those: a counter series that first appears at 1 (a group's first
+    heartbeat-expiry removal) has no increase between its samples.
+
+    A series only counts as new if the same monitor (job, instance) was already exporting
+    `window` ago (its rebalance_monitor_batches_total existed then). Otherwise every series looks
+    new after Prometheus or the monitor starts, and their whole totals would look like a burst.
+    Counter resets (a restart without an event sink) give a negative difference, clamped to 0."""
+    return (f"(clamp_min({selector} - {selector} offset {window}, 0)"
+            f" or ({selector} unless {selector} offset {window})"
+            f" and on (job, instance) rebalance_monitor_batches_total offset {window})")
+
+
+@dataclass
+class Alert:
+    name: str
+    severity: str
+    probe: str                       # must return series on any monitor's data
+    condition: str                   # appended to the probe, e.g. "> <<stormRebalances>>"
+    for_: str
+    summary: str
+    description: str
+    expr: str | None = None       # a whole expression when it is not `probe condition`
+    extra_labels: dict = field(default_factory=dict)
+
+    @property
+    def anchor(self) -> str:
+        return self.name.lower()
+
+    def expression(self) -> str:
+        return self.expr if self.expr is not None else f"{self.probe}\n{self.condition}"
+
+
+_HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'
+_RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
+_RT = 'rebalance_monitor_rebalance_timeouts_total{group!="__other__"}'
+
+# The states in which a group is rebalancing: the classic JOIN and SYNC phases, and a KIP-848
+# consumer group computing (Assigning) or handing out (Reconciling) a new assignment. Label values
+# of rebalance_monitor_group_state (state/model.py; GroupStateCollector.IN_PROGRESS).
+REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+
+
+def time_rebalancing(matchers: str) -> str:
+    """One series per (group, rebalancing state) of rebalance_monitor_group_state{matchers}: the
+    wall-clock seconds since the group's last state change for its current state, 0 for the
+    other states. Wall clock, not rebalance_monitor_group_rebalance_in_progress_seconds: that
+    gauge is event time and stops growing while the cluster is quiet, which a stuck group is."""
+    return (f'rebalance_monitor_group_state{{state=~"{"|".join(REBALANCING_STATES)}", {matchers}}}\n'
+            "* on (cluster, group, protocol) group_left ()\n"
+            "max by (cluster, group, protocol) "
+            f"(time() - rebalance_monitor_group_state_since_timestamp_seconds{{{matchers}}})")
+
+
+def stuck_threshold(matchers: str) -> str:
+    """Per (cluster, group, protocol): the seconds after which a rebalancing group counts as stuck.
+    max(<<stuckTimeoutFactor>> x its rebalance timeout, <<stuckMinSeconds>>) where the timeout is
+    known, else <<stuckSeconds>> (for every group that has a state-since series)."""
+    return ("clamp_min(<<stuckTimeoutFactor>> * max by (cluster, group, protocol) "
+            f"(rebalance_monitor_group_rebalance_timeout_seconds{{{matchers}}}), <<stuckMinSeconds>>)\n"
+            "or\n"
+            "<<stuckSeconds>> + 0 * max by (cluster, group, protocol) "
+            f"(rebalance_monitor_group_state_since_timestamp_seconds{{{matchers}}})")
+
+
+def stuck(matchers: str, comparison: str = ">") -> str:
+    """time_rebalancing compared with stuck_threshold per group (`>`: the series over it, with the
+    time in state as value; `> bool`: 1 or 0 for every series)."""
+    def indent(text: str) -> str:
+        return "\n".join("  " + line for line in text.splitlines())
+    return (f"(\n{indent(time_rebalancing(matchers))}\n)\n"
+            f"{comparison} on (cluster, group, protocol) group_left ()\n"
+            f"(\n{indent(stuck_threshold(matchers))}\n)")
+
+
+GROUP_ALERTS = [
+    Alert(
+        name="KafkaConsumerGroupRebalanceStorm",
+        severity="warning",
+        probe=f"sum by (cluster, group) (\n  {new_in_window(_RB, '<<stormWindow>>')}\n)",
+        condition="> <<stormRebalances>>",
+        for_="<<stormFor>>",
+        summary="Consumer group {{ $labels.group }} rebalances again and again",
+        description=("Group {{ $labels.group }} on cluster {{ $labels.cluster }} finished "
+                     "{{ $value | humanize }} rebalances in the last <<stormWindow>>, for at least "
+                     "<<stormFor>>. Every rebalance pauses consumption of the group's partitions."),
+    ),
+    Alert(
+        name="KafkaConsumerGroupRebalanceStuck",
+        severity="critical",
+        # every (group, rebalancing state) series, 1 where the group is over its threshold: both
+        # sides of the comparison must match on the exported labels
+        probe=stuck('group!="__other__"', "> bool"),
+        condition="",
+        expr=stuck('group!="__other__"'),
+        for_="<<stuckFor>>",
+        summary="Consumer group {{ $labels.group }} is stuck in {{ $labels.state }}",
+        description=("Group {{ $labels.group }} on cluster {{ $labels.cluster }} has been in "
+                     "{{ $labels.state }} for {{ $value | humanizeDuration }}, longer than "
+                     "<<stuckTimeoutFactor>> times its rebalance timeout (at least <<stuckMinSeconds>> s), "
+                     "or <<stuckSeconds>> s while its rebalance timeout is unknown. The partitions "
+                     "being reassigned are not consumed until the rebalance completes."),
+    ),
+    Alert(
+        name="KafkaConsumerGroupRebalanceTimeout",
+        severity="warning",
+        probe=f"sum by (cluster, group) (\n  {new_in_window(_RT, '<<rebalanceTimeoutWindow>>')}\n)",
+        condition="> <<rebalanceTimeouts>>",
+        for_="0m",
+        summary="A rebalance of consumer group {{ $labels.group }} ran into its rebalance timeout",
+        description=("In the last <<rebalanceTimeoutWindow>>, {{ $value | humanize }} rebalance(s) of "
+                     "group {{ $labels.group }} on cluster {{ $labels.cluster }} waited the whole "
+                     "rebalance timeout (max.poll.interval.ms) for a member that did not rejoin: that "
+                     "member held the whole group until the coordinator removed it."),
+    ),
+    Alert(
+        name="KafkaConsumerHeartbeatExpiryBurst",
+        severity="warning",
+        probe=f"sum by (cluster) (\n  {new_in_window(_HB, '<<heartbeatBurstWindow>>')}\n)",
+        condition="",
+        expr=(f"sum by (cluster) (\n  {new_in_window(_HB, '<<heartbeatBurstWindow>>')}\n)"
+              " >= <<heartbeatBurstRemovals>>\n"
+              "and on (cluster)\n"
+              "count by (cluster) (\n"
+              f"  sum by (cluster, group) ({new_in_window(_HB, '<<heartbeatBurstWindow>>')}) > 0\n"
+              ") >= <<heartbeatBurstGroups>>"),
+        for_="0m",
+        summary="Many consumers on {{ $labels.cluster }} stopped heartbeating at once",
+        description=("{{ $value | humanize }} members were removed for heartbeat expiry in the last "
+                     "<<heartbeatBurstWindow>> on cluster {{ $labels.cluster }}, across at least "
+                     "<<heartbeatBurstGroups>> groups. Many groups at once points at something they "
+                     "share: nodes, network, GC pauses, or the brokers."),
+    ),
+]
+
+MONITOR_ALERTS = [
+    Alert(
+        name="RebalanceMonitorDown",
+        severity="critical",
+        probe="up{<<jobSelector>>}",
+        condition="== 0",
+        for_="<<monitorDownFor>>",
+        summary="Prometheus cannot scrape the rebalance monitor {{ $labels.instance }}",
+        description=("The /metrics endpoint of {{ $labels.instance }} (job {{ $labels.job }}) has "
+                     "not answered for <<monitorDownFor>>. Rebalances are not being watched."),
+    ),
+    Alert(
+        name="RebalanceMonitorAbsent",
+        severity="critical",
+        probe="up{<<jobSelector>>}",
+        condition="",
+        expr="absent(up{<<jobSelector>>})",
+        for_="<<monitorAbsentFor>>",
+        summary="No rebalance monitor is being scraped",
+        description=("Prometheus has had no target with <<jobSelector>> for <<monitorAbsentFor>>: "
+                     "the monitor's pod is gone (a SparkApplication that failed or is resubmitting) "
+                     "or the PodMonitor/ServiceMonitor does not select it."),
+    ),
+    Alert(
+        name="RebalanceMonitorSourceDown",
+        severity="critical",
+        probe="rebalance_monitor_source_up",
+        condition="== 0",
+        for_="<<sourceDownFor>>",
+        summary="The rebalance monitor cannot read Kafka ({{ $labels.source }})",
+        description=("{{ $labels.instance }} has failed to read its {{ $labels.source }} topic for "
+                     "<<sourceDownFor>> (broker unreachable, authentication, topic deleted). It "
+                     "retries with backoff; until then no rebalance is seen."),
+    ),
+    Alert(
+        name="RebalanceMonitorLagging",
+        severity="warning",
+        probe="rebalance_monitor_watermark_delay_seconds",
+        condition="> <<laggingSeconds>>",
+        for_="<<laggingFor>>",
+        summary="The rebalance monitor is {{ $value | humanizeDuration }} behind",
+        description=("The event-time watermark of {{ $labels.instance }} is "
+                     "{{ $value | humanizeDuration }} behind the wall clock (threshold "
+                     "<<laggingSeconds>> s). Rebalances are reported that late, and the stuck-group "
+                     "alert measures from event time."),
+    ),
+    Alert(
+        name="RebalanceMonitorQuarantinedInputs",
+        severity="warning",
+        probe=("sum by (job, instance, cluster, source, reason) "
+               "(increase(rebalance_monitor_quarantined_records_total[<<errorWindow>>]))"),
+        condition="> <<quarantinedRecords>>",
+        for_="0m",
+        summary="The rebalance monitor cannot use some {{ $labels.source }} input ({{ $labels.reason }})",
+        description=("{{ $value | humanize }} {{ $labels.source }} inputs of cluster {{ $labels.cluster }} "
+                     "were quarantined as {{ $labels.reason }} in the last <<errorWindow>>. Events "
+                     "in them are missing from the rebalance records."),
+    ),
+    Alert(
+        name="RebalanceMonitorLateRows",
+        severity="warning",
+        probe="sum by (job, instance) (increase(rebalance_monitor_late_rows_total[<<errorWindow>>]))",
+        condition="> <<lateRows>>",
+        for_="0m",
+        summary="The rebalance monitor dropped late events",
+        description=("{{ $labels.instance }} dropped {{ $value | humanize }} events in the last "
+                     "<<errorWindow>> because they arrived after the watermark had passed them."),
+    ),
+    Alert(
+        name="RebalanceMonitorInvalidTransitions",
+        severity="warning",
+        probe=("sum by (job, instance, cluster) "
+               "(increase(rebalance_monitor_invalid_transitions_total[<<errorWindow>>]))"),
+        condition="> <<invalidTransitions>>",
+        for_="0m",
+        summary="The rebalance monitor saw transitions Kafka forbids on {{ $labels.cluster }}",
+        description=("{{ $value | humanize }} group state transitions on cluster {{ $labels.cluster }} "
+                     "in the last <<errorWindow>> are impossible in Kafka's state table: input was "
+                     "missed or misordered."),
+    ),
+    Alert(
+        name="RebalanceMonitorQueryRestarting",
+        severity="warning",
+        probe="increase(rebalance_monitor_query_restarts_total[<<restartWindow>>])",
+        condition="> <<queryRestarts>>",
+        for_="0m",
+        summary="The rebalance monitor's streaming query keeps failing",
+        description=("The streaming query of {{ $labels.instance }} failed and was restarted "
+                     "{{ $value | humanize }} times in the last <<restartWindow>>."),
+    ),
+    Alert(
+        name="RebalanceMonitorGroupsOverCap",
+        severity="info",
+        probe="rebalance_monitor_groups_over_cap",
+        condition="> 0",
+        for_="<<overCapFor>>",
+        summary="{{ $value | humanize }} consumer groups have no series of their own",
+        description=("{{ $labels.instance }} tracks more groups than max_groups; the rest are "
+                     "folded into group=\"__other__\" and have no state gauges or alerts."),
+    ),
+]
+
+ALERTS = GROUP_ALERTS + MONITOR_ALERTS
+GROUPS = [("rebalance-monitor.consumer-groups", GROUP_ALERTS), ("rebalance-monitor.monitor", MONITOR_ALERTS)]
+
+_PARAM = re.compile(r"<<([A-Za-z]+)>>")
+_GO_TEMPLATE = re.compile(r"\{\{.*?\}\}")
+
+
+def _defaults(text: str, params: dict) -> str:
+    def sub(m: re.Match) -> str:
+        if m.group(1) not in params:
+            raise KeyError(f"unknown alert parameter {m.group(1)}")
+        return str(params[m.group(1)])
+    return _PARAM.sub(sub, text)
+
+
+def _helm(text: str) -> str:
+    """Escape Prometheus' Go templates for Helm, then turn parameters into values lookups."""
+    text = _GO_TEMPLATE.sub(lambda m: "{{`" + m.group(0) + "`}}", text)
+    # a parameter right inside PromQL braces (up{<<jobSelector>>}) would make "{{{"
+    text = re.sub(r"\{<<([A-Za-z]+)>>\}",
+                  lambda m: '{{ printf "{%s}" .Values.prometheusRule.params.' + m.group(1) + " }}", text)
+    def sub(m: re.Match) -> str:
+        if m.group(1) not in DEFAULTS:
+            raise KeyError(f"unknown alert parameter {m.group(1)}")
+        return f"{{{{ .Values.prometheusRule.params.{m.group(1)} }}}}"
+    return _PARAM.sub(sub, text)
+
+
+def rule_groups(render=None, params: dict | None = None) -> list[dict]:
+    """The `groups:` of a Prometheus rules file; `render` maps each text (default: fill in
+    `params`, default DEFAULTS)."""
+    values = {**DEFAULTS, **(params or {})}
+    render = render or (lambda text: _defaults(text, values))
+    groups = []
+    for group_name, alerts in GROUPS:
+        rules = []
+        for a in alerts:
+            rules.append({
+                "alert": a.name,
+                "expr": render(a.expression()),
+                "for": render(a.for_),
+                "labels": {"severity": a.severity, **a.extra_labels},
+                "annotations": {
+                    "summary": render(a.summary),
+                    "description": render(a.description),
+                    "runbook_url": render(f"<<runbookBaseUrl>>#{a.anchor}"),
+                },
+            })
+        groups.append({"name": group_name, "rules": rules})
+    return groups
+
+
+def fill(text: str, params: dict | None = None) -> str:
+    """`text` with its parameters filled in (default DEFAULTS), e.g. for a dashboard query that
+    uses an alert's threshold expression (stuck_threshold)."""
+    return _defaults(text, {**DEFAULTS, **(params or {})})
+
+
+def probes(params: dict | None = None) -> dict[str, str]:
+    """alert name -> probe expression with the given parameters (default DEFAULTS)."""
+    return {a.name: fill(a.probe, params) for a in ALERTS}
+
+
+def helm_rule_groups() -> list[dict]:
+    return rule_groups(_helm)

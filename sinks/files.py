@@ -1,0 +1,128 @@
+"""JSON-lines outputs: a replay's files, and the live service's durable event sink and group
+state file. One table says which output kind goes to which file.
+
+The event sink writes the records of each micro-batch to `<dir>/batch-<id>.jsonl` through a
+temporary file and a rename: foreachBatch can run a batch again after a crash (Spark replays the
+last planned batch from the checkpoint), and the second run replaces the first, so every record is
+in the sink exactly once across restarts. Reading the sink back (`records`) is how a restarted
+monitor rebuilds its counters and histograms to what an uninterrupted run would show.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from state.outputs import OutputKind
+
+# Output kind -> the name of its records: replay file `<name>.jsonl`, event sink folder `<name>/`.
+RECORD_FILES: dict[str, str] = {
+    OutputKind.REBALANCE: "rebalances",
+    OutputKind.REMOVAL: "member_removals",
+    OutputKind.QUARANTINE: "quarantine",
+    OutputKind.ANOMALY: "anomalies",
+    OutputKind.CLOCK_SKEW: "clock_skew",
+    OutputKind.DECODE_STATS: "decode_stats",
+}
+GROUPS_FILE = "groups.jsonl"       # replay: the final snapshot of every group
+METRICS_FILE = "metrics.prom"      # replay: the registry at the end of the run
+
+
+def replay_file(kind: str) -> str:
+    return f"{RECORD_FILES[kind]}.jsonl"
+
+
+def _null_last(value: Any) -> tuple:
+    return (value is None, value if value is not None else 0)
+
+
+# The order of each replay file's records (deterministic, whatever the batching).
+SORT_KEYS = {
+    OutputKind.REBALANCE: lambda r: (r["cluster"], r["group"], _null_last(r.get("started_at_ms")),
+                                     _null_last(r.get("generation")), _null_last(r.get("completed_at_ms"))),
+    OutputKind.REMOVAL: lambda r: (r["cluster"], r["group"], r["removed_at_ms"], r["member_id"], r["cause"]),
+    OutputKind.QUARANTINE: lambda q: (q.get("cluster") or "", q["source_id"], q["seq"]),
+    OutputKind.ANOMALY: lambda a: (a["cluster"], a["group"], a["ts_ms"], a["seq"]),
+    OutputKind.CLOCK_SKEW: lambda c: (c["cluster"], c["source"], c["log_ts_ms"], c["group"], c["pair"],
+                                      c["generation"]),
+}
+
+
+def write_jsonl(path: str, records: Iterable[dict]) -> int:
+    """Write atomically (temp file + rename) so a reader never sees half a file."""
+    tmp = f"{path}.tmp"
+    count = 0
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+            count += 1
+    os.replace(tmp, path)
+    return count
+
+
+class EventSink:
+    def __init__(self, directory: str):
+        self.root = Path(directory)
+        for sub in RECORD_FILES.values():
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def write_batch(self, batch_id: int, records: dict[str, list[dict]]) -> None:
+        for kind, sub in RECORD_FILES.items():
+            rows = records.get(kind) or []
+            path = self.root / sub / f"batch-{batch_id:012d}.jsonl"
+            if rows:
+                write_jsonl(str(path), rows)
+            elif path.exists():
+                path.unlink()   # a re-run that produced nothing leaves nothing behind
+
+    def last_batch_id(self) -> int:
+        """Highest batch id with a file in the sink (-1 when empty)."""
+        ids = [int(p.stem.split("-", 1)[1]) for sub in RECORD_FILES.values()
+               for p in (self.root / sub).glob("batch-*.jsonl")]
+        return max(ids, default=-1)
+
+    def records(self, kind: str) -> Iterator[dict]:
+        """Every record of one kind, in batch order."""
+        for path in sorted((self.root / RECORD_FILES[kind]).glob("batch-*.jsonl")):
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    if line.strip():
+                        yield json.loads(line)
+
+
+class GroupStateFile:
+    """The latest snapshot of every group, rewritten after each batch (atomically).
+
+    After a restart the gauges come back from it before the first batch runs; Spark's own state
+    store holds the authoritative state, this file only feeds /metrics early.
+    """
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
+             correlator: dict | None = None) -> None:
+        """`correlator`: the driver's pending cross-group state (state/diagnosis/correlate.py), saved in the
+        same atomic write so a restart neither loses nor repeats held removal records."""
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump({"batch_id": batch_id, "groups": list(snapshots.values()),
+                       "correlator": correlator}, handle, separators=(",", ":"), sort_keys=True)
+        os.replace(tmp, self.path)
+
+    def load_extra(self) -> dict | None:
+        """The correlator state saved with the last batch (None when absent)."""
+        if not self.path.exists():
+            return None
+        with open(self.path, encoding="utf-8") as handle:
+            return json.load(handle).get("correlator")
+
+    def load(self) -> tuple[int, list[dict]]:
+        if not self.path.exists():
+            return -1, []
+        with open(self.path, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        return int(doc.get("batch_id", -1)), list(doc.get("groups") or [])

@@ -1,0 +1,108 @@
+"""Group gauges, computed at scrape time from the latest snapshot of each group (a prometheus_client
+custom collector: snapshot-on-scrape, no per-group gauge objects)."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from state.model import ALL_STATES
+
+PREFIX = "rebalance_monitor"
+
+
+class GroupStateCollector(Collector):
+    """Gauges from the latest snapshot per (cluster, group)."""
+
+    # States in which a group is rebalancing (classic) or converging (KIP-848).
+    IN_PROGRESS = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+
+    def __init__(self, storm_window_ms: int = 600_000) -> None:
+        self._lock = threading.Lock()
+        self._snapshots: dict[tuple[str, str], dict[str, Any]] = {}
+        self.storm_window_ms = storm_window_ms
+
+    def update(self, snapshot: dict[str, Any]) -> None:
+        key = (snapshot["cluster"], snapshot["group"])
+        with self._lock:
+            self._snapshots[key] = snapshot
+
+    def forget(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._snapshots.pop(key, None)
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._snapshots.values())
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        snapshots = self.snapshots()
+        state = GaugeMetricFamily(f"{PREFIX}_group_state",
+                                  "1 for the group's current state, 0 for the others.",
+                                  labels=["cluster", "group", "protocol", "state"])
+        generation = GaugeMetricFamily(f"{PREFIX}_group_generation",
+                                       "Current generation (classic) or group epoch (consumer).",
+                                       labels=["cluster", "group", "protocol"])
+        members = GaugeMetricFamily(f"{PREFIX}_group_members", "Members in the current generation.",
+                                    labels=["cluster", "group", "protocol"])
+        since = GaugeMetricFamily(f"{PREFIX}_group_state_since_timestamp_seconds",
+                                  "Event time of the group's last state transition (Unix seconds).",
+                                  labels=["cluster", "group", "protocol"])
+        groups = GaugeMetricFamily(f"{PREFIX}_groups", "Groups tracked, by state.",
+                                   labels=["cluster", "state"])
+        in_progress = GaugeMetricFamily(
+            f"{PREFIX}_group_rebalance_in_progress_seconds",
+            "Event-time seconds the group has been rebalancing (PreparingRebalance/CompletingRebalance, "
+            "or Assigning/Reconciling for consumer groups): newest event time of the cluster minus the "
+            "group's last transition. Only groups that are rebalancing have a series.",
+            labels=["cluster", "group", "protocol"])
+        timeout = GaugeMetricFamily(
+            f"{PREFIX}_group_rebalance_timeout_seconds",
+            "The group's rebalance timeout: the largest rebalance timeout (max.poll.interval.ms) of its members.",
+            labels=["cluster", "group", "protocol"])
+        in_window = GaugeMetricFamily(
+            f"{PREFIX}_group_rebalances_in_window",
+            "Rebalances the group started within the storm window (event time, default 10 min) before "
+            "the newest event time of the cluster.", labels=["cluster", "group", "protocol"])
+        member_total = GaugeMetricFamily(f"{PREFIX}_state_members",
+                                         "Members held in the monitor's state, over all groups.",
+                                         labels=["cluster"])
+        per_state: dict[tuple[str, str], int] = {}
+        per_cluster_members: dict[str, int] = {}
+        cluster_now: dict[str, int] = {}
+        for snap in snapshots:
+            if snap.get("last_event_ms") is not None:
+                cluster_now[snap["cluster"]] = max(cluster_now.get(snap["cluster"], 0), snap["last_event_ms"])
+        for snap in sorted(snapshots, key=lambda s: (s["cluster"], s["group"])):
+            per_cluster_members[snap["cluster"]] = per_cluster_members.get(snap["cluster"], 0) \
+                + int(snap.get("member_count") or 0)
+            if snap.get("_over_cap"):
+                k = (snap["cluster"], snap["state"])
+                per_state[k] = per_state.get(k, 0) + 1
+                continue
+            labels = [snap["cluster"], snap["group"], snap["protocol"]]
+            for name in ALL_STATES:
+                state.add_metric(labels + [name], 1.0 if snap["state"] == name else 0.0)
+            if snap.get("generation") is not None:
+                generation.add_metric(labels, float(snap["generation"]))
+            members.add_metric(labels, float(snap.get("member_count") or 0))
+            if snap.get("state_since_ms") is not None:
+                since.add_metric(labels, snap["state_since_ms"] / 1000.0)
+            now = cluster_now.get(snap["cluster"])
+            if snap["state"] in self.IN_PROGRESS and snap.get("state_since_ms") is not None and now:
+                in_progress.add_metric(labels, max(0.0, (now - snap["state_since_ms"]) / 1000.0))
+            if snap.get("rebalance_timeout_ms"):
+                timeout.add_metric(labels, snap["rebalance_timeout_ms"] / 1000.0)
+            if now:
+                starts = snap.get("recent_rebalance_starts_ms") or []
+                in_window.add_metric(labels, float(sum(1 for t in starts if now - t < self.storm_window_ms)))
+            k = (snap["cluster"], snap["state"])
+            per_state[k] = per_state.get(k, 0) + 1
+        for (cluster, name), count in sorted(per_state.items()):
+            groups.add_metric([cluster, name], float(count))
+        for cluster, count in sorted(per_cluster_members.items()):
+            member_total.add_metric([cluster], float(count))
+        return [state, generation, members, since, groups, member_total, in_progress, timeout, in_window]

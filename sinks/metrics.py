@@ -1,0 +1,224 @@
+"""Prometheus metrics of the records the monitor produces (metric logic only).
+
+Exposition (HTTP server, text file) is in sinks/exposition.py; the monitor's own health metrics in
+sinks/health.py; group gauges in sinks/group_gauges.py. Every metric is documented in
+docs/metrics.md; labels stay low-cardinality (cluster, group, phase, trigger, outcome, cause,
+root_cause, state, source, reason) and never carry member ids or hosts.
+
+Counters and histograms are fed once per output record, routed by its OutputKind; group gauges
+are computed at scrape time from the latest snapshot of each group (snapshot-on-scrape). Every
+series of a group that has been Dead for `dead_group_retention_seconds` (processing time) is
+removed; groups beyond `max_groups` are folded into group="__other__".
+"""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from sinks.group_gauges import PREFIX, GroupStateCollector
+from sinks.health import HealthMetrics
+from state.model import DEAD
+from state.outputs import OutputKind
+
+# The clock-skew gauge is the median of this many latest observations per (cluster, source).
+CLOCK_SKEW_WINDOW = 15
+
+OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
+
+# The documented reasons per quarantine source (docs/metrics.md). Their counters start at 0 for
+# every cluster the sink has seen, so the first bad input is an increase Prometheus can see:
+# increase()/rate() ignore a series' first sample, and an alert on a counter that appears at 1
+# would never fire.
+QUARANTINE_REASONS = {
+    "log": ("unparseable_line", "unknown_coordinator_line"),
+    "offsets": ("malformed_dump_line", "null_key", "unknown_record_type", "unknown_value_version",
+                "corrupt_record", "corrupt_batch", "truncated_batch", "uncommitted_transaction",
+                "unreadable_segment"),
+}
+
+
+class MetricsSink:
+    def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None,
+                 max_groups: int = 10_000, dead_group_retention_seconds: float = 600.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.registry = registry or CollectorRegistry()
+        self.max_groups = max_groups
+        self.dead_group_retention_seconds = dead_group_retention_seconds
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._exported: set[tuple[str, str]] = set()          # groups with their own series
+        self._series: dict[tuple[str, str], set[tuple[Any, tuple]]] = {}
+        self._dead_since: dict[tuple[str, str], float] = {}
+        self._clusters: set[str] = set()                      # clusters whose counters exist
+        r = self.registry
+        self.rebalance_duration = Histogram(
+            f"{PREFIX}_rebalance_duration_seconds",
+            "Rebalance phase durations: join (start to join end), sync (join end to Stable), "
+            "total (start to Stable, or to Empty).",
+            ["cluster", "group", "protocol", "phase"], buckets=tuple(duration_buckets), registry=r)
+        self.rebalance_timeouts = Counter(
+            f"{PREFIX}_rebalance_timeouts_total",
+            "Rebalances whose JOIN phase ran into the group's rebalance timeout (a member did not rejoin).",
+            ["cluster", "group"], registry=r)
+        self.rebalances = Counter(
+            f"{PREFIX}_rebalances_total", "Rebalances that ended, by trigger and outcome.",
+            ["cluster", "group", "protocol", "trigger", "outcome"], registry=r)
+        self.removals = Counter(
+            f"{PREFIX}_member_removals_total", "Members removed from a group, by cause.",
+            ["cluster", "group", "cause", "root_cause"], registry=r)
+        self.quarantined = Counter(
+            f"{PREFIX}_quarantined_records_total", "Inputs that could not be used, by reason.",
+            ["cluster", "source", "reason"], registry=r)
+        self.unknown_lines = Counter(
+            f"{PREFIX}_unknown_coordinator_lines",
+            "INFO/WARN/ERROR group-coordinator lines no catalog entry matches, by logger (a sample of "
+            "them is kept in quarantine).",
+            ["cluster", "logger"], registry=r)
+        self.invalid_transitions = Counter(
+            f"{PREFIX}_invalid_transitions_total",
+            "Observed transitions Kafka's state table forbids (missed or misordered input).",
+            ["cluster"], registry=r)
+        self.source_mismatches = Counter(
+            f"{PREFIX}_source_mismatches_total",
+            "Generations seen in one source and not the other once the grace has passed "
+            "(missing_in: logs or offsets).",
+            ["cluster", "protocol", "missing_in"], registry=r)
+        self.offsets_records = Counter(
+            f"{PREFIX}_offsets_records_total",
+            "__consumer_offsets records by key version (record type), value version and decode "
+            "outcome (decoded, counted_only, unknown_type, unknown_version, corrupt).",
+            ["cluster", "key_version", "value_version", "outcome"], registry=r)
+        self.health = HealthMetrics(r)
+        self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",
+                                     "Groups whose series are folded into group=\"__other__\" (max_groups).",
+                                     registry=r)
+        self.clock_skew = Gauge(
+            f"{PREFIX}_log_clock_skew_seconds",
+            "Log line time minus offsets record time for the same coordinator action, median of the "
+            f"last {CLOCK_SKEW_WINDOW} pairs per log source; near 0 when broker_timezone is right.",
+            ["cluster", "source"], registry=r)
+        self._skews: dict[tuple[str, str], deque] = {}
+        self.groups = GroupStateCollector()
+        r.register(self.groups)
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
+            OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
+            OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
+            OutputKind.QUARANTINE: self._quarantine,
+        }
+
+    # ------------------------------------------------------------------ group series
+    def _group_label(self, cluster: str, group: str) -> str:
+        key = (cluster, group)
+        with self._lock:
+            if key in self._exported:
+                return group
+            if len(self._exported) < self.max_groups:
+                self._exported.add(key)
+                return group
+        return OTHER_GROUPS
+
+    def _child(self, metric, key: tuple[str, str], labels: tuple):
+        with self._lock:
+            if labels[1] != OTHER_GROUPS:
+                self._series.setdefault(key, set()).add((metric, labels))
+        return metric.labels(*labels)
+
+    def _cluster_seen(self, cluster: str) -> None:
+        """Create the per-cluster error counters at 0 the first time a cluster shows up."""
+        if cluster in self._clusters:
+            return
+        with self._lock:
+            if cluster in self._clusters:
+                return
+            self._clusters.add(cluster)
+            self.invalid_transitions.labels(cluster)
+            for source, reasons in QUARANTINE_REASONS.items():
+                for reason in reasons:
+                    self.quarantined.labels(cluster, source, reason)
+
+    def observe(self, kind: str, record: dict[str, Any]) -> None:
+        """Count one output record (or take a group snapshot) of the given OutputKind."""
+        cluster = record.get("cluster") or ("default" if kind == OutputKind.QUARANTINE else None)
+        if cluster:
+            self._cluster_seen(cluster)
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(record)
+
+    def _rebalance(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["group"])
+        labels = (record["cluster"], self._group_label(*key), record["protocol"])
+        for phase in ("join", "sync", "total"):
+            value = record.get(f"{phase}_seconds")
+            if value is not None:
+                self._child(self.rebalance_duration, key, labels + (phase,)).observe(max(0.0, value))
+        self._child(self.rebalances, key, labels + (record["trigger"], record["outcome"])).inc()
+        if record.get("hit_rebalance_timeout"):
+            self._child(self.rebalance_timeouts, key, labels[:2]).inc()
+
+    def _removal(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["group"])
+        labels = (record["cluster"], self._group_label(*key), record["cause"], record["root_cause"])
+        self._child(self.removals, key, labels).inc()
+
+    def _anomaly(self, record: dict[str, Any]) -> None:
+        if record.get("kind") == "source_mismatch":
+            self.source_mismatches.labels(record["cluster"], record.get("protocol") or "classic",
+                                          record.get("missing_in") or "unknown").inc()
+        else:
+            self.invalid_transitions.labels(record["cluster"]).inc()
+
+    def _decode_stats(self, record: dict[str, Any]) -> None:
+        for key_version, value_version, outcome, n in record.get("counts") or []:
+            self.offsets_records.labels(record.get("cluster") or "default", str(key_version),
+                                        str(value_version), str(outcome)).inc(int(n))
+
+    def _clock_skew(self, record: dict[str, Any]) -> None:
+        key = (record.get("cluster") or "default", record["source"])
+        window = self._skews.setdefault(key, deque(maxlen=CLOCK_SKEW_WINDOW))
+        window.append(record["skew_ms"] / 1000.0)
+        self.clock_skew.labels(*key).set(statistics.median(window))
+
+    def _quarantine(self, record: dict[str, Any]) -> None:
+        count = int(record.get("count") or 1)
+        cluster = record.get("cluster") or "default"
+        self.quarantined.labels(cluster, record["source"], record["reason"]).inc(count)
+        if record["reason"] == "unknown_coordinator_line":
+            self.unknown_lines.labels(cluster, record.get("logger") or "unknown").inc(count)
+
+    def _snapshot(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["group"])
+        if self._group_label(*key) == OTHER_GROUPS:
+            record = dict(record, _over_cap=True)
+        with self._lock:
+            if record.get("state") == DEAD:
+                self._dead_since.setdefault(key, self._clock())
+            else:
+                self._dead_since.pop(key, None)
+        self.groups.update(record)
+        self.sweep()
+
+    def sweep(self) -> None:
+        """Drop every series of groups that have been Dead longer than the retention."""
+        now = self._clock()
+        with self._lock:
+            expired = [k for k, since in self._dead_since.items()
+                       if now - since >= self.dead_group_retention_seconds]
+            for key in expired:
+                del self._dead_since[key]
+                for metric, labels in self._series.pop(key, set()):
+                    try:
+                        metric.remove(*labels)
+                    except KeyError:
+                        pass
+                self._exported.discard(key)
+                self.groups.forget(key)
+            over = sum(1 for s in self.groups.snapshots() if s.get("_over_cap"))
+        self.groups_over_cap.set(over)

@@ -1,0 +1,131 @@
+"""Cross-group root causes: host-wide and coordinator-wide bursts (pure Python, no Spark).
+
+The per-group state machine decides crash vs pause from the group's own events; a burst of such
+involuntary removals on one client host, or in many groups of one coordinator, has a common cause
+that overrides them. The per-group stateful function cannot see other groups, so the driver (and
+the plain-Python pipeline) feed every released removal record to a `Correlator`.
+
+Determinism regardless of batching: a removal at t is classified with every candidate removal of
+its cluster in [t - W, t + W]. A candidate at t' <= t + W is released by its group once event
+time passes t' + `expiry_decision_ms`, so the correlator holds each record until the clock (the
+watermark, from the "clock" rows) passes t + W + expiry_decision_ms; then every record that can
+matter is known. Released candidates are kept for W more for later look-backs.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from state.diagnosis.rules import (
+    DEFAULT_SETTINGS, KIP848_DEFAULT_SESSION_MS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
+)
+
+INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coordinator_wide")
+
+
+def is_candidate(rec: dict[str, Any]) -> bool:
+    """An involuntary removal (expiry / session fence) of a dynamic member."""
+    return (rec.get("cause") == "heartbeat_expiry" and rec.get("group_instance_id") is None
+            and rec.get("root_cause") in INVOLUNTARY_ROOT_CAUSES)
+
+
+class Correlator:
+    def __init__(self, settings: DiagnosisSettings = DEFAULT_SETTINGS):
+        self.s = settings
+        self.window_ms = settings.correlation_window_ms()
+        self.expiry_decision_ms = max(settings.pause_rejoin_window_ms, settings.coordinator_wide_window_ms)
+        self.hold_ms = self.window_ms + self.expiry_decision_ms
+        self.pending: list[dict[str, Any]] = []
+        self.recent: list[dict[str, Any]] = []      # released candidates, for look-backs
+        self.clock_ms: int | None = None
+
+    # --- persistence (the driver's state file) ------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        return {"pending": self.pending, "recent": self.recent, "clock_ms": self.clock_ms}
+
+    def load_state(self, state: dict[str, Any] | None) -> None:
+        state = state or {}
+        self.pending = list(state.get("pending") or [])
+        self.recent = list(state.get("recent") or [])
+        self.clock_ms = state.get("clock_ms")
+
+    # --- flow ---------------------------------------------------------------------------------
+    def add(self, records: Iterable[dict[str, Any]]) -> None:
+        self.pending.extend(records)
+
+    def advance(self, clock_ms: int | None) -> list[dict[str, Any]]:
+        """Event time reached `clock_ms`: classify and return the records that are decided."""
+        if clock_ms is not None:
+            self.clock_ms = clock_ms if self.clock_ms is None else max(self.clock_ms, clock_ms)
+        if self.clock_ms is None:
+            return []
+        ready = [r for r in self.pending if self.clock_ms > r["removed_at_ms"] + self.hold_ms]
+        if not ready:
+            return []
+        self.pending = [r for r in self.pending if not self.clock_ms > r["removed_at_ms"] + self.hold_ms]
+        pool = [r for r in self.recent + self.pending + ready if is_candidate(r)]
+        decided = []
+        for rec in sorted(ready, key=_order):
+            if is_candidate(rec):
+                self._classify(rec, pool)
+            decided.append(rec)
+        self.recent = [r for r in self.recent + [r for r in ready if is_candidate(r)]
+                       if r["removed_at_ms"] >= self.clock_ms - self.hold_ms - self.window_ms]
+        return decided
+
+    # --- rules --------------------------------------------------------------------------------
+    def _host_window(self, rec: dict[str, Any]) -> int:
+        if self.s.host_wide_window_ms:
+            return self.s.host_wide_window_ms
+        session = rec.get("session_timeout_ms") or KIP848_DEFAULT_SESSION_MS
+        return min(session, MAX_SESSION_LOOKAROUND_MS)
+
+    def _classify(self, rec: dict[str, Any], pool: list[dict[str, Any]]) -> None:
+        t, cluster = rec["removed_at_ms"], rec["cluster"]
+        host = rec.get("client_host")
+        if host is not None:
+            w = self._host_window(rec)
+            same_host = [r for r in pool if r["cluster"] == cluster and r.get("client_host") == host
+                         and abs(r["removed_at_ms"] - t) <= w]
+            if len(same_host) >= self.s.host_wide_min_removals:
+                groups = sorted({r["group"] for r in same_host})
+                span = max(r["removed_at_ms"] for r in same_host) - min(r["removed_at_ms"] for r in same_host)
+                self._override(rec, "host_wide",
+                               f"{len(same_host)} members on host {host} were removed involuntarily within "
+                               f"{span / 1000:.1f} s (window {w / 1000:.1f} s, threshold "
+                               f"{self.s.host_wide_min_removals}) in {len(groups)} group(s): "
+                               f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
+                return
+        coordinator = rec.get("coordinator")
+        if coordinator is not None:
+            w = self.s.coordinator_wide_window_ms
+            same = [r for r in pool if r["cluster"] == cluster and r.get("coordinator") == coordinator
+                    and abs(r["removed_at_ms"] - t) <= w]
+            groups = sorted({r["group"] for r in same})
+            hosts = {r.get("client_host") for r in same}
+            if len(groups) >= self.s.coordinator_wide_min_groups \
+                    and len(hosts) >= self.s.coordinator_wide_min_groups:
+                self._override(rec, "coordinator_wide",
+                               f"{len(groups)} groups of coordinator broker {coordinator} lost members "
+                               f"involuntarily within {w / 1000:.1f} s (threshold "
+                               f"{self.s.coordinator_wide_min_groups}), members on {len(hosts)} hosts: "
+                               f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
+
+    @staticmethod
+    def _override(rec: dict[str, Any], root: str, text: str) -> None:
+        if rec.get("root_cause") == root:
+            return
+        rec["evidence"] = f"{text} (per group: {rec.get('root_cause')}: {rec.get('evidence')})"
+        rec["root_cause"] = root
+
+
+def _order(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["removed_at_ms"], r["cluster"], r["group"], r["member_id"], r.get("seq") or 0)
+
+
+def correlate_all(records: list[dict[str, Any]], settings: DiagnosisSettings = DEFAULT_SETTINGS
+                  ) -> list[dict[str, Any]]:
+    """Every record at once (plain-Python pipeline, tests)."""
+    c = Correlator(settings)
+    c.add(records)
+    return c.advance(2 ** 62)

@@ -1,0 +1,97 @@
+"""Removal records held in the group's model until their decision time (per-group diagnosis).
+
+A removal's root cause depends on what the group does next (did the same client come back, and
+how soon?), so the state machine hands each removal record here instead of emitting it. The
+record waits in `GroupModel.held_removals` until event time passes `removed_at + decision
+window` (state/diagnosis/rules.py), collecting what is learned meanwhile; then the rules decide.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from state.diagnosis.rules import DiagnosisSettings, classify_in_group, decision_window_ms
+from state.model import PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, GroupModel, Member
+from state.outputs import client_id_from_member_id
+
+
+def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None,
+                     held: dict[str, Any]) -> None:
+    """A LeaveGroup: did the member's partitions see commits during the last poll interval?"""
+    at = record["removed_at_ms"]
+    stall = record.get("rebalance_timeout_ms")
+    parts = None if known is None else known.partitions
+    if not (parts and stall):
+        held["commit_text"] = "commit evidence not available (assignment unknown), the rejoin alone decides"
+        return
+    commits = [model.partition_commits[p] for p in parts if p in model.partition_commits]
+    newest = max((c for c in commits if c <= at), default=None)
+    held["stalled"] = newest is None or newest <= at - stall
+    if newest is None:
+        held["commit_text"] = f"no commit on its {len(parts)} partition(s) before the leave"
+    else:
+        held["commit_text"] = (f"last commit on its {len(parts)} partition(s) "
+                               f"{(at - newest) / 1000:.1f} s before the leave "
+                               f"({'no commit during' if held['stalled'] else 'commits during'} "
+                               f"the last {stall / 1000:.1f} s)")
+
+
+def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None,
+                 settings: DiagnosisSettings) -> None:
+    """Keep a removal record until event time passes its decision window."""
+    held: dict[str, Any] = {"rec": record,
+                            "decide_at": record["removed_at_ms"] + decision_window_ms(record, settings)}
+    if record["cause"] == "leave_group":
+        _commit_evidence(model, record, known, held)
+    model.held_removals.append(held)
+
+
+def observe_join(model: GroupModel, member_id: str | None, client_id: str | None,
+                 client_host: str | None, ts_ms: int) -> None:
+    """A member (re)joined: is it the client of a held removal coming back?"""
+    if client_id is None and member_id is not None and model.protocol == PROTOCOL_CLASSIC:
+        client_id = client_id_from_member_id(member_id)
+    for h in model.held_removals:
+        r = h["rec"]
+        if h.get("rejoined_at_ms") is not None or ts_ms <= r["removed_at_ms"] or ts_ms > h["decide_at"]:
+            continue
+        same_id = member_id is not None and member_id == r["member_id"]
+        # KIP-848 members keep their member id across a rejoin; only classic ones need the client.
+        same_client = (not same_id and r.get("protocol") != PROTOCOL_CONSUMER and client_id is not None
+                       and client_id == r.get("client_id")
+                       and (client_host is None or r.get("client_host") is None
+                            or client_host == r.get("client_host")))
+        if same_id or same_client:
+            h["rejoined_at_ms"] = ts_ms
+            h["same_member_id"] = same_id
+
+
+def _poll_timeout_inferred(h: dict[str, Any], settings: DiagnosisSettings) -> bool:
+    """A LeaveGroup without a client reason, the same client back within the poll window, and no
+    commits on its partitions while it was stalled: the client left on a poll timeout."""
+    rec = h["rec"]
+    return (rec["cause"] == "leave_group" and h.get("rejoined_at_ms") is not None
+            and (rec.get("reason_text") or "not provided") == "not provided"
+            and h["rejoined_at_ms"] - rec["removed_at_ms"] <= settings.leave_window_ms(rec.get("rebalance_timeout_ms"))
+            and h.get("stalled", True))
+
+
+def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings) -> list[dict[str, Any]]:
+    """The held records whose decision time event time has passed, decided, in holding order."""
+    if not model.held_removals:
+        return []
+    keep, decided = [], []
+    for h in model.held_removals:
+        if now_ms <= h["decide_at"]:
+            keep.append(h)
+            continue
+        rec = h["rec"]
+        window = settings.coordinator_wide_window_ms
+        moves = [t for t in model.coordinator_moves if abs(t - rec["removed_at_ms"]) <= window]
+        if moves:
+            h["coordinator_move_ms"] = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
+        if _poll_timeout_inferred(h, settings):
+            h["poll_inferred"] = True
+        classify_in_group(rec, h, settings)
+        decided.append(rec)
+    model.held_removals = keep
+    return decided

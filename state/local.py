@@ -1,0 +1,42 @@
+"""Run the state machine over already-parsed events without Spark (streaming/app/local.py reads
+and parses files for it).
+
+Same semantics as the streaming job: events grouped by (cluster, group), applied in
+Event.sort_key order, then the clock advanced past every deadline; removal records then go
+through the cross-group correlator (state/diagnosis/correlate.py) like in the driver.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from state import events as E
+from state.diagnosis.correlate import correlate_all
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.machine import GroupStateMachine
+from state.model import GroupModel
+from state.outputs import OutputKind, snapshot
+
+# Past every deadline (the replay's end of input is 2100-01-01).
+FAR_FUTURE_MS = 4102444800000
+
+
+def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_SETTINGS
+               ) -> dict[str, list[dict[str, Any]]]:
+    by_group: dict[tuple[str, str], list[E.Event]] = defaultdict(list)
+    for ev in events:
+        if ev.group is not None and ev.kind != E.END_OF_INPUT:
+            by_group[(ev.cluster, ev.group)].append(ev)
+    kinds = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT)
+    out: dict[str, list[dict[str, Any]]] = {str(k): [] for k in kinds}
+    for (cluster, group), evs in sorted(by_group.items()):
+        machine = GroupStateMachine(GroupModel(cluster=cluster, group=group), settings)
+        machine.apply_all(evs)
+        machine.advance_to(FAR_FUTURE_MS)
+        for kind, record in machine.outputs + machine.observations:
+            out[kind].append(record)
+        out[OutputKind.SNAPSHOT].append(snapshot(machine.m))
+    # Cross-group root causes (host-wide, coordinator-wide), as the streaming driver applies them.
+    out[OutputKind.REMOVAL] = correlate_all(out[OutputKind.REMOVAL], settings)
+    return out

@@ -1,0 +1,4 @@
+"""The per-group state machine (core.py) and its parts, one concern per module."""
+from state.machine.core import GroupStateMachine
+
+__all__ = ["GroupStateMachine"]

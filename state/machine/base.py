@@ -1,0 +1,204 @@
+"""What every handler of the state machine builds on: the one state transition, the open
+rebalance's lifecycle (start, emit, supersede) and member removals.
+
+The handlers (classic.py, consumer.py, common.py) subclass `MachineBase`; core.py puts them
+together and dispatches events to them.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from state import events as E
+from state.diagnosis.holding import hold_removal, observe_join
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.model import (
+    DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member, OpenRebalance, is_legal
+)
+from state.outputs import OutputKind, invalid_transition_record, rebalance_record, removal_record
+
+# A completed classic rebalance waits this long (event time) for the GroupMetadata record of its
+# generation, which carries the member list; Kafka appends it within milliseconds.
+METADATA_GRACE_MS = 2000
+# Removals logged just before "Preparing to rebalance" (Kafka 2.2-2.8, Java LeaveGroup) belong to
+# the rebalance they caused; so does a member id created just before it (the trigger of a rebalance
+# logged without a reason, Kafka 1.1-2.0).
+REMOVAL_ATTACH_WINDOW_MS = 1000
+
+REMOVAL_CAUSE_TO_TRIGGER = {
+    "heartbeat_expiry": "heartbeat_expiry", "leave_group": "member_leave",
+    "poll_timeout": "poll_timeout", "rebalance_timeout": "rebalance_timeout",
+    "sync_timeout": "rebalance_timeout", "pending_member_timeout": "member_leave",
+    "static_member_fenced": "static_member_replaced", "group_deleted": "unknown",
+}
+
+Output = tuple[str, dict[str, Any]]
+
+
+class MachineBase:
+    def __init__(self, model: GroupModel, settings: DiagnosisSettings = DEFAULT_SETTINGS):
+        self.m = model
+        self.settings = settings
+        # (position among the non-removal outputs, record) of every removal held by this instance:
+        # where it would have been emitted without the decision window (tests, debugging).
+        self.hold_order: list[tuple[int, dict[str, Any]]] = []
+        self._released = 0
+        self.outputs: list[Output] = []
+        # Observations about the inputs rather than the group (clock_skew records).
+        self.observations: list[Output] = []
+
+    # ------------------------------------------------------------------ the state transition
+    def transition_to(self, target: str, ev: E.Event, table: str | None = PROTOCOL_CLASSIC) -> None:
+        """The one way the group's state changes.
+
+        `table`: the protocol whose transition table the move is checked against (classic: Kafka's
+        validPreviousStates); a move the table forbids is counted and recorded as an anomaly, and
+        the model follows the event anyway (an observer resynchronises, it never raises). None:
+        the model catches up with a record that skips states Kafka passed through (offsets-only
+        input, a coordinator reload, a protocol conversion): not an anomaly.
+        """
+        m = self.m
+        previous = m.state
+        # Staying put is no transition, except where the classic table has a say: it lists
+        # Dead -> Dead, and a repeated PreparingRebalance is checked (and is an anomaly).
+        if previous == target and (table is None or target not in (DEAD, PREPARING_REBALANCE)):
+            return
+        if table is not None and previous != UNKNOWN and not is_legal(table, previous, target):
+            m.invalid_transitions += 1
+            self.outputs.append((OutputKind.ANOMALY, invalid_transition_record(
+                m, ev.ts_ms, previous, target, ev.kind, ev.source_id, ev.seq)))
+        m.state = target
+        m.state_since_ms = ev.ts_ms
+
+    def reincarnate_if_dead(self, ev: E.Event) -> None:
+        """A group id used again after its group died is a new group (generation from 0).
+
+        What survives: identity, protocol, counters, commit evidence, held removals, coordinator
+        moves, the clock-skew probe and recent rebalance starts; what belongs to a generation goes.
+        """
+        m = self.m
+        if m.state != DEAD:
+            return
+        m.members.clear()
+        m.members_generation = None
+        m.generation = 0
+        m.leader = None
+        m.open_rebalance = None
+        m.unattached_removals = []
+        m.recent_joins = []
+        m.last_emitted_generation = None
+        m.target_assignment_epoch = None
+        m.checked_generation = None
+        m.generation_checks = {}
+        self.transition_to(EMPTY, ev, table=None)
+
+    # ------------------------------------------------------------------ removals
+    def hold(self, record: dict[str, Any], known: Member | None) -> None:
+        """A removal record goes to the diagnosis, which releases it at its decision time."""
+        hold_removal(self.m, record, known, self.settings)
+        self.hold_order.append((len(self.outputs) - self._released, record))
+
+    def observe_join(self, member_id: str | None, client_id: str | None, client_host: str | None,
+                     ts_ms: int) -> None:
+        observe_join(self.m, member_id, client_id, client_host, ts_ms)
+
+    def removal(self, member_id: str, known: Member | None, cause: str, ev: E.Event, at_ms: int,
+                generation: int | None, reason_text: str | None = None, evidence: str = "") -> dict[str, Any]:
+        m = self.m
+        return removal_record(m, member_id, known, cause, at_ms, generation,
+                              ev.broker if ev.broker is not None else m.coordinator, ev.source_id, ev.seq,
+                              reason_text, evidence)
+
+    def remove_member(self, member_id: str, cause: str, ev: E.Event, reason_text: str | None = None) -> None:
+        m = self.m
+        known = m.members.pop(member_id, None)
+        if m.leader == member_id:
+            m.leader = None
+        self.hold(self.removal(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text), known)
+        m.removals_total += 1
+        if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
+            self.note_removal_in(m.open_rebalance, member_id, known, cause)
+        else:
+            m.unattached_removals.append([member_id, ev.ts_ms, cause])
+
+    @staticmethod
+    def note_removal_in(o: OpenRebalance, member_id: str, known: Member | None, cause: str) -> None:
+        o.removals.append(member_id)
+        if cause in ("rebalance_timeout", "sync_timeout"):
+            o.timeout_removals.append(member_id)
+        if known is not None and known.rebalance_timeout_ms:
+            o.max_rebalance_timeout_ms = max(o.max_rebalance_timeout_ms or 0, known.rebalance_timeout_ms)
+
+    def _take_recent_removals(self, ts_ms: int) -> list[list[Any]]:
+        recent = [r for r in self.m.unattached_removals if ts_ms - r[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        self.m.unattached_removals = []
+        return recent
+
+    # ------------------------------------------------------------------ the open rebalance
+    def start_rebalance(self, ev: E.Event, protocol: str, previous_generation: int | None,
+                        trigger: str, trigger_member: str | None, reason: str | None,
+                        started_at_ms: int | None, generation: int | None = None) -> OpenRebalance:
+        m = self.m
+        recent = self._take_recent_removals(ev.ts_ms)
+        joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        m.recent_joins = []
+        if trigger == "unknown" and protocol == PROTOCOL_CLASSIC and reason is None:
+            # Brokers before 2.1 log no reason: the removal or the new member id just before is
+            # the trigger (the later of the two; a removal wins a tie).
+            if joins and (not recent or joins[-1][1] > recent[-1][1]):
+                trigger, trigger_member = "member_join", trigger_member or joins[-1][0]
+            elif recent:
+                trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
+                trigger_member = trigger_member or recent[-1][0]
+        elif trigger == "unknown" and recent:
+            trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
+            trigger_member = trigger_member or recent[-1][0]
+        opened = OpenRebalance(
+            protocol=protocol, previous_generation=previous_generation, started_at_ms=started_at_ms,
+            trigger=trigger, trigger_member=trigger_member, reason_text=reason,
+            coordinator=ev.broker if ev.broker is not None else m.coordinator,
+            generation=generation, removals=[r[0] for r in recent],
+        )
+        timeouts = [mm.rebalance_timeout_ms for mm in m.members.values() if mm.rebalance_timeout_ms]
+        if timeouts:
+            opened.max_rebalance_timeout_ms = max(timeouts)
+        if ev.ts_ms is not None:
+            window = self.settings.storm_window_ms
+            m.rebalance_starts = [t for t in m.rebalance_starts if ev.ts_ms - t < window][-999:] + [ev.ts_ms]
+        m.open_rebalance = opened
+        return opened
+
+    def emit_rebalance(self, opened: OpenRebalance, outcome: str, ended_at_ms: int | None,
+                       members: int | None) -> None:
+        m = self.m
+        timeouts: Iterable[int | None] = [mm.rebalance_timeout_ms for mm in m.members.values()]
+        self.outputs.append((OutputKind.REBALANCE, rebalance_record(
+            m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts)))
+        m.rebalances_total += 1
+        if opened.generation is not None:
+            prior = m.last_emitted_generation
+            m.last_emitted_generation = opened.generation if prior is None else max(prior, opened.generation)
+        if m.open_rebalance is opened:
+            m.open_rebalance = None
+
+    def flush_pending_completion(self, now_ms: int, closing_event: E.Event | None = None) -> None:
+        """Emit a Stable-completed classic rebalance still waiting for its metadata record."""
+        o = self.m.open_rebalance
+        if o is None or o.completed_at_ms is None:
+            return
+        due = now_ms > o.completed_at_ms + METADATA_GRACE_MS
+        if closing_event is not None and not due:
+            # Anything but that generation's metadata record closes the wait as well.
+            due = not (closing_event.kind == E.GROUP_METADATA
+                       and closing_event.generation == o.generation) \
+                and closing_event.kind not in (E.OFFSET_COMMIT, E.OFFSET_TOMBSTONE,
+                                               E.ASSIGNMENT_RECEIVED)
+        if due:
+            self.emit_rebalance(o, "stable", o.completed_at_ms, len(self.m.members) or None)
+
+    def close_open_as(self, outcome: str, ev: E.Event) -> None:
+        o = self.m.open_rebalance
+        if o is None:
+            return
+        members = 0 if outcome in ("empty", "dead") else (len(self.m.members) or None)
+        self.emit_rebalance(o, outcome, ev.ts_ms, members)

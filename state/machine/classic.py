@@ -1,0 +1,304 @@
+"""Handlers of classic-protocol events: the JoinGroup/SyncGroup rebalance as the coordinator
+logs it (Preparing -> Stabilized -> Assignment received, or -> now empty), member removals, and
+the GroupMetadata records of __consumer_offsets."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from state import events as E
+from state.machine.base import REMOVAL_ATTACH_WINDOW_MS
+from state.machine.common import CommonHandlers
+from state.model import (
+    COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, STABLE, UNKNOWN,
+    Member, OpenRebalance
+)
+from state.outputs import REBALANCE_TIMEOUT_SHARE
+
+INFERRED_LEAVE = ("inferred: member of generation {prev}, absent from generation {gen}, no removal line; "
+                  "left with LeaveGroup (logged at DEBUG before Kafka 2.2)")
+INFERRED_TIMEOUT = ("inferred: member of generation {prev}, absent from generation {gen}, no removal line; "
+                    "the JOIN phase lasted its rebalance timeout (dropped silently before Kafka 2.7)")
+
+
+class ClassicHandlers(CommonHandlers):
+    def reconcile_membership(self, o: OpenRebalance | None, previous: dict[str, Member],
+                             previous_generation: int | None, new_ids: list[str], ev: E.Event) -> None:
+        """A classic generation completed: account for members that changed without a line.
+
+        Kafka 1.1-2.1 logs a LeaveGroup only at DEBUG and no reason on "Preparing to rebalance";
+        before 2.7 members that miss the JOIN phase are dropped silently. So a member of the
+        previous generation that is absent from the new one and was not removed by any line is
+        removed here (cause leave_group, or rebalance_timeout when the JOIN phase lasted its
+        rebalance timeout), and a rebalance without a reason gets the trigger the membership
+        change shows: member_leave if someone left, else member_join if someone new is in.
+        Only when `previous` (the member list of `previous_generation`) is the member list of the
+        generation this rebalance started from.
+        """
+        m = self.m
+        if o is None or o.protocol != PROTOCOL_CLASSIC or o.previous_generation is None:
+            return
+        if previous_generation != o.previous_generation \
+                and not (o.previous_generation == 0 and not previous):   # a new group has no members
+            return
+        current = set(new_ids)
+        join_ms = None if o.started_at_ms is None or o.join_completed_at_ms is None \
+            else o.join_completed_at_ms - o.started_at_ms
+        leavers = []
+        for member_id in sorted(mid for mid in previous if mid not in current):
+            known = previous[member_id]
+            timeout = known.rebalance_timeout_ms
+            timed_out = join_ms is not None and timeout is not None and timeout > 0 \
+                and join_ms >= REBALANCE_TIMEOUT_SHARE * timeout
+            cause = "rebalance_timeout" if timed_out else "leave_group"
+            at_ms = o.join_completed_at_ms if timed_out else o.started_at_ms
+            if at_ms is None:
+                at_ms = ev.ts_ms
+            template = INFERRED_TIMEOUT if timed_out else INFERRED_LEAVE
+            record = self.removal(member_id, known, cause, ev, at_ms, o.previous_generation,
+                                          evidence=template.format(prev=o.previous_generation, gen=o.generation))
+            self.hold(record, known)
+            m.removals_total += 1
+            self.note_removal_in(o, member_id, known, cause)
+            if not timed_out:
+                leavers.append(member_id)
+        if o.trigger == "unknown" and o.reason_text is None:
+            joined = [mid for mid in new_ids if mid not in previous and mid not in o.removals]
+            if m.leader in joined:
+                # The first member to join a group becomes its leader: into a group without
+                # members, that is the member whose JoinGroup started the rebalance.
+                joined.remove(m.leader)
+                joined.insert(0, m.leader)
+            if leavers:
+                o.trigger, o.trigger_member = "member_leave", o.trigger_member or leavers[0]
+            elif joined:
+                o.trigger, o.trigger_member = "member_join", o.trigger_member or joined[0]
+
+    def on_member_created(self, ev: E.Event) -> None:
+        if not ev.member_id:
+            return
+        m = self.m
+        m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        m.recent_joins.append([ev.member_id, ev.ts_ms])
+        self.observe_join(ev.member_id, None, None, ev.ts_ms)
+
+    def on_prepare(self, ev: E.Event) -> None:
+        m = self.m
+        self.reincarnate_if_dead(ev)
+        if m.protocol == PROTOCOL_CONSUMER:
+            # Downgrade to classic: the consumer epoch ends, the classic rebalance starts.
+            self.close_open_as("superseded", ev)
+            m.protocol = PROTOCOL_CLASSIC
+            self.transition_to(STABLE, ev, table=None)
+        o = m.open_rebalance
+        if o is not None:
+            self.close_open_as("superseded", ev)
+        self.transition_to(PREPARING_REBALANCE, ev)
+        if ev.generation is not None:
+            m.generation = ev.generation
+        trigger = ev.data.get("trigger") or "unknown"
+        reason = ev.reason or ""
+        if reason.startswith("Downgrade group"):
+            trigger = "unknown"   # caused by the consumer member that just left (attached below)
+        self.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, trigger, ev.data.get("trigger_member"),
+                   ev.reason, ev.ts_ms)
+        if trigger == "member_join" and ev.data.get("trigger_member"):
+            self.observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
+
+    def _open_rebalance_for(self, ev: E.Event) -> OpenRebalance:
+        """The open rebalance, or one started by this line when its "Preparing" line was missed."""
+        return self.m.open_rebalance or self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1,
+                                                             "unknown", None, None, None)
+
+    def on_join_complete(self, ev: E.Event) -> None:
+        m = self.m
+        o = self._open_rebalance_for(ev)
+        self.transition_to(COMPLETING_REBALANCE, ev)
+        m.generation = ev.generation
+        o.generation = ev.generation
+        o.join_completed_at_ms = ev.ts_ms
+
+    def on_group_empty(self, ev: E.Event) -> None:
+        m = self.m
+        if m.state == EMPTY and ev.generation is not None and m.last_emitted_generation is not None \
+                and ev.generation <= m.last_emitted_generation:
+            return   # the empty GroupMetadata record of this generation came first
+        o = self._open_rebalance_for(ev)
+        self.transition_to(EMPTY, ev)
+        m.generation = ev.generation
+        o.generation = ev.generation
+        o.join_completed_at_ms = ev.ts_ms
+        self.reconcile_membership(o, m.members, m.members_generation, [], ev)
+        m.members.clear()
+        m.members_generation = ev.generation
+        m.leader = None
+        self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+
+    def on_assignment_received(self, ev: E.Event) -> None:
+        m = self.m
+        if ev.member_id:
+            m.leader = ev.member_id
+        o = m.open_rebalance
+        if m.state == STABLE and m.generation == ev.generation:
+            return  # the metadata record came first
+        if o is None or m.state != COMPLETING_REBALANCE or m.generation != ev.generation:
+            if m.last_emitted_generation is not None and ev.generation is not None \
+                    and ev.generation <= m.last_emitted_generation:
+                return
+            o = o or self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown",
+                                None, None, None)
+            o.generation = ev.generation
+            m.generation = ev.generation
+        self.transition_to(STABLE, ev)
+        o.completed_at_ms = ev.ts_ms
+        if ev.data.get("members") is not None:
+            # Kafka 2.8+ says how many members: nothing to wait for.
+            self.emit_rebalance(o, "stable", ev.ts_ms, ev.data["members"])
+
+    def on_group_metadata(self, ev: E.Event) -> None:
+        m = self.m
+        members = ev.data.get("members") or []
+        gen = ev.generation
+        if gen == 0 and not members:
+            # Java coordinator: an empty record when the group is created.
+            if m.state in (UNKNOWN, DEAD):
+                self.reincarnate_if_dead(ev)
+                self.transition_to(EMPTY, ev, table=None)
+                m.generation = 0
+            return
+        self.reincarnate_if_dead(ev)
+        if m.protocol == PROTOCOL_CONSUMER and m.open_rebalance is not None \
+                and m.open_rebalance.protocol == PROTOCOL_CONSUMER:
+            self.close_open_as("superseded", ev)
+        previous, previous_generation = self._take_metadata(ev)
+        o = m.open_rebalance
+        if o is not None and o.generation == gen and o.completed_at_ms is not None:
+            # The rebalance completed in the log and waited for this record's member list.
+            self.reconcile_membership(o, previous, previous_generation, list(m.members), ev)
+            self.emit_rebalance(o, "stable", o.completed_at_ms, len(m.members))
+        elif not members:
+            self._empty_generation_record(ev, previous, previous_generation)
+        else:
+            self._generation_record(ev, previous, previous_generation)
+
+    def _take_metadata(self, ev: E.Event) -> tuple[dict[str, Member], int | None]:
+        """The record's protocol, leader and members into the model; returns the member list it
+        replaced and that list's generation."""
+        m = self.m
+        d = ev.data
+        m.protocol = PROTOCOL_CLASSIC
+        if d.get("protocol_type") is not None:
+            m.protocol_type = d["protocol_type"]
+        m.selected_protocol = d.get("protocol")
+        m.leader = d.get("leader")
+        new_members: dict[str, Member] = {}
+        for raw in d.get("members") or []:
+            mid = raw.get("member_id")
+            if not mid:
+                continue
+            new_members[mid] = Member(
+                member_id=mid, client_id=raw.get("client_id"), client_host=raw.get("client_host"),
+                group_instance_id=raw.get("group_instance_id"),
+                session_timeout_ms=raw.get("session_timeout_ms"),
+                rebalance_timeout_ms=raw.get("rebalance_timeout_ms"), partitions=raw.get("partitions"),
+            )
+        for mid, mm in new_members.items():
+            if mid not in m.members:
+                self.observe_join(mid, mm.client_id, mm.client_host, ev.ts_ms)
+        previous, previous_generation = m.members, m.members_generation
+        m.members = new_members
+        m.members_generation = ev.generation
+        return previous, previous_generation
+
+    def _already_emitted(self, gen: int | None) -> bool:
+        last = self.m.last_emitted_generation
+        return last is not None and gen is not None and gen <= last
+
+    def _empty_generation_record(self, ev: E.Event, previous: dict[str, Member],
+                                 previous_generation: int | None) -> None:
+        """A GroupMetadata record without members: the group became Empty at this generation."""
+        m = self.m
+        gen, o = ev.generation, m.open_rebalance
+        if m.state == EMPTY and m.generation == gen:
+            return
+        if o is not None and m.state == PREPARING_REBALANCE:
+            # The "is now empty" line is missing: the record ends the rebalance.
+            self.transition_to(EMPTY, ev)
+            m.generation = gen
+            o.generation = gen
+            o.join_completed_at_ms = ev.ts_ms
+            self.reconcile_membership(o, previous, previous_generation, [], ev)
+            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+            return
+        # Stable -> (PreparingRebalance) -> Empty: offsets-only input never sees the middle
+        # state, as for the Stable -> Stable case below; not an invalid transition.
+        self.transition_to(EMPTY, ev, table=None if m.state in (UNKNOWN, DEAD, STABLE) else PROTOCOL_CLASSIC)
+        if not self._already_emitted(gen) and gen is not None and (m.generation is None or gen > m.generation):
+            if o is not None:
+                self.close_open_as("superseded", ev)
+            o = self.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
+            o.join_completed_at_ms = ev.ts_ms
+            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+        m.generation = gen
+
+    def _generation_record(self, ev: E.Event, previous: dict[str, Member],
+                           previous_generation: int | None) -> None:
+        """A GroupMetadata record with members: the generation became Stable (or is a rewrite)."""
+        m = self.m
+        gen, o = ev.generation, m.open_rebalance
+        if o is not None and m.state == COMPLETING_REBALANCE and m.generation == gen:
+            # "Assignment received" is missing: the record is when the group became Stable.
+            self.transition_to(STABLE, ev)
+            o.completed_at_ms = ev.ts_ms
+            self.reconcile_membership(o, previous, previous_generation, list(m.members), ev)
+            self.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
+            return
+        if m.state == STABLE and m.generation == gen:
+            return  # static member replacement rewrites the record without a rebalance
+        if self._already_emitted(gen):
+            m.generation = gen
+            return
+        # No log evidence for this generation (offsets topic only, or lines missed).
+        if o is not None:
+            self.close_open_as("superseded", ev)
+        self.transition_to(STABLE, ev, table=None if m.state in (UNKNOWN, DEAD, EMPTY, STABLE) else PROTOCOL_CLASSIC)
+        o = self.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
+        o.completed_at_ms = ev.ts_ms
+        m.generation = gen
+        self.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
+
+    def on_member_failed(self, ev: E.Event) -> None:
+        if ev.member_id:
+            self.remove_member(ev.member_id, "heartbeat_expiry", ev)
+
+    def on_member_left(self, ev: E.Event) -> None:
+        if not ev.member_id:
+            return
+        client_reason = ev.data.get("client_reason")
+        cause = "poll_timeout" if client_reason and "poll timeout" in client_reason.lower() else "leave_group"
+        self.remove_member(ev.member_id, cause, ev, client_reason)
+
+    def on_pending_member_expired(self, ev: E.Event) -> None:
+        if ev.member_id:
+            self.remove_member(ev.member_id, "pending_member_timeout", ev)
+
+    def on_members_not_joined(self, ev: E.Event) -> None:
+        for member_id in ev.data.get("member_ids") or []:
+            self.remove_member(member_id, "rebalance_timeout", ev)
+
+    def on_members_not_synced(self, ev: E.Event) -> None:
+        for member_id in ev.data.get("member_ids") or []:
+            self.remove_member(member_id, "sync_timeout", ev)
+
+    def on_static_member_replaced(self, ev: E.Event) -> None:
+        m = self.m
+        old = ev.data.get("old_member_id")
+        previous = m.members.get(old) if old else None
+        if old:
+            self.remove_member(old, "static_member_fenced", ev)
+        if ev.member_id:
+            replacement = Member(**asdict(previous)) if previous else Member(member_id=ev.member_id)
+            replacement.member_id = ev.member_id
+            replacement.group_instance_id = ev.data.get("group_instance_id") or replacement.group_instance_id
+            m.members[ev.member_id] = replacement
+            self.observe_join(ev.member_id, replacement.client_id, replacement.client_host, ev.ts_ms)
+

@@ -1,0 +1,64 @@
+"""Handlers of events that mean the same for classic and KIP-848 groups: the group's death or
+deletion, coordinator loads and unloads, offset commits and their tombstones."""
+from __future__ import annotations
+
+from state import events as E
+from state.machine.base import MachineBase
+from state.model import DEAD, EMPTY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, STABLE, UNKNOWN
+
+
+class CommonHandlers(MachineBase):
+    def on_group_dead(self, ev: E.Event) -> None:
+        m = self.m
+        if m.state == DEAD:
+            return
+        self.close_open_as("dead", ev)
+        # Sorted: the members dict comes back key-sorted from to_json/from_json (Spark state),
+        # so insertion order would make the output depend on batch boundaries.
+        for member_id in sorted(m.members):
+            self.remove_member(member_id, "group_deleted", ev)
+        # Checked against the group's own protocol: a KIP-848 group may die in any state.
+        self.transition_to(DEAD, ev, table=m.protocol)
+
+    def on_group_tombstone(self, ev: E.Event) -> None:
+        m = self.m
+        if m.protocol == PROTOCOL_CONSUMER and ev.kind == E.GROUP_TOMBSTONE:
+            return  # classic -> consumer conversion deletes the classic record, not the group
+        self.on_group_dead(ev)
+
+    def on_group_unloaded(self, ev: E.Event) -> None:
+        self.note_coordinator_move(ev)
+
+    def note_coordinator_move(self, ev: E.Event) -> None:
+        if ev.source == E.SOURCE_LOG:
+            self.m.coordinator_moves = (self.m.coordinator_moves + [ev.ts_ms])[-4:]
+
+    def on_group_loaded(self, ev: E.Event) -> None:
+        m = self.m
+        self.note_coordinator_move(ev)
+        if ev.generation is not None and m.generation is None:
+            m.generation = ev.generation
+        if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None \
+                and m.protocol == PROTOCOL_CLASSIC:
+            # A coordinator move aborts the join in progress; the new coordinator starts from
+            # the last persisted generation.
+            self.close_open_as("superseded", ev)
+            loaded_members = ev.data.get("members")
+            if loaded_members is not None:
+                self.transition_to(STABLE if loaded_members else EMPTY, ev, table=None)
+        elif m.state == UNKNOWN and ev.data.get("members") is not None:
+            self.transition_to(STABLE if ev.data["members"] else EMPTY, ev, table=None)
+
+    def on_offset_commit(self, ev: E.Event) -> None:
+        m = self.m
+        commit_ts = ev.data.get("commit_ts_ms") or ev.ts_ms
+        m.last_commit_ms = commit_ts if m.last_commit_ms is None else max(m.last_commit_ms, commit_ts)
+        m.commits_total += int(ev.data.get("count") or 1)
+        if ev.data.get("topic") is not None and ev.data.get("partition") is not None:
+            key = f"{ev.data['topic']}:{ev.data['partition']}"
+            m.partition_commits[key] = max(m.partition_commits.get(key, commit_ts), commit_ts)
+
+    def on_offset_tombstone(self, ev: E.Event) -> None:
+        if ev.data.get("topic") is not None:
+            self.m.partition_commits.pop(f"{ev.data['topic']}:{ev.data.get('partition')}", None)
+

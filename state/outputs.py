@@ -1,0 +1,185 @@
+"""What the state machine emits: the output kinds and one builder per record type.
+
+Every record the monitor writes (rebalances.jsonl, member_removals.jsonl, anomalies.jsonl,
+clock_skew.jsonl, groups.jsonl; docs/output.md) is built here and nowhere else, so the record
+shapes have one home. The Spark glue and the sinks route on `OutputKind`.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict
+from enum import StrEnum
+from typing import Any
+
+from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
+
+
+class OutputKind(StrEnum):
+    """The `kind` of an output row (OUTPUT_SCHEMA) and of a record handed to the sinks."""
+    REBALANCE = "rebalance"
+    REMOVAL = "removal"
+    ANOMALY = "anomaly"
+    SNAPSHOT = "snapshot"
+    CLOCK_SKEW = "clock_skew"
+    QUARANTINE = "quarantine"        # an input that could not be used (parse/decode steps)
+    DECODE_STATS = "decode_stats"    # per-batch record counts of the offsets decoder
+    CLOCK = "clock"                  # the batch watermark (feeds the driver's correlator)
+
+
+# Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
+RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.QUARANTINE,
+                OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS)
+
+OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
+IN_PROGRESS = "in_progress"
+CAUSES = ("heartbeat_expiry", "leave_group", "poll_timeout", "rebalance_timeout", "sync_timeout",
+          "pending_member_timeout", "static_member_fenced", "group_deleted")
+
+# A member missing from the next generation without a removal line was dropped at the rebalance
+# timeout (silent before Kafka 2.7) if the JOIN phase lasted at least this share of its timeout.
+REBALANCE_TIMEOUT_SHARE = 0.95
+
+_UUID_SUFFIX = re.compile(r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def client_id_from_member_id(member_id: str) -> str | None:
+    """Classic member ids are `<client.id>-<uuid>` (broker-generated); KIP-848 ids are opaque."""
+    match = _UUID_SUFFIX.match(member_id or "")
+    return match.group(1) if match else None
+
+
+def _seconds(a: int | None, b: int | None) -> float | None:
+    return None if a is None or b is None else round((b - a) / 1000.0, 3)
+
+
+def slow_rebalance_fields(protocol: str, previous_generation: int | None, timeout_removals: list[str],
+                          timeouts: Iterable[int | None], join_seconds: float | None) -> dict[str, Any]:
+    """waited_for_member / hit_rebalance_timeout / rebalance_timeout_ms / initial_delay_seconds of a
+    rebalance record: `timeouts` are the rebalance timeouts known for the group's members (None
+    where unknown); `join_seconds` is None while the JOIN phase is open."""
+    timeout = max((t for t in timeouts if t), default=None)
+    hit = bool(timeout_removals) or (
+        protocol == PROTOCOL_CLASSIC and join_seconds is not None and timeout is not None
+        and join_seconds * 1000 >= REBALANCE_TIMEOUT_SHARE * timeout)
+    initial = None
+    if protocol == PROTOCOL_CLASSIC and previous_generation == 0 and join_seconds is not None:
+        # A new (Empty) group: the JOIN phase is group.initial.rebalance.delay.ms (extended while
+        # members keep joining); there is no old member to wait for.
+        initial = join_seconds
+    return {"waited_for_member": timeout_removals[-1] if timeout_removals else None,
+            "hit_rebalance_timeout": hit, "rebalance_timeout_ms": timeout,
+            "initial_delay_seconds": initial}
+
+
+def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, ended_at_ms: int | None,
+                     members: int | None, member_timeouts: Iterable[int | None]) -> dict[str, Any]:
+    """One rebalance (rebalances.jsonl). `outcome` "in_progress" describes one still open when the
+    input ended: no end, no durations, the slow-rebalance fields as far as they are known."""
+    open_now = outcome == IN_PROGRESS
+    start, join_end = o.started_at_ms, o.join_completed_at_ms
+    done = None if open_now else o.completed_at_ms
+    total = _seconds(start, done)
+    if outcome == "empty" and total is None:
+        # ended when the group emptied (classic: the "is now empty" line = join_end;
+        # KIP-848: no join phase, the record that emptied it = ended_at_ms)
+        total = _seconds(start, join_end if join_end is not None else ended_at_ms)
+    join_seconds = None if open_now else _seconds(start, join_end)
+    record = {
+        "cluster": cluster, "group": group, "protocol": o.protocol,
+        "generation": o.generation, "previous_generation": o.previous_generation,
+        "coordinator": o.coordinator, "started_at_ms": start,
+        "join_completed_at_ms": join_end, "completed_at_ms": done,
+        "ended_at_ms": ended_at_ms,
+        "join_seconds": join_seconds, "sync_seconds": None if open_now else _seconds(join_end, done),
+        "total_seconds": total, "trigger": o.trigger,
+        "trigger_member": o.trigger_member, "reason_text": o.reason_text,
+        "outcome": outcome, "members": members, "removed_members": list(o.removals),
+    }
+    record.update(slow_rebalance_fields(o.protocol, o.previous_generation, o.timeout_removals,
+                                        [*member_timeouts, o.max_rebalance_timeout_ms], join_seconds))
+    return record
+
+
+def in_progress_rebalance_record(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """The rebalance a group snapshot shows open (replay: still open at the end of the input)."""
+    o = snap.get("rebalance_in_progress")
+    if not o or snap.get("state") == "Dead":
+        return None
+    return rebalance_record(snap["cluster"], snap["group"], OpenRebalance(**o), IN_PROGRESS, None, None,
+                            [snap.get("rebalance_timeout_ms")])
+
+
+def member_info(member_id: str, known: Member | None, protocol: str) -> dict[str, Any]:
+    """The member fields of a removal record, from what the model knew of the member."""
+    info: dict[str, Any] = {
+        "member_id": member_id, "client_id": None, "client_host": None,
+        "group_instance_id": None, "session_timeout_ms": None, "rebalance_timeout_ms": None,
+    }
+    if known is not None:
+        for key in ("client_id", "client_host", "group_instance_id", "session_timeout_ms",
+                    "rebalance_timeout_ms"):
+            info[key] = getattr(known, key)
+    if info["client_id"] is None and info["group_instance_id"] is None and protocol == PROTOCOL_CLASSIC:
+        info["client_id"] = client_id_from_member_id(member_id)
+    return info
+
+
+def removal_record(model: GroupModel, member_id: str, known: Member | None, cause: str,
+                   at_ms: int, generation: int | None, coordinator: int | None, source_id: str,
+                   seq: int, reason_text: str | None = None, evidence: str = "") -> dict[str, Any]:
+    """One member removal (member_removals.jsonl); root_cause is decided later (state/diagnosis)."""
+    return {
+        "cluster": model.cluster, "group": model.group, "protocol": model.protocol,
+        **member_info(member_id, known, model.protocol),
+        "removed_at_ms": at_ms, "cause": cause, "root_cause": "unknown", "evidence": evidence,
+        "reason_text": reason_text, "generation": generation, "coordinator": coordinator,
+        "source_id": source_id, "seq": seq,
+    }
+
+
+def invalid_transition_record(model: GroupModel, ts_ms: int, from_state: str, to_state: str,
+                              event_kind: str, source_id: str, seq: int) -> dict[str, Any]:
+    """A transition Kafka's table forbids (anomalies.jsonl)."""
+    return {"cluster": model.cluster, "group": model.group, "ts_ms": ts_ms, "kind": "invalid_transition",
+            "from_state": from_state, "to_state": to_state, "event_kind": event_kind,
+            "source_id": source_id, "seq": seq}
+
+
+def source_mismatch_record(model: GroupModel, generation: int, check: dict[str, Any], seen_in: str,
+                           missing_in: str) -> dict[str, Any]:
+    """A classic generation seen in one source only (anomalies.jsonl)."""
+    return {"cluster": model.cluster, "group": model.group, "ts_ms": check["ts_ms"], "kind": "source_mismatch",
+            "protocol": PROTOCOL_CLASSIC, "generation": generation, "seen_in": seen_in,
+            "missing_in": missing_in, "checked_at_ms": check["due_ms"], "source_id": check["source_id"],
+            "seq": check["seq"]}
+
+
+def clock_skew_record(model: GroupModel, source: str, pair: str, generation: int, log_ts_ms: int,
+                      record_ts_ms: int) -> dict[str, Any]:
+    """A log line and the offsets record of the same action (clock_skew.jsonl)."""
+    return {"cluster": model.cluster, "group": model.group, "source": source, "pair": pair,
+            "generation": generation, "log_ts_ms": log_ts_ms, "record_ts_ms": record_ts_ms,
+            "skew_ms": log_ts_ms - record_ts_ms, "ts_ms": max(log_ts_ms, record_ts_ms)}
+
+
+def snapshot(model: GroupModel) -> dict[str, Any]:
+    """The current state of one group (groups.jsonl row; gauges are computed from it)."""
+    o = model.open_rebalance
+    return {
+        "cluster": model.cluster, "group": model.group, "protocol": model.protocol,
+        "state": model.state, "generation": model.generation, "leader": model.leader,
+        "protocol_type": model.protocol_type, "assignor": model.selected_protocol,
+        "coordinator": model.coordinator, "state_since_ms": model.state_since_ms,
+        "member_count": len(model.members),
+        "members": [asdict(mm) for _, mm in sorted(model.members.items())],
+        "rebalance_in_progress": None if o is None else asdict(o),
+        "rebalances_total": model.rebalances_total, "removals_total": model.removals_total,
+        "invalid_transitions": model.invalid_transitions,
+        "last_commit_ms": model.last_commit_ms, "commits_total": model.commits_total,
+        "last_event_ms": model.last_event_ms,
+        "rebalance_timeout_ms": max((mm.rebalance_timeout_ms for mm in model.members.values()
+                                     if mm.rebalance_timeout_ms), default=None),
+        "recent_rebalance_starts_ms": list(model.rebalance_starts),
+        "held_removals": len(model.held_removals),
+    }

@@ -1,0 +1,5 @@
+import sys
+
+from streaming.app.cli import main
+
+sys.exit(main())

@@ -1,0 +1,120 @@
+"""The command-line flags, each defined once, grouped into parent parsers the commands share.
+
+A flag that sets a setting names its key (`dest`, dotted for nested tables: `kafka.log_topics`);
+`flags_of` turns the flags given into the nested dict the settings loader merges over the
+environment and the TOML file (streaming/app/settings.py).
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from streaming.logs.envelope import ENVELOPES
+
+# Every dest that is a settings key (the loader gets exactly these).
+SETTING_KEYS: set[str] = set()
+
+
+def _setting(group: Any, *flags: str, key: str, **kwargs: Any) -> None:
+    SETTING_KEYS.add(key)
+    group.add_argument(*flags, dest=key, **kwargs)
+
+
+def parent(build: Any) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    build(parser)
+    return parser
+
+
+def _config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML settings file (docs/configuration.md); flags > environment > file > defaults")
+
+
+def _log_reading(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--broker-timezone", key="broker_timezone", metavar="TZ",
+             help="IANA zone of the brokers' log timestamps, which carry no offset (default UTC)")
+    _setting(p, "--log-envelope", key="log_envelope", choices=ENVELOPES,
+             help="plain log4j lines, JSON documents of a log shipper (Filebeat, Fluent Bit, Vector), or "
+                  "auto: JSON when a line starts with '{' (default auto)")
+    _setting(p, "--broker-id-field", key="broker_id_field", metavar="PATH",
+             help="JSON envelope field with the broker id, e.g. fields.broker_id or kubernetes.pod_name "
+                  "(trailing digits are used)")
+
+
+def _broker_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--broker-id", type=int, nargs="+", metavar="N",
+                   help="broker id when neither the line nor its envelope names it: one for all files, or "
+                        "one per log file")
+
+
+def _query(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--cluster", key="cluster", metavar="NAME",
+             help="cluster label for metrics and records (default: default)")
+    _setting(p, "--lateness-seconds", key="lateness_seconds", type=float, metavar="S",
+             help="watermark delay per source: how long an event waits for earlier events of its source "
+                  "(default 30)")
+
+
+def _rows_per_batch(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--max-rows-per-batch", key="max_rows_per_batch", type=int, metavar="N",
+             help="rows per micro-batch per source")
+
+
+def _serving(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--port", key="metrics_port", type=int, metavar="N",
+             help="port of /metrics (default 9108; 0 picks a free one)")
+    _setting(p, "--host", key="metrics_host", metavar="ADDR", help="bind address of /metrics (default 127.0.0.1)")
+
+
+def _live(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--bootstrap-servers", key="kafka.bootstrap_servers", metavar="HOST:PORT",
+             help="the Kafka cluster to read (kafka.bootstrap_servers)")
+    _setting(p, "--log-topic", key="kafka.log_topics", action="append", metavar="TOPIC",
+             help="topic carrying broker log lines (kafka.log_topics; repeatable)")
+    _setting(p, "--offsets-topic", key="kafka.offsets_topic", metavar="TOPIC",
+             help="the offsets topic (kafka.offsets_topic, default __consumer_offsets)")
+    _setting(p, "--kafka-source", key="kafka.source", choices=["auto", "python", "spark"],
+             help="Spark's kafka connector, the kafka-python Data Source, or auto (kafka.source)")
+    _setting(p, "--checkpoint", key="checkpoint_location", metavar="DIR",
+             help="checkpoint directory; a restart resumes from it (checkpoint_location)")
+    _setting(p, "--events-dir", key="events_dir", metavar="DIR",
+             help="durable event sink, one file per micro-batch and kind (events_dir)")
+    _setting(p, "--trigger-interval-seconds", key="trigger_interval_seconds", type=float, metavar="S",
+             help="micro-batch interval (default 10)")
+
+
+CONFIG = parent(_config)
+LOG_READING = parent(_log_reading)
+BROKER_ID = parent(_broker_id)
+QUERY = parent(_query)
+ROWS_PER_BATCH = parent(_rows_per_batch)
+SERVING = parent(_serving)
+LIVE = parent(_live)
+
+
+def flags_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the flags give, as a nested dict (flags not given are left out)."""
+    out: dict[str, Any] = {}
+    for key, value in vars(args).items():
+        if key not in SETTING_KEYS or value is None:
+            continue
+        *tables, name = key.split(".")
+        target = out
+        for table in tables:
+            target = target.setdefault(table, {})
+        target[name] = value
+    return out
+
+
+def broker_ids(ids: list[int] | None, paths: list[str]) -> list[int | None]:
+    """--broker-id: one id for every log file, or one per log file in order."""
+    from streaming.app.settings import ConfigError
+    if not ids:
+        return [None] * len(paths)
+    if len(ids) == 1:
+        return [ids[0]] * len(paths)
+    if len(ids) != len(paths):
+        raise ConfigError(f"--broker-id: give one id for all log files or one per log file "
+                          f"({len(ids)} ids for {len(paths)} files)")
+    return [*ids]

@@ -1,0 +1,222 @@
+"""The driver side of the query: each micro-batch's output rows fanned out to the metrics, the
+records kept (replay) or written to the durable event sink (run), and the cross-group correlator.
+
+Output rows are few (rebalances, removals, snapshots), so each micro-batch is collected on the
+driver. A batch id already applied is skipped: foreachBatch can run a batch again after a
+failure, and histograms must not be fed twice.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sinks.files import EventSink, GroupStateFile
+from sinks.metrics import MetricsSink
+from state.diagnosis.correlate import Correlator
+from state.diagnosis.rules import DiagnosisSettings
+from state.outputs import RECORD_KINDS, OutputKind, in_progress_rebalance_record
+from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
+
+# A log source whose lines are this far from the offsets records of the same actions is reported
+# on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
+CLOCK_SKEW_WARN_MS = 60_000
+
+
+def _offset(value) -> dict:
+    """A source offset from a progress report: a dict, a JSON string, or "null" (first batch)."""
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value or "null")
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _iso_ms(text: str) -> float:
+    """Spark's progress timestamps (`2026-11-21T19:33:21.663Z`) -> epoch ms."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def _records_of(kind: OutputKind) -> Any:
+    """A read-only attribute: the records of one kind the collector keeps."""
+    return property(lambda self: self.records[kind])
+
+
+@dataclass
+class RunCollector:
+    """What the query produced, fanned out to the metrics sink and (optionally) durable files.
+
+    `keep_records` keeps every record in memory (replay, demo); the live service keeps only the
+    latest snapshot per group and writes records to the event sink.
+    """
+    metrics: MetricsSink
+    keep_records: bool = True
+    event_sink: EventSink | None = None
+    state_file: GroupStateFile | None = None
+    records: dict[str, list[dict]] = field(default_factory=lambda: {k: [] for k in RECORD_KINDS})
+    snapshots: dict[tuple[str, str], dict] = field(default_factory=dict)
+    skew_warned: set = field(default_factory=set)
+    # Decode health of __consumer_offsets records: (cluster, key_version, value_version, outcome) -> n
+    decode_stats: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    last_batch_id: int = -1
+    # Batches whose records are already in the counters (restored from the event sink): a batch
+    # Spark re-runs after a crash updates snapshots but is not counted again.
+    counted_through: int = -1
+    on_batch: Callable[[RunCollector, int], None] | None = None
+    # Cross-group root causes: removal records wait here until the watermark (CLOCK rows) has
+    # passed them far enough (state/diagnosis/correlate.py); its state is saved with the state file.
+    correlator: Correlator = field(default_factory=Correlator)
+    # Last batch whose removals went through the correlator (restored from the state file): a
+    # re-run batch at or below it neither feeds it again nor rewrites the event sink.
+    correlated_through: int = -1
+
+    # The records kept per kind (replay, demo).
+    rebalances = _records_of(OutputKind.REBALANCE)
+    removals = _records_of(OutputKind.REMOVAL)
+    anomalies = _records_of(OutputKind.ANOMALY)
+    quarantine = _records_of(OutputKind.QUARANTINE)
+    clock_skew = _records_of(OutputKind.CLOCK_SKEW)
+
+    def handle(self, kind: str, record: dict[str, Any]) -> None:
+        if kind == OutputKind.SNAPSHOT:
+            self.snapshots[(record["cluster"], record["group"])] = record
+        elif self.keep_records and kind != OutputKind.DECODE_STATS:
+            self.records[kind].append(record)
+        if kind == OutputKind.CLOCK_SKEW:
+            self._warn_skew(record)
+        elif kind == OutputKind.DECODE_STATS:
+            for key_version, value_version, outcome, n in record.get("counts") or []:
+                k = (record.get("cluster") or "default", str(key_version), str(value_version), str(outcome))
+                self.decode_stats[k] = self.decode_stats.get(k, 0) + int(n)
+        self.metrics.observe(kind, record)
+
+    def _warn_skew(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["source"])
+        if abs(record["skew_ms"]) >= CLOCK_SKEW_WARN_MS and key not in self.skew_warned:
+            self.skew_warned.add(key)
+            print(f"rebalance-monitor: warning: log times of {record['source']} (cluster {record['cluster']}) "
+                  f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
+                  f"action (group {record['group']}, generation {record['generation']}); check its "
+                  f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
+
+    def correlate(self, by_kind: dict[str, list[dict]]) -> None:
+        """Removals of this batch into the correlator; the decided ones (any batch's) out."""
+        self.correlator.add(by_kind.get(OutputKind.REMOVAL) or [])
+        clocks = [c["watermark_ms"] for c in by_kind.get(OutputKind.CLOCK) or [] if c.get("watermark_ms") is not None]
+        by_kind[OutputKind.REMOVAL] = self.correlator.advance(max(clocks) if clocks else None)
+
+    def foreach_batch(self, df: Any, batch_id: int) -> None:
+        """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA)."""
+        if batch_id <= self.last_batch_id:
+            return   # Spark re-ran a batch this process already applied
+        by_kind: dict[str, list[dict]] = {}
+        for row in df.collect():
+            by_kind.setdefault(row["kind"], []).append(json.loads(row["record_json"]))
+        if batch_id <= self.correlated_through:
+            # already in the sink and counters
+            by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}
+        else:
+            self.correlate(by_kind)
+            if self.event_sink is not None:
+                # Files first: a crash after this point re-runs the batch and rewrites the same files
+                # (the correlator state of the previous batch is what the state file holds).
+                self.event_sink.write_batch(batch_id, by_kind)
+        replayed = batch_id <= self.counted_through
+        for kind in RECORD_KINDS + (OutputKind.SNAPSHOT,):
+            if replayed and kind != OutputKind.SNAPSHOT:
+                continue
+            for record in by_kind.get(kind, []):
+                self.handle(kind, record)
+        if self.state_file is not None:
+            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
+        self.correlated_through = max(self.correlated_through, batch_id)
+        self.metrics.health.batches.inc()
+        self.last_batch_id = batch_id
+        if self.on_batch is not None:
+            self.on_batch(self, batch_id)
+
+    def configure(self, diagnosis: DiagnosisSettings) -> RunCollector:
+        """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
+        self.correlator = Correlator(diagnosis)
+        self.metrics.groups.storm_window_ms = diagnosis.storm_window_ms
+        return self
+
+    def restore(self) -> int:
+        """After a restart: group gauges from the state file, counters and histograms from the
+        event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
+        last = -1
+        if self.state_file is not None:
+            last, snapshots = self.state_file.load()
+            self.correlator.load_state(self.state_file.load_extra())
+            self.correlated_through = last
+            for snap in snapshots:
+                self.snapshots[(snap["cluster"], snap["group"])] = snap
+                self.metrics.observe(OutputKind.SNAPSHOT, snap)
+        if self.event_sink is not None:
+            for kind in RECORD_KINDS:
+                for record in self.event_sink.records(kind):
+                    self.metrics.observe(kind, record)
+            self.counted_through = max(last, self.event_sink.last_batch_id())
+        return last
+
+    def finish(self) -> None:
+        """End of a finite input: every removal still held by the correlator is decided."""
+        for record in self.correlator.advance(2 ** 62):
+            self.handle(OutputKind.REMOVAL, record)
+
+    def count_progress(self, progress: dict) -> None:
+        """Health metrics from one of Spark's progress reports (one per micro-batch)."""
+        m = self.metrics.health
+        now_ms = time.time() * 1000
+        if hasattr(progress, "json"):   # PySpark's StreamingQueryProgress (nested Rows): use its JSON
+            progress = json.loads(progress.json)
+        for source in progress.get("sources") or []:
+            rows = int(source.get("numInputRows") or 0)
+            kind = "other"
+            start, end = _offset(source.get("startOffset")), _offset(source.get("endOffset"))
+            if isinstance(end, dict):
+                kind = end.get("source") or kind
+                if "lines" in end:
+                    # The log reader emits only lines with a coordinator marker; its offsets
+                    # count every line it read.
+                    rows = int(end["lines"]) - int(start.get("lines") or 0)
+                elif end.get("eof") and not start.get("eof"):
+                    rows -= 1   # the replay's end-of-input marker is not input
+                if end.get("tick") and end.get("tick") != start.get("tick"):
+                    rows -= 1   # nor is a live source's caught-up marker
+                if "error" in end:   # live sources say whether Kafka answered
+                    m.source_up.labels(kind).set(0 if end["error"] else 1)
+                    if end["error"]:
+                        m.source_errors.labels(kind).inc()
+                if "gap" in end:
+                    m.offset_gaps.labels(kind).set(int(end.get("gap") or 0))
+            m.count_input(kind, max(0, rows))
+            rate = source.get("inputRowsPerSecond")
+            if rate is not None:
+                m.input_rate.labels(kind).set(float(rate))
+        duration = (progress.get("durationMs") or {}).get("triggerExecution")
+        if duration is not None:
+            m.batch_duration.set(duration / 1000.0)
+        watermark = (progress.get("eventTime") or {}).get("watermark")
+        if watermark and not watermark.startswith(END_OF_INPUT_WATERMARK_YEAR):
+            m.watermark_delay.set(max(0.0, (now_ms - _iso_ms(watermark)) / 1000.0))
+        for name, values in (progress.get("observedMetrics") or {}).items():
+            newest = (values or {}).get("newest_event_ms")
+            if name.startswith("source_") and newest is not None:
+                m.newest_event_age.labels(name[len("source_"):]).set(max(0.0, (now_ms - newest) / 1000.0))
+        operators = progress.get("stateOperators") or []
+        if operators:
+            m.state_rows.set(sum(int(op.get("numRowsTotal") or 0) for op in operators))
+            late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
+            if late:
+                m.late_rows.inc(late)
+
+    def in_progress_rebalances(self) -> list[dict]:
+        """Rebalances still open when the input ended (outcome "in_progress")."""
+        return [r for r in (in_progress_rebalance_record(s) for s in self.snapshots.values()) if r is not None]

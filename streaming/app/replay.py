@@ -1,0 +1,46 @@
+"""A replay: the query over files run to the end of its input (Trigger.AvailableNow), then the
+outputs written (rebalances.jsonl, member_removals.jsonl, groups.jsonl, ..., metrics.prom)."""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from sinks.exposition import write_textfile
+from sinks.files import GROUPS_FILE, METRICS_FILE, SORT_KEYS, replay_file, write_jsonl
+from sinks.metrics import MetricsSink
+from state.outputs import OutputKind
+from streaming.app.collector import RunCollector
+from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings
+from streaming.spark.query import replay_query
+from streaming.spark.run import run_to_end
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
+    """The replay's files; returns the number of records per file."""
+    os.makedirs(out_dir, exist_ok=True)
+    records = {kind: list(collector.records[kind]) for kind in SORT_KEYS}
+    records[OutputKind.REBALANCE] += collector.in_progress_rebalances()
+    counts = {replay_file(kind): write_jsonl(os.path.join(out_dir, replay_file(kind)),
+                                             sorted(rows, key=SORT_KEYS[kind]))
+              for kind, rows in records.items()}
+    counts[GROUPS_FILE] = write_jsonl(os.path.join(out_dir, GROUPS_FILE),
+                                      [collector.snapshots[k] for k in sorted(collector.snapshots)])
+    write_textfile(collector.metrics.registry, os.path.join(out_dir, METRICS_FILE))
+    return counts
+
+
+def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],
+           out_dir: str | None = None, collector: RunCollector | None = None,
+           offsets_rows_per_batch: int | None = None) -> RunCollector:
+    collector = (collector or RunCollector(MetricsSink(settings.duration_buckets))).configure(
+        settings.diagnosis.to_settings())
+    outputs = replay_query(spark, settings.query_options(), [i.file() for i in logs], [i.file() for i in offsets],
+                           offsets_rows_per_batch)
+    run_to_end(spark, outputs, collector)
+    collector.finish()
+    if out_dir:
+        write_outputs(collector, out_dir)
+    return collector

@@ -1,0 +1,348 @@
+"""Typed settings per command (pydantic-settings): CLI flags > environment > TOML file > defaults.
+
+Each command accepts only its own keys (docs/configuration.md): `parse-logs` how to read log lines,
+`replay` also the query's, `demo` also the /metrics server's, `run` also Kafka, the checkpoint and
+the live service's. Environment variables use the prefix REBALANCE_MONITOR_ and `__` for nested
+tables; the TOML file is a settings source of its own, so nested tables merge key by key across
+the three. Every value is validated at start; an error names the field.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
+from state.diagnosis.rules import DiagnosisSettings
+from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
+from streaming.logs.step import LogSourceSpec
+from streaming.logs.timeutil import zone
+from streaming.spark.query import KafkaRead, LogFile, OffsetsFile, QueryOptions
+
+# Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
+# max.poll.interval.ms and beyond (a stuck member holds the JOIN phase that long).
+DEFAULT_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                            60.0, 120.0, 300.0, 600.0, 1800.0)
+Envelope = Literal["auto", "plain", "json"]
+
+
+class ConfigError(Exception):
+    """Raised with one line per bad field: `origin: field: message`."""
+
+
+def _check_zone(value: str) -> str:
+    zone(value)   # raises ValueError("unknown time zone ...")
+    return value
+
+
+def _check_field_path(value: str | None) -> str | None:
+    if value is not None:
+        parse_field_path(value)   # raises ValueError naming the bad path
+    return value
+
+
+# ---------------------------------------------------------------------------- inputs (replay)
+class LogInput(BaseModel):
+    """One broker log file (replay).
+
+    envelope: `auto` (default; JSON documents are recognised by a leading `{`), `plain` or `json`
+    (Filebeat / Fluent Bit / Vector documents, streaming/logs/envelope.py). broker_id_field: dotted
+    path of the envelope field holding the broker id, used when the line's coordinator prefix
+    does not name the broker; broker_id: the last fallback.
+    """
+    path: str
+    cluster: str = "default"
+    broker_timezone: str = "UTC"
+    broker_id: int | None = Field(default=None, ge=0)
+    envelope: Envelope = ENVELOPE_AUTO
+    broker_id_field: str | None = None
+
+    _zone = field_validator("broker_timezone")(_check_zone)
+    _field = field_validator("broker_id_field")(_check_field_path)
+
+    @field_validator("path")
+    @classmethod
+    def _exists(cls, value: str) -> str:
+        if not Path(value).is_file():
+            raise ValueError(f"no such file: {value}")
+        return value
+
+    def file(self) -> LogFile:
+        return LogFile(self.path, LogSourceSpec.of(self))
+
+
+class OffsetsInput(BaseModel):
+    """One `__consumer_offsets` input (replay): a JSONL dump, a copy of a broker's
+    `__consumer_offsets-N` directory, a parent of such directories, or one `.log` segment file."""
+    path: str
+    cluster: str = "default"
+
+    @field_validator("path")
+    @classmethod
+    def _exists(cls, value: str) -> str:
+        if not Path(value).exists():
+            raise ValueError(f"no such file or directory: {value}")
+        if Path(value).is_dir():
+            from streaming.offsets.segments import find_partition_dirs
+            if not find_partition_dirs(value):
+                raise ValueError(f"no __consumer_offsets-N directory in {value}")
+        return value
+
+    def file(self) -> OffsetsFile:
+        return OffsetsFile(self.path, self.cluster)
+
+
+# ---------------------------------------------------------------------------- tables
+class KafkaSettings(BaseModel):
+    """Where the live query reads from (`rebalance-monitor run`)."""
+    model_config = {"extra": "forbid"}
+
+    bootstrap_servers: str = Field(min_length=1, description="host:port[,host:port...]")
+    # kafka-python settings passed through as they are: security_protocol, sasl_mechanism,
+    # sasl_plain_username, ssl_cafile, ssl_certfile, ... (see kafka-python's KafkaConsumer).
+    client: dict[str, Any] = Field(default_factory=dict)
+    # Settings whose value is read from a file at start (mounted secrets; never inline them),
+    # e.g. {"sasl_plain_password" = "/etc/rebalance-monitor/kafka/password"}.
+    client_secret_files: dict[str, str] = Field(default_factory=dict)
+    # Extra options for Spark's built-in kafka source, as Spark names them
+    # ("kafka.security.protocol", "kafka.sasl.jaas.config", ...).
+    spark_options: dict[str, str] = Field(default_factory=dict)
+    log_topics: list[str] = Field(default_factory=list, description="topics carrying broker log lines")
+    offsets_topic: str | None = "__consumer_offsets"
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    source: Literal["auto", "python", "spark"] = "auto"
+    # No cap by default: a batch reads every partition to its end, so partitions never drift
+    # apart in event time (a capped catch-up can make one partition's rows late; they are counted
+    # in rebalance_monitor_late_rows_total).
+    max_rows_per_batch: int | None = Field(default=None, ge=1)
+    # When every partition of a topic is read to its end, add a marker at wall-clock time so a
+    # quiet topic does not hold events back (docs/design.md). Off only for replays of old data.
+    idle_flush: bool = True
+
+    @field_validator("client_secret_files")
+    @classmethod
+    def _secret_files_exist(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, path in value.items():
+            if not Path(path).is_file():
+                raise ValueError(f"{key}: no such file: {path}")
+        return value
+
+    @model_validator(mode="after")
+    def _some_topic(self) -> KafkaSettings:
+        if not self.log_topics and not self.offsets_topic:
+            raise ValueError("give kafka.log_topics and/or kafka.offsets_topic")
+        return self
+
+    def client_config(self) -> dict[str, Any]:
+        config = dict(self.client)
+        for key, path in self.client_secret_files.items():
+            config[key] = Path(path).read_text().strip()
+        return config
+
+    def read(self) -> KafkaRead:
+        return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
+                         self.starting_offsets, self.max_rows_per_batch, self.idle_flush,
+                         self.client_config(), dict(self.spark_options))
+
+
+_D = DIAGNOSIS_DEFAULTS
+
+
+class DiagnosisConfig(BaseModel):
+    """Thresholds of the removal diagnosis (docs/diagnosis.md), in seconds; the defaults are
+    state/diagnosis/rules.py's."""
+    model_config = {"extra": "forbid"}
+
+    pause_rejoin_window_seconds: float = Field(default=_D.pause_rejoin_window_ms / 1000, gt=0)
+    poll_rejoin_min_window_seconds: float = Field(default=_D.poll_rejoin_min_window_ms / 1000, gt=0)
+    host_wide_min_removals: int = Field(default=_D.host_wide_min_removals, ge=2)
+    host_wide_window_seconds: float = Field(default=_D.host_wide_window_ms / 1000, ge=0,
+                                            description="0: each removal's session timeout")
+    coordinator_wide_min_groups: int = Field(default=_D.coordinator_wide_min_groups, ge=2)
+    coordinator_wide_window_seconds: float = Field(default=_D.coordinator_wide_window_ms / 1000, gt=0)
+    storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
+
+    def to_settings(self) -> DiagnosisSettings:
+        return DiagnosisSettings(
+            pause_rejoin_window_ms=int(self.pause_rejoin_window_seconds * 1000),
+            poll_rejoin_min_window_ms=int(self.poll_rejoin_min_window_seconds * 1000),
+            host_wide_min_removals=self.host_wide_min_removals,
+            host_wide_window_ms=int(self.host_wide_window_seconds * 1000),
+            coordinator_wide_min_groups=self.coordinator_wide_min_groups,
+            coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
+            storm_window_ms=int(self.storm_window_seconds * 1000))
+
+
+# ---------------------------------------------------------------------------- sources
+# The values of the TOML file being loaded (`load` sets it for the one construction).
+_FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("rebalance_monitor_file_values", default=None)
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """The TOML file as a settings source of its own, ranked below the environment."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False   # not used: __call__ returns the whole table
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_FILE_VALUES.get() or {})
+
+
+Source = PydanticBaseSettingsSource
+
+
+class _Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", env_nested_delimiter="__",
+                                      extra="forbid")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Source,
+                                   env_settings: Source, dotenv_settings: Source, file_secret_settings: Source
+                                   ) -> tuple[Source, ...]:
+        # CLI flags (init kwargs) > environment > TOML file > defaults; pydantic-settings merges
+        # nested tables key by key, so a flag for one kafka.* key keeps the file's other keys.
+        return (init_settings, env_settings, _FileSource(settings_cls))
+
+
+# ---------------------------------------------------------------------------- per command
+class ParseLogsSettings(_Settings):
+    """`parse-logs`: how to read broker log lines."""
+    broker_timezone: str = "UTC"
+    log_envelope: Envelope = ENVELOPE_AUTO
+    broker_id_field: str | None = None
+
+    _zone = field_validator("broker_timezone")(_check_zone)
+    _field = field_validator("broker_id_field")(_check_field_path)
+
+
+class QuerySettings(ParseLogsSettings):
+    """What every command that runs the streaming query takes."""
+    cluster: str = Field(default="default", min_length=1)
+    lateness_seconds: float = Field(default=QueryOptions.lateness_seconds, ge=0,
+                                    description="watermark delay per source")
+    parse_partitions: int = Field(default=QueryOptions.parse_partitions, ge=1,
+                                  description="parse tasks per log micro-batch")
+    unknown_lines_sample_per_logger: int = Field(
+        default=QueryOptions.unknown_lines_sample_per_logger, ge=0,
+        description="unknown coordinator lines kept in quarantine per logger and batch")
+    shuffle_partitions: int = Field(default=2, ge=1)
+    spark_master: str = "local[2]"
+    duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
+    diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+
+    @field_validator("duration_buckets")
+    @classmethod
+    def _increasing(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if not value or any(b <= a for a, b in itertools.pairwise(value)) or value[0] <= 0:
+            raise ValueError("buckets must be positive and strictly increasing")
+        return value
+
+    def query_options(self, **extra: Any) -> QueryOptions:
+        return QueryOptions(lateness_seconds=self.lateness_seconds, parse_partitions=self.parse_partitions,
+                            unknown_lines_sample_per_logger=self.unknown_lines_sample_per_logger,
+                            diagnosis=self.diagnosis.to_settings(), **extra)
+
+    def log_spec(self) -> LogSourceSpec:
+        """How to read the lines of a log source that has no per-file settings (a live topic)."""
+        return LogSourceSpec(self.cluster, self.broker_timezone, None, self.log_envelope, self.broker_id_field)
+
+
+class ReplaySettings(QuerySettings):
+    """`replay`: the query over files."""
+    max_rows_per_batch: int = Field(default=QueryOptions.max_rows_per_batch, ge=1,
+                                    description="rows per micro-batch per source")
+
+    def query_options(self, **extra: Any) -> QueryOptions:
+        return super().query_options(max_rows_per_batch=self.max_rows_per_batch, **extra)
+
+
+class _Serving(_Settings):
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=9108, ge=0, le=65535)
+
+
+class DemoSettings(ReplaySettings, _Serving):
+    """`demo`: a replay of the bundled captures that serves /metrics."""
+    # Small batches, so /metrics fills in while you watch.
+    max_rows_per_batch: int = Field(default=2000, ge=1, description="rows per micro-batch per source")
+
+
+class RunSettings(QuerySettings, _Serving):
+    """`run`: the live service."""
+    kafka: KafkaSettings
+    checkpoint_location: str = Field(min_length=1, description="restarts resume from it")
+    events_dir: str | None = Field(default=None, description="durable event sink (JSON lines per batch)")
+    trigger_interval_seconds: float = Field(default=10.0, gt=0)
+    group_allow: list[str] = Field(default_factory=list, description="regexes; empty = all groups")
+    group_deny: list[str] = Field(default_factory=list, description="regexes")
+    max_groups: int = Field(default=10_000, ge=1, description="cap on groups exported as series")
+    dead_group_retention_seconds: float = Field(default=600.0, ge=0)
+
+    @field_validator("group_allow", "group_deny")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
+        return value
+
+    def query_options(self, **extra: Any) -> QueryOptions:
+        return super().query_options(group_allow=tuple(self.group_allow), group_deny=tuple(self.group_deny), **extra)
+
+
+# ---------------------------------------------------------------------------- loading
+S = TypeVar("S", bound=_Settings)
+
+
+def _format(err: ValidationError, origin: str, command: str) -> str:
+    lines = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(root)"
+        message = f"required for `{command}`" if e["type"] == "missing" else e["msg"]
+        lines.append(f"{origin}: {where}: {message}")
+    return "\n".join(lines)
+
+
+COMMANDS = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay", DemoSettings: "demo", RunSettings: "run"}
+
+
+def load(settings_cls: type[S], config_file: str | None = None, **flags: Any) -> S:
+    """Settings of one command from the TOML file (optional), the environment and the flags
+    given (None values are not given)."""
+    file_values: dict[str, Any] = {}
+    origin = "configuration"
+    if config_file:
+        origin = config_file
+        try:
+            with open(config_file, "rb") as handle:
+                file_values = tomllib.load(handle)
+        except FileNotFoundError:
+            raise ConfigError(f"{config_file}: no such file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{config_file}: not valid TOML: {exc}") from None
+    token = _FILE_VALUES.set(file_values)
+    try:
+        return settings_cls(**{k: v for k, v in flags.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError(_format(exc, origin, COMMANDS.get(settings_cls, "rebalance-monitor"))) from None
+    finally:
+        _FILE_VALUES.reset(token)
+
+
+def make_inputs(model: type[BaseModel], items: list[dict[str, Any]], flag: str) -> list[Any]:
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(model(**item))
+        except ValidationError as exc:
+            raise ConfigError(_format(exc, f"{flag}[{i}]", "replay")) from None
+    return out

@@ -1,0 +1,135 @@
+"""Log envelopes: a raw input row -> (log4j line, broker hint, host hint).
+
+Broker logs arrive either as plain log4j/log4j2 lines (`server.log`, or a log topic fed by a
+plain forwarder) or wrapped in the JSON documents log shippers write:
+
+| shipper    | log line in          | host / pod metadata                                        |
+|------------|----------------------|------------------------------------------------------------|
+| Filebeat   | `message`            | `host.name`, `agent.*`, `log.file.path`, `fields.*`        |
+| Fluent Bit | `log`                | `kubernetes.pod_name`, `kubernetes.host`, `kubernetes.labels` |
+| Vector     | `message`            | `host` (a string), `source_type`, `file`, `kubernetes.*`   |
+
+Envelope modes (`LogInput.envelope`, `--log-envelope`):
+
+- `plain`: the row is the log line.
+- `json`: the row is one JSON document; the log line is its `message`, `log` or `msg` field.
+- `auto` (default): a row whose first non-blank character is `{` is read as JSON, any other row
+  as plain.
+
+A shipper that joins multi-line entries (stack traces, config dumps) into one document puts
+them in one multi-line `message`; only its first line is the log4j line, the rest belongs to it.
+
+Broker id: taken from the coordinator prefix of the line when it has one (streaming/logs/layout.py);
+otherwise from the envelope field named by `broker_id_field` (a dotted path; a key that itself
+contains dots goes in brackets: `kubernetes.labels['statefulset.kubernetes.io/pod-name']`);
+otherwise from the source's `broker_id`. A number is used as is; a string uses its trailing
+digits, so a StatefulSet pod name `kafka-2` gives broker 2.
+
+Host hint: the first string among `host.name`, `kubernetes.pod_name`, `host`, `hostname`,
+`kubernetes.host`. It is kept with quarantine records and, as `data.log_host`, with the events
+of that line (the clock-skew metric names it as the source).
+
+The Spark query does the same in the JVM (streaming/spark/steps.py `unwrap_columns`); both
+implementations are tested against each other.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+ENVELOPE_AUTO: Final = "auto"
+ENVELOPE_PLAIN: Final = "plain"
+ENVELOPE_JSON: Final = "json"
+ENVELOPES = (ENVELOPE_AUTO, ENVELOPE_PLAIN, ENVELOPE_JSON)
+
+MESSAGE_FIELDS = ("message", "log", "msg")
+HOST_FIELDS = ("host.name", "kubernetes.pod_name", "host", "hostname", "kubernetes.host")
+
+_PATH_PART = re.compile(r"\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|([^.\[\]]+)")
+_PATH_RE = re.compile(r"(?:[^.\[\]'\"]+|\['[^']*'\]|\[\"[^\"]*\"\])(?:\.[^.\[\]'\"]+|\['[^']*'\]|\[\"[^\"]*\"\])*")
+_TRAILING_DIGITS = re.compile(r"(\d+)\s*$")
+# The log4j header inside a JSON string: `"[2026-11-21 19:21:58,686] INFO ` (used for ordering).
+EMBEDDED_HEADER_RE = re.compile(
+    r'"\s*\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ')
+
+
+def parse_field_path(path: str) -> list[str]:
+    """`a.b['c.d']` -> ['a', 'b', 'c.d']; raises ValueError for an empty or malformed path."""
+    if not path or not _PATH_RE.fullmatch(path):
+        raise ValueError(f"not a field path: {path!r} (use a.b.c, with ['key.with.dots'] for such keys)")
+    return [m.group(1) if m.group(1) is not None else m.group(2) if m.group(2) is not None else m.group(3)
+            for m in _PATH_PART.finditer(path)]
+
+
+def spark_json_path(path: str) -> str:
+    """The same path for Spark's get_json_object: `$['a']['b']['c.d']`."""
+    return "$" + "".join("['" + part.replace("'", "\\'") + "']" for part in parse_field_path(path))
+
+
+def lookup(doc: Any, parts: list[str]) -> Any:
+    for part in parts:
+        if not isinstance(doc, dict) or part not in doc:
+            return None
+        doc = doc[part]
+    return doc
+
+
+def broker_from_value(value: Any) -> int | None:
+    """A broker id from an envelope value: an int, or the trailing digits of a string."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, str):
+        m = _TRAILING_DIGITS.search(value)
+        return int(m.group(1)) if m and not value.startswith("-") else None
+    return None
+
+
+def first_line(message: str) -> str:
+    end = message.find("\n")
+    line = message if end < 0 else message[:end]
+    return line[:-1] if line.endswith("\r") else line
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    line: str | None              # the log4j line; None when the envelope could not be read
+    broker: int | None = None     # broker id from envelope metadata
+    host: str | None = None       # host / pod name from envelope metadata
+    error: str | None = None      # why `line` is None
+
+
+def is_json_row(raw: str, mode: str) -> bool:
+    if mode == ENVELOPE_JSON:
+        return True
+    if mode == ENVELOPE_AUTO:
+        return raw.lstrip()[:1] == "{"
+    return False
+
+
+def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = None) -> Unwrapped:
+    """One raw row -> Unwrapped. Never raises on bad input."""
+    if not is_json_row(raw, mode):
+        return Unwrapped(raw)
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        return Unwrapped(None, error=f"envelope is not a JSON document: {exc}")
+    if not isinstance(doc, dict):
+        return Unwrapped(None, error="envelope is not a JSON object")
+    message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
+    if message is None:
+        return Unwrapped(None, error="envelope has no string field " + "/".join(MESSAGE_FIELDS))
+    host = None
+    for field_name in HOST_FIELDS:
+        value = lookup(doc, field_name.split("."))
+        if isinstance(value, str) and value:
+            host = value
+            break
+    broker = broker_from_value(lookup(doc, parse_field_path(broker_id_field))) if broker_id_field else None
+    return Unwrapped(first_line(message), broker, host)

@@ -1,0 +1,222 @@
+"""Reading broker log files in event-time order (replay): a k-way merge of their coordinator lines
+by header time, with a per-file position that fully determines the next rows (the replay
+source's offsets)."""
+from __future__ import annotations
+
+import heapq
+import os
+
+from streaming.logs.envelope import EMBEDDED_HEADER_RE, ENVELOPE_AUTO, is_json_row
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, zone
+from streaming.rows import END_OF_INPUT_TS_MS
+
+# Every coordinator marker (COORDINATOR_LOGGER_MARKERS) contains this core: one bytes.find pass
+# finds candidate lines, which are then checked against the markers themselves.
+_MARKER_CORE = b"kafka.coordinator."
+# Each marker as (bytes before the core, bytes after it), checked in place around a core hit.
+_MARKER_PARTS = tuple((m.encode()[:m.encode().index(_MARKER_CORE)],
+                       m.encode()[m.encode().index(_MARKER_CORE) + len(_MARKER_CORE):])
+                      for m in COORDINATOR_LOGGER_MARKERS)
+CHUNK_BYTES = 8 << 20
+
+
+def _line_ts(line: str, tz, json_row: bool) -> int | None:
+    """Header time of a plain line, or of the log4j line inside a JSON envelope row."""
+    if not json_row:
+        return header_timestamp_ms(line, tz)
+    m = EMBEDDED_HEADER_RE.search(line)
+    if m is None:
+        return None
+    try:
+        return log4j_to_epoch_ms(m.group(1), tz)
+    except ValueError:
+        return None
+
+
+class _KeptLines:
+    """The lines of one file that may be group-coordinator lines, read in large chunks.
+
+    Only lines containing a coordinator marker are decoded (or every line with keep_all); the
+    rest are counted with bytes.count and skipped. Each kept line gets its header time, or, for
+    a line without a header, the time of the nearest header line before it in the file (1 before
+    the first header), exactly as if every line had been read.
+    """
+
+    def __init__(self, path: str, pos: int, line_no: int, carry_ts: int | None, tz, envelope: str,
+                 keep_all: bool = False):
+        self.handle = open(path, "rb")
+        self.handle.seek(pos)
+        self.tz, self.envelope, self.keep_all = tz, envelope, keep_all
+        self.buf = b""
+        self.end = 0                # buf[:end] is the current chunk (whole lines); the rest is reread
+        self.buf_pos = pos          # file offset of buf[0]
+        self.cursor = 0             # index in buf of the first line not yet counted
+        self.line_no = line_no      # lines counted up to buf_pos + cursor
+        self.carry_ts = carry_ts    # header time in force at buf[0]
+        self.mark = (0, carry_ts)   # (index, time of the nearest header line starting before index)
+        self.eof = False
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def _refill(self) -> bool:
+        """Next chunk, cut after its last newline. The current buffer must be fully counted."""
+        if self.end:
+            self.carry_ts = self._header_ts_before(self.end)
+        self.buf_pos += self.end
+        self.buf, self.cursor, self.end = b"", 0, 0
+        self.mark = (0, self.carry_ts)
+        if self.eof:
+            return False
+        data = self.handle.read(CHUNK_BYTES)
+        if not data:
+            self.eof = True
+            return False
+        cut = data.rfind(b"\n")
+        while cut < 0:                        # a line longer than a chunk: keep reading
+            more = self.handle.read(CHUNK_BYTES)
+            if not more:                      # last line without a newline
+                data += b"\n"
+                self.eof = True
+                cut = len(data) - 1
+                break
+            data += more
+            cut = data.rfind(b"\n")
+        if not self.eof:
+            self.handle.seek(self.buf_pos + cut + 1)
+        self.buf, self.end = data, cut + 1     # no copy: searches are bounded by `end`
+        return True
+
+    def _header_ts_before(self, index: int) -> int | None:
+        """Time of the nearest header line that starts before `index` (a line start) in buf.
+
+        Scans backwards line by line down to the last position already answered (`mark`), so the
+        scans of one buffer cost O(buffer) in total.
+        """
+        mark_index, mark_ts = self.mark
+        end = index
+        result = mark_ts
+        while end > mark_index:
+            start = self.buf.rfind(b"\n", 0, end - 1) + 1
+            if start < mark_index:
+                break
+            line = self.buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
+            ts = _line_ts(line, self.tz, is_json_row(line, self.envelope))
+            if ts is not None:
+                result = ts
+                break
+            end = start
+        self.mark = (index, result)
+        return result
+
+    def _next_hit(self) -> int:
+        """Index of a byte inside the next line (from cursor) to keep, or -1 if none in buf."""
+        if self.keep_all:
+            return self.cursor if self.cursor < self.end else -1
+        buf, at, end_of_chunk = self.buf, self.cursor, self.end
+        core = len(_MARKER_CORE)
+        while True:
+            hit = buf.find(_MARKER_CORE, at, end_of_chunk)
+            if hit < 0:
+                return -1
+            for before, after in _MARKER_PARTS:
+                if buf.startswith(after, hit + core) and (
+                        not before or (hit >= len(before) and buf.startswith(before, hit - len(before)))):
+                    return hit
+            at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
+
+    def next(self) -> tuple[int, int, str, int] | None:
+        """(ts_ms, line number, line, file offset after the line) of the next kept line, or None."""
+        while True:
+            hit = self._next_hit()
+            if hit >= 0:
+                break
+            self.line_no += self.buf.count(b"\n", self.cursor, self.end)
+            self.cursor = self.end
+            if not self._refill():
+                return None
+        buf = self.buf
+        start = buf.rfind(b"\n", 0, hit) + 1
+        end = buf.find(b"\n", hit)
+        self.line_no += buf.count(b"\n", self.cursor, start) + 1
+        self.cursor = end + 1
+        line = buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
+        ts = _line_ts(line, self.tz, is_json_row(line, self.envelope))
+        if ts is None:
+            ts = self._header_ts_before(start)
+            if ts is None:
+                # Lines before the first header get 1 ms, not 0: the first batch's watermark
+                # is 0 and Spark drops rows at or below it.
+                ts = 1
+        else:
+            self.mark = (self.cursor, ts)
+        return ts, self.line_no, line, self.buf_pos + self.cursor
+
+    def count_rest(self) -> int:
+        """Count the lines left in the file (consumes it); returns the final line number."""
+        while True:
+            self.line_no += self.buf.count(b"\n", self.cursor, self.end)
+            self.cursor = self.end
+            if not self._refill():
+                return self.line_no
+
+
+class LogMergeCursor:
+    """Merges several log files by header time, emitting only lines that may be coordinator lines.
+
+    Each batch is the next `max_rows` kept lines in event-time order across all files (a k-way
+    merge). A line without a header (stack trace, multi-line config dump) keeps the time of the
+    header line before it in the same file, so it stays right behind its entry. Lines without a
+    coordinator marker are counted (offset field `lines`, which the driver reports as input rows)
+    but never decoded or emitted: the JVM filter would drop them anyway.
+    """
+
+    def __init__(self, files: list[dict], keep_all: bool = False):
+        self.files = files
+        self.zones = [zone(f.get("tz") or "UTC") for f in files]
+        self.envelopes = [f.get("envelope") or ENVELOPE_AUTO for f in files]
+        self.keep_all = keep_all
+
+    def initial(self) -> dict:
+        n = len(self.files)
+        return {"source": "broker_log", "pos": [0] * n, "seq": [0] * n, "last_ts": [None] * n,
+                "lines": 0, "emitted": 0, "eof": False}
+
+    def advance(self, start: dict, max_rows: int) -> tuple[list, dict]:
+        pos, seq, last_ts = list(start["pos"]), list(start["seq"]), list(start["last_ts"])
+        lines = int(start.get("lines", 0))
+        rows: list = []
+        if start["eof"]:
+            return rows, start
+        scanners = [_KeptLines(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i],
+                               self.keep_all) for i, f in enumerate(self.files)]
+        try:
+            heap: list = []
+            for i, scanner in enumerate(scanners):
+                item = scanner.next()
+                if item is not None:
+                    heap.append((item[0], i, item))
+            heapq.heapify(heap)
+            while heap and len(rows) < max_rows:
+                ts, i, (_, line_no, line, after) = heapq.heappop(heap)
+                lines += line_no - seq[i]
+                pos[i], seq[i], last_ts[i] = after, line_no, ts
+                rows.append((self.files[i]["source_id"], line_no, line, ts, False))
+                item = scanners[i].next()
+                if item is not None:
+                    heapq.heappush(heap, (item[0], i, item))
+            eof = False
+            if not heap and len(rows) < max_rows:
+                for i, scanner in enumerate(scanners):   # the lines after the last kept line
+                    total = scanner.count_rest()
+                    lines += total - seq[i]
+                    seq[i] = total
+                    pos[i] = os.path.getsize(self.files[i]["path"])
+                rows.append(("end-of-input", 0, None, END_OF_INPUT_TS_MS, True))
+                eof = True
+        finally:
+            for scanner in scanners:
+                scanner.close()
+        return rows, {"source": "broker_log", "pos": pos, "seq": seq, "last_ts": last_ts,
+                      "lines": lines, "emitted": start["emitted"] + len(rows), "eof": eof}

@@ -1,0 +1,62 @@
+"""The trigger of a classic rebalance, from the reason Kafka 2.1+ logs on "Preparing to
+rebalance group G ... (reason: ...)"."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from streaming.logs.values import member_list
+
+# (trigger, pattern matched at the start of the coordinator's part of the reason). First match
+# wins. Group `m` is a single member id, group `ms` a member list. Sources: the reasons Kafka passes
+# to prepareRebalance (kafka/coordinator/group/GroupCoordinator.scala, 2.1-4.0, and
+# org/apache/kafka/coordinator/group/GroupMetadataManager.java, 3.7+).
+_TRIGGER_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((t, re.compile(p)) for t, p in (
+    ("member_join", r"Adding new (?:static )?member (?P<m>\S+)"),
+    ("member_join", r"Member (?P<m>\S+) (?:is )?joining group"),
+    ("member_leave", r"[Rr]emoving member (?P<m>\S+) on LeaveGroup"),
+    ("member_leave", r"explicit `LeaveGroup` request for \((?P<ms>.*)\) members"),
+    ("heartbeat_expiry", r"removing member (?P<m>\S+) on heartbeat expiration"),
+    ("leader_rejoin", r"[Ll]eader (?P<m>\S+) re-joining group"),
+    ("static_member_replaced",
+     r"Group's selectedProtocol will change because static member (?P<m>\S+) with instance id .* "
+     r"joined with change of protocol"),
+    ("static_member_replaced", r"Updating metadata for static member (?P<m>\S+)"),
+    ("metadata_change", r"Updating metadata for member (?P<m>\S+)"),
+    ("rebalance_timeout", r"Removing (?P<ms>.*) on pending sync request expiration"),
+    ("metadata_change", r"Downgrade group "),
+    ("coordinator_failover", r"Freshly-loaded group "),
+    ("unknown", r"[Ee]rror .*when storing group assignment ?during SyncGroup \(member: (?P<m>\S+)\)"),
+))
+_CLIENT_REASON_SEP = "; client reason: "
+
+
+def classify_rebalance_reason(reason: str | None) -> dict[str, Any]:
+    """Derived data for a "Preparing to rebalance" reason: trigger, trigger_member(s), client_reason.
+
+    Only the coordinator's part of the reason is classified; the client's free text (KIP-800) is
+    consulted only to tell a poll-timeout LeaveGroup from a plain one.
+    """
+    out: dict[str, Any] = {"trigger": "unknown"}
+    if reason is None:
+        return out
+    coordinator_part, sep, client_reason = reason.partition(_CLIENT_REASON_SEP)
+    if sep:
+        out["client_reason"] = client_reason
+    for trigger, rule in _TRIGGER_RULES:
+        m = rule.match(coordinator_part)
+        if m is None:
+            continue
+        named = m.groupdict()
+        if named.get("m"):
+            out["trigger_member"] = named["m"]
+        if named.get("ms") is not None:
+            ids = member_list(named["ms"])
+            out["trigger_member_ids"] = ids
+            if len(ids) == 1:
+                out["trigger_member"] = ids[0]
+        if trigger == "member_leave" and "poll timeout" in client_reason.lower():
+            trigger = "poll_timeout"
+        out["trigger"] = trigger
+        break
+    return out

@@ -1,0 +1,148 @@
+"""One `__consumer_offsets` record -> the state machine's events, or a quarantined input."""
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from state.events import (
+    CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER, GROUP_METADATA,
+    GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event
+)
+from streaming.offsets.decoder import _count_partitions, decode_record
+from streaming.offsets.records import OFFSETS_SOURCE_PREFIX
+from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
+from streaming.quarantine import RAW_LIMIT, Quarantined
+
+
+def _b64(b: bytes | None) -> str:
+    return "" if b is None else base64.b64encode(b).decode("ascii")
+
+
+def _raw(key: bytes | None, value: bytes | None) -> str:
+    return (_b64(key) + "|" + _b64(value))[:RAW_LIMIT]
+
+
+def _group_metadata_data(v: dict) -> dict:
+    members = []
+    for m in v["members"]:
+        assignment = m.get("assignment")
+        if assignment is not None:
+            assigned: int | None = _count_partitions(assignment["assigned_partitions"])
+        elif "assignment" in m and "assignment_error" not in m:
+            assigned = 0  # consumer protocol, empty assignment blob: no partitions
+        else:
+            assigned = None  # not the consumer protocol, or undecodable
+        em = {"member_id": m["member_id"], "group_instance_id": m["group_instance_id"],
+              "client_id": m["client_id"], "client_host": m["client_host"],
+              "session_timeout_ms": m["session_timeout"],
+              "rebalance_timeout_ms": m["rebalance_timeout"],
+              "assigned_partitions": assigned,
+              "partitions": None if assignment is None else sorted(
+                  f"{tp['topic']}:{p}" for tp in assignment["assigned_partitions"] for p in tp["partitions"])}
+        sub = m.get("subscription")
+        if sub is not None:
+            # ConsumerProtocolSubscription: topics (v0+), owned partitions (v1+, cooperative),
+            # the member's generation (v2+, -1 = unknown) and rack (v3+).
+            em["topics"] = sub["topics"]
+            owned = sub.get("owned_partitions")
+            em["owned_partitions"] = None if owned is None else _count_partitions(owned)
+            gen = sub.get("generation_id")
+            em["member_generation"] = None if gen is None or gen < 0 else gen
+            em["rack_id"] = sub.get("rack_id")
+        if assignment is not None:
+            em["assigned_topics"] = sorted({tp["topic"] for tp in assignment["assigned_partitions"]})
+        for err in ("subscription_error", "assignment_error"):
+            if err in m:
+                em[err] = m[err]
+        members.append(em)
+    ts = v["current_state_timestamp"]
+    return {"protocol_type": v["protocol_type"], "protocol": v["protocol"], "leader": v["leader"],
+            "current_state_ts_ms": None if ts is None or ts == -1 else ts,
+            "members": members, "value_version": v["version"]}
+
+
+def _event_fields(k: dict[str, Any], value: dict[str, Any] | None
+                  ) -> tuple[str, int | None, str | None, dict[str, Any]]:
+    """(kind, generation, member_id, data) for one decoded record."""
+    t = k["type"]
+    tomb = value is None
+    v: dict[str, Any] = value if value is not None else {}   # read only when not a tombstone
+    if t in (0, 1):
+        if tomb:
+            return OFFSET_TOMBSTONE, None, None, {"topic": k["topic"], "partition": k["partition"]}
+        return OFFSET_COMMIT, None, None, {
+            "topic": k["topic"], "partition": k["partition"], "offset": v["offset"],
+            "commit_ts_ms": v["commit_timestamp"], "count": 1}
+    if t == 2:
+        if tomb:
+            return GROUP_TOMBSTONE, None, None, {}
+        return GROUP_METADATA, v["generation"], None, _group_metadata_data(v)
+    member_id = k.get("member_id")
+    if t == 3:
+        data: dict = {"tombstone": tomb}
+        if not tomb and "metadata_hash" in v:
+            data["metadata_hash"] = v["metadata_hash"]
+        return CG_EPOCH, None if tomb else v["epoch"], None, data
+    if t == 5:
+        if tomb:
+            return CG_MEMBER, None, member_id, {"tombstone": True}
+        classic = v["classic_member_metadata"]
+        return CG_MEMBER, None, member_id, {
+            "client_id": v["client_id"], "client_host": v["client_host"],
+            "instance_id": v["instance_id"], "rack_id": v["rack_id"],
+            "rebalance_timeout_ms": v["rebalance_timeout_ms"],
+            "subscribed_topics": v["subscribed_topic_names"],
+            "classic": classic is not None,
+            "session_timeout_ms": classic["session_timeout_ms"] if classic else None,
+            "tombstone": False}
+    if t == 6:
+        return CG_TARGET_EPOCH, None if tomb else v["assignment_epoch"], None, {"tombstone": tomb}
+    if t == 7:
+        if tomb:
+            return CG_TARGET_MEMBER, None, member_id, {"tombstone": True}
+        return CG_TARGET_MEMBER, None, member_id, {
+            "partitions": _count_partitions(v["topic_partitions"]), "tombstone": False}
+    if t == 8:
+        if tomb:
+            return CG_MEMBER_ASSIGNMENT, None, member_id, {"tombstone": True}
+        return CG_MEMBER_ASSIGNMENT, None, member_id, {
+            "member_epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
+            "state": v["state"], "state_name": v["state_name"],
+            "assigned": _count_partitions(v["assigned_partitions"]),
+            "pending_revocation": _count_partitions(v["partitions_pending_revocation"]),
+            "tombstone": False}
+    # 4 (partition metadata), 16 (regex), share and streams records
+    return CG_OTHER, None, member_id, {"type": t, "type_name": k["type_name"], "tombstone": tomb}
+
+
+def record_to_events(*, partition: int, offset: int, timestamp_ms: int, key: bytes | None,
+                     value: bytes | None, source_id: str | None = None
+                     ) -> list[Event] | Quarantined:
+    """One `__consumer_offsets` record -> [Event], or Quarantined when it cannot be used.
+    Never raises."""
+    sid = source_id if source_id is not None else f"{OFFSETS_SOURCE_PREFIX}{partition}"
+
+    def quarantine(reason: str, detail: str) -> Quarantined:
+        return Quarantined(source=SOURCE_OFFSETS, source_id=sid, seq=offset, reason=reason,
+                           detail=detail, raw=_raw(key, value), ts_ms=timestamp_ms)
+
+    if key is None:
+        return quarantine("null_key", "record key is null")
+    try:
+        rec = decode_record(key, value)
+        kind, generation, member_id, data = _event_fields(rec["key"], rec["value"])
+    except UnknownRecordType as e:
+        return quarantine("unknown_record_type", str(e))
+    except UnknownVersion as e:
+        return quarantine("unknown_value_version", str(e))
+    except DecodeError as e:
+        return quarantine("corrupt_record", str(e))
+    except Exception as e:  # a decoder bug must not stop the stream; keep the record for replay
+        return quarantine("corrupt_record", f"internal decoder error: {type(e).__name__}: {e}")
+    v = rec["value"]
+    if v is not None and v.get("trailing_bytes"):
+        data["trailing_bytes"] = v["trailing_bytes"]
+    return [Event(group=rec["key"]["group"], ts_ms=timestamp_ms, source=SOURCE_OFFSETS,
+                  source_id=sid, seq=offset, kind=kind, generation=generation,
+                  member_id=member_id, data=data)]
+

@@ -1,0 +1,48 @@
+"""The record types of `__consumer_offsets`, tabled once: names, key shapes, member states,
+and the event kind each type becomes (streaming/offsets/record_events.py and the vectorised tiers
+both read these tables)."""
+from __future__ import annotations
+
+from state import events as E
+
+# Record type (= key version) -> record name. Key struct is name + "Key", value struct name + "Value".
+RECORD_TYPE_NAMES: dict[int, str] = {
+    0: "OffsetCommit",  # written only by <= 0.9 brokers; 4.1 calls it LegacyOffsetCommit
+    1: "OffsetCommit",
+    2: "GroupMetadata",
+    3: "ConsumerGroupMetadata",
+    4: "ConsumerGroupPartitionMetadata",
+    5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata",
+    7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment",
+    9: "ShareGroupPartitionMetadata",
+    10: "ShareGroupMemberMetadata",
+    11: "ShareGroupMetadata",
+    12: "ShareGroupTargetAssignmentMetadata",
+    13: "ShareGroupTargetAssignmentMember",
+    14: "ShareGroupCurrentMemberAssignment",
+    15: "ShareGroupStatePartitionMetadata",
+    16: "ConsumerGroupRegularExpression",
+    17: "StreamsGroupMetadata",
+    # 18 was allocated during development and never shipped: treated as unknown.
+    19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment",
+    23: "StreamsGroupTopology",
+}
+# Share and streams values changed between early-access releases; they are recognised, not decoded.
+UNDECODED_TYPES = frozenset({9, 10, 11, 12, 13, 14, 15, 17, 19, 20, 21, 22, 23})
+# Key types whose key is (GroupId, MemberId); all other >= 3 types except 16 are (GroupId).
+MEMBER_KEY_TYPES = frozenset({5, 7, 8, 10, 13, 14, 19, 21, 22})
+
+MEMBER_STATE_NAMES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS",
+                      127: "UNKNOWN"}
+
+
+# Event kind of each record type (record_events.py; the vectorised tiers use the same table).
+# Types 0/1 become offset_commit / offset_tombstone and 2 group_metadata / group_tombstone.
+KIND_BY_TYPE: dict[int, str] = {3: E.CG_EPOCH, 5: E.CG_MEMBER, 6: E.CG_TARGET_EPOCH, 7: E.CG_TARGET_MEMBER,
+                                 8: E.CG_MEMBER_ASSIGNMENT}
+OFFSETS_SOURCE_PREFIX = "__consumer_offsets-"   # source id of a partition's records

@@ -1,0 +1,138 @@
+"""Tier 1 of the vectorised decode for offset commits and their tombstones (key types 0/1):
+NumPy over the buffers, commits reduced per (cluster, group, topic, partition) with Arrow's hash
+aggregation. Each output row equals what the per-record reference gives after its own merge
+(streaming/offsets/step.py): max offset, max commit time, count, and the position of the latest
+record in the reference's (time, source id, offset) order."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from state import events as E
+from streaming.offsets.records import OFFSETS_SOURCE_PREFIX
+from streaming.offsets.vectorised.arrays import be, gather_strings, int_column, topic_json_safe
+from streaming.offsets.vectorised.view import BatchView
+from streaming.rows import event_batch, repeated
+
+# binary_slice needs an explicit stop (None fails in pyarrow 26); keys are far shorter.
+_MAX_KEY = 1 << 30
+
+
+def source_ranks(part: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rank of each row's source string `__consumer_offsets-<partition>` among the batch's
+    (string order: "-10" sorts before "-2"), and how many there are."""
+    small = len(part) and part.min() >= 0 and part.max() < (1 << 20)
+    if small:                                   # partitions are small numbers: no sort
+        present = np.zeros(int(part.max()) + 1, dtype=bool)
+        present[part] = True
+        uniq = np.flatnonzero(present)
+    else:
+        uniq = np.unique(part)
+    order = sorted(range(len(uniq)), key=lambda i: OFFSETS_SOURCE_PREFIX + str(uniq[i]))
+    rank_of = np.empty(len(uniq), dtype=np.int64)
+    rank_of[order] = np.arange(len(uniq))
+    if small:
+        by_value = np.zeros(len(present), dtype=np.int64)
+        by_value[uniq] = rank_of
+        return by_value[part], len(uniq)
+    return rank_of[np.searchsorted(uniq, part)], len(uniq)
+
+
+def reference_order(ts: np.ndarray, prank: np.ndarray, offset: np.ndarray, n_ranks: int) -> np.ndarray:
+    """The permutation sorting rows by (ts, prank, offset). Rows of one partition arrive in offset
+    order, so a stable sort of one packed (ts, prank) key is enough (several times cheaper than a
+    three-key lexsort); lexsort when the key would overflow or the arrival order is not that."""
+    if len(ts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    t0 = int(ts.min())
+    if (int(ts.max()) - t0 + 1) * max(1, n_ranks) < (1 << 62):
+        packed = (ts - t0) * max(1, n_ranks) + prank
+        perm = np.argsort(packed, kind="stable")
+        p, o = packed[perm], offset[perm]
+        if not ((p[1:] == p[:-1]) & (o[1:] < o[:-1])).any():
+            return perm
+    return np.lexsort((offset, prank, ts))
+
+
+def _with_unsafe_topics(data_json: Any, safe: np.ndarray, docs: Any) -> pa.Array:
+    """The JSON column with the rows whose topic name needs escaping rebuilt by json.dumps
+    (`docs(i)`: the dict of row i)."""
+    if not safe.all():
+        py = data_json.to_pylist()
+        for i in np.flatnonzero(~safe):
+            py[i] = json.dumps(docs(i), separators=(",", ":"), sort_keys=True)
+        data_json = pa.array(py, pa.string())
+    if isinstance(data_json, pa.ChunkedArray):
+        data_json = data_json.combine_chunks()
+    return data_json
+
+
+def commit_rows(view: BatchView) -> pa.RecordBatch | None:
+    """Aggregate the tier-1 commits per (cluster, group, topic, partition): one event row each."""
+    rows = np.flatnonzero(view.mask)
+    if len(rows) == 0:
+        return None
+    sel = pa.array(rows)
+    part = int_column(view.column("partition").take(sel))
+    rec_offset = int_column(view.column("offset").take(sel))
+    ts = int_column(view.column("timestamp_ms").take(sel), 0)
+    # the position of each row in the reference's ordering (ts, source_id string, offset)
+    prank, n_ranks = source_ranks(part)
+    perm = reference_order(ts, prank, rec_offset, n_ranks)
+    position = np.empty(len(rows), dtype=np.int64)
+    position[perm] = np.arange(len(rows))
+    # the key without its type prefix identifies (group, topic, partition)
+    ks, kd = view.key_starts[rows], view.key_data
+    kbody = pc.binary_slice(view.column("key").take(sel), 2, _MAX_KEY)
+    table = pa.table({"cluster": view.cluster_column(rows), "kbody": kbody, "offset": view.offset[rows],
+                      "cts": view.commit_ts[rows], "pos": position, "first": np.arange(len(rows))})
+    single = view.single_cluster
+    # One cluster (the usual batch): hashing the key alone is a third cheaper.
+    agg = table.group_by(["kbody"] if single is not None else ["cluster", "kbody"], use_threads=False).aggregate(
+        [("offset", "max"), ("cts", "max"), ("pos", "max"), ("pos", "count"), ("first", "min")])
+    agg = pa.RecordBatch.from_arrays([c.combine_chunks() for c in agg.columns], names=agg.column_names)
+    # decode group / topic / partition of each aggregated key from its first row
+    first = agg.column("first_min").to_numpy()
+    k0 = ks[first]
+    glen = view.glen[rows][first]
+    tlen = view.tlen[rows][first]
+    topic = gather_strings(kd, k0 + 6 + glen, tlen)
+    kpart = be(kd, k0 + 6 + glen + tlen, 4, ">i4")
+    last = perm[agg.column("pos_max").to_numpy()]
+    data_json = pc.binary_join_element_wise(
+        '{"commit_ts_ms":', pc.cast(agg.column("cts_max"), pa.string()),
+        ',"count":', pc.cast(agg.column("pos_count"), pa.string()),
+        ',"offset":', pc.cast(agg.column("offset_max"), pa.string()),
+        ',"partition":', pc.cast(pa.array(kpart), pa.string()), ',"topic":"', topic, '"}', "")
+    cts, cnt, off = (agg.column(c).to_pylist() for c in ("cts_max", "pos_count", "offset_max"))
+    data_json = _with_unsafe_topics(
+        data_json, topic_json_safe(kd, k0 + 6 + glen, tlen),
+        lambda i: {"topic": topic[i].as_py(), "partition": int(kpart[i]), "offset": off[i],
+                   "commit_ts_ms": cts[i], "count": cnt[i]})
+    n_out = agg.num_rows
+    return event_batch(
+        n_out, cluster=repeated(single, n_out) if single is not None else agg.column("cluster"),
+        group=gather_strings(kd, k0 + 4, glen), ts_ms=ts[last], source=E.SOURCE_OFFSETS,
+        source_id=pc.binary_join_element_wise(OFFSETS_SOURCE_PREFIX, pc.cast(pa.array(part[last]), pa.string()), ""),
+        seq=rec_offset[last], kind=E.OFFSET_COMMIT, data_json=data_json)
+
+
+def tombstone_rows(view: BatchView) -> pa.RecordBatch | None:
+    """Offset tombstones (key types 0/1, null value): one `offset_tombstone` event each."""
+    rows = np.flatnonzero(view.tomb)
+    if len(rows) == 0:
+        return None
+    kd, k0 = view.key_data, view.key_starts[rows]
+    glen, tlen = view.glen[rows], view.tlen[rows]
+    topic = gather_strings(kd, k0 + 6 + glen, tlen)
+    kpart = pa.array(be(kd, k0 + 6 + glen + tlen, 4, ">i4"))
+    data_json = pc.binary_join_element_wise('{"partition":', pc.cast(kpart, pa.string()), ',"topic":"', topic,
+                                            '"}', "")
+    data_json = _with_unsafe_topics(data_json, topic_json_safe(kd, k0 + 6 + glen, tlen),
+                                    lambda i: {"topic": topic[i].as_py(), "partition": kpart[i].as_py()})
+    return view.record_events(rows, group=gather_strings(kd, k0 + 4, glen), kind=E.OFFSET_TOMBSTONE,
+                              data_json=data_json)

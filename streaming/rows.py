@@ -1,0 +1,212 @@
+"""The row contracts of the pipeline, in one place: raw inputs, events, outputs.
+
+Every stage hands rows to the next in the column order declared here, and nowhere else:
+the pure-Python readers and parse/decode steps (streaming/logs, streaming/offsets) build tuples
+and Arrow batches with these builders, and the Spark glue derives its schemas from these
+declarations (streaming/spark/schema.py). The meaning of each event column: docs/event-model.md.
+No pyspark here.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from state import events as E
+from state.outputs import OutputKind
+from streaming.quarantine import Quarantined
+
+# Replay end-of-input marker time (2100-01-01 UTC): moves each source's watermark past every
+# real event so held events are flushed. Fits pandas' nanosecond timestamps (max 2262).
+END_OF_INPUT_TS_MS = 4102444800000
+# The watermark after it is 2099-12-31 minus the lateness (Spark's progress reports print it).
+END_OF_INPUT_WATERMARK_YEAR = "2099"
+QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)
+STATS_GROUP = "\u0000stats"             # state key of the offsets decoder's decode-health rows
+
+_ARROW = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "bool": pa.bool_(),
+          "binary": pa.binary()}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str          # string | long | int | bool | binary
+    nullable: bool
+
+
+def columns(*specs: str) -> tuple[Column, ...]:
+    """Columns from "name type" specs; a trailing "?" on the type makes the column nullable."""
+    out = []
+    for spec in specs:
+        name, kind = spec.split()
+        out.append(Column(name, kind.rstrip("?"), kind.endswith("?")))
+    return tuple(out)
+
+
+RAW_LOG_COLUMNS = columns(
+    "source_id string",      # "<cluster>:<file name>" / topic-partition
+    "seq long",              # 1-based line number / offset
+    "line string?",
+    "ts_hint_ms long?",      # last header time seen in this source
+    "eof bool",
+)
+RAW_OFFSETS_COLUMNS = columns(
+    "source_id string",
+    "seq long",              # dump line number (replay) / offset
+    "partition int?",
+    "offset long?",
+    "timestamp_ms long?",
+    "key binary?",
+    "value binary?",
+    "error string?",         # malformed dump line / unusable batch: why
+    "eof bool",
+    "error_reason string?",  # with error: the quarantine reason (malformed_dump_line, ...)
+)
+EVENT_COLUMNS_SPEC = columns(
+    "cluster string",
+    "group string?",         # null only on end-of-input markers
+    "ts_ms long",            # event time, epoch ms UTC
+    "source string",         # "log" | "offsets"
+    "source_id string",
+    "seq long",
+    "kind string",           # state/events.py kinds, or "quarantine"
+    "broker int?",
+    "generation int?",
+    "member_id string?",
+    "reason string?",
+    "data_json string?",     # kind-specific fields as JSON
+)
+OUTPUT_COLUMNS_SPEC = columns(
+    "kind string",           # state.outputs.OutputKind
+    "cluster string?",
+    "group string?",
+    "ts_ms long?",
+    "record_json string",
+)
+
+RAW_LOG_NAMES = [c.name for c in RAW_LOG_COLUMNS]
+RAW_OFFSETS_NAMES = [c.name for c in RAW_OFFSETS_COLUMNS]
+EVENT_COLUMNS = [c.name for c in EVENT_COLUMNS_SPEC]
+OUTPUT_COLUMNS = [c.name for c in OUTPUT_COLUMNS_SPEC]
+EVENT_TS = EVENT_COLUMNS.index("ts_ms")
+EVENT_KIND = EVENT_COLUMNS.index("kind")
+EVENT_DATA = EVENT_COLUMNS.index("data_json")
+
+
+def arrow_schema(columns: Sequence[Column], nullable: bool = False) -> pa.Schema:
+    """The Arrow schema of a row contract; `nullable` marks every field nullable (the batches the
+    Python steps build: Spark checks the declared nullability on its side)."""
+    return pa.schema([pa.field(c.name, _ARROW[c.type], nullable or c.nullable) for c in columns])
+
+
+EVENT_ARROW_SCHEMA = arrow_schema(EVENT_COLUMNS_SPEC, nullable=True)
+RAW_LOG_ARROW_SCHEMA = arrow_schema(RAW_LOG_COLUMNS)
+
+# json.dumps with arguments builds a new encoder per call; one shared encoder is ~1.5x faster.
+DATA_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str).encode
+
+
+# ----------------------------------------------------------------------------- event rows
+def event_row(ev: E.Event) -> tuple:
+    return (ev.cluster, ev.group, int(ev.ts_ms), ev.source, ev.source_id, int(ev.seq), ev.kind,
+            ev.broker, ev.generation, ev.member_id, ev.reason,
+            DATA_JSON(ev.data) if ev.data else None)
+
+
+def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: int | None, host: str | None = None,
+                   extra: dict | None = None) -> tuple:
+    """An input that could not be used, as an event row keyed by QUARANTINE_GROUP: it travels with
+    the data, is counted and lands in quarantine.jsonl."""
+    ts = q.ts_ms if q.ts_ms is not None else (ts_hint_ms if ts_hint_ms is not None else 1)
+    record = {"cluster": cluster, **q.to_dict(), "ts_ms": ts, **(extra or {})}
+    if host is not None:
+        record["host"] = host
+    return (cluster, QUARANTINE_GROUP, int(ts), q.source, q.source_id, int(q.seq), str(OutputKind.QUARANTINE),
+            None, None, None, q.reason, json.dumps(record, separators=(",", ":"), default=str))
+
+
+def is_missing(value: Any) -> bool:
+    """None, or the NaN pandas puts in a numeric column for null."""
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def marker_row(source: str, ts_ms: int | None) -> tuple:
+    """A row that only moves its source's watermark: the replay's end of input (far future) or a
+    live source's "caught up at wall-clock time T" tick. It reaches the stateful step under a
+    null group and is ignored there."""
+    ts = END_OF_INPUT_TS_MS if ts_ms is None or is_missing(ts_ms) else int(ts_ms)
+    return ("", None, ts, source, "marker", 0, E.END_OF_INPUT, None, None, None, None, None)
+
+
+def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:
+    """One decode-health row: counts {(key_version, value_version, outcome): n}."""
+    payload = {"counts": sorted([k[0], k[1], k[2], n] for k, n in counts.items())}
+    return (cluster, STATS_GROUP, int(ts_ms), E.SOURCE_OFFSETS, "decode-stats", 0, str(OutputKind.DECODE_STATS),
+            None, None, None, None, json.dumps(payload, separators=(",", ":")))
+
+
+def _clean(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if hasattr(value, "item"):   # numpy scalar
+        value = value.item()
+    return value
+
+
+def clean_row(values: Sequence[Any]) -> list[Any]:
+    """A row read back from pandas: NaN -> None, NumPy scalars -> Python values."""
+    return [_clean(v) for v in values]
+
+
+def row_to_event(row: Sequence[Any]) -> E.Event:
+    r = dict(zip(EVENT_COLUMNS, row))
+    return E.Event(
+        group=r["group"], ts_ms=int(r["ts_ms"]), source=r["source"], source_id=r["source_id"],
+        seq=int(r["seq"]), kind=r["kind"],
+        broker=None if r["broker"] is None else int(r["broker"]),
+        generation=None if r["generation"] is None else int(r["generation"]),
+        member_id=r["member_id"], reason=r["reason"],
+        data=json.loads(r["data_json"]) if r["data_json"] else {}, cluster=r["cluster"],
+    )
+
+
+# ----------------------------------------------------------------------------- event batches
+def repeated(text: str, n: int) -> pa.Array:
+    """A string array of n copies of `text`, built from its buffers (pa.array over a NumPy object
+    array converts every element)."""
+    raw = text.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
+
+
+def event_batch(n: int, **columns: Any) -> pa.RecordBatch:
+    """An event batch of n rows from columns given by name (EVENT_COLUMNS): an Arrow or NumPy
+    array, a string repeated on every row, or nothing (null)."""
+    unknown = set(columns) - set(EVENT_COLUMNS)
+    if unknown:
+        raise ValueError(f"not event columns: {sorted(unknown)}")
+    arrays = []
+    for field in EVENT_ARROW_SCHEMA:
+        value = columns.get(field.name)
+        if value is None:
+            arrays.append(pa.nulls(n, field.type))
+        elif isinstance(value, str):
+            arrays.append(repeated(value, n))
+        elif isinstance(value, np.ndarray):
+            arrays.append(pa.array(value, field.type))
+        else:
+            arrays.append(value if value.type == field.type else value.cast(field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENT_ARROW_SCHEMA)
+
+
+def rows_to_arrow(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordBatch:
+    """Raw rows (tuples in the schema's order) as one Arrow batch."""
+    columns: list[Any] = list(zip(*rows)) if rows else [[] for _ in schema]
+    return pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, schema)], schema=schema)

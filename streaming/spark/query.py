@@ -1,0 +1,164 @@
+"""The streaming query: sources -> parse/decode -> watermark per source -> union -> per-group
+state machine. Replay (files) and live (Kafka topics) differ only in their sources. Output rows
+(OUTPUT_SCHEMA) carry a `kind` column (state.outputs.OutputKind); the driver fans them out."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, file_source_ids
+from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
+from streaming.offsets.reader import offsets_input_kind
+from streaming.offsets.step import ClusterNames
+from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME
+from streaming.spark.sources.log_replay import LOG_SOURCE_NAME
+from streaming.spark.sources.offsets_replay import OFFSETS_SOURCE_NAME
+from streaming.spark.steps import group_state_machine, log_events, observed, offsets_events, with_watermark
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """What the query takes from a command's settings (streaming/app/settings.py builds it)."""
+    lateness_seconds: float = 30.0
+    max_rows_per_batch: int = 200_000           # replay: rows per micro-batch per source
+    parse_partitions: int = 2                   # replay: parse tasks per log micro-batch
+    unknown_lines_sample_per_logger: int = DEFAULT_UNKNOWN_SAMPLE
+    diagnosis: DiagnosisSettings = DEFAULT_SETTINGS
+    group_allow: tuple[str, ...] = ()
+    group_deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogFile:
+    path: str
+    spec: LogSourceSpec
+
+
+@dataclass(frozen=True)
+class OffsetsFile:
+    path: str
+    cluster: str = "default"
+
+
+@dataclass(frozen=True)
+class KafkaRead:
+    """Where and how the live query reads Kafka (streaming/app/settings.py KafkaSettings)."""
+    bootstrap_servers: str
+    log_topics: tuple[str, ...] = ()
+    offsets_topic: str | None = "__consumer_offsets"
+    starting_offsets: str = "earliest"
+    max_rows_per_batch: int | None = None
+    idle_flush: bool = True
+    client_config: dict[str, Any] = field(default_factory=dict)   # kafka-python settings
+    spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
+
+
+def log_replay_events(spark: SparkSession, logs: list[LogFile], o: QueryOptions,
+                      source_ids: list[str] | None = None) -> DataFrame:
+    """Broker log files: the replay source, the JVM filter and the parse step (no watermark)."""
+    source_ids = source_ids or file_source_ids([(f.spec.cluster, f.path) for f in logs])
+    files = [{"path": f.path, "source_id": sid, "tz": f.spec.broker_timezone, "envelope": f.spec.envelope}
+             for f, sid in zip(logs, source_ids)]
+    specs = {sid: f.spec for f, sid in zip(logs, source_ids)}
+    raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
+           .option("maxRowsPerBatch", str(o.max_rows_per_batch))
+           .option("numPartitions", str(o.parse_partitions)).load())
+    return log_events(raw, specs, o.unknown_lines_sample_per_logger)
+
+
+def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
+                 offsets_rows_per_batch: int | None = None) -> DataFrame:
+    """Outputs of a replay over files; either input kind may be empty, not both.
+
+    `offsets_rows_per_batch` overrides the per-batch cap for the offsets source (tests use it to
+    interleave the sources differently).
+    """
+    if not logs and not offsets:
+        raise ValueError("replay needs at least one broker log or offsets input")
+    parts = []
+    source_ids = file_source_ids([(f.spec.cluster, f.path) for f in logs] + [(f.cluster, f.path) for f in offsets])
+    if logs:
+        events = log_replay_events(spark, logs, o, source_ids[:len(logs)])
+        parts.append(with_watermark(observed(events, SOURCE_KIND_LOG), o.lateness_seconds))
+    if offsets:
+        files = [{"path": f.path, "source_id": sid, "kind": offsets_input_kind(f.path)}
+                 for f, sid in zip(offsets, source_ids[len(logs):])]
+        clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
+        raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
+               .option("maxRowsPerBatch", str(offsets_rows_per_batch or o.max_rows_per_batch)).load())
+        parts.append(with_watermark(observed(offsets_events(raw, clusters), SOURCE_KIND_OFFSETS),
+                                    o.lateness_seconds))
+    return group_state_machine(reduce(DataFrame.unionByName, parts), diagnosis=o.diagnosis)
+
+
+# ---------------------------------------------------------------------------- live (Kafka)
+SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+
+def spark_kafka_available(spark: SparkSession) -> bool:
+    """Is Spark's built-in kafka source on the classpath (spark.jars.packages)?"""
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName(SPARK_KAFKA_PROVIDER)  # type: ignore[union-attr]
+        return True
+    except Exception:
+        return False
+
+
+def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], kind: str) -> DataFrame:
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+              .option("subscribe", ",".join(topics))
+              .option("startingOffsets", kafka.starting_offsets)
+              .option("failOnDataLoss", "false"))   # compaction/retention gaps are counted, not fatal
+    if kafka.max_rows_per_batch:
+        reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_rows_per_batch))
+    if kind == SOURCE_KIND_OFFSETS:
+        reader = reader.option("kafka.isolation.level", "read_committed")
+    for key, value in kafka.spark_options.items():
+        reader = reader.option(key, value)
+    return connector_rows_to_raw(reader.load(), kind)
+
+
+def connector_rows_to_raw(raw: DataFrame, kind: str) -> DataFrame:
+    """Spark kafka connector rows (key, value, topic, partition, offset, timestamp) -> the raw
+    schemas the Python sources produce, so both paths feed the same query."""
+    source_id = F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"))
+    if kind == SOURCE_KIND_OFFSETS:
+        return raw.select(source_id.alias("source_id"), F.col("offset").alias("seq"), F.col("partition"),
+                          F.col("offset"), F.unix_millis(F.col("timestamp")).alias("timestamp_ms"),
+                          F.col("key"), F.col("value"), F.lit(None).cast("string").alias("error"),
+                          F.lit(False).alias("eof"), F.lit(None).cast("string").alias("error_reason"))
+    return raw.select(source_id.alias("source_id"), F.col("offset").alias("seq"),
+                      F.col("value").cast("string").alias("line"),
+                      F.unix_millis(F.col("timestamp")).alias("ts_hint_ms"), F.lit(False).alias("eof"))
+
+
+def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], kind: str) -> DataFrame:
+    return (spark.readStream.format(KAFKA_SOURCE_NAME)
+            .option("bootstrapServers", kafka.bootstrap_servers).option("topics", ",".join(topics))
+            .option("kind", kind).option("startingOffsets", kafka.starting_offsets)
+            .option("clientConfig", json.dumps(kafka.client_config))
+            .option("maxRowsPerBatch", str(kafka.max_rows_per_batch or ""))
+            .option("idleFlush", "true" if kafka.idle_flush else "false").load())
+
+
+def live_query(spark: SparkSession, o: QueryOptions, kafka: KafkaRead, spec: LogSourceSpec, source: str) -> DataFrame:
+    """Outputs of the live query over Kafka topics (`source`: "python" or "spark"); `spec` says
+    how to read the log topic's lines (its cluster is the cluster of every record)."""
+    raw_of = _spark_kafka_raw if source == "spark" else _python_kafka_raw
+    parts = []
+    if kafka.log_topics:
+        events = log_events(raw_of(spark, kafka, list(kafka.log_topics), SOURCE_KIND_LOG), {},
+                            o.unknown_lines_sample_per_logger, default_spec=spec)
+        parts.append(with_watermark(observed(events, SOURCE_KIND_LOG), o.lateness_seconds))
+    if kafka.offsets_topic:
+        events = offsets_events(raw_of(spark, kafka, [kafka.offsets_topic], SOURCE_KIND_OFFSETS),
+                                ClusterNames({}, spec.cluster))
+        parts.append(with_watermark(observed(events, SOURCE_KIND_OFFSETS), o.lateness_seconds))
+    return group_state_machine(reduce(DataFrame.unionByName, parts), o.group_allow, o.group_deny, o.diagnosis)

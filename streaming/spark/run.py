@@ -1,0 +1,97 @@
+"""Running the query: to the end of a finite input (replay), and every progress report of a
+query counted as Spark publishes it (replay and live)."""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from typing import Any, Protocol
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQueryListener
+
+from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
+
+
+class BatchSink(Protocol):
+    """What consumes the query's output (streaming/app/collector.py RunCollector)."""
+
+    def foreach_batch(self, df: Any, batch_id: int) -> None: ...
+
+    def count_progress(self, progress: dict[str, Any]) -> None: ...
+
+
+class ProgressCounter(StreamingQueryListener):
+    """Feeds every progress report of one query to the sink as Spark publishes it.
+
+    `query.recentProgress` keeps only the last `spark.sql.streaming.numRecentProgressUpdates`
+    (100) reports, so reading it after a long replay lost the input counts of earlier batches.
+    Listener events of a query arrive in order, and its terminated event comes last: `wait_done`
+    returns once every report has been counted.
+    """
+
+    def __init__(self, sink: BatchSink) -> None:
+        self.sink = sink
+        self.query_id: str | None = None
+        self.final_watermark_seen = False
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        progress = json.loads(event.progress.json)
+        if self.query_id is not None and progress.get("id") != self.query_id:
+            return   # another query of the session
+        with self._lock:
+            self.sink.count_progress(progress)
+            watermark = (progress.get("eventTime") or {}).get("watermark", "")
+            self.final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        if self.query_id is None or str(event.id) == self.query_id:
+            self._done.set()
+
+    def watch(self, query) -> None:
+        self.query_id = str(query.id)
+
+    def wait_done(self, timeout_s: float = 30.0) -> bool:
+        return self._done.wait(timeout_s)
+
+
+def run_to_end(spark: SparkSession, outputs: DataFrame, sink: BatchSink,
+               checkpoint_dir: str | None = None, timeout_s: float = 1800.0) -> None:
+    """Run a finite (replay) query with Trigger.AvailableNow until all input is processed.
+
+    The sources cap each micro-batch (admission control), so AvailableNow still runs many
+    batches. Done is checked, not assumed: the last batch must have run with the watermark moved
+    by the end-of-input markers, which is the batch that flushes every held event.
+    """
+    own_checkpoint = checkpoint_dir is None
+    checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="rebalance-monitor-ckpt-")
+    counter = ProgressCounter(sink)
+    spark.streams.addListener(counter)
+    query = (outputs.writeStream.foreachBatch(sink.foreach_batch)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    counter.watch(query)
+    try:
+        finished = query.awaitTermination(int(timeout_s))
+        if query.exception() is not None:
+            raise RuntimeError(f"streaming query failed: {query.exception()}")
+        if not finished:
+            raise TimeoutError(f"replay did not finish within {timeout_s:.0f} s")
+    finally:
+        query.stop()
+        counted = counter.wait_done()
+        spark.streams.removeListener(counter)
+        if own_checkpoint:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    if not counted:
+        raise RuntimeError("replay: Spark did not report the end of the query within 30 s")
+    if not counter.final_watermark_seen:
+        raise RuntimeError("replay ended before the end-of-input watermark flushed held events")

@@ -1,0 +1,325 @@
+"""Live source: Kafka topics read with kafka-python, as a Python streaming Data Source.
+
+One input partition per Kafka partition per micro-batch; Spark tracks the offsets (they are in
+the checkpoint), so a restarted query reads exactly the ranges it had planned. The rows have the
+same shape as the replay sources (RAW_LOG_SCHEMA for a log topic, RAW_OFFSETS_SCHEMA for
+`__consumer_offsets`), so the rest of the query does not know where rows come from.
+
+Offsets (JSON) carry more than positions, because Spark's progress report echoes them and the
+driver turns them into metrics:
+  source   "broker_log" | "offsets"
+  topics   {topic: {partition: next offset to read}}
+  tick     wall-clock ms of a "caught up" marker, or null
+  error    the last error talking to Kafka, or null (source is down while it is set)
+  gap      records lost to retention/compaction before we read them (cumulative)
+
+Idle flush: an event waits in state until its source's watermark passes it. A quiet topic would
+hold it forever, so when every partition of the topic has been read to its end the reader adds a
+marker row at the current wall-clock time. A source with a backlog (e.g. after a restart) never
+ticks, so a tick can not make unread records late.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+
+from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+
+KAFKA_SOURCE_NAME = "rebalance_kafka"
+LOG = logging.getLogger("rebalance_monitor.kafka_source")
+MAX_BACKOFF_S = 30.0
+READ_TIMEOUT_S = 120.0
+
+
+def _client_config(options: Mapping[str, str]) -> dict[str, Any]:
+    config = json.loads(options.get("clientConfig") or "{}")
+    config["bootstrap_servers"] = options["bootstrapServers"].split(",")
+    return config
+
+
+def _consumer(options: Mapping[str, str], **extra: Any) -> Any:
+    from kafka import KafkaConsumer
+    config = _client_config(options)
+    config.update(enable_auto_commit=False, group_id=None, **extra)
+    if options.get("kind") == SOURCE_KIND_OFFSETS:
+        # Transactional offset commits count only once committed (aborted ones never).
+        config.setdefault("isolation_level", "read_committed")
+    return KafkaConsumer(**config)
+
+
+@dataclass
+class KafkaRange(InputPartition):
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass
+class TickPartition(InputPartition):
+    tick_ms: int
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
+        self.options = options
+        self.kind = options.get("kind", SOURCE_KIND_LOG)
+        self.topics = [t for t in options["topics"].split(",") if t]
+        self.starting = options.get("startingOffsets", "earliest")
+        self.max_rows = int(options["maxRowsPerBatch"]) if options.get("maxRowsPerBatch") else None
+        self.idle_flush = options.get("idleFlush", "true") == "true"
+        self._consumer = None
+        self._backoff = 0.0
+
+    # -------------------------------------------------------------- Kafka metadata
+    def _meta_consumer(self):
+        if self._consumer is None:
+            self._consumer = _consumer(self.options, request_timeout_ms=15000)
+        return self._consumer
+
+    def _partitions(self) -> list:
+        from kafka import TopicPartition
+        consumer = self._meta_consumer()
+        tps = []
+        for topic in self.topics:
+            parts = consumer.partitions_for_topic(topic)
+            if not parts:
+                raise LookupError(f"topic {topic!r} does not exist")
+            tps += [TopicPartition(topic, p) for p in sorted(parts)]
+        return tps
+
+    def _bounds(self) -> tuple[dict, dict]:
+        tps = self._partitions()
+        consumer = self._meta_consumer()
+        return consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+
+    # -------------------------------------------------------------- offsets
+    def initialOffset(self) -> dict:
+        try:
+            begins, ends = self._bounds()
+        except Exception as exc:   # broker down at start: begin from nothing, retry later
+            self._reset_client()
+            return {"source": self.kind, "topics": {}, "tick": None, "gap": 0,
+                    "error": f"{type(exc).__name__}: {exc}"}
+        chosen = begins if self.starting == "earliest" else ends
+        topics: dict[str, dict[str, int]] = {}
+        for tp, offset in chosen.items():
+            topics.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+        return {"source": self.kind, "topics": topics, "tick": None, "gap": 0, "error": None}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+    def _reset_client(self) -> None:
+        try:
+            if self._consumer is not None:
+                self._consumer.close()
+        except Exception:
+            pass
+        self._consumer = None
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        try:
+            begins, ends = self._bounds()
+        except Exception as exc:
+            # Broker unreachable or topic gone: keep the position, say so (the driver exports it),
+            # and wait a little longer each time instead of hammering the broker.
+            self._reset_client()
+            self._backoff = min(MAX_BACKOFF_S, max(1.0, self._backoff * 2))
+            LOG.warning("kafka source %s: %s; retrying in %.0f s", self.topics, exc, self._backoff)
+            time.sleep(self._backoff)
+            return {**start, "tick": None, "error": f"{type(exc).__name__}: {exc}"}
+        self._backoff = 0.0
+        budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        topics = {t: dict(p) for t, p in (start.get("topics") or {}).items()}
+        gap = int(start.get("gap") or 0)
+        backlog = {}
+        for tp, begin in begins.items():
+            parts = topics.setdefault(tp.topic, {})
+            key = str(tp.partition)
+            position = parts.get(key)
+            if position is None:          # a partition added while we run: read it all
+                position = int(begin)
+            if position < begin:          # retention or compaction removed what we had not read
+                gap += int(begin) - position
+                position = int(begin)
+            parts[key] = position
+            backlog[(tp.topic, key)] = max(0, int(ends[tp]) - position)
+        caught_up = True
+        share = None if budget is None else max(1, budget // max(1, len(backlog)))
+        for (topic, key), waiting in backlog.items():
+            take = waiting if share is None else min(waiting, share)
+            topics[topic][key] += take
+            caught_up &= take == waiting
+        tick = int(time.time() * 1000) if caught_up and self.idle_flush else None
+        return {"source": self.kind, "topics": topics, "tick": tick, "gap": gap, "error": None}
+
+    def partitions(self, start: dict, end: dict) -> list:
+        out: list = []
+        before = start.get("topics") or {}
+        for topic, parts in (end.get("topics") or {}).items():
+            for key, stop in parts.items():
+                begin = (before.get(topic) or {}).get(key, stop)
+                if stop > begin:
+                    out.append(KafkaRange(topic, int(key), int(begin), int(stop)))
+        if end.get("tick") and end.get("tick") != start.get("tick"):
+            out.append(TickPartition(int(end["tick"])))
+        return out
+
+    def read(self, partition) -> Iterator[tuple]:
+        if isinstance(partition, TickPartition):
+            yield self._marker(partition.tick_ms)
+            return
+        yield from self._read_range(partition)
+
+    def _marker(self, ts_ms: int) -> tuple:
+        if self.kind == SOURCE_KIND_OFFSETS:
+            return ("tick", 0, None, None, ts_ms, None, None, None, True, None)
+        return ("tick", 0, None, ts_ms, True)
+
+    def _read_range(self, r: KafkaRange) -> Iterator[tuple]:
+        from kafka import TopicPartition
+        tp = TopicPartition(r.topic, r.partition)
+        source_id = f"{r.topic}-{r.partition}"
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        consumer = _consumer(self.options, max_poll_records=5000)
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, r.start)
+            position = r.start
+            while position < r.end:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{source_id}: read {position - r.start} of "
+                                       f"{r.end - r.start} records in {READ_TIMEOUT_S:.0f} s")
+                batch = consumer.poll(timeout_ms=1000).get(tp, [])
+                if not batch:
+                    # Compacted or transactional ranges end before `end` without records.
+                    if consumer.position(tp) >= r.end:
+                        break
+                    continue
+                for rec in batch:
+                    if rec.offset >= r.end:
+                        position = r.end
+                        break
+                    position = rec.offset + 1
+                    yield self._row(source_id, rec)
+        finally:
+            consumer.close()
+
+    def _row(self, source_id: str, rec) -> tuple:
+        if self.kind == SOURCE_KIND_OFFSETS:
+            return (source_id, rec.offset, rec.partition, rec.offset, rec.timestamp,
+                    rec.key, rec.value, None, False, None)
+        line = rec.value.decode("utf-8", errors="replace") if rec.value is not None else None
+        return (source_id, rec.offset, line, rec.timestamp, False)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+    def stop(self) -> None:
+        self._reset_client()
+
+
+class KafkaSource(DataSource):
+    """options: bootstrapServers, topics (comma-separated), kind (broker_log|offsets),
+    startingOffsets (earliest|latest), clientConfig (JSON kafka-python settings: TLS, SASL),
+    maxRowsPerBatch (unset: no cap), idleFlush (true|false)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return KAFKA_SOURCE_NAME
+
+    def schema(self):
+        return RAW_OFFSETS_SCHEMA if self.options.get("kind") == SOURCE_KIND_OFFSETS else RAW_LOG_SCHEMA
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return KafkaStreamReader(self.options)
+
+
+class _ClientKeeper:
+    """A `kafka_client` factory for KafkaConsumer that keeps the clients it builds, so that they
+    can be closed from another thread: a consumer whose constructor failed (kafka-python leaves
+    its IO thread running then) or is still blocked in its bootstrap (closing fails the wait)."""
+
+    def __init__(self):
+        from kafka import KafkaConsumer
+        self._make = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
+        self._lock = threading.Lock()
+        self._clients: list = []
+        self._closed = False
+
+    def __call__(self, **configs):
+        from kafka.errors import KafkaConnectionError
+        with self._lock:
+            if self._closed:
+                raise KafkaConnectionError("closed before connecting")
+            client = self._make(**configs)
+            self._clients.append(client)
+            return client
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            clients, self._clients = self._clients, []
+        for client in clients:
+            try:
+                client.close()
+            except Exception:
+                pass
+
+
+def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
+                  timeout_s: float, clients: _ClientKeeper) -> str | None:
+    from kafka.errors import KafkaConfigurationError
+    options = {"bootstrapServers": bootstrap_servers, "clientConfig": json.dumps(client_config)}
+    try:
+        consumer = _consumer(options, request_timeout_ms=int(timeout_s * 1000), kafka_client=clients)
+    except KafkaConfigurationError as exc:
+        raise ValueError(f"kafka.client: {exc}") from None   # not a broker outage: don't retry
+    except Exception as exc:
+        return f"cannot reach Kafka at {bootstrap_servers}: {type(exc).__name__}: {exc}"
+    try:
+        existing = consumer.topics()
+    except Exception as exc:
+        return f"cannot list topics at {bootstrap_servers}: {type(exc).__name__}: {exc}"
+    finally:
+        consumer.close()
+    missing = [t for t in topics if t not in existing]
+    return f"topic(s) not found at {bootstrap_servers}: {', '.join(missing)}" if missing else None
+
+
+def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
+                 timeout_s: float = 30.0, stop: threading.Event | None = None) -> str | None:
+    """None when every topic exists; else a message for the operator (used at start).
+
+    kafka-python blocks on a broker that does not answer (30 s to bootstrap, then `timeout_s` per
+    request), so the check runs on a daemon thread and this returns as soon as `stop` is set (with
+    a message: callers look at `stop` first). Either way the check's client is closed at the end:
+    that fails a call still blocked and stops the IO thread even of a consumer that never got built."""
+    clients = _ClientKeeper()
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["problem"] = _check_topics(bootstrap_servers, topics, client_config, timeout_s, clients)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=attempt, name="kafka-topic-check", daemon=True)
+    worker.start()
+    while worker.is_alive() and not (stop is not None and stop.is_set()):
+        worker.join(0.1)
+    clients.close()
+    worker.join(1.0)   # done: at once; stopped: the closed client fails the blocked call
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("problem", f"stopped while checking Kafka at {bootstrap_servers}")

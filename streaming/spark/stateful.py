@@ -1,0 +1,127 @@
+"""The applyInPandasWithState adapter: Spark's per-group call -> state/machine.
+
+Events are held in the group's state until the watermark passes them, then applied in
+(ts_ms, source_rank, source_id, seq) order, so the result does not depend on how the input was
+cut into micro-batches or which source arrived first. The event-time timeout is set to the
+oldest held event (or the machine's next deadline) so the group is called again when the
+watermark moves even if no new row arrives for it.
+
+The state is the group's model as versioned JSON (state/model.py) and the held event rows.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+
+from state import events as E
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.machine import GroupStateMachine
+from state.model import DEAD, GroupModel
+from state.outputs import OutputKind, snapshot
+from streaming.rows import (
+    EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row, row_to_event
+)
+
+
+def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for pdf in pdfs:
+        for values in pdf[EVENT_COLUMNS].itertuples(index=False, name=None):
+            rows.append(clean_row(values))
+    return rows
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:
+    """Allow/deny patterns (re.search, like Spark's rlike); empty allow = every group."""
+    if allow and not any(re.search(p, group) for p in allow):
+        return False
+    return not any(re.search(p, group) for p in deny)
+
+
+def _clock_row(cluster: str, state: Any) -> tuple:
+    """Every call reports the batch watermark: the driver's cross-group correlator
+    (state/diagnosis/correlate.py) learns event-time progress from it."""
+    watermark = state.getCurrentWatermarkMs()
+    return (str(OutputKind.CLOCK), cluster, None, watermark, _dump({"watermark_ms": watermark}))
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=OUTPUT_COLUMNS)
+
+
+def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list[tuple]) -> None:
+    """Quarantine and decode-health rows need no order or state: straight to the output."""
+    kind = OutputKind.QUARANTINE if group == QUARANTINE_GROUP else OutputKind.DECODE_STATS
+    for row in incoming:
+        record = json.loads(row[EVENT_DATA])
+        if kind == OutputKind.DECODE_STATS:
+            record["cluster"] = cluster
+        out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
+
+
+def _run_machine(cluster: str, group: str, ready: list[list[Any]], watermark: int, model: GroupModel,
+                 diagnosis: DiagnosisSettings, out: list[tuple]) -> GroupStateMachine:
+    machine = GroupStateMachine(model, diagnosis)
+    events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
+    for ev in events:
+        machine.apply(ev)
+    machine.advance_to(watermark)
+    for kind, record in machine.outputs + machine.observations:
+        ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
+            or record.get("started_at_ms")
+        out.append((str(kind), cluster, group, ts, _dump(record)))
+    if events or machine.outputs:
+        out.append((str(OutputKind.SNAPSHOT), cluster, group, model.last_event_ms, _dump(snapshot(model))))
+    return machine
+
+
+def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
+                  group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
+                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS) -> Iterator[pd.DataFrame]:
+    cluster, group = key
+    if group is None or (group != QUARANTINE_GROUP and (group_allow or group_deny)
+                         and not group_selected(group, group_allow, group_deny)):
+        # End-of-input markers and groups the configuration leaves out: they only moved the
+        # watermark on their way here. No output, no state.
+        for _ in pdfs:
+            pass
+        yield _frame([_clock_row(cluster, state)])
+        return
+    incoming = _rows(pdfs)
+    out: list[tuple] = [_clock_row(cluster, state)]
+    if group in (QUARANTINE_GROUP, STATS_GROUP):
+        _pass_through(cluster, group, incoming, out)
+        yield _frame(out)
+        return
+
+    if state.exists:
+        model_json, held_json = state.get
+        model = GroupModel.from_json(model_json)
+        held = json.loads(held_json)
+    else:
+        model, held = GroupModel(cluster=cluster, group=group), []
+    held.extend(incoming)
+    watermark = state.getCurrentWatermarkMs()
+    ready = [r for r in held if r[EVENT_TS] <= watermark]
+    waiting = [r for r in held if r[EVENT_TS] > watermark]
+    machine = _run_machine(cluster, group, ready, watermark, model, diagnosis, out)
+
+    deadlines = [min(r[EVENT_TS] for r in waiting)] if waiting else []
+    machine_deadline = machine.next_deadline_ms()
+    if machine_deadline is not None:
+        deadlines.append(machine_deadline)
+    if not deadlines and model.state == DEAD:
+        state.remove()   # a dead group keeps no state; a new group with its id starts fresh
+    else:
+        state.update((model.to_json(), _dump(waiting)))
+        if deadlines:
+            state.setTimeoutTimestamp(max(min(deadlines), watermark + 1))
+    yield _frame(out)

@@ -1,0 +1,191 @@
+"""The command line as an operator uses it: the demo end to end (HTTP scrape + promtool),
+decode-offsets, and configuration errors that name the bad field."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.capture_expectations import FIXTURES
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "streaming.app.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env():
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
+    return env
+
+
+@pytest.mark.spark
+def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
+    port, folder = demo_server     # conftest.py: the demo process, shared with test_prometheus_e2e
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    # Real rebalances of both bundled clusters, e.g. sc03's heartbeat expiry on Kafka 2.7.
+    assert 'rebalance_monitor_rebalances_total{cluster="kafka-2.7",group="sc03-heartbeat-expiry",' \
+           'outcome="stable",protocol="classic",trigger="heartbeat_expiry"} 1.0' in page
+    assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
+           'group="k4-sc09-consumer-protocol",root_cause="process_crash"} 1.0' in page
+    assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
+           'group="k4-sc09-consumer-protocol",root_cause="process_pause"} 1.0' in page
+    assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",group="sc11-stuck-in-rebalance",' \
+           'le="30.0",phase="join",protocol="classic"}' in page
+    # Error counters exist at 0 per cluster, so an increase() alert sees the first bad input.
+    assert 'rebalance_monitor_quarantined_records_total{cluster="kafka-4.0",reason="corrupt_record",' \
+           'source="offsets"} 0.0' in page
+    assert 'rebalance_monitor_invalid_transitions_total{cluster="kafka-2.7"} 0.0' in page
+    summary = (folder / "demo.stdout").read_text()
+    assert "REBALANCES (188)" in summary and "MEMBER REMOVALS (155)" in summary
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool not installed (Debian package 'prometheus'; scripts/test installs it)")
+    check = subprocess.run([promtool, "check", "metrics"], input=page, capture_output=True, text=True)
+    assert (check.returncode, check.stdout + check.stderr) == (0, "")
+
+
+def test_decode_offsets_prints_one_object_per_record(tmp_path):
+    dump = FIXTURES / "kafka-4.0" / "offsets-topic.jsonl"
+    result = subprocess.run(CLI + ["decode-offsets", str(dump)], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(records) == 4634
+    assert "4634 decoded, 0 failed" in result.stderr
+    types = {r["key"]["type"] for r in records}
+    assert types == {1, 2, 3, 4, 5, 6, 7, 8}
+    epoch = next(r for r in records if r["key"]["type"] == 3 and not r["tombstone"])
+    assert epoch["key"]["group"] and "epoch" in epoch["value"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["replay", "--out", "x"], "give at least one --broker-log or --offsets"),
+    (["replay", "--broker-log", "no-such.log", "--out", "x"], "--broker-log[0]: path: Value error, no such file"),
+    (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"), "--broker-timezone",
+      "Mars/Olympus", "--out", "x"], "broker_timezone: Value error, unknown time zone 'Mars/Olympus'"),
+    (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"), "--lateness-seconds", "-1",
+      "--out", "x"], "lateness_seconds: Input should be greater than or equal to 0"),
+    (["replay", "--offsets", str(FIXTURES / "kafka-2.7" / "segments" / "broker1" / "no-such-dir"), "--out", "x"],
+     "--offsets[0]: path: Value error, no such file or directory"),
+    (["replay", "--offsets", str(ROOT / "docs"), "--out", "x"],
+     "--offsets[0]: path: Value error, no __consumer_offsets-N directory in"),
+])
+def test_configuration_errors_name_the_field(args, message):
+    result = subprocess.run(CLI + args, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_settings_file_and_environment(tmp_path, monkeypatch):
+    from streaming.app.settings import ConfigError, DemoSettings, load
+    cfg = tmp_path / "monitor.toml"
+    cfg.write_text('broker_timezone = "Europe/Berlin"\nmetrics_port = 9200\n')
+    monkeypatch.setenv("REBALANCE_MONITOR_LATENESS_SECONDS", "5")
+    s = load(DemoSettings, str(cfg))
+    assert (s.broker_timezone, s.metrics_port, s.lateness_seconds) == ("Europe/Berlin", 9200, 5.0)
+    cfg.write_text('metrics_port = "high"\n')
+    with pytest.raises(ConfigError, match=r"monitor.toml: metrics_port: Input should be a valid integer"):
+        load(DemoSettings, str(cfg))
+    cfg.write_text('metric_port = 1\n')   # a typo is an error, not silently ignored
+    with pytest.raises(ConfigError, match="metric_port: Extra inputs are not permitted"):
+        load(DemoSettings, str(cfg))
+
+
+def test_input_rows_are_counted_per_source_kind_without_markers():
+    from sinks.exposition import text
+    from sinks.metrics import MetricsSink
+    from streaming.app.collector import RunCollector
+    collector = RunCollector(MetricsSink([1.0]))
+    # Shapes as Spark reports them (first batch's start is the string "null").
+    collector.count_progress({"sources": [
+        {"startOffset": "null", "endOffset": '{"source": "offsets", "i": 1606, "eof": true}', "numInputRows": 1607},
+        {"startOffset": "null", "endOffset": '{"source": "broker_log", "emitted": 500, "eof": false}',
+         "numInputRows": 500}]})
+    collector.count_progress({"sources": [
+        {"startOffset": '{"source": "offsets", "i": 1606, "eof": true}',
+         "endOffset": '{"source": "offsets", "i": 1606, "eof": true}', "numInputRows": 0}]})
+    page = text(collector.metrics.registry)
+    assert 'rebalance_monitor_input_records_total{source="offsets"} 1606.0' in page
+    assert 'rebalance_monitor_input_records_total{source="broker_log"} 500.0' in page
+
+
+def test_input_rows_of_the_log_reader_count_every_line_read():
+    """The log reader emits only coordinator-marker lines; its offsets count every line read."""
+    from sinks.exposition import text
+    from sinks.metrics import MetricsSink
+    from streaming.app.collector import RunCollector
+    collector = RunCollector(MetricsSink([1.0]))
+    collector.count_progress({"sources": [
+        {"startOffset": "null", "endOffset": '{"source": "broker_log", "lines": 2000, "emitted": 300, "eof": false}',
+         "numInputRows": 300}]})
+    collector.count_progress({"sources": [
+        {"startOffset": '{"source": "broker_log", "lines": 2000, "emitted": 300, "eof": false}',
+         "endOffset": '{"source": "broker_log", "lines": 3486, "emitted": 567, "eof": true}', "numInputRows": 267}]})
+    assert 'rebalance_monitor_input_records_total{source="broker_log"} 3486.0' in text(collector.metrics.registry)
+
+
+def _parse_logs(*args):
+    result = subprocess.run(CLI + ["parse-logs", *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
+def test_parse_logs_prints_the_coordinator_events_of_a_real_log():
+    log = FIXTURES / "kafka-2.7" / "broker1-server.log"
+    events, stderr = _parse_logs(str(log))
+    assert len(events) == 161
+    assert events[0] == {
+        "ts_ms": 1795288918686, "broker": 1, "kind": "prepare_rebalance", "group": "sc08-offset-expiry",
+        "generation": 0, "member_id": None, "trigger": "member_join", "file": str(log), "line": 803,
+        "reason": "Adding new member sc08-exp-c1-70b11e09-ec73-430b-84f9-4e385cd43d51 with group instance id None"}
+    assert "1321 lines, 295 coordinator lines: 161 events from 161 lines, 134 recognised without a fact" in stderr
+    assert "0 unrecognised" in stderr
+    shifted, _ = _parse_logs(str(log), "--broker-timezone", "Asia/Kolkata")
+    assert [e["ts_ms"] for e in shifted] == [e["ts_ms"] - 19_800_000 for e in events]   # UTC+05:30
+
+
+def test_parse_logs_reads_envelopes_and_counts_unrecognised_lines_by_logger(tmp_path):
+    from tests.support.log_rewrite import read_lines, vector, write
+    lines = read_lines(FIXTURES / "kafka-4.0" / "node1-server.log")
+    lines += ["[2026-11-21 19:40:00,000] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=1] "
+              "[GroupId g] Member m teleported. (org.apache.kafka.coordinator.group.GroupMetadataManager)"] * 2
+    lines += ["[2026-11-21 19:40:01,000] WARN Frobnicated (kafka.coordinator.group.GroupMetadata)"]
+    path = write(tmp_path / "node1.json", vector(lines, host="kafka-node-1"))
+    events, stderr = _parse_logs(path, "--log-envelope", "json")
+    plain, _ = _parse_logs(write(tmp_path / "node1.log", lines))
+    assert [{k: v for k, v in e.items() if k not in ("file", "host")} for e in events] == \
+        [{k: v for k, v in e.items() if k != "file"} for e in plain]
+    assert events and all(e["host"] == "kafka-node-1" for e in events)
+    assert "3 unrecognised" in stderr
+    assert "unrecognised 2 org.apache.kafka.coordinator.group.GroupMetadataManager" in stderr
+    assert "unrecognised 1 kafka.coordinator.group.GroupMetadata\n" in stderr
+
+
+def test_parse_logs_broker_id_per_file(tmp_path):
+    from tests.support.log_rewrite import write
+    # a coordinator line without the `[GroupCoordinator N]: ` prefix: the broker comes from --broker-id
+    line = ("[2026-11-21 19:33:51,663] INFO The following groups were deleted: g1. A total of 2 offsets were "
+            "removed. (kafka.coordinator.group.GroupCoordinator)")
+    a, b = write(tmp_path / "a.log", [line]), write(tmp_path / "b.log", [line])
+    events, _ = _parse_logs(a, b, "--broker-id", "4", "5")
+    assert [(e["file"], e["broker"]) for e in events] == [(a, 4), (b, 5)]
+    events, _ = _parse_logs(a, b, "--broker-id", "7")
+    assert [e["broker"] for e in events] == [7, 7]
+    result = subprocess.run(CLI + ["parse-logs", a, b, "--broker-id", "1", "2", "3"], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "one per log file (3 ids for 2 files)" in result.stderr

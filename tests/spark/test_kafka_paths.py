@@ -1,0 +1,88 @@
+"""The two Kafka paths feed the same query: rows shaped as Spark's kafka connector delivers them
+give the same events as the kafka-python Data Source's rows. (The connector jar itself cannot
+be fetched on this machine; its column mapping is what is tested here.)"""
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime, timezone
+
+import pytest
+from pyspark.sql import types as T
+
+from streaming.inputs import SOURCE_KIND_LOG as KIND_LOG
+from streaming.inputs import SOURCE_KIND_OFFSETS as KIND_OFFSETS
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources.kafka import KafkaStreamReader
+from tests.support.capture_expectations import FIXTURES
+
+pytestmark = pytest.mark.spark
+
+CONNECTOR_SCHEMA = T.StructType([
+    T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType()),
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+    T.StructField("offset", T.LongType()), T.StructField("timestamp", T.TimestampType()),
+    T.StructField("timestampType", T.IntegerType()),
+])
+
+
+class FakeRecord:
+    def __init__(self, topic, partition, offset, timestamp, key, value):
+        self.topic, self.partition, self.offset, self.timestamp = topic, partition, offset, timestamp
+        self.key, self.value = key, value
+
+
+def _records():
+    out = []
+    for _i, raw in enumerate((FIXTURES / "kafka-4.0" / "offsets-topic.jsonl").read_text().splitlines()[:1500]):
+        d = json.loads(raw)
+        value = None if d["value_b64"] is None else base64.b64decode(d["value_b64"])
+        out.append(FakeRecord("offs", d["partition"], d["offset"], d["timestamp"],
+                              base64.b64decode(d["key_b64"]), value))
+    return out
+
+
+def _lines():
+    out = []
+    for i, line in enumerate((FIXTURES / "kafka-4.0" / "node1-server.log").read_text().splitlines()):
+        out.append(FakeRecord("logs", 0, i, 1795288650000 + i, None, line.encode()))
+    return out
+
+
+def _events(spark, raw_df, kind):
+    from streaming.logs.step import LogSourceSpec
+    from streaming.offsets.step import ClusterNames
+    from streaming.spark.steps import log_events, offsets_events
+    if kind == KIND_LOG:
+        events = log_events(raw_df, {}, default_spec=LogSourceSpec("c"))
+    else:
+        events = offsets_events(raw_df, ClusterNames({}, "c"))
+    return sorted(tuple(r) for r in events.collect())
+
+
+@pytest.mark.parametrize("kind,records,schema", [(KIND_OFFSETS, _records, RAW_OFFSETS_SCHEMA),
+                                                 (KIND_LOG, _lines, RAW_LOG_SCHEMA)])
+def test_connector_rows_and_python_source_rows_give_the_same_events(spark, kind, records, schema):
+    from streaming.spark.query import connector_rows_to_raw
+    recs = records()
+    reader = KafkaStreamReader({"bootstrapServers": "unused:1", "topics": "t", "kind": kind})
+    python_raw = spark.createDataFrame([reader._row(f"{r.topic}-{r.partition}", r) for r in recs], schema)
+    connector = spark.createDataFrame(
+        [(r.key, r.value, r.topic, r.partition, r.offset,
+          datetime.fromtimestamp(r.timestamp / 1000, timezone.utc), 0) for r in recs], CONNECTOR_SCHEMA)
+    connector_raw = connector_rows_to_raw(connector, kind)
+    columns = lambda df: [(f.name, f.dataType) for f in df.schema.fields]  # noqa: E731 (nullability differs)
+    assert columns(connector_raw) == columns(python_raw)
+    python_events = _events(spark, python_raw, kind)
+    assert len(python_events) > 50
+    assert _events(spark, connector_raw, kind) == python_events
+
+
+def test_source_choice(spark):
+    from streaming.app.live import choose_kafka_source
+    from streaming.app.settings import ConfigError, KafkaSettings
+    from streaming.spark.query import spark_kafka_available
+    assert not spark_kafka_available(spark)        # no connector jar on this machine
+    assert choose_kafka_source(spark_kafka_available(spark), KafkaSettings(bootstrap_servers="h:1", source="auto")) == "python"
+    with pytest.raises(ConfigError, match="needs Spark's kafka connector on the classpath"):
+        choose_kafka_source(spark_kafka_available(spark), KafkaSettings(bootstrap_servers="h:1", source="spark"))

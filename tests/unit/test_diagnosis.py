@@ -1,0 +1,248 @@
+"""Diagnosis (issue 6): cause, root cause and evidence of every removal of the captured scenarios,
+slow-rebalance fields, and synthetic host-wide / coordinator-wide bursts built from captured
+records with other names and times. Plain-Python pipeline (== Spark, tests/test_batching.py)."""
+from __future__ import annotations
+
+import copy
+from functools import cache
+
+import pytest
+
+from state.diagnosis.correlate import Correlator, correlate_all
+from state.diagnosis.rules import DiagnosisSettings
+from streaming.app.local import run_local
+from tests.support.capture_expectations import capture_inputs
+
+
+@cache
+def _run(cluster: str) -> dict:
+    return run_local(*capture_inputs(cluster))
+
+
+def removals(cluster: str, group: str) -> list[tuple]:
+    return [(r["client_id"], r["cause"], r["root_cause"])
+            for r in sorted(_run(cluster)["removal"], key=lambda r: (r["removed_at_ms"], r["member_id"]))
+            if r["group"] == group]
+
+
+def G(cluster, group):
+    return [r for r in _run(cluster)["removal"] if r["group"] == group]
+
+
+CLOSE = "graceful_shutdown"
+
+
+@pytest.mark.parametrize("cluster,prefix", [("kafka-2.7", ""), ("kafka-4.0", "k4-")])
+def test_kill_is_a_crash_and_sigstop_a_pause(cluster, prefix):
+    assert removals(cluster, f"{prefix}sc03-heartbeat-expiry") == [
+        ("sc03-c2", "heartbeat_expiry", "process_crash"),
+        ("sc03-c1", "leave_group", CLOSE), ("sc03-c3", "leave_group", CLOSE)]
+    freeze = "sc04-sigstop-freeze" if cluster == "kafka-2.7" else "k4-sc04-process-freeze"
+    assert removals(cluster, freeze) == [
+        ("sc04-c2", "heartbeat_expiry", "process_pause"), ("sc04-c1", "leave_group", CLOSE),
+        ("sc04-c2", "leave_group", CLOSE), ("sc04-c3", "leave_group", CLOSE)]
+    [pause] = [r for r in G(cluster, freeze) if r["cause"] == "heartbeat_expiry"]
+    assert "came back with a new member id" in pause["evidence"]
+
+
+def test_kafka27_poll_timeout_inferred_from_the_rejoin():
+    assert removals("kafka-2.7", "sc05-poll-timeout") == [
+        ("sc05-slow", "poll_timeout", "slow_processing"), ("sc05-slow", "leave_group", CLOSE),
+        ("sc05-normal", "leave_group", CLOSE)]
+    first = min(G("kafka-2.7", "sc05-poll-timeout"), key=lambda r: r["removed_at_ms"])
+    # left at 19:24:53.176, joined again 19:25:00.039 ("Adding new member sc05-slow-b488f3e3…")
+    assert "joined again 6.9 s later" in first["evidence"] and "(inferred)" in first["evidence"]
+    assert "no commit on its 1 partition(s)" in first["evidence"]
+
+
+def test_kafka40_poll_timeout_rejoin_after_13_5_s_is_within_the_60_s_floor():
+    assert removals("kafka-4.0", "k4-sc05-poll-timeout") == [
+        ("sc05-c2", "poll_timeout", "slow_processing"), ("sc05-c1", "leave_group", CLOSE),
+        ("sc05-c2", "leave_group", CLOSE)]
+    first = min(G("kafka-4.0", "k4-sc05-poll-timeout"), key=lambda r: r["removed_at_ms"])
+    assert "13.5 s later" in first["evidence"]
+
+
+@pytest.mark.parametrize("group,member,timeout_ms,generation", [
+    ("sc05b-poll-timeout-kafka-python", "sc05b-slow-8f5ff9ab", 8000, 3),
+    ("sc11-stuck-in-rebalance", "sc11-stuck-fa728af1", 15000, 2),
+])
+def test_kafka27_rebalance_timeout_is_slow_processing_and_the_rebalance_waited_for_it(
+        group, member, timeout_ms, generation):
+    [rm] = [r for r in G("kafka-2.7", group) if r["cause"] == "rebalance_timeout"]
+    assert rm["member_id"].startswith(member) and rm["root_cause"] == "slow_processing"
+    [rb] = [r for r in _run("kafka-2.7")["rebalance"] if r["group"] == group and r["generation"] == generation]
+    assert rb["waited_for_member"] == rm["member_id"]
+    assert rb["hit_rebalance_timeout"] is True and rb["rebalance_timeout_ms"] == timeout_ms
+    others = [r for r in _run("kafka-2.7")["rebalance"] if r["hit_rebalance_timeout"]]
+    assert {r["group"] for r in others} == {"sc05b-poll-timeout-kafka-python", "sc11-stuck-in-rebalance"}
+
+
+def test_new_group_join_phase_is_initial_delay():
+    [rb] = [r for r in _run("kafka-2.7")["rebalance"] if r["group"] == "sc05-poll-timeout" and r["generation"] == 1]
+    assert rb["initial_delay_seconds"] == rb["join_seconds"] == 3.0   # group.initial.rebalance.delay.ms
+    [rb2] = [r for r in _run("kafka-2.7")["rebalance"] if r["group"] == "sc05-poll-timeout" and r["generation"] == 2]
+    assert rb2["initial_delay_seconds"] is None and rb2["waited_for_member"] is None
+
+
+def test_static_members_stop_and_restart_are_graceful():
+    assert removals("kafka-2.7", "sc06-static-membership") == [
+        ("sc06-c1", "static_member_fenced", CLOSE), ("sc06-c1", "heartbeat_expiry", CLOSE),
+        ("sc06-c2", "heartbeat_expiry", CLOSE)]
+    k4 = removals("kafka-4.0", "k4-sc06-static-membership")
+    assert k4[0] == ("sc06-c2", "static_member_fenced", CLOSE)
+    assert all(root == CLOSE for _, _, root in k4)
+    expiry = next(r for r in G("kafka-2.7", "sc06-static-membership") if r["cause"] == "heartbeat_expiry")
+    assert "static members send no LeaveGroup" in expiry["evidence"]
+
+
+def test_kafka40_kip848_leave_kill_and_sigstop():
+    assert removals("kafka-4.0", "k4-sc09-consumer-protocol") == [
+        ("sc09-c1", "leave_group", CLOSE), ("sc09-c2", "heartbeat_expiry", "process_crash"),
+        ("sc09-c3", "heartbeat_expiry", "process_pause"), ("sc09-c3", "leave_group", CLOSE),
+        ("sc09-c4-java", "leave_group", CLOSE)]
+    [pause] = [r for r in G("kafka-4.0", "k4-sc09-consumer-protocol") if r["root_cause"] == "process_pause"]
+    assert "with the same member id" in pause["evidence"]
+
+
+@pytest.mark.parametrize("cluster,prefix,n", [("kafka-2.7", "sc10-storm-", 5), ("kafka-4.0", "k4-sc10-", 5)])
+def test_storm_kills_on_one_host_are_host_wide(cluster, prefix, n):
+    expired = [r for r in _run(cluster)["removal"]
+               if r["group"].startswith(prefix) and r["cause"] == "heartbeat_expiry"]
+    assert len(expired) == n and {r["root_cause"] for r in expired} == {"host_wide"}
+    assert f"{n} members on host /127.0.0.1" in expired[0]["evidence"]
+    leaves = [r for r in _run(cluster)["removal"] if r["group"].startswith(prefix) and r["cause"] == "leave_group"]
+    assert leaves and {r["root_cause"] for r in leaves} == {CLOSE}
+
+
+def test_every_removal_has_a_root_cause_and_evidence():
+    for cluster in ("kafka-2.7", "kafka-4.0"):
+        for r in _run(cluster)["removal"]:
+            assert r["evidence"], r
+            if r["cause"] != "group_deleted":
+                assert r["root_cause"] != "unknown", r
+
+
+# --- synthetic bursts from captured records -------------------------------------------------------
+def _sc03_crash() -> dict:
+    [r] = [r for r in G("kafka-2.7", "sc03-heartbeat-expiry") if r["cause"] == "heartbeat_expiry"]
+    return r
+
+
+def _copies(specs: list[tuple[str, str, int, int]]) -> list[dict]:
+    """The captured sc03 crash record as if in other groups / hosts / coordinators / times."""
+    base = _sc03_crash()
+    out = []
+    for group, host, coordinator, dt in specs:
+        r = copy.deepcopy(base)
+        r.update(group=group, client_host=host, coordinator=coordinator,
+                 removed_at_ms=base["removed_at_ms"] + dt, member_id=f"{group}-c2-{dt}")
+        out.append(r)
+    return out
+
+
+def test_synthetic_host_wide_burst():
+    recs = _copies([("orders", "/10.1.0.7", 1, 0), ("billing", "/10.1.0.7", 2, 1200), ("audit", "/10.1.0.7", 1, 4000),
+                    ("other", "/10.1.0.9", 1, 2000)])
+    by_group = {r["group"]: r for r in correlate_all(recs)}
+    assert {g: r["root_cause"] for g, r in by_group.items()} == {
+        "orders": "host_wide", "billing": "host_wide", "audit": "host_wide", "other": "process_crash"}
+    assert "3 members on host /10.1.0.7" in by_group["orders"]["evidence"]
+
+
+def test_synthetic_coordinator_wide_burst_on_different_hosts():
+    recs = _copies([("orders", "/10.1.0.1", 2, 0), ("billing", "/10.1.0.2", 2, 3000), ("audit", "/10.1.0.3", 2, 6000),
+                    ("elsewhere", "/10.1.0.4", 1, 1000)])
+    by_group = {r["group"]: r for r in correlate_all(recs)}
+    assert {g: r["root_cause"] for g, r in by_group.items()} == {
+        "orders": "coordinator_wide", "billing": "coordinator_wide", "audit": "coordinator_wide",
+        "elsewhere": "process_crash"}
+    assert "3 groups of coordinator broker 2" in by_group["billing"]["evidence"]
+
+
+def test_synthetic_two_removals_are_below_the_thresholds():
+    recs = _copies([("orders", "/10.1.0.7", 2, 0), ("billing", "/10.1.0.7", 2, 500)])
+    assert {r["root_cause"] for r in correlate_all(recs)} == {"process_crash"}
+    recs = _copies([("a", "/10.1.0.1", 2, 0), ("b", "/10.1.0.2", 2, 100), ("c", "/10.1.0.3", 2, 60_000)])
+    assert {r["root_cause"] for r in correlate_all(recs)} == {"process_crash"}
+    recs = _copies([("a", "/10.1.0.7", 1, 0), ("b", "/10.1.0.7", 2, 100), ("c", "/10.1.0.7", 3, 500)])
+    assert {r["root_cause"] for r in correlate_all(recs, DiagnosisSettings(host_wide_min_removals=4))} \
+        == {"process_crash"}
+
+
+def test_correlator_is_independent_of_batching_and_survives_a_restart():
+    recs = _copies([("orders", "/10.1.0.7", 1, 0), ("billing", "/10.1.0.7", 2, 1200), ("audit", "/10.1.0.7", 1, 4000)])
+    t0 = recs[0]["removed_at_ms"]
+    c = Correlator()
+    c.add([copy.deepcopy(recs[0])])
+    assert c.advance(t0 + 5000) == []                # held: the others may still come
+    state = copy.deepcopy(c.to_state())
+    restarted = Correlator()
+    restarted.load_state(state)
+    restarted.add([copy.deepcopy(r) for r in recs[1:]])
+    out = restarted.advance(t0 + 4000 + c.hold_ms + 1)
+    assert [r["root_cause"] for r in out] == ["host_wide"] * 3
+    assert restarted.advance(t0 + 10 ** 7) == []     # emitted once
+
+
+def test_storm_and_stuck_gauges_from_snapshots():
+    from prometheus_client import CollectorRegistry
+
+    from sinks.exposition import text
+    from sinks.metrics import MetricsSink
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    base = 1_795_288_000_000
+    sink.observe("snapshot", {"cluster": "c", "group": "stuck", "protocol": "classic",
+                              "state": "PreparingRebalance", "state_since_ms": base, "member_count": 2,
+                              "last_event_ms": base, "rebalance_timeout_ms": 15000,
+                              "recent_rebalance_starts_ms": [base - 700_000, base - 20_000, base]})
+    sink.observe("snapshot", {"cluster": "c", "group": "busy", "protocol": "classic", "state": "Stable",
+                              "state_since_ms": base + 12_000, "member_count": 3, "last_event_ms": base + 12_000})
+    sink.observe("rebalance", {"cluster": "c", "group": "stuck", "protocol": "classic", "trigger": "member_join",
+                               "outcome": "stable", "join_seconds": 15.0, "sync_seconds": 0.0, "total_seconds": 15.0,
+                               "hit_rebalance_timeout": True})
+    page = text(sink.registry)
+    # 12 s of cluster event time since "stuck" entered PreparingRebalance; "busy" is not rebalancing.
+    assert 'rebalance_monitor_group_rebalance_in_progress_seconds{cluster="c",group="stuck",protocol="classic"} 12.0' in page
+    assert 'group_rebalance_in_progress_seconds{cluster="c",group="busy"' not in page
+    assert 'rebalance_monitor_group_rebalance_timeout_seconds{cluster="c",group="stuck",protocol="classic"} 15.0' in page
+    # 700 s ago is outside the 10-minute window; the other two starts are inside it.
+    assert 'rebalance_monitor_group_rebalances_in_window{cluster="c",group="stuck",protocol="classic"} 2.0' in page
+    assert 'rebalance_monitor_rebalance_timeouts_total{cluster="c",group="stuck"} 1.0' in page
+
+
+
+
+@cache
+def _sc11_events() -> tuple:
+    from streaming.app.local import capture_events
+    return tuple(ev for ev in capture_events(*capture_inputs("kafka-2.7"))
+                 if ev.group == "sc11-stuck-in-rebalance")
+
+
+@pytest.mark.parametrize("cut,hit", [("19:31:25.000", False), ("19:31:35.191", True)])
+def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
+    """An open rebalance written at the end of the input: the real sc11 JOIN phase cut before and
+    right after the coordinator removed the member that did not rejoin within the 15 s timeout
+    (19:31:35,191; Stable followed 1 ms later)."""
+    from state.machine import GroupStateMachine
+    from state.model import GroupModel
+    from state.outputs import snapshot
+    from streaming.app.collector import RunCollector
+    from tests.support.capture_expectations import utc_ms
+    machine = GroupStateMachine(GroupModel(cluster="kafka-2.7", group="sc11-stuck-in-rebalance"))
+    machine.apply_all([ev for ev in _sc11_events() if ev.ts_ms <= utc_ms(cut)])
+    collector = RunCollector(metrics=None, keep_records=True)
+    collector.snapshots[("kafka-2.7", "sc11-stuck-in-rebalance")] = snapshot(machine.m)
+    [rec] = collector.in_progress_rebalances()
+    assert rec["outcome"] == "in_progress" and rec["previous_generation"] == 1
+    assert rec["started_at_ms"] == utc_ms("19:31:20.189")
+    assert rec["rebalance_timeout_ms"] == 15000 and rec["initial_delay_seconds"] is None
+    assert rec["hit_rebalance_timeout"] is hit
+    if hit:
+        assert rec["waited_for_member"] == "sc11-stuck-fa728af1-fd34-46da-8c0c-05fac1adface"
+    else:
+        assert rec["waited_for_member"] is None
+    [done] = [r for r in _run("kafka-2.7")["rebalance"]
+              if r["group"] == "sc11-stuck-in-rebalance" and r["generation"] == 2]
+    assert set(rec) == set(done)     # the same fields as the finished record

@@ -1,0 +1,151 @@
+"""The broker-log replay reader (streaming/logs/merge.py LogMergeCursor).
+
+It reads files in large chunks and decodes only lines that contain a coordinator marker. These
+tests compare it with a reference that reads every line one by one (iter_log_file), gives each
+line its header time or the time of the header line before it, merges the files by time and then
+keeps the marker lines: the rows, their line numbers and times, and the count of lines read must
+be the same, whatever the chunk size and however the input is cut into batches.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streaming.logs import merge
+from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
+from streaming.logs.files import iter_log_file
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
+from streaming.rows import END_OF_INPUT_TS_MS
+from streaming.spark.sources.log_replay import LogReplayStreamReader
+from tests.support.capture_expectations import FIXTURES
+
+CAPTURE_LOGS = sorted(str(p) for p in FIXTURES.glob("kafka-*/*.log"))
+GC = "kafka.coordinator.group.GroupCoordinator"
+
+
+def _ts(line: str, envelope: str):
+    if is_json_row(line, envelope):
+        m = EMBEDDED_HEADER_RE.search(line)
+        return log4j_to_epoch_ms(m.group(1), UTC) if m else None
+    return header_timestamp_ms(line, UTC)
+
+
+def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
+    """Every line read one by one, merged by time (one head per file), then filtered."""
+    per_file = []
+    total = 0
+    for f in files:
+        rows, last = [], None
+        for seq, line in iter_log_file(f["path"]):
+            ts = _ts(line, f.get("envelope", "auto"))
+            ts = ts if ts is not None else (last if last is not None else 1)
+            last = ts
+            rows.append((ts, seq, line))
+        per_file.append(rows)
+        total += len(rows)
+    heads = [0] * len(files)
+    merged = []
+    while True:
+        best = None
+        for i, rows in enumerate(per_file):
+            if heads[i] < len(rows) and (best is None or rows[heads[i]][0] < per_file[best][heads[best]][0]):
+                best = i
+        if best is None:
+            break
+        ts, seq, line = per_file[best][heads[best]]
+        heads[best] += 1
+        if keep_all or any(m in line for m in COORDINATOR_LOGGER_MARKERS):
+            merged.append((files[best]["source_id"], seq, line, ts, False))
+    return merged + [("end-of-input", 0, None, END_OF_INPUT_TS_MS, True)], total
+
+
+def read_all(files: list[dict], batch: int, keep_all: bool = False) -> tuple[list, dict]:
+    cursor = merge.LogMergeCursor(files, keep_all=keep_all)
+    offset, rows = cursor.initial(), []
+    while not offset["eof"]:
+        got, offset = cursor.advance(offset, batch)
+        assert len(got) <= batch
+        rows += got
+    return rows, offset
+
+
+def _files(paths, envelope="auto"):
+    return [{"path": p, "source_id": f"c:{Path(p).name}", "tz": "UTC", "envelope": envelope} for p in paths]
+
+
+@pytest.fixture
+def awkward_logs(tmp_path: Path) -> list[str]:
+    """Two small logs with everything that makes line reading hard."""
+    a = tmp_path / "a.log"
+    a.write_bytes(
+        b"headerless preamble mentioning kafka.coordinator.group.GroupCoordinator\n"
+        b"[2024-03-01 10:00:00,000] INFO [GroupCoordinator 1]: Starting up. (" + GC.encode() + b")\n"
+        b"[2024-03-01 10:00:01,000] ERROR [GroupCoordinator 1]: boom (" + GC.encode() + b")\r\n"
+        b"java.lang.IllegalStateException: x\n"
+        b"\tat kafka.coordinator.group.GroupCoordinator.handleJoinGroup(GroupCoordinator.scala:1)\n"
+        b"[2024-03-01 10:00:01,500] INFO unrelated \xff\xfe bad utf-8 (kafka.server.KafkaServer)\n"
+        b"[2024-03-01 10:00:02,000] INFO transaction (kafka.coordinator.transaction.TransactionCoordinator)\n"
+        + b"x" * 300 + b" kafka.coordinator.group. long headerless line\n"
+        b"[2024-03-01 10:00:05,000] INFO [GroupCoordinator 1]: Shutting down. (" + GC.encode() + b")")
+    b = tmp_path / "b.json"
+    doc = {"message": f"[2024-03-01 10:00:01,200] INFO [GroupCoordinator 2]: Startup complete. ({GC})\nmore",
+           "host": {"name": "broker-2"}}
+    b.write_text("\n".join([
+        json.dumps({"message": "[2024-03-01 10:00:00,500] INFO unrelated (kafka.server.KafkaServer)"}),
+        json.dumps(doc),
+        json.dumps({"log": "\tat kafka.coordinator.group.GroupMetadataManager.x(GroupMetadataManager.scala:9)\n"}),
+        "{not json but names org.apache.kafka.coordinator.group.GroupMetadataManager",
+        json.dumps({"log": f"[2024-03-01 10:00:03,000] INFO [GroupCoordinator 2]: Shutting down. ({GC})\n"}),
+    ]) + "\n")
+    return [str(a), str(b)]
+
+
+@pytest.mark.parametrize("chunk", [16, 64, 4096, merge.CHUNK_BYTES])
+def test_same_rows_as_reading_every_line(monkeypatch, awkward_logs, chunk):
+    monkeypatch.setattr(merge, "CHUNK_BYTES", chunk)
+    files = _files(awkward_logs)
+    expected, total = reference(files)
+    for batch in (1, 2, 3, 1000):
+        rows, end = read_all(files, batch)
+        assert rows == expected, (chunk, batch)
+        assert end["lines"] == total == 14
+    # the marker-free lines are never emitted, the continuation lines with a marker are, with
+    # the time of their entry; the line before the first header gets 1 ms
+    seqs = {(r[0], r[1]): r[3] for r in expected if not r[4]}
+    assert ("c:a.log", 6) not in seqs and ("c:a.log", 7) not in seqs
+    assert seqs[("c:a.log", 1)] == 1
+    assert seqs[("c:a.log", 5)] == seqs[("c:a.log", 3)]
+    assert seqs[("c:b.json", 3)] == seqs[("c:b.json", 2)]
+
+
+def test_keep_all_reads_every_line(monkeypatch, awkward_logs):
+    monkeypatch.setattr(merge, "CHUNK_BYTES", 64)
+    files = _files(awkward_logs)
+    expected, total = reference(files, keep_all=True)
+    rows, end = read_all(files, 5, keep_all=True)
+    assert rows == expected and len(rows) == total + 1
+
+
+def test_captures_in_small_batches_equal_one_pass():
+    files = _files(CAPTURE_LOGS)
+    expected, total = reference(files)
+    rows, end = read_all(files, 97)
+    assert rows == expected
+    assert end["lines"] == total == 6679
+    assert len(rows) - 1 == sum(1 for r in expected if not r[4]) == 1319
+
+
+def test_offsets_are_reproducible_and_partitions_keep_every_row():
+    reader = LogReplayStreamReader({"files": json.dumps(_files(CAPTURE_LOGS)), "maxRowsPerBatch": "500",
+                                       "numPartitions": "2"})
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    cached = reader.partitions(start, end)
+    recomputed = reader.partitions(start, end)      # no cache the second time: read again
+    assert [p.rows for p in cached] == [p.rows for p in recomputed]
+    assert len(cached) == 2 and sum(len(p.rows) for p in cached) == 500
+    rows, _ = merge.LogMergeCursor(_files(CAPTURE_LOGS)).advance(start, 500)
+    assert [r for p in cached for r in p.rows] == rows

@@ -1,0 +1,67 @@
+"""Unknown coordinator lines: every one is counted by logger, a sample is kept in quarantine."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from sinks.exposition import text
+from sinks.metrics import MetricsSink
+from streaming.app.settings import DEFAULT_DURATION_BUCKETS
+from streaming.logs.step import LogSourceSpec, log_rows_to_events, parse_log_rows
+from streaming.rows import EVENT_COLUMNS
+
+GC = "kafka.coordinator.group.GroupCoordinator"
+GMM = "org.apache.kafka.coordinator.group.GroupMetadataManager"
+
+
+def _line(i: int, logger: str) -> str:
+    prefix = "[GroupCoordinator 1]: " if logger == GC else "[GroupCoordinator id=1 topic=__consumer_offsets partition=3] "
+    return f"[2026-11-21 19:22:55,{i % 1000:03d}] WARN {prefix}Frobnicated group g{i} ({logger})"
+
+
+def _frame(lines: list[str], first_seq: int = 1) -> pd.DataFrame:
+    return pd.DataFrame({"source_id": "c:b1.log", "seq": range(first_seq, first_seq + len(lines)),
+                         "line": lines, "raw": lines,
+                         "broker_hint": pd.array([None] * len(lines), dtype="Int32"),
+                         "host_hint": [None] * len(lines), "ts_hint_ms": 1795289000000, "eof": False})
+
+
+def test_sample_per_logger_and_batch_with_counts():
+    lines = [_line(i, GC) for i in range(25)] + [_line(100 + i, GMM) for i in range(3)]
+    # two Arrow batches in one task: the sampler spans them
+    frames = list(log_rows_to_events(iter([_frame(lines[:12]), _frame(lines[12:], 13)]),
+                                     {"c:b1.log": LogSourceSpec(cluster="c")}, unknown_sample=10))
+    rows = [dict(zip(EVENT_COLUMNS, r)) for f in frames for r in f.itertuples(index=False, name=None)]
+    records = [json.loads(r["data_json"]) for r in rows]
+    assert all(r["kind"] == "quarantine" and r["reason"] == "unknown_coordinator_line" for r in rows)
+    gc = [q for q in records if q["logger"] == GC]
+    gmm = [q for q in records if q["logger"] == GMM]
+    assert [q["count"] for q in gc] == [1] * 10 + [15] and [q["count"] for q in gmm] == [1, 1, 1]
+    summary = gc[-1]
+    assert summary["sampled_out"] is True and summary["raw"] is None and summary["seq"] == 25
+    assert "15 more" in summary["detail"] and "at most 10" in summary["detail"]
+    assert [q["seq"] for q in gc[:10]] == list(range(1, 11))   # the first ones, verbatim
+    sink = MetricsSink(DEFAULT_DURATION_BUCKETS)
+    for q in records:
+        sink.observe("quarantine", q)
+    page = text(sink.registry)
+    assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GC}"}} 25.0' in page
+    assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GMM}"}} 3.0' in page
+    assert ('rebalance_monitor_quarantined_records_total{cluster="c",reason="unknown_coordinator_line",'
+            'source="log"} 28.0') in page
+
+
+def test_without_a_sampler_every_unknown_line_is_kept():
+    lines = [_line(i, GC) for i in range(25)]
+    rows = parse_log_rows([("c:b1.log", i + 1, line, line, None, None, 1, False) for i, line in enumerate(lines)],
+                          {"c:b1.log": LogSourceSpec(cluster="c")})
+    assert len(rows) == 25 and all(json.loads(r[-1])["count"] == 1 for r in rows)
+
+
+def test_sample_zero_keeps_only_counts():
+    lines = [_line(i, GC) for i in range(4)]
+    frames = list(log_rows_to_events(iter([_frame(lines)]), {"c:b1.log": LogSourceSpec(cluster="c")},
+                                     unknown_sample=0))
+    records = [json.loads(r) for f in frames for r in f["data_json"]]
+    assert [(q["count"], q.get("sampled_out")) for q in records] == [(4, True)]

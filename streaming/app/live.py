@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Any
 
 from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
@@ -18,10 +19,11 @@ from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
-from streaming.spark.sources.kafka import check_topics
+from streaming.spark.sources.kafka import TopicsMissing, check_topics
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event) -> None:
@@ -33,6 +35,11 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
             problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        except TopicsMissing as missing:
+            if missing.missing != [OFFSETS_TOPIC] or kafka.offsets_topic != OFFSETS_TOPIC:
+                raise ConfigError(f"kafka: {missing}") from None
+            # Kafka creates its offsets topic when the first consumer group needs a coordinator.
+            problem = f"{OFFSETS_TOPIC} does not exist yet (no consumer group has used this cluster)"
         if stop.is_set():
             return
         if problem is None:
@@ -41,8 +48,6 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
             for kind in kinds:
                 metrics.health.source_up.labels(kind).set(1)
             return
-        if problem.startswith("topic(s) not found"):
-            raise ConfigError(f"kafka: {problem}")
         LOG.warning("run: %s; retrying in %.0f s", problem, backoff)
         for kind in (SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS):
             metrics.health.source_up.labels(kind).set(0)
@@ -68,6 +73,16 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> st
     if kafka.source == "auto":
         return "spark" if spark_kafka_available else "python"
     return kafka.source
+
+
+def _stop_query(query: Any) -> None:
+    try:
+        query.stop()
+    except Exception as exc:
+        # A SIGTERM sent to the process group reaches Spark's JVM too, which may be gone already:
+        # the checkpoint holds every committed batch, so there is nothing left to stop.
+        LOG.warning("run: Spark had already stopped (%s); the checkpoint has every committed batch",
+                    type(exc).__name__)
 
 
 def run(settings: RunSettings, stop: threading.Event | None = None,
@@ -104,7 +119,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
                 stop.wait(1.0)
                 metrics.sweep()
             if stop.is_set():
-                query.stop()
+                _stop_query(query)
                 break
             failure = query.exception()
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",

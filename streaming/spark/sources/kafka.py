@@ -277,6 +277,14 @@ class _ClientKeeper:
                 pass
 
 
+class TopicsMissing(Exception):
+    """Kafka answered, and these topics do not exist."""
+
+    def __init__(self, bootstrap_servers: str, missing: list[str]) -> None:
+        super().__init__(f"topic(s) not found at {bootstrap_servers}: {', '.join(missing)}")
+        self.missing = missing
+
+
 def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
                   timeout_s: float, clients: _ClientKeeper) -> str | None:
     from kafka.errors import KafkaConfigurationError
@@ -288,18 +296,24 @@ def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict
     except Exception as exc:
         return f"cannot reach Kafka at {bootstrap_servers}: {type(exc).__name__}: {exc}"
     try:
-        existing = consumer.topics()
+        consumer.topics()   # one metadata request for every topic
+        # KafkaConsumer.topics() leaves out internal topics (__consumer_offsets) whatever the
+        # client settings; the cluster metadata it just fetched has them.
+        existing = consumer._cluster.topics(exclude_internal_topics=False)
     except Exception as exc:
         return f"cannot list topics at {bootstrap_servers}: {type(exc).__name__}: {exc}"
     finally:
         consumer.close()
     missing = [t for t in topics if t not in existing]
-    return f"topic(s) not found at {bootstrap_servers}: {', '.join(missing)}" if missing else None
+    if missing:
+        raise TopicsMissing(bootstrap_servers, missing)
+    return None
 
 
 def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
                  timeout_s: float = 30.0, stop: threading.Event | None = None) -> str | None:
-    """None when every topic exists; else a message for the operator (used at start).
+    """None when every topic exists; a message for the operator when Kafka does not answer
+    (used at start); TopicsMissing when it answers without some of the topics.
 
     kafka-python blocks on a broker that does not answer (30 s to bootstrap, then `timeout_s` per
     request), so the check runs on a daemon thread and this returns as soon as `stop` is set (with

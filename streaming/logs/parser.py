@@ -93,7 +93,7 @@ def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
     debug = level == "DEBUG" or level == "TRACE"
     match = None
     for entry in candidate_entries(family, body, debug=debug):
-        if entry.anchor in body:
+        if entry.anchor in body and (entry.levels is None or level in entry.levels):
             match = entry.pattern.fullmatch(body)
             if match is not None:
                 break

@@ -1,7 +1,9 @@
 """`rebalance-monitor run`: the long-running service over Kafka topics.
 
-- checks the topics at start: a missing topic is a clear error (exit 2); an unreachable broker
-  is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
+- checks the topics at start with the client of the source that will read them (kafka-python,
+  or the connector's own Kafka client in Spark's JVM): a missing topic is a clear error (exit 2),
+  so is a refused login or certificate (one line naming the settings to check); an unreachable
+  broker is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
 - serves /metrics from the start, with group gauges restored from the checkpoint's state file
   and counters rebuilt from the event sink, then runs the query;
 - restarts a failed query from its checkpoint with backoff (rebalance_monitor_query_restarts_total).
@@ -11,30 +13,57 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector
-from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
+from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
+from streaming.spark.sources.kafka_login import KafkaLoginFailed
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
 OFFSETS_TOPIC = "__consumer_offsets"
+# (topics, stop) -> None when every topic exists, else why Kafka did not answer
+TopicCheck = Callable[[list[str], threading.Event], "str | None"]
 
 
-def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event) -> None:
+def login_error(exc: KafkaLoginFailed, kafka: KafkaSettings, source: str) -> str:
+    """The one line for a refused login or certificate, with the settings that hold them."""
+    if source == "spark":
+        where = ('kafka.spark_options "kafka.sasl.jaas.config" (username, password) and "kafka.sasl.mechanism"'
+                 if exc.kind == "sasl" else 'kafka.spark_options "kafka.ssl.truststore.location" (the brokers\' CA)')
+    elif exc.kind == "tls":
+        where = "kafka.client.ssl_cafile (the CA that signed the brokers' certificates)"
+    else:
+        secret = kafka.client_secret_files.get("sasl_plain_password")
+        password = (f"the password in {secret} (kafka.client_secret_files.sasl_plain_password)" if secret
+                    else "kafka.client.sasl_plain_password")
+        where = f"kafka.client.sasl_plain_username, {password} and kafka.client.sasl_mechanism"
+    return f"Kafka {exc}; check {where}"
+
+
+def _python_check(kafka: KafkaSettings) -> TopicCheck:
+    return lambda topics, stop: check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
+
+
+def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event,
+                    check: TopicCheck | None = None, source: str = "python") -> None:
     kafka = settings.kafka
+    check = check or _python_check(kafka)
     topics = list(kafka.log_topics) + ([kafka.offsets_topic] if kafka.offsets_topic else [])
     backoff = 1.0
     while not stop.is_set():
         try:
-            problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
+            problem = check(topics, stop)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        except KafkaLoginFailed as refused:
+            raise StartupError(login_error(refused, kafka, source)) from None
         except TopicsMissing as missing:
             if missing.missing != [OFFSETS_TOPIC] or kafka.offsets_topic != OFFSETS_TOPIC:
                 raise ConfigError(f"kafka: {missing}") from None
@@ -65,11 +94,13 @@ def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector
     return collector
 
 
-def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> str:
+def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
+                        package: str = "org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>") -> str:
     """"spark" (the built-in connector) or "python" (the kafka-python Data Source)."""
     if kafka.source == "spark" and not spark_kafka_available:
-        raise ConfigError("kafka.source: \"spark\" needs Spark's kafka connector on the classpath "
-                          "(spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>)")
+        raise ConfigError(f"kafka.source: \"spark\" needs Spark's kafka connector on the classpath: "
+                          f"spark_conf = {{\"spark.jars.packages\" = \"{package}\"}} (or spark-submit "
+                          f"--packages {package}; docs/configuration.md)")
     if kafka.source == "auto":
         return "spark" if spark_kafka_available else "python"
     return kafka.source
@@ -93,35 +124,48 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
     server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)
+    kafka = settings.kafka
     try:
-        _wait_for_kafka(settings, metrics, stop)
-        if stop.is_set():     # stopped before Kafka answered: no Spark session to start
-            return 0
+        if kafka.source != "spark":
+            # kafka-python reads (python) or may read (auto): check with it before Spark starts.
+            _wait_for_kafka(settings, metrics, stop)
+            if stop.is_set():     # stopped before Kafka answered: no Spark session to start
+                return 0
+        from streaming.spark.connector import check_topics_connector, connector_package
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark
-        spark = get_spark(settings.spark_master, settings.shuffle_partitions)
-        source = choose_kafka_source(spark_kafka_available(spark), settings.kafka)
+        spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
+        source = choose_kafka_source(spark_kafka_available(spark), kafka, connector_package(spark))
         LOG.warning("run: reading Kafka with the %s source (%s)", source,
                     "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")
+        if source == "spark":     # the connector's own client and options
+            _wait_for_kafka(settings, metrics, stop, source="spark", check=lambda topics, stop: check_topics_connector(
+                spark, kafka.bootstrap_servers, dict(kafka.spark_options), topics, stop=stop))
+            if stop.is_set():
+                return 0
         counter = ProgressCounter(collector)
         spark.streams.addListener(counter)
         backoff = 1.0
         while not stop.is_set():
-            outputs = live_query(spark, settings.query_options(), settings.kafka.read(), settings.log_spec(), source)
-            query = (outputs.writeStream
-                     .foreachBatch(collector.foreach_batch)
-                     .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
-                     .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
-                     .queryName("rebalance-monitor").start())
-            counter.watch(query)
-            while query.isActive and not stop.is_set():
-                stop.wait(1.0)
-                metrics.sweep()
-            if stop.is_set():
-                _stop_query(query)
-                break
-            failure = query.exception()
+            try:
+                outputs = live_query(spark, settings.query_options(), kafka.read(), settings.log_spec(), source)
+                query = (outputs.writeStream
+                         .foreachBatch(collector.foreach_batch)
+                         .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
+                         .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
+                         .queryName("rebalance-monitor").start())
+            except Exception as exc:   # e.g. Kafka gone while the connector's partitions are listed
+                failure: Any = f"{type(exc).__name__}: {exc}"
+            else:
+                counter.watch(query)
+                while query.isActive and not stop.is_set():
+                    stop.wait(1.0)
+                    metrics.sweep()
+                if stop.is_set():
+                    _stop_query(query)
+                    break
+                failure = query.exception()
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",
                       failure, backoff)
             metrics.health.query_restarts.inc()

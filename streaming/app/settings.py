@@ -37,6 +37,11 @@ class ConfigError(Exception):
     """Raised with one line per bad field: `origin: field: message`."""
 
 
+class StartupError(Exception):
+    """A problem found at start that retrying cannot fix (Kafka refused the credentials or the
+    certificate): one line that names it and the settings to check; the command exits 2."""
+
+
 def _check_zone(value: str) -> str:
     zone(value)   # raises ValueError("unknown time zone ...")
     return value
@@ -234,8 +239,19 @@ class QuerySettings(ParseLogsSettings):
         description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
+    # Spark settings for the session the monitor creates itself (not under spark-submit, which
+    # takes --conf/--packages), e.g. spark.jars.packages for Spark's kafka connector.
+    spark_conf: dict[str, str] = Field(default_factory=dict)
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _spark_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [key for key in value if not key.startswith("spark.")]
+        if bad:
+            raise ValueError(f"not a Spark setting (they start with 'spark.'): {', '.join(bad)}")
+        return value
 
     @field_validator("duration_buckets")
     @classmethod

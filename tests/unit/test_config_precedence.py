@@ -93,3 +93,19 @@ def test_the_defaults_of_the_diagnosis_table_are_the_state_machines():
     from state.diagnosis.rules import DEFAULT_SETTINGS
     from streaming.app.settings import DiagnosisConfig
     assert DiagnosisConfig().to_settings() == DEFAULT_SETTINGS
+
+
+def test_spark_conf_flags_merge_into_the_files_table_and_keys_must_be_spark_settings(tmp_path):
+    from streaming.app.cli.run import run_settings
+    from streaming.app.settings import ConfigError, RunSettings, load
+    cfg = _toml(tmp_path, KAFKA_TOML.replace("[kafka]", '[spark_conf]\n"spark.jars.ivy" = "/var/cache/ivy"\n[kafka]'))
+    s = run_settings(_run_args("--config", cfg, "--spark-conf",
+                               "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+                               "--spark-conf", "spark.driver.memory=2g"))
+    assert s.spark_conf == {"spark.jars.ivy": "/var/cache/ivy", "spark.driver.memory": "2g",
+                            "spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"}
+    with pytest.raises(SystemExit):
+        _run_args("--spark-conf", "no-equals-sign")
+    with pytest.raises(ConfigError, match=r"spark_conf: Value error, not a Spark setting \(they start with 'spark\.'\): "
+                                          r"jars\.packages"):
+        load(RunSettings, cfg, spark_conf={"jars.packages": "x"})

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from streaming.app.cli import decode_offsets, demo, parse_logs, replay, run
-from streaming.app.settings import ConfigError
+from streaming.app.settings import ConfigError, StartupError
 
 COMMANDS = (replay, parse_logs, decode_offsets, demo, run)
 
@@ -26,6 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except ConfigError as exc:
         print(f"rebalance-monitor: configuration error:\n{exc}", file=sys.stderr)
+        return 2
+    except StartupError as exc:
+        print(f"rebalance-monitor: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:          # `... | head`: the reader is gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

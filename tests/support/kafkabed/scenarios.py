@@ -60,6 +60,8 @@ class Ctx:
     topic: str
     library: str = "kafka-python"     # the Python library for classic members
     has_java: bool = False
+    # "member": MemberSpec defaults for every member (e.g. {"max_poll_interval_ms": 10000}, so a
+    # LeaveGroup's diagnosis window, which is the member's rebalance timeout, stays short)
     options: dict = field(default_factory=dict)
 
     @property
@@ -79,6 +81,7 @@ class Scenario:
 
 
 def _spec(ctx: Ctx, cid: str, **kw) -> MemberSpec:
+    kw = {**ctx.options.get("member", {}), **kw}
     return MemberSpec(kw.pop("library", ctx.library), ctx.group, [ctx.topic], f"{ctx.group}-{cid}", **kw)
 
 

@@ -62,9 +62,11 @@ def restart_broker(cluster, avoid_group: str | None = None) -> dict:
             "start_s": round(time.monotonic() - t1, 1)}
 
 
-def _leaders(admin, topic: str) -> dict:
-    desc = admin.describe_topics([topic])[0]
-    return {p["partition"]: (p["leader"], list(p["replicas"])) for p in desc["partitions"]}
+def _leaders(bootstrap: str, topic: str) -> dict:
+    """partition -> (leader, replicas), from a fresh metadata request."""
+    from .admin import make_admin
+    md = make_admin(bootstrap).list_topics(topic=topic, timeout=10).topics[topic]
+    return {p: (pm.leader, list(pm.replicas)) for p, pm in md.partitions.items()}
 
 
 def move_log_leaders(cluster, topic: str, timeout: float = 60.0) -> dict:
@@ -72,7 +74,7 @@ def move_log_leaders(cluster, topic: str, timeout: float = 60.0) -> dict:
     from kafka import KafkaAdminClient, TopicPartition
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkabed-leader-move")
     try:
-        before = _leaders(admin, topic)
+        before = _leaders(cluster.bootstrap, topic)
         t = now_ms()
         errors = admin.alter_partition_reassignments(
             {TopicPartition(topic, p): list(reversed(replicas)) for p, (_, replicas) in before.items()})
@@ -84,7 +86,7 @@ def move_log_leaders(cluster, topic: str, timeout: float = 60.0) -> dict:
         admin.elect_leaders(0, {topic: sorted(before)}, raise_errors=False)
 
         def moved():
-            now = _leaders(admin, topic)
+            now = _leaders(cluster.bootstrap, topic)
             return now if all(now[p][0] != before[p][0] for p in before) else None
         after = wait_for(moved, timeout, f"new leaders of {topic}", interval=0.5)
     finally:

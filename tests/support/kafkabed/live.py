@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .expect import Expected, expected, line_ms
+from .expect import Expected, expected
 from .running import ScenarioResult, run_scenario
 from .monitor import Monitor, MonitorSettings, MetricsWatch, ensure_offsets_topic, now_ms, parse_page
 from .procs import BedTimeout, wait_for
@@ -26,6 +26,39 @@ from .verdict import Verdict, judge, known_for
 
 BACKGROUND = ("offset_expiry",)          # long waits, nothing in them the others could disturb
 LAST = ("failover",)                     # stops a broker: nothing else may be in flight
+
+
+class Phases:
+    """Shares the machine between Kafka versions run at once (two cores): all start their cluster
+    and monitor together (no member runs yet, so a slow start starves nobody), then they run
+    their scenarios one version at a time in the given order (members with 3 s sessions must
+    not be starved), and wait for the removal holds (idle) side by side."""
+
+    def __init__(self, versions: list, start_timeout: float = 900.0):
+        self.order = list(versions)
+        self.start_timeout = start_timeout
+        self._cond = threading.Condition()
+        self._started: set = set()
+        self._left: set = set()
+
+    def started(self, version: str) -> None:
+        with self._cond:
+            self._started.add(version)
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: all(v in self._started or v in self._left for v in self.order),
+                                self.start_timeout)
+
+    def my_turn(self, version: str) -> None:
+        """Until every version before this one has left its scenario phase."""
+        with self._cond:
+            before = self.order[:self.order.index(version)]
+            self._cond.wait_for(lambda: all(v in self._left for v in before))
+
+    def leave(self, version: str) -> None:
+        """Done with the scenarios (or failed): the next version may run its own."""
+        with self._cond:
+            self._left.add(version)
+            self._cond.notify_all()
 
 
 @dataclass
@@ -180,9 +213,10 @@ class LiveRun:
 
     def cluster_verdict(self) -> Verdict:
         """The row for what belongs to no scenario: quarantined lines that name no scenario's
-        group and were logged outside every scenario, and records of groups the bed did not
-        run (its own helper groups must leave no trace)."""
-        v = Verdict(self.cluster.version, "(cluster)", "*")
+        group, and records of groups the bed did not run (its own helper groups must leave no
+        trace)."""
+        v = Verdict(self.cluster.version, "(cluster)", "*", rebalances_expected=None, removals_expected=None,
+                    triggers_right=None, causes_right=None)
         for q in getattr(self, "unattributed", []):
             v.fail("quarantine", f"{q.get('reason')}: {(q.get('raw') or q.get('detail') or '')[:160]}")
         for kind, recs in getattr(self, "others", {}).items():
@@ -192,19 +226,12 @@ class LiveRun:
 
     @staticmethod
     def attribute_quarantine(items: list[LiveScenario], records: list) -> dict:
-        """group -> quarantine records naming it, or logged while only its scenario ran in the
-        foreground; None -> the rest."""
+        """group -> the quarantine records whose line names it; None -> the rest (lines about
+        partitions and brokers, not groups: the "(cluster)" row)."""
         out: dict = {}
         for q in records:
             raw = q.get("raw") or ""
-            owner = None
-            for item in items:
-                if re.search(r"(?<![\w.-])" + re.escape(item.ctx.group) + r"(?![\w-])", raw):
-                    owner = item.ctx.group
-                    break
-            if owner is None:
-                ts = line_ms(raw) or q.get("ts_ms") or 0
-                owner = next((i.ctx.group for i in items if not i.background and i.window[0] <= ts <= i.window[1]),
-                             None)
+            owner = next((i.ctx.group for i in items
+                          if re.search(r"(?<![\w.-])" + re.escape(i.ctx.group) + r"(?![\w-])", raw)), None)
             out.setdefault(owner, []).append(q)
         return out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import faults
 from .cluster import KafkaCluster
-from .live import LiveRun, LiveScenario
+from .live import LiveRun, LiveScenario, Phases
 from .monitor import MonitorSettings, now_ms
 from .procs import BedError
 from .running import ScenarioResult, java_libs, run_scenario  # noqa: F401  (re-exported for the tests)
@@ -30,8 +30,21 @@ from .verdict import Known, Verdict, judge, known_for  # noqa: F401
 
 MATRIX = ["2.8.2", "3.9.2", "4.0.2", "4.2.2", "4.4.0"]
 LOG_TOPIC = "kafkabed-broker-logs"
-# Where each fault fires: while the n-th foreground scenario runs (so under real traffic).
-FAULT_PLAN = {1: "kill_monitor", 3: "restart_broker", 5: "move_log_leaders"}
+
+
+def plan_faults(selected: list) -> dict:
+    """Where each fault fires: while a scenario runs (real traffic), by scenario name. The broker
+    restart and the leader move come early, the monitor's kill -9 late (its restart delays every
+    record still pending, so the latencies of those scenarios say "monitor down")."""
+    names = [s.name for s in selected if s.name not in ("offset_expiry", "failover")]
+    if not names:
+        return {}
+    picks = {"restart_broker": names[min(1, len(names) - 1)], "move_log_leaders": names[min(3, len(names) - 1)],
+             "kill_monitor": names[max(0, len(names) - 3)]}
+    plan: dict = {}
+    for fault, name in picks.items():
+        plan.setdefault(name, fault)     # one fault per scenario; few scenarios: fewer faults
+    return plan
 
 
 class FaultInjector:
@@ -75,30 +88,21 @@ class FaultInjector:
 def run_version(version: str, names: list | None, out_root: Path, quick: bool = False,
                 library: str = "kafka-python", with_faults: bool = False,
                 settings: MonitorSettings | None = None, log=print, fault_plan: dict | None = None,
-                heavy: threading.Lock | None = None, selected: list | None = None) -> tuple[list, dict]:
+                phases: Phases | None = None, selected: list | None = None) -> tuple[list, dict]:
     """Runs the selected scenarios on `version` with the monitor; (verdicts, info).
 
-    `with_faults`: FAULT_PLAN and the comparison with a replay; `fault_plan` alone injects
-    without the replay (the verdicts are the reference). `heavy`: held while the cluster and
-    the monitor start and the scenarios run, released for the (idle) removal-hold wait, so that
-    several versions can share the machine without starving each other's members."""
-    held = [False]
-
-    def release() -> None:
-        if held[0]:
-            held[0] = False
-            heavy.release()
-    if heavy is not None:
-        heavy.acquire()
-        held[0] = True
+    `with_faults`: `plan_faults(selected)` and the comparison with a replay; `fault_plan` alone injects
+    without the replay (the verdicts are the reference). `phases`: several versions at once
+    (live.Phases: they start together, run their scenarios in turn, wait for the holds together)."""
+    phases = phases or Phases([version])
     try:
         return _run_version(version, names, out_root, quick, library, with_faults, settings, log,
-                            FAULT_PLAN if with_faults else fault_plan, release, selected)
+                            "auto" if with_faults else fault_plan, phases, selected)
     finally:
-        release()
+        phases.leave(version)
 
 
-def _run_version(version, names, out_root, quick, library, with_faults, settings, log, fault_plan, release,
+def _run_version(version, names, out_root, quick, library, with_faults, settings, log, fault_plan, phases,
                  selected):
     selected = selected if selected is not None else applicable(version, names, quick)
     info: dict = {"version": version, "notes": []}
@@ -123,17 +127,26 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
         t1 = time.monotonic()
         run.start()
         info["monitor_start_s"] = round(time.monotonic() - t1, 1)
-        injector = FaultInjector(run, fault_plan) if fault_plan else None
+        phases.started(version)
+        phases.my_turn(version)
+        plan = plan_faults(selected) if fault_plan == "auto" else fault_plan
+        injector = FaultInjector(run, plan) if plan else None
         items = run.run(selected, f"m{version.replace('.', '')}", library, log=log, on_start=injector)
         if injector is not None:
             injector.join()
             info["faults"] = injector.events
-        release()
+        phases.leave(version)
         info["bed"] = {i.ctx.group: i.result.lines for i in items if i.result is not None}
         info["server_logs"] = [str(p) for p in cluster.server_log_paths()]
         run.expectations(items)
         info["hold_wait_s"] = round(run.wait_quiet(items), 1)
         verdicts = run.judge(items)
+        for ev in info.get("faults", []):
+            if ev["fault"] == "kill_monitor" and "restart_s" in ev:
+                down = (ev["ts_ms"], ev["ts_ms"] + int(ev["restart_s"] * 1000))
+                for v in verdicts:
+                    if v.latency_span and v.latency_span[0] <= down[1] and down[0] <= v.latency_span[1]:
+                        v.monitor_down = True
         verdicts.append(run.cluster_verdict())
         if with_faults:
             verdicts.append(reference_verdict(run, items, out, info))
@@ -149,7 +162,7 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
 
 def reference_verdict(run: LiveRun, items: list, out: Path, info: dict) -> Verdict:
     """The monitor that went through the faults vs a replay of the dumped topics."""
-    v = Verdict(run.cluster.version, "faults_vs_replay", "*")
+    v = Verdict(run.cluster.version, "faults_vs_replay", "*", triggers_right=None, causes_right=None)
     for ev in info.get("faults", []):
         if ev.get("error"):
             v.fail("fault", f"{ev['fault']} during {ev['during']}: {ev['error']}")
@@ -194,11 +207,11 @@ def _save(out: Path, items: list, verdicts: list, info: dict, run: LiveRun) -> N
 
 
 def _cell(a, b) -> str:
-    return f"{a}/{b}"
+    return "-" if a is None else f"{a}/{b}"
 
 
-def _secs(x) -> str:
-    return "-" if x is None else f"{x:.1f}"
+def _secs(x, down: bool = False) -> str:
+    return "-" if x is None else f"{x:.1f}" + (" *" if down else "")
 
 
 def table(version: str, verdicts: list, info: dict) -> str:
@@ -214,8 +227,8 @@ def table(version: str, verdicts: list, info: dict) -> str:
         passed = {"PASS": "yes", "KNOWN": "no (known)", "SKIP": "skip"}.get(v.status, "**no**")
         rows.append(f"| {v.scenario} | {_cell(v.rebalances_expected, v.rebalances_found)} | "
                     f"{_cell(v.removals_expected, v.removals_found)} | {_cell(v.triggers_right, v.rebalances_expected)} | "
-                    f"{_cell(v.causes_right, v.removals_expected)} | {_secs(v.rebalance_latency_s)} | "
-                    f"{_secs(v.removal_latency_s)} | {passed} |")
+                    f"{_cell(v.causes_right, v.removals_expected)} | {_secs(v.rebalance_latency_s, v.monitor_down)} | "
+                    f"{_secs(v.removal_latency_s, v.monitor_down)} | {passed} |")
     notes = []
     for v in verdicts:
         if v.status in ("FAIL", "KNOWN") and v.failures:
@@ -228,6 +241,8 @@ def table(version: str, verdicts: list, info: dict) -> str:
         notes.append(f"- note: {n}")
     for ev in info.get("faults", []):
         notes.append(f"- fault: {json.dumps(ev, default=str)}")
+    if any(v.monitor_down for v in verdicts):
+        notes.append("- \\* the monitor was being killed and restarted (kill -9) while these records were pending")
     return "\n".join(rows + ([""] + notes if notes else []))
 
 

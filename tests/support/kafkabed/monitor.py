@@ -10,6 +10,7 @@ hold (docs/diagnosis.md), computed with the product's own DiagnosisSettings, so 
 shrink when those windows do."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -25,6 +26,21 @@ from pathlib import Path
 from .checks import REPO, monitor_command
 from .procs import BedError, wait_for
 
+_RUNNING: dict = {}      # pid -> Popen of every monitor still running (killed at exit)
+
+
+def kill_monitors() -> None:
+    """kill -9 of every monitor process group still running (the bed's last line of defence)."""
+    for pid, proc in list(_RUNNING.items()):
+        if proc.poll() is None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _RUNNING.pop(pid, None)
+
+
+atexit.register(kill_monitors)
 SINK_KINDS = ("rebalances", "member_removals", "anomalies", "quarantine", "clock_skew")
 SAMPLE = re.compile(r'^(rebalance_monitor_[a-z_]+)(?:\{([^}]*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -131,6 +147,7 @@ class Monitor:
         with open(self.log_path, "a") as handle:
             self.proc = subprocess.Popen(self.command(), cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT,
                                          start_new_session=True)
+        _RUNNING[self.proc.pid] = self.proc
         self.starts.append(now_ms())
 
         def port():

@@ -185,6 +185,25 @@ def test_poll_timeout_leave_without_logged_reason_sets_trigger():
         reason_text=None, outcome="stable", members=1, removed_members=[C2])
 
 
+def test_java_coordinator_poll_timeout_leave_sets_trigger():
+    """Kafka 4.x logs the client reason on "has left group" and "explicit `LeaveGroup` request for
+    (C2) members." as the rebalance reason (seen on a real 4.4 broker, tests/support/kafkabed)."""
+    start, _ = stable_group([C1, C2])
+    client_reason = "consumer poll timeout has expired."
+    left = ev(10000, E.MEMBER_LEFT, member_id=C2, data={"client_reason": client_reason})
+    reason = f"explicit `LeaveGroup` request for ({C2}) members."
+    p = prepare(10000, 1, trigger="member_leave", member=C2, reason=reason)
+    m = run(start + [left, p, ev(10400, E.JOIN_COMPLETE, 2), ev(10420, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 1})])
+    assert records(m, OutputKind.REMOVAL) == [
+        known_removal(left, C2, "poll_timeout", generation=1, reason_text=client_reason)]
+    rec = records(m, OutputKind.REBALANCE)[1]
+    assert (rec["trigger"], rec["trigger_member"], rec["reason_text"]) == ("poll_timeout", C2, reason)
+    # A plain leave keeps member_leave.
+    plain = ev(10000, E.MEMBER_LEFT, member_id=C2, data={"client_reason": "the consumer is being closed"})
+    m = run(start + [plain, p, ev(10400, E.JOIN_COMPLETE, 2), ev(10420, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 1})])
+    assert records(m, OutputKind.REBALANCE)[1]["trigger"] == "member_leave"
+
+
 def test_old_removal_is_not_attached_to_a_later_rebalance():
     start, _ = stable_group([C1, C2])
     m = run(start + [ev(10000, E.MEMBER_LEFT, member_id=C2),

@@ -80,8 +80,15 @@ class Scenario:
     partitions: int = 4
 
 
+# max.poll.interval.ms of members that do not set it (the clients' default is 300 s): it is the
+# classic rebalance timeout, and the monitor holds a LeaveGroup removal for
+# max(rebalance timeout, 60 s) of event time before its record is final (docs/diagnosis.md).
+MAX_POLL_INTERVAL_MS = 30000
+
+
 def _spec(ctx: Ctx, cid: str, **kw) -> MemberSpec:
     kw = {**ctx.options.get("member", {}), **kw}
+    kw.setdefault("max_poll_interval_ms", MAX_POLL_INTERVAL_MS)
     return MemberSpec(kw.pop("library", ctx.library), ctx.group, [ctx.topic], f"{ctx.group}-{cid}", **kw)
 
 
@@ -125,10 +132,12 @@ def poll_timeout(r: Runner, ctx: Ctx) -> None:
     lib = "java" if ctx.has_java else ctx.library
     a, b = _start_all(r, [_spec(ctx, "a", library=lib, max_poll_interval_ms=3000),
                           _spec(ctx, "b", library=lib, max_poll_interval_ms=3000)])
-    mark_b = b.mark()
-    r.stop_polling(a)
+    mark_a, mark_b = a.mark(), b.mark()
+    r.stop_polling(a)                             # a slow batch: the client's poll timeout fires
     r.wait_reassigned([b], [mark_b])
-    r.kill(a)
+    r.resume_polling(a)                           # the batch ends: a polls again and rejoins
+    r.wait_reassigned([a], [mark_a])
+    r.leave(a)
     r.leave(b)
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any
 
-from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector
@@ -23,16 +23,30 @@ from streaming.spark.sources.kafka import TopicsMissing, check_topics
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
+CHECK_TIMEOUT_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event) -> None:
+    """Until Kafka answers with every topic: source_up 0 from the start, one log line per failed
+    attempt with how long it took and when the next one starts."""
     kafka = settings.kafka
     topics = list(kafka.log_topics) + ([kafka.offsets_topic] if kafka.offsets_topic else [])
-    backoff = 1.0
+    kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
+    kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
+    for kind in kinds:
+        metrics.health.source_up.labels(kind).set(0)
+    # kafka-python waits 30 s for a broker by default; an attempt gives up sooner, so that the
+    # log says what is wrong early (kafka.client.bootstrap_timeout_ms overrides it).
+    client = {"bootstrap_timeout_ms": int(CHECK_TIMEOUT_S * 1000), **kafka.client_config()}
+    LOG.info("run: checking Kafka at %s for %s (each attempt waits up to %.0f s for an answer)",
+             kafka.bootstrap_servers, ", ".join(topics), client["bootstrap_timeout_ms"] / 1000)
+    backoff, attempt = 1.0, 0
     while not stop.is_set():
+        attempt += 1
+        started = time.monotonic()
         try:
-            problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
+            problem = check_topics(kafka.bootstrap_servers, topics, client, timeout_s=CHECK_TIMEOUT_S, stop=stop)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         except TopicsMissing as missing:
@@ -43,14 +57,12 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
         if stop.is_set():
             return
         if problem is None:
-            kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
-            kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
             for kind in kinds:
                 metrics.health.source_up.labels(kind).set(1)
+            LOG.info("run: Kafka at %s answered; every topic exists", kafka.bootstrap_servers)
             return
-        LOG.warning("run: %s; retrying in %.0f s", problem, backoff)
-        for kind in (SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS):
-            metrics.health.source_up.labels(kind).set(0)
+        LOG.warning("run: %s (attempt %d, %.1f s); next attempt in %.0f s", problem, attempt,
+                    time.monotonic() - started, backoff)
         metrics.health.source_errors.labels("kafka").inc()
         stop.wait(backoff)
         backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
@@ -90,7 +102,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
                                      dead_group_retention_seconds=settings.dead_group_retention_seconds)
-    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+    server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)
     try:

@@ -365,7 +365,8 @@ def _format(err: ValidationError, origin: str, command: str) -> str:
     return "\n".join(lines)
 
 
-COMMANDS: dict[type[_Settings], str] = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay", DemoSettings: "demo", RunSettings: "run"}
+COMMANDS: dict[type[_Settings], str] = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay",
+                                        DemoSettings: "demo", RunSettings: "run"}
 
 
 def _collect_env_names(env_name: str, annotation: Any, names: set[str], open_prefixes: list[str]) -> None:

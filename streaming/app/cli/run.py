@@ -16,7 +16,8 @@ class RepeatFilter(logging.Filter):
     """Lets each kind of message of `logger` (and its children) through once per `every_s`
     (kind: the message with its digits removed). kafka-python logs four lines per failed
     connection and reconnects with backoff from 0.1 s; while a broker is down, the monitor's
-    own line per failed check says what failed."""
+    own line per failed check says what failed. A record with an exception keeps its message and
+    the exception's one-line form, without the traceback."""
 
     def __init__(self, logger: str, every_s: float = 300.0) -> None:
         super().__init__()
@@ -31,6 +32,9 @@ class RepeatFilter(logging.Filter):
         if last is not None and record.created - last < self.every_s:
             return False
         self._last[key] = record.created
+        if record.exc_info:    # a connection reset is not the monitor's bug: its message, not a traceback
+            record.msg = f"{record.getMessage()} ({record.exc_info[1]!r})"
+            record.args, record.exc_info, record.exc_text = None, None, None
         return True
 
 

@@ -129,7 +129,11 @@ def check_inputs(command: str, logs: Sequence[str] = (), offsets: Sequence[str] 
             if problem_of is offsets_problem and is_segment_input(path):   # the reader checks each batch
                 out.append(path)
                 continue
-            found = probe(path)
+            try:
+                found = probe(path)
+            except OSError as exc:
+                problems.append(f"{path}: cannot read it: {exc.strerror or exc}")
+                continue
             if found.kind == EMPTY:
                 notes.append(f"{path}: nothing to read: {found.found}")
                 continue

@@ -394,13 +394,13 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
     the closest valid name (a setting of another command is fine: one environment may serve all)."""
     environ = os.environ if environ is None else environ
     names, open_prefixes = env_names()
-    known = sorted(names | set(OTHER_ENV_VARIABLES))
+    known = names | set(OTHER_ENV_VARIABLES)
     bad = []
     for var in sorted(environ):
         upper = var.upper()   # pydantic-settings reads the environment case-insensitively
         if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(open_prefixes):
             continue
-        close = difflib.get_close_matches(upper, known, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
         bad.append(f"environment: {var} is not a setting{hint} (docs/configuration.md lists them)")
     if bad:

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from sinks.group_gauges import PREFIX, GroupStateCollector
 from sinks.health import HealthMetrics
+from state.events import SOURCE_LOG, SOURCE_OFFSETS
 from state.model import DEAD
 from state.outputs import OutputKind
 
@@ -35,8 +36,13 @@ OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
 # every cluster the sink has seen, so the first bad input is an increase Prometheus can see:
 # increase()/rate() ignore a series' first sample, and an alert on a counter that appears at 1
 # would never fire.
+# The `source` label has one vocabulary across metrics: `broker_log` and `offsets`, the input
+# kinds of streaming/inputs.py. Quarantine records name their source as events do ("log",
+# state/events.py SOURCE_LOG, also in the event sinks and checkpoints of earlier versions), so
+# the label is mapped here.
+SOURCE_LABELS = {SOURCE_LOG: "broker_log", SOURCE_OFFSETS: "offsets"}
 QUARANTINE_REASONS = {
-    "log": ("unparseable_line", "unknown_coordinator_line"),
+    "broker_log": ("unparseable_line", "unknown_coordinator_line"),
     "offsets": ("malformed_dump_line", "null_key", "unknown_record_type", "unknown_value_version",
                 "corrupt_record", "corrupt_batch", "truncated_batch", "uncommitted_transaction",
                 "unreadable_segment"),
@@ -189,7 +195,8 @@ class MetricsSink:
     def _quarantine(self, record: dict[str, Any]) -> None:
         count = int(record.get("count") or 1)
         cluster = record.get("cluster") or "default"
-        self.quarantined.labels(cluster, record["source"], record["reason"]).inc(count)
+        source = SOURCE_LABELS.get(record["source"], record["source"])
+        self.quarantined.labels(cluster, source, record["reason"]).inc(count)
         if record["reason"] == "unknown_coordinator_line":
             self.unknown_lines.labels(cluster, record.get("logger") or "unknown").inc(count)
 

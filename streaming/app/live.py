@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector
@@ -27,6 +27,7 @@ from streaming.spark.sources.kafka_login import KafkaLoginFailed
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
+CHECK_TIMEOUT_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
 # (topics, stop) -> None when every topic exists, else why Kafka did not answer
 TopicCheck = Callable[[list[str], threading.Event], "str | None"]
@@ -47,17 +48,36 @@ def login_error(exc: KafkaLoginFailed, kafka: KafkaSettings, source: str) -> str
     return f"Kafka {exc}; check {where}"
 
 
+def _check_client(kafka: KafkaSettings) -> dict[str, Any]:
+    # kafka-python waits 30 s for a broker by default; an attempt gives up sooner, so that the
+    # log says what is wrong early (kafka.client.bootstrap_timeout_ms overrides it).
+    return {"bootstrap_timeout_ms": int(CHECK_TIMEOUT_S * 1000), **kafka.client_config()}
+
+
 def _python_check(kafka: KafkaSettings) -> TopicCheck:
-    return lambda topics, stop: check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
+    client = _check_client(kafka)
+    return lambda topics, stop: check_topics(kafka.bootstrap_servers, topics, client,
+                                             timeout_s=CHECK_TIMEOUT_S, stop=stop)
 
 
 def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event,
                     check: TopicCheck | None = None, source: str = "python") -> None:
+    """Until Kafka answers with every topic: source_up 0 from the start, one log line per failed
+    attempt with how long it took and when the next one starts."""
     kafka = settings.kafka
     check = check or _python_check(kafka)
     topics = list(kafka.log_topics) + ([kafka.offsets_topic] if kafka.offsets_topic else [])
-    backoff = 1.0
+    kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
+    kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
+    for kind in kinds:
+        metrics.health.source_up.labels(kind).set(0)
+    client = _check_client(kafka)
+    LOG.info("run: checking Kafka at %s for %s (each attempt waits up to %.0f s for an answer)",
+             kafka.bootstrap_servers, ", ".join(topics), client["bootstrap_timeout_ms"] / 1000)
+    backoff, attempt = 1.0, 0
     while not stop.is_set():
+        attempt += 1
+        started = time.monotonic()
         try:
             problem = check(topics, stop)
         except ValueError as exc:
@@ -72,14 +92,12 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
         if stop.is_set():
             return
         if problem is None:
-            kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
-            kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
             for kind in kinds:
                 metrics.health.source_up.labels(kind).set(1)
+            LOG.info("run: Kafka at %s answered; every topic exists", kafka.bootstrap_servers)
             return
-        LOG.warning("run: %s; retrying in %.0f s", problem, backoff)
-        for kind in (SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS):
-            metrics.health.source_up.labels(kind).set(0)
+        LOG.warning("run: %s (attempt %d, %.1f s); next attempt in %.0f s", problem, attempt,
+                    time.monotonic() - started, backoff)
         metrics.health.source_errors.labels("kafka").inc()
         stop.wait(backoff)
         backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
@@ -121,7 +139,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
                                      dead_group_retention_seconds=settings.dead_group_retention_seconds)
-    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+    server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)
     kafka = settings.kafka

@@ -49,7 +49,7 @@ def test_sample_per_logger_and_batch_with_counts():
     assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GC}"}} 25.0' in page
     assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GMM}"}} 3.0' in page
     assert ('rebalance_monitor_quarantined_records_total{cluster="c",reason="unknown_coordinator_line",'
-            'source="log"} 28.0') in page
+            'source="broker_log"} 28.0') in page
 
 
 def test_without_a_sampler_every_unknown_line_is_kept():

@@ -44,14 +44,13 @@ def run(args: argparse.Namespace) -> int:
         logs, offsets = demo_inputs(Path(args.captures))
     except Exception as exc:
         raise ConfigError(f"--captures: {exc}") from None
-    from sinks.exposition import serve
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
     from streaming.app.replay import replay
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
     metrics = MetricsSink(settings.duration_buckets)
-    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+    server = settings.serve_metrics(metrics.registry)
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
           f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from streaming.app.cli.options import BROKER_ID, CONFIG, LOG_READING, broker_ids, flags_of
+from streaming.app.probe import check_inputs
 from streaming.app.settings import LogInput, ParseLogsSettings, load, make_inputs
 from streaming.logs.envelope import unwrap
 from streaming.logs.files import iter_log_file
@@ -33,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
                                      "broker_id_field": settings.broker_id_field}
                                     for p, broker_id in zip(args.path, broker_ids(args.broker_id, args.path))],
                          "PATH")
+    keep, _ = check_inputs("parse-logs", [i.path for i in inputs])
+    inputs = [i for i in inputs if i.path in keep]
     outcomes: Counter = Counter()
     unknown_by_logger: Counter = Counter()
     lines = events = 0

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from streaming.app.cli.options import BROKER_ID, CONFIG, LOG_READING, QUERY, ROWS_PER_BATCH, broker_ids, flags_of
+from streaming.app.probe import check_inputs
 from streaming.app.settings import ConfigError, LogInput, OffsetsInput, ReplaySettings, load, make_inputs
 
 
@@ -26,6 +27,10 @@ def add_parser(sub: Any) -> None:
 
 
 def inputs(settings: ReplaySettings, args: argparse.Namespace) -> tuple[list[LogInput], list[OffsetsInput]]:
+    """The replay's inputs, checked before Spark starts: each exists, holds the kind of data its
+    flag says (streaming/app/probe.py) and is not empty (an empty one is skipped with a note)."""
+    if not args.broker_log and not args.offsets:
+        raise ConfigError("replay: give at least one --broker-log or --offsets file")
     logs = make_inputs(LogInput, [{"path": p, "cluster": settings.cluster, "broker_timezone": settings.broker_timezone,
                                    "broker_id": broker_id, "envelope": settings.log_envelope,
                                    "broker_id_field": settings.broker_id_field}
@@ -33,9 +38,8 @@ def inputs(settings: ReplaySettings, args: argparse.Namespace) -> tuple[list[Log
                                                           broker_ids(args.broker_id, args.broker_log))],
                        "--broker-log")
     offsets = make_inputs(OffsetsInput, [{"path": p, "cluster": settings.cluster} for p in args.offsets], "--offsets")
-    if not logs and not offsets:
-        raise ConfigError("replay: give at least one --broker-log or --offsets file")
-    return logs, offsets
+    keep_logs, keep_offsets = check_inputs("replay", [i.path for i in logs], [i.path for i in offsets])
+    return [i for i in logs if i.path in keep_logs], [i for i in offsets if i.path in keep_offsets]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,9 @@ import numpy as np
 import pyarrow as pa
 
 from state import events as E
-from streaming.offsets.records import KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+from streaming.offsets.records import (
+    GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+)
 from streaming.offsets.vectorised.view import BatchView
 from streaming.rows import DATA_JSON
 
@@ -410,9 +412,11 @@ def fast_consumer_group_record(key: bytes, value):
             if t == 2:
                 return group, E.GROUP_TOMBSTONE, None, None, {}, t, None
             kind = KIND_BY_TYPE.get(t)
+            gt = GROUP_TYPE_BY_TYPE[t]
             if kind is None:
-                return group, E.CG_OTHER, None, member_id, {"type": t, "type_name": name, "tombstone": True}, t, None
-            return group, kind, None, member_id, {"tombstone": True}, t, None
+                return group, E.CG_OTHER, None, member_id, {"type": t, "type_name": name, "tombstone": True,
+                                                            "group_type": gt}, t, None
+            return group, kind, None, member_id, {"tombstone": True, "group_type": gt}, t, None
         if t not in (3, 4, 5, 6, 7, 8) or len(value) < 3 or _H(value, 0)[0] != 0:
             return None
         b = value
@@ -441,17 +445,20 @@ def fast_consumer_group_record(key: bytes, value):
                 p = _no_tags(b, p)
             if _no_tags(b, p) != len(b):
                 return None
-            return group, E.CG_OTHER, None, None, {"type": 4, "type_name": name, "tombstone": False}, t, 0
+            return group, E.CG_OTHER, None, None, {"type": 4, "type_name": name, "tombstone": False,
+                                                   "group_type": "consumer"}, t, 0
         if t in (3, 6):
             if len(b) != 7 or b[6] != 0:
                 return None
             epoch = _I(b, 2)[0]
-            return group, E.CG_EPOCH if t == 3 else E.CG_TARGET_EPOCH, epoch, None, {"tombstone": False}, t, 0
+            return group, E.CG_EPOCH if t == 3 else E.CG_TARGET_EPOCH, epoch, None, {
+                "tombstone": False, "group_type": "consumer"}, t, 0
         if t == 7:
             count, p = _cg_partitions(b, 2)
             if _no_tags(b, p) != len(b):
                 return None
-            return group, E.CG_TARGET_MEMBER, None, member_id, {"partitions": count, "tombstone": False}, t, 0
+            return group, E.CG_TARGET_MEMBER, None, member_id, {"partitions": count, "tombstone": False,
+                                                                "group_type": "consumer"}, t, 0
         if t == 8:
             if len(b) < 11:
                 return None
@@ -464,7 +471,7 @@ def fast_consumer_group_record(key: bytes, value):
             return group, E.CG_MEMBER_ASSIGNMENT, None, member_id, {
                 "member_epoch": epoch, "previous_member_epoch": prev, "state": state,
                 "state_name": MEMBER_STATE_NAMES.get(state, "UNKNOWN"), "assigned": assigned,
-                "pending_revocation": pending, "tombstone": False}, t, 0
+                "pending_revocation": pending, "tombstone": False, "group_type": "consumer"}, t, 0
         # t == 5: member metadata, with or without the classic-member tag
         instance, p = _cstr(b, 2, True)
         rack, p = _cstr(b, p, True)
@@ -491,6 +498,6 @@ def fast_consumer_group_record(key: bytes, value):
         return group, E.CG_MEMBER, None, member_id, {
             "client_id": client_id, "client_host": client_host, "instance_id": instance, "rack_id": rack,
             "rebalance_timeout_ms": rebalance, "subscribed_topics": topics, "classic": classic,
-            "session_timeout_ms": session, "tombstone": False}, t, 0
+            "session_timeout_ms": session, "tombstone": False, "group_type": "consumer"}, t, 0
     except (_Bad, UnicodeDecodeError, struct.error):
         return None

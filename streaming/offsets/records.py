@@ -33,9 +33,9 @@ RECORD_TYPE_NAMES: dict[int, str] = {
     23: "StreamsGroupTopology",
 }
 # Group type of each KIP-848-family record type (events carry it as data["group_type"]).
-GROUP_TYPE_BY_TYPE: dict[int, str] = {**{t: "consumer" for t in (3, 4, 5, 6, 7, 8, 16)},
-                                      **{t: "share" for t in range(9, 16)},
-                                      **{t: "streams" for t in (17, 19, 20, 21, 22, 23)}}
+GROUP_TYPE_BY_TYPE: dict[int, str] = {**dict.fromkeys((3, 4, 5, 6, 7, 8, 16), "consumer"),
+                                      **dict.fromkeys(range(9, 16), "share"),
+                                      **dict.fromkeys((17, 19, 20, 21, 22, 23), "streams")}
 # Key types whose key is (GroupId, MemberId); all other >= 3 types except 16 are (GroupId).
 MEMBER_KEY_TYPES = frozenset({5, 7, 8, 10, 13, 14, 19, 21, 22})
 

@@ -1,7 +1,8 @@
 """Tier 1 of the vectorised decode for KIP-848 records and tombstones: consumer types 3, 6, 7 and 8
 in their common 4.0 layouts (one-byte varints, at most one topic per array, no tagged fields) and
-the tombstones of types 2-23 (consumer, share and streams), one event each, JSON built with Arrow string kernels. Kinds and data as
-streaming/offsets/record_events.py gives them; anything else is left to tiers 2 and 3."""
+the tombstones of types 2-23 (consumer, share and streams), one event each, JSON built with Arrow
+string kernels. Kinds and data as streaming/offsets/record_events.py gives them; anything else is
+left to tiers 2 and 3."""
 from __future__ import annotations
 
 import json
@@ -135,8 +136,8 @@ def consumer_group_rows(view: BatchView) -> tuple[list[pa.RecordBatch], np.ndarr
         ',"previous_member_epoch":', pc.cast(pa.array(be(vd, vs + 6, 4, ">i4")), pa.string()),
         ',"state":', pc.cast(pa.array(s8), pa.string()),
         ',"state_name":"', _STATE_NAMES.take(pa.array(s8 + 128)), '","tombstone":false}', "")
-    j7 = pc.binary_join_element_wise('{"group_type":"consumer","partitions":', pc.cast(pa.array(lay.k7[rows]), pa.string()),
-                                     ',"tombstone":false}', "")
+    j7 = pc.binary_join_element_wise('{"group_type":"consumer","partitions":',
+                                     pc.cast(pa.array(lay.k7[rows]), pa.string()), ',"tombstone":false}', "")
     data = pc.if_else(pa.array(lay.tomb[rows]), _TOMBSTONE_JSON.take(ktr),
                       pc.if_else(pa.array(epoch_rows), pa.scalar('{"group_type":"consumer","tombstone":false}'),
                                  pc.if_else(pa.array(lay.t7[rows]), j7, j8)))

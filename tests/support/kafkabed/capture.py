@@ -25,7 +25,7 @@ from .cluster import KafkaCluster
 from .matrix import java_libs, run_scenario
 from .procs import wait_for
 from .runner import Runner
-from .scenarios import BY_NAME, ST_FENCED, ST_JOINED, Ctx, Expect, Scenario, _spec, _start_all, with_group
+from .scenarios import BY_NAME, ST_FENCED, ST_JOINED, Ctx, Expect, Scenario, _spec, with_group
 from .shipper import LogShipper
 
 

@@ -98,7 +98,7 @@ class MetricsSink:
         self.offsets_records = Counter(
             f"{PREFIX}_offsets_records_total",
             "__consumer_offsets records by key version (record type), value version and decode "
-            "outcome (decoded, counted_only, unknown_type, unknown_version, corrupt).",
+            "outcome (decoded, unknown_type, unknown_version, corrupt).",
             ["cluster", "key_version", "value_version", "outcome"], registry=r)
         self.health = HealthMetrics(r)
         self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",

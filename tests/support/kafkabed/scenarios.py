@@ -215,7 +215,11 @@ def kip848(r: Runner, ctx: Ctx) -> None:
 
 
 def share_group(r: Runner, ctx: Ctx) -> None:
+    joined_since = r.shipper.mark()
     ms = _start_all(r, [_spec(ctx, "a", library="java-share"), _spec(ctx, "b", library="java-share")])
+    # A share consumer prints "assigned" when its first poll returns, which can be before its
+    # first heartbeat reached the coordinator: wait for both join lines before killing one.
+    r.wait_log(S_JOINED.replace("{g}", re.escape(ctx.group)), 30, joined_since, count=2)
     since = r.shipper.mark()
     r.kill(ms[1])
     r.wait_log(S_ANY.replace("{g}", re.escape(ctx.group)) + r".*(fenced|expired|left)", 30, since)

@@ -85,8 +85,16 @@ class ConsumerHandlers(CommonHandlers):
     def on_target_assignment(self, ev: E.Event) -> None:
         m = self.m
         m.target_assignment_epoch = ev.generation
+        self.note_assignment(ev)
         if m.protocol == PROTOCOL_CONSUMER and m.members:
             self.transition_to(RECONCILING, ev, table=PROTOCOL_CONSUMER)
+
+    def note_assignment(self, ev: E.Event) -> None:
+        """The end of the open epoch's assignment phase: the first "Computed a new target assignment"
+        line or target-assignment record (type 6) of that epoch."""
+        o = self.m.open_rebalance
+        if o is not None and o.protocol == PROTOCOL_CONSUMER and o.generation == ev.generation:
+            o.assigned_at_ms = ev.ts_ms if o.assigned_at_ms is None else min(o.assigned_at_ms, ev.ts_ms)
 
     def on_group_converted(self, ev: E.Event) -> None:
         m = self.m
@@ -134,6 +142,7 @@ class ConsumerHandlers(CommonHandlers):
     def on_cg_target_epoch(self, ev: E.Event) -> None:
         if not ev.data.get("tombstone") and ev.generation is not None:
             self.m.target_assignment_epoch = ev.generation
+            self.note_assignment(ev)
 
     def on_cg_member_assignment(self, ev: E.Event) -> None:
         m = self.m

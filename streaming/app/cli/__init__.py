@@ -6,10 +6,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streaming.app.cli import decode_offsets, demo, parse_logs, replay, run
+from streaming.app.cli import decode_offsets, demo, parse_logs, replay, report, run
 from streaming.app.settings import ConfigError
 
-COMMANDS = (replay, parse_logs, decode_offsets, demo, run)
+COMMANDS = (replay, parse_logs, decode_offsets, demo, run, report)
 
 
 def build_parser() -> argparse.ArgumentParser:

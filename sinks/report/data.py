@@ -112,13 +112,17 @@ def rebalance_start(r: dict) -> int | None:
 
 
 def _read_jsonl(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ReportInputError(f"{path}:{number}: not UTF-8 text (expected JSON lines)") from None
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 raise ReportInputError(f"{path}:{number}: not a JSON object ({exc.msg})") from None
             if not isinstance(record, dict):
                 raise ReportInputError(f"{path}:{number}: not a JSON object")

@@ -27,8 +27,9 @@ h3{font-size:15px;margin:0 0 6px}
 .legend span{margin-right:12px;white-space:nowrap}
 .card{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:10px 12px;margin:10px 0}
 .row{display:flex;gap:14px;align-items:flex-start;flex-wrap:wrap}
-.row>.diag{flex:1 1 0;min-width:360px;overflow-wrap:anywhere}
-td.rc{white-space:nowrap}
+.row>.diag{flex:1 1 0;min-width:420px}
+table.diagnosis td{white-space:nowrap}
+table.diagnosis td.ev{white-space:normal;overflow-wrap:anywhere;width:100%}
 table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{text-align:left;padding:2px 6px;border-bottom:1px solid #edf2f7;vertical-align:top}
 th{background:#f7fafc;font-weight:600}
@@ -161,11 +162,11 @@ def _diagnosis(view: GroupView) -> str:
         root = r.get("root_cause") or "unknown"
         unplanned = root != "graceful_shutdown"
         rows.append(f'<tr class="removal-row{" unplanned" if unplanned else ""}" title="{a(removal_tip(r))}">'
-                    f"<td>{a(utc(r['removed_at_ms'], date=False))}</td><td>{a(_who(r))}</td><td>{a(r['cause'])}</td>"
-                    f'<td class="rc">{_swatch(ROOT_CAUSE_COLORS.get(root, OTHER_COLOR))}{a(root)}</td>'
+                    f"<td>{a(utc(r['removed_at_ms'], date=False))}<br><b>{a(_who(r))}</b></td>"
+                    f"<td>{a(r['cause'])}<br>{_swatch(ROOT_CAUSE_COLORS.get(root, OTHER_COLOR))}{a(root)}</td>"
                     f'<td class="ev">{a(r.get("evidence") or "")}</td></tr>')
-    return ('<table class="diagnosis"><tr><th>removed UTC</th><th>member</th><th>cause</th><th>root cause</th>'
-            f"<th>evidence</th></tr>{''.join(rows)}</table>")
+    return ('<table class="diagnosis"><tr><th>removed, member</th><th>cause, root cause</th><th>evidence</th></tr>'
+            f"{''.join(rows)}</table>")
 
 
 def _rebalance_rows(view: GroupView) -> str:

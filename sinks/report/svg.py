@@ -264,7 +264,7 @@ def _removal_lane(view: GroupView, axis: Axis, y0: float) -> str:
     return "".join(parts)
 
 
-def group_timeline(view: GroupView, width: int = 760) -> str:
+def group_timeline(view: GroupView, width: int = 700) -> str:
     """Lanes, top to bottom: rebalances (phase bars, generation above), members, removals."""
     left, top = 70, 18
     lanes = {"rebalances": (top + 12, 22), "members": (top + 50, 34), "removals": (top + 98, 12)}

@@ -110,7 +110,7 @@ def test_the_page_is_self_contained_and_escapes_what_it_shows(tmp_path):
     (out / "rebalances.jsonl").write_text("")
     (out / "member_removals.jsonl").write_text(json.dumps(removal) + "\n")
     html = render(build([out]))
-    assert "<script" not in html and "<b>" not in html
+    assert "<script" not in html and "<b>tags</b>" not in html and "&lt;b&gt;tags" in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     full = render(build(GOLDEN))
     for page in (html, full):

@@ -3,6 +3,7 @@ time order with dates) and the replay's progress line (streaming/app/progress.py
 from __future__ import annotations
 
 import io
+import json
 import re
 
 from streaming.app.progress import LOG_AFTER_S, LOG_EVERY_S, ReplayProgress
@@ -76,7 +77,7 @@ def test_long_names_are_cut_at_the_width_and_big_inputs_are_capped():
 def _report(lines: int, pos: list[int], records_read: int, of: int) -> dict:
     return {"sources": [
         {"endOffset": {"source": "broker_log", "pos": pos, "lines": lines, "emitted": 0, "eof": False}},
-        {"endOffset": '{"source": "offsets", "i": %d, "of": %d, "eof": false}' % (records_read, of)},
+        {"endOffset": json.dumps({"source": "offsets", "i": records_read, "of": of, "eof": False})},   # JSON text
     ]}
 
 

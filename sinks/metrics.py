@@ -145,6 +145,8 @@ class MetricsSink:
                 return
             self._clusters.add(cluster)
             self.invalid_transitions.labels(cluster)
+            for missing_in in ("offsets", "logs"):     # classic generations only (crosscheck.py)
+                self.source_mismatches.labels(cluster, "classic", missing_in)
             for source, reasons in QUARANTINE_REASONS.items():
                 for reason in reasons:
                     self.quarantined.labels(cluster, source, reason)

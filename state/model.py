@@ -94,6 +94,8 @@ class OpenRebalance:
     coordinator: int | None
     generation: int | None = None          # known at join completion (classic) / bump (consumer)
     join_completed_at_ms: int | None = None
+    # consumer: the target assignment of this epoch was computed (end of the assignment phase)
+    assigned_at_ms: int | None = None
     completed_at_ms: int | None = None      # classic: became Stable; consumer: all reconciled
     removals: list[str] = field(default_factory=list)  # member ids removed during it
     # Members removed at the rebalance (or sync) timeout during it: the JOIN phase waited for them.

@@ -89,7 +89,7 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
         "cluster": cluster, "group": group, "protocol": o.protocol,
         "generation": o.generation, "previous_generation": o.previous_generation,
         "coordinator": o.coordinator, "started_at_ms": start,
-        "join_completed_at_ms": join_end, "completed_at_ms": done,
+        "join_completed_at_ms": join_end, "assigned_at_ms": o.assigned_at_ms, "completed_at_ms": done,
         "ended_at_ms": ended_at_ms,
         "join_seconds": join_seconds, "sync_seconds": None if open_now else _seconds(join_end, done),
         "total_seconds": total, "trigger": o.trigger,

@@ -151,8 +151,16 @@ class ModernHandlers(CommonHandlers):
             # it): the target assignment of the new epoch is the first line that shows it.
             self.start_epoch(ev, ev.generation)
         m.target_assignment_epoch = ev.generation
+        self.note_assignment(ev)
         if m.protocol in EPOCH_PROTOCOLS and m.members:
             self.move_to(RECONCILING, ev)
+
+    def note_assignment(self, ev: E.Event) -> None:
+        """The end of the open epoch's assignment phase: the first "Computed a new target assignment"
+        line or target-assignment record (type 6) of that epoch."""
+        o = self.m.open_rebalance
+        if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation:
+            o.assigned_at_ms = ev.ts_ms if o.assigned_at_ms is None else min(o.assigned_at_ms, ev.ts_ms)
 
     def on_group_converted(self, ev: E.Event) -> None:
         m = self.m
@@ -217,6 +225,7 @@ class ModernHandlers(CommonHandlers):
     def on_cg_target_epoch(self, ev: E.Event) -> None:
         if not ev.data.get("tombstone") and ev.generation is not None:
             self.m.target_assignment_epoch = ev.generation
+            self.note_assignment(ev)
 
     def on_cg_member_assignment(self, ev: E.Event) -> None:
         if not ev.member_id:

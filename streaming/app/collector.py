@@ -69,6 +69,8 @@ class RunCollector:
     # Spark re-runs after a crash updates snapshots but is not counted again.
     counted_through: int = -1
     on_batch: Callable[[RunCollector, int], None] | None = None
+    # Called with every progress report after it was counted (the replay's progress line).
+    on_progress: Callable[[dict], None] | None = None
     # Cross-group root causes: removal records wait here until the watermark (CLOCK rows) has
     # passed them far enough (state/diagnosis/correlate.py); its state is saved with the state file.
     correlator: Correlator = field(default_factory=Correlator)
@@ -216,6 +218,8 @@ class RunCollector:
             late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
             if late:
                 m.late_rows.inc(late)
+        if self.on_progress is not None:
+            self.on_progress(progress)
 
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""

@@ -6,11 +6,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streaming.app.cli import decode_offsets, demo, parse_logs, replay, run
+from streaming.app.cli import decode_offsets, demo, parse_logs, replay, report, run
 from streaming.app.probe import InputError
 from streaming.app.settings import ConfigError, StartupError
 
-COMMANDS = (replay, parse_logs, decode_offsets, demo, run)
+COMMANDS = (replay, parse_logs, decode_offsets, demo, run, report)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
                     **({"host": u.host} if u.host else {})}) + "\n")
     coordinator = sum(v for k, v in outcomes.items() if k != "not_coordinator")
     print(f"parse-logs: {lines} lines, {coordinator} coordinator lines: {events} events from "
-          f"{outcomes[OUTCOME_EVENTS]} lines, {outcomes['ignored']} recognised without a fact, "
+          f"{outcomes[OUTCOME_EVENTS]} lines, {outcomes['ignored']} known lines not needed "
+          f"(loads, elections, offset cleanups), "
           f"{outcomes['debug']} DEBUG/TRACE skipped, {outcomes['continuation']} continuation, "
           f"{outcomes['unparseable'] + outcomes['unreadable_envelope']} unparseable, "
           f"{sum(unknown_by_logger.values())} unrecognised", file=sys.stderr)

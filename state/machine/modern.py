@@ -203,6 +203,12 @@ class ModernHandlers(CommonHandlers):
             self.become_epoch_based(ev)
             m.generation = ev.generation
             return
+        if m.protocol in EPOCH_PROTOCOLS and m.state == EMPTY and not m.members and m.generation is not None:
+            # The last member's tombstones come before this record (Kafka writes a leaving or
+            # fenced member's records, then the group's new epoch): the group emptied, which
+            # closed its epoch; the bump starts nothing. A join writes its member first.
+            m.generation = ev.generation
+            return
         self.start_epoch(ev, ev.generation)
 
     def on_cg_member(self, ev: E.Event) -> None:

@@ -190,3 +190,19 @@ def test_every_rebalance_reason_has_its_trigger(row: dict[str, Any]) -> None:
     expected = next(t for fragment, t in REASON_TRIGGERS if fragment in row["reason"])
     assert classify_rebalance_reason(_reason_text(row))["trigger"] == expected
     assert expected in ev.TRIGGERS
+
+
+# What the Scala coordinator prints for an optional coordinator epoch (seen on real 2.8 and 3.9
+# brokers of the test bed when partition leadership moves): the table renders it as a number.
+@pytest.mark.parametrize("line", [
+    "[GroupCoordinator 1]: Resigned as the group coordinator for partition 8 in epoch OptionalInt[1]",
+    "[GroupCoordinator 1]: Elected as the group coordinator for partition 8 in epoch OptionalInt.empty",
+    "[GroupCoordinator 1]: Resigned as the group coordinator for partition 8 in epoch Some(3)",
+    "[GroupMetadataManager brokerId=1] Finished unloading __consumer_offsets-8 for coordinator epoch "
+    "OptionalInt[1]. Removed 0 cached offsets and 2 cached groups.",
+])
+def test_optional_coordinator_epochs_are_known_lines(line: str) -> None:
+    logger = ("GroupCoordinator" if "GroupCoordinator 1" in line else "GroupMetadataManager")
+    full = f"[2026-01-01 10:00:00,123] INFO {line} (kafka.coordinator.group.{logger})"
+    parsed = bl.parse_line_detailed(full, source_id="t", seq=1, tz=UTC)
+    assert parsed.outcome == bl.OUTCOME_IGNORED, (parsed.outcome, full)

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from streaming.logs.catalog.entry import CatalogEntry, no_fact
 
+# How the Scala coordinator prints a coordinator epoch: an int, or an OptionalInt / Option[Int]
+# as Java and Scala render them ("OptionalInt[5]", "OptionalInt.empty", "Some(5)", "None").
+_EPOCH = r"(?:-?\d+|OptionalInt\[-?\d+\]|OptionalInt\.empty|Some\(-?\d+\)|None)"
+
 NO_FACT: list[CatalogEntry] = [
     no_fact("static_member_no_rebalance", "both", "scala 2.3-4.0, java 3.7-4.4",
             r"Static member (?:which )?joins during \w+ stage .*will not trigger (?:a )?rebalance\.",
@@ -75,11 +79,11 @@ NO_FACT: list[CatalogEntry] = [
             r"Failed to invoke (?:join|sync) callback for \S+ due to .*", "Failed to invoke ",
             why="a failed response to a client; the client's retry shows up as a join"),
     no_fact("scala_partition_unloaded", "scala", "2.0-4.0",
-            r"Finished unloading \S+?(?: for coordinator epoch -?\d+)?\. Removed \d+ cached offsets and \d+ "
+            rf"Finished unloading \S+?(?: for coordinator epoch {_EPOCH})?\. Removed \d+ cached offsets and \d+ "
             r"cached groups\.", "Finished unloading ",
             why="partition unload summary; the per-group unload lines carry the fact"),
     no_fact("scala_elected_resigned", "scala", "2.8-4.0",
-            r"(?:Elected|Resigned) as the group coordinator for partition \d+(?: in epoch -?\d+)?",
+            rf"(?:Elected|Resigned) as the group coordinator for partition \d+(?: in epoch {_EPOCH})?",
             " as the group coordinator for partition ",
             why="partition leadership of __consumer_offsets; the per-group load/unload lines carry the fact"),
     no_fact("scala_expired_offsets_removed", "scala", "2.0-4.0",

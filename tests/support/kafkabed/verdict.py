@@ -29,17 +29,9 @@ class Known:
 
 
 KNOWN_FAILURES: list[Known] = [
-    Known("(cluster)", ("quarantine",), "2.8/3.9 (Scala coordinator) 'Resigned as the group coordinator for "
-          "partition N' and 'Finished unloading __consumer_offsets-N' lines are not parsed (quarantined as unknown "
-          "coordinator lines; logged at start-up and whenever partition leadership moves; the lead is adding them)",
-          until=(4, 0)),
     Known("poll_timeout", ("trigger", "metrics"), "brokers before 3.2 log no client reason (KIP-800): the poll "
           "timeout is only known when the client rejoins, after the rebalance record was emitted (member_leave); "
           "the removal is right (inferred poll_timeout)", until=(3, 2)),
-    Known("share_group", ("*",), "share group lines are not parsed; the share epoch bumps are read as a consumer "
-          "(KIP-848) group (the lead is adding share groups)", since=(4, 2)),
-    Known("streams_group", ("*",), "streams group lines are not parsed, they are quarantined as unknown coordinator "
-          "lines (the lead is adding streams groups)", since=(4, 2)),
 ]
 
 

@@ -100,6 +100,15 @@ class KafkaCluster:
     def server_log_paths(self) -> list[Path]:
         return [n.server_log for n in self.brokers.values()]
 
+    def server_log_files(self) -> list[Path]:
+        """Every broker's server.log with the files log4j rolled it into (hourly by Kafka's default
+        configuration: `server.log.2026-11-23-13`), oldest first per broker."""
+        out: list[Path] = []
+        for n in self.brokers.values():
+            rolled = sorted(p for p in n.server_log.parent.glob(n.server_log.name + ".*") if p.is_file())
+            out += rolled + [n.server_log]
+        return out
+
     def _plan(self) -> None:
         """Ports and directories; a workdir given by the caller starts empty (fresh cluster id)."""
         for sub in ("controller", "zookeeper", *(f"broker-{i}" for i in range(1, self.n + 1))):

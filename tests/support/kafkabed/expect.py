@@ -164,9 +164,19 @@ def action_trigger(entry: dict, protocol: str) -> str:
     return "unknown"
 
 
-def _cause_before(timeline: list, ts_ms: int, group: str) -> dict | None:
+NAMED_MEMBER = re.compile(r"\(reason: (?:Adding new member|removing member) (\S+?)[ ,;)]")
+
+
+def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dict | None:
     prior = [e for e in timeline if e["action"] in CAUSE_ACTIONS and e["ts_ms"] <= ts_ms
              and e.get("group") in (group, None)]
+    # The broker's reason names the member (2.4+): take that member's last action, not the bed's
+    # last action (a member started before another one's close can join after it, under load).
+    named = NAMED_MEMBER.search(line)
+    if named is not None:
+        mine = [e for e in prior if e.get("client_id") and named.group(1).startswith(e["client_id"] + "-")]
+        if mine:
+            return mine[-1]
     return prior[-1] if prior else None
 
 
@@ -182,7 +192,7 @@ def classic_rebalances(lines: list[GLine], group: str, timeline: list) -> list[E
         if m := rx["prepare"].search(ln.text):
             if open_ is not None:
                 open_.outcomes = ("superseded",)
-            cause = _cause_before(timeline, ln.ts_ms, group)
+            cause = _cause_before(timeline, ln.ts_ms, group, ln.text)
             trigger, why = action_trigger(cause, "classic") if cause else "unknown", _describe(cause)
             for client_trigger, phrase in CLIENT_OWN:
                 if phrase in ln.text:     # the client rejoined on its own: no bed action, the broker says so
@@ -234,9 +244,12 @@ def group_protocol(timeline: list) -> str:
     return "consumer" if "consumer" in protos else "classic"
 
 
-def expected_removals(timeline: list, version: str, protocol: str, pause_window_ms: int) -> list[ExpRemoval]:
+def expected_removals(timeline: list, version: str, protocol: str, pause_window_ms: int,
+                      left: frozenset = frozenset()) -> list[ExpRemoval]:
     """Walks each member (client id) through its actions: a member that had been assigned
-    partitions and is then killed, frozen, stalled or closed is removed."""
+    partitions and is then killed, frozen, stalled or closed is removed. So is a member closed
+    before it said it joined whose leave the broker logged (`left`: the broker completed its join
+    while it was closing, under load)."""
     out: list[ExpRemoval] = []
     in_group: dict[str, bool] = {}
     for k, e in enumerate(timeline):
@@ -246,7 +259,8 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
         if a in ("joined", "reassigned"):
             in_group[cid] = True
             continue
-        if a not in ("kill", "pause", "stop_polling", "leave") or not in_group.get(cid):
+        if a not in ("kill", "pause", "stop_polling", "leave") or \
+                not (in_group.get(cid) or (a == "leave" and cid in left)):
             continue
         later = timeline[k + 1:]
         static = _static(e) and protocol == "classic"
@@ -306,11 +320,22 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
         last = exp.rebalances[-1] if exp.rebalances else None
         if last is not None and _emptied(timeline) and last.trigger != "member_join":
             last.outcomes = ("empty",)     # the bump that removed the last member
-    exp.removals = expected_removals(timeline, version, protocol, pause_window_ms)
+    exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline))
     exp.dead = any(e["action"] in ("delete_group", "offsets_expired") for e in timeline)
     if jars.parse_version(version) < (3, 2):
         exp.notes.append("no KIP-800 client reasons (3.2+): poll timeouts are inferred from the rejoin")
     return exp
+
+
+LEFT_MEMBER = re.compile(r"(?:member\.id |Member )(\S+?)\]? (?:in group \S+ has left|has left group)")
+
+
+def _left_clients(lines: list, timeline: list) -> frozenset:
+    """Client ids whose member the broker's lines say left the group (classic member ids are
+    `<client id>-<uuid>`)."""
+    ids = {m.group(1) for ln in lines if (m := LEFT_MEMBER.search(ln.text))}
+    clients = {e["client_id"] for e in timeline if e.get("client_id")}
+    return frozenset(c for c in clients if any(i.startswith(c + "-") for i in ids))
 
 
 def _emptied(timeline: list) -> bool:

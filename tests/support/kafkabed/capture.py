@@ -49,8 +49,9 @@ CAPTURE_SCENARIOS = [
 ]
 
 
-def read_topic(bootstrap: str, groups: set, timeout: float = 60.0) -> list[dict]:
-    """Every record of `__consumer_offsets` whose key's group is in `groups`, as dump lines."""
+def read_topic(bootstrap: str, groups: set | None, timeout: float = 60.0) -> list[dict]:
+    """Every record of `__consumer_offsets` (whose key's group is in `groups`, unless None), as
+    dump lines sorted by (partition, offset)."""
     from confluent_kafka import Consumer, TopicPartition
 
     from streaming.offsets.decoder import decode_key
@@ -72,9 +73,10 @@ def read_topic(bootstrap: str, groups: set, timeout: float = 60.0) -> list[dict]
                 if msg.error() is not None:
                     continue
                 key, value = msg.key(), msg.value()
-                if key is not None and decode_key(key)["group"] in groups:
+                if key is not None and (groups is None or decode_key(key)["group"] in groups):
+                    ts_type, ts = msg.timestamp()
                     out.append({"partition": msg.partition(), "offset": msg.offset(),
-                                "timestamp": msg.timestamp()[1],
+                                "timestamp": ts, "timestamp_type": ts_type,
                                 "key_b64": base64.b64encode(key).decode(),
                                 "value_b64": None if value is None else base64.b64encode(value).decode()})
                 if msg.offset() + 1 >= ends[msg.partition()]:

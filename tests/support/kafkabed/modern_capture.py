@@ -11,56 +11,25 @@ bed's short timeouts: share and streams sessions 6 s):
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import re
 import shutil
 import sys
 from pathlib import Path
 
+from .capture import read_topic
 from .cluster import KafkaCluster
 from .matrix import java_libs
 from .members import MemberSpec
-from .procs import BedError, wait_for
+from .procs import BedError
 from .runner import Runner
 from .shipper import LogShipper
 
 
 def dump_offsets_topic(bootstrap: str, out: Path, timeout: float = 60.0) -> int:
     """Every record of __consumer_offsets, to the current end of each partition, in the dump
-    format `replay --offsets` reads (partition, offset, timestamp, key_b64, value_b64)."""
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkabed-capture", "enable.auto.commit": False,
-                  "log_level": 2})
-    rows: list[dict] = []
-    try:
-        md = c.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
-        ends = {}
-        for p in md.partitions:
-            lo, hi = c.get_watermark_offsets(TopicPartition("__consumer_offsets", p), timeout=10)
-            if hi > lo:
-                ends[p] = hi
-        c.assign([TopicPartition("__consumer_offsets", p, 0) for p in ends])
-        done: set[int] = set()
-
-        def read() -> bool:
-            for msg in c.consume(500, 0.5):
-                if msg.error() is not None:
-                    continue
-                ts_type, ts = msg.timestamp()
-                key, value = msg.key(), msg.value()
-                rows.append({"partition": msg.partition(), "offset": msg.offset(), "timestamp": ts,
-                             "timestamp_type": ts_type,
-                             "key_b64": None if key is None else base64.b64encode(key).decode(),
-                             "value_b64": None if value is None else base64.b64encode(value).decode(),
-                             "headers": []})
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    done.add(msg.partition())
-            return len(done) == len(ends)
-        wait_for(read, timeout, "__consumer_offsets to be read to its end", interval=0)
-    finally:
-        c.close()
-    rows.sort(key=lambda r: (r["partition"], r["offset"]))
+    format `replay --offsets` reads."""
+    rows = read_topic(bootstrap, None, timeout)
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return len(rows)
 

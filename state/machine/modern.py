@@ -93,21 +93,32 @@ class ModernHandlers(CommonHandlers):
             known = ev.member_id in self.m.members
             self.remove_member(ev.member_id, cause, ev)
             self.note_consumer_trigger(REMOVAL_CAUSE_TO_TRIGGER[cause], ev.member_id, ev)
-            self._maybe_emptied(ev, known)
+            self._maybe_emptied(ev, known, REMOVAL_CAUSE_TO_TRIGGER[cause])
 
-    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool) -> None:
-        """The last member the group had is gone: the group is Empty, and an epoch still
-        reconciling ends so. Kafka bumps the epoch again, but logs no "Bumped" line for a leave
-        or a fence (4.4): without this, a group read from its logs alone would stay
-        "rebalancing". Only for a member the model knew: a group seen mid-life may have members
-        it never saw."""
+    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool, trigger: str = "member_leave") -> None:
+        """The last member the group had is gone (only for a member the model knew: a group seen
+        mid-life may have members it never saw)."""
+        if not self.m.members and removed_was_known:
+            self._emptied(ev, trigger)
+
+    def _emptied(self, ev: E.Event, trigger: str) -> None:
+        """Kafka bumps the epoch once more and the group is Empty: that bump is the rebalance that
+        ends `empty` (as a classic group's last leave does), and an epoch still reconciling is
+        superseded by it. Kafka logs no "Bumped" line for a leave or a fence (4.4), and the epoch
+        record, when read, comes after the member's tombstones (on_cg_epoch: it starts nothing)."""
         m = self.m
-        if m.members or not removed_was_known:
-            return
-        self.move_to(EMPTY, ev)
         o = m.open_rebalance
-        if o is not None and o.protocol in EPOCH_PROTOCOLS and o.completed_at_ms is None:
-            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+        if o is not None and o.completed_at_ms is None:
+            self.close_open_as("superseded", ev)
+        m.pending_consumer_trigger = None
+        if m.generation is None:
+            self.move_to(EMPTY, ev)
+            return
+        bump = self.start_rebalance(ev, m.protocol, m.generation, trigger, ev.member_id,
+                                    ev.data.get("message") or ev.reason, ev.ts_ms, generation=m.generation + 1)
+        m.generation += 1
+        self.move_to(EMPTY, ev)
+        self.emit_rebalance(bump, "empty", ev.ts_ms, 0)
 
     def on_rebalance_requested(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
@@ -237,7 +248,11 @@ class ModernHandlers(CommonHandlers):
         if not ev.member_id:
             return
         if ev.data.get("tombstone"):
-            self.m.members.pop(ev.member_id, None)
+            if self.m.members.pop(ev.member_id, None) is not None and not self.m.members:
+                # The last member's records are deleted before its leave or fence line is read.
+                pending = self.m.pending_consumer_trigger or {}
+                self._emptied(ev, pending.get("trigger") or "member_leave")
+                return
         else:
             self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
         self.check_convergence(ev)

@@ -833,7 +833,7 @@ def test_kip848_last_member_leaves():
         (OutputKind.REBALANCE, rebalance(
             protocol="consumer", generation=2, previous_generation=1, coordinator=1,
             started_at_ms=90000, join_completed_at_ms=None, assigned_at_ms=None, completed_at_ms=None,
-            ended_at_ms=90001, join_seconds=None, sync_seconds=None, total_seconds=0.001,
+            ended_at_ms=90000, join_seconds=None, sync_seconds=None, total_seconds=0.0,
             trigger="member_leave", trigger_member=K1, reason_text=None, outcome="empty",
             members=0, removed_members=[K1])),
     ]

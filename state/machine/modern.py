@@ -248,11 +248,7 @@ class ModernHandlers(CommonHandlers):
         if not ev.member_id:
             return
         if ev.data.get("tombstone"):
-            if self.m.members.pop(ev.member_id, None) is not None and not self.m.members:
-                # The last member's records are deleted before its leave or fence line is read.
-                pending = self.m.pending_consumer_trigger or {}
-                self._emptied(ev, pending.get("trigger") or "member_leave")
-                return
+            self.m.members.pop(ev.member_id, None)
         else:
             self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
         self.check_convergence(ev)

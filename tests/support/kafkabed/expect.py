@@ -228,7 +228,12 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
     for k, (ln, epoch) in enumerate(bumps):
         cause = _cause_before(timeline, ln.ts_ms, group)
         nxt = bumps[k + 1][0].ts_ms if k + 1 < len(bumps) else None
-        outcomes: tuple = ("stable",) if nxt is None or nxt - ln.ts_ms >= settle_ms else ("stable", "superseded")
+        # A member killed or frozen before it could reconcile holds the epoch open until its
+        # fence bumps it again (no line for that bump in 4.x): superseded then.
+        stalled = any(e["action"] in ("kill", "pause") and e.get("group") in (group, None)
+                      and 0 <= e["ts_ms"] - ln.ts_ms < settle_ms for e in timeline)
+        outcomes: tuple = ("stable",) if (nxt is None or nxt - ln.ts_ms >= settle_ms) and not stalled \
+            else ("stable", "superseded")
         out.append(ExpRebalance(protocol, ln.ts_ms, action_trigger(cause, protocol) if cause else "unknown",
                                 _describe(cause), generation=epoch, outcomes=outcomes, start_line=ln.text))
     return out

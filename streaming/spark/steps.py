@@ -14,20 +14,72 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.events import END_OF_INPUT
 from state.outputs import OutputKind
-from streaming.logs.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.envelope import (
+    ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, JSON_LAYOUTS, MESSAGE_FIELDS, spark_json_path
+)
+from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.spark.stateful import process_group
 
 QUARANTINE = str(OutputKind.QUARANTINE)
+# Live log topics: one record in this many (by offset) reaches the parse step whatever it holds, so
+# every source's layout is reported and a source without coordinator lines is seen (sinks/log_sources.py).
+LAYOUT_SAMPLE_EVERY = 1000
 
 
 def coordinator_line_filter(line_col: str = "line"):
-    """JVM-side filter: only lines that can be group-coordinator lines reach Python."""
+    """JVM-side filter: only lines that can be group-coordinator lines reach Python: they name a
+    coordinator logger (full or short name, any layout) or carry a coordinator message prefix."""
     col = F.col(line_col)
-    return reduce(lambda a, b: a | b, [col.contains(marker) for marker in COORDINATOR_LOGGER_MARKERS])
+    return reduce(lambda a, b: a | b, [col.contains(marker) for marker in COORDINATOR_MARKERS])
+
+
+def _json_name(raw, names: tuple[str, ...]):
+    """A string field of a JSON layout (flat dotted key first, then the nested path) that starts like
+    a name: streaming/logs/envelope.py `_name_field`."""
+    values = []
+    for name in names:
+        values.append(_json_field(raw, f"['{name}']" if "." in name else name))
+        if "." in name:
+            values.append(_json_field(raw, name))
+    value = F.coalesce(*values)
+    return F.when(value.rlike(r"^[A-Za-z_$]"), value)
+
+
+def _json_time(raw, names: tuple[str, ...]):
+    """The time of a JSON layout: ISO text as written, or epoch milliseconds as digits."""
+    values = []
+    for name in names:
+        if name == "instant":
+            seconds = _json_field(raw, "instant.epochSecond")
+            nanos = F.coalesce(_json_field(raw, "instant.nanoOfSecond"), F.lit("0"))
+            ok = seconds.rlike(r"^[0-9]+$") & nanos.rlike(r"^[0-9]+$")
+            millis = seconds.cast("long") * 1000 + F.floor(nanos.cast("long") / 1_000_000).cast("long")
+            values.append(F.when(ok, millis.cast("string")))
+        elif name == "timeMillis":
+            value = _json_field(raw, name)
+            values.append(F.when(value.rlike(r"^[0-9]+$"), value))
+        else:
+            value = _json_field(raw, name)
+            values.append(F.when(value.rlike(r"^[0-9]{4}-"), value))
+    return F.coalesce(*values)
+
+
+def json_layout_columns(raw, is_json) -> list:
+    """streaming/logs/envelope.py `json_layout_fields` in the JVM: layout, time, level and logger of
+    a JSON layout document (null for other rows)."""
+    layout = ts = level = logger = F.lit(None).cast("string")
+    for name, levels, loggers, times in reversed(JSON_LAYOUTS):     # the first one listed wins
+        lv, lg = _json_name(raw, levels), _json_name(raw, loggers)
+        hit = is_json & lv.isNotNull() & lg.isNotNull()
+        layout = F.when(hit, F.lit(name)).otherwise(layout)
+        ts = F.when(hit, _json_time(raw, times)).otherwise(ts)
+        level = F.when(hit, F.upper(lv)).otherwise(level)
+        logger = F.when(hit, lg).otherwise(logger)
+    return [layout.alias("layout_field"), ts.alias("ts_field"), level.alias("level_field"),
+            logger.alias("logger_field")]
 
 
 def _json_field(raw, path: str):
@@ -47,7 +99,8 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
 
     Returns the columns `line` (the log4j line: the row itself, or the first line of the JSON
     envelope's message/log/msg field; null when a JSON row has none), `broker_hint` (int, from
-    the source's `broker_id_field`) and `host_hint` (string).
+    the source's `broker_id_field`), `host_hint` (string), and the JSON layout fields
+    `layout_field`, `ts_field`, `level_field`, `logger_field` (json_layout_columns).
     """
     raw = F.col(raw_col)
     source = F.col("source_id")
@@ -73,23 +126,30 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
     for sid, spec in specs.items():
         if spec.broker_id_field:
             broker = F.when(is_json & (source == sid), _broker_id(raw, spec.broker_id_field)).otherwise(broker)
-    return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint")]
+    return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint"),
+            *json_layout_columns(raw, is_json)]
 
 
 def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                default_spec: LogSourceSpec | None = None) -> DataFrame:
     """Raw log rows (RAW_LOG_SCHEMA) -> EVENT_SCHEMA rows.
 
-    The marker test runs twice in the JVM: on the raw row (a JSON envelope contains the logger name
-    of its line verbatim, so this drops every unrelated row before any JSON is read) and on the
-    unwrapped line (exact). Rows whose JSON envelope cannot be read are kept (line null) and
-    quarantined by the parse step.
+    Live topics: the marker test runs twice in the JVM: on the raw row (a JSON envelope contains the
+    logger name of its line verbatim, so this drops every unrelated row before any JSON is read) and
+    on the unwrapped line or a JSON layout's logger field (exact). One record in LAYOUT_SAMPLE_EVERY
+    passes either way (the layout report). Rows whose JSON envelope cannot be read are kept (line
+    null) and quarantined by the parse step. Replay files (the sources in `specs`) skip the test:
+    their reader emits only marker lines already, plus each file's first lines as a layout sample.
     """
-    prefiltered = raw.where(F.col("eof") | coordinator_line_filter("line"))
+    keep = F.col("eof") | (F.col("seq") % LAYOUT_SAMPLE_EVERY == 0)
+    if specs:
+        keep = keep | F.col("source_id").isin(list(specs))
+    prefiltered = raw.where(keep | coordinator_line_filter("line"))
     unwrapped = prefiltered.select(
         "source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof",
         *unwrap_columns("line", specs, default_spec))
-    kept = unwrapped.where(F.col("eof") | F.col("line").isNull() | coordinator_line_filter("line"))
+    kept = unwrapped.where(keep | F.col("line").isNull() | coordinator_line_filter("line")
+                           | coordinator_line_filter("logger_field"))
     return kept.mapInPandas(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,
                                     default_spec=default_spec),
                             EVENT_SCHEMA)

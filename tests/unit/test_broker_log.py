@@ -957,10 +957,12 @@ def test_local_ts_conversion_matches_datetime_across_dst() -> None:
 # --- garbage, continuations, non-coordinator lines -------------------------------------------------
 
 def test_truncated_header_with_coordinator_marker_is_unparseable() -> None:
+    """A layout that is not understood (here: a cut line) is quarantined as unparseable and told
+    apart from an unknown template (outcome unknown_layout)."""
     line = ("[2026-11-21 19:21:26,163] INFO [GroupCoordinator 2]: Preparing to rebalance group sc01 "
             "(kafka.coordinator.group.GroupCoord")
     parsed = bl.parse_line_detailed(line, source_id="f.log", seq=7, tz=UTC)
-    assert parsed.outcome == bl.OUTCOME_UNPARSEABLE
+    assert parsed.outcome == bl.OUTCOME_UNKNOWN_LAYOUT
     result = parsed.result
     assert isinstance(result, Quarantined)
     assert (result.reason, result.source, result.source_id, result.seq, result.raw) == (

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from streaming.logs.header import Header
+from streaming.logs.header import PREFIXED_JSON_RE, Header
 
 ENVELOPE_AUTO: Final = "auto"
 ENVELOPE_PLAIN: Final = "plain"
@@ -193,18 +193,44 @@ def is_json_row(raw: str, mode: str) -> bool:
     return False
 
 
+def _json_layout_in_message(line: str) -> tuple[str, Header] | None:
+    """A JSON layout document inside a shipper's message (Fluent Bit `log`, Filebeat `message` of a
+    container whose broker logs JSON): its message's first line and its fields."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    fields = json_layout_fields(doc)
+    message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
+    if fields is None or message is None:
+        return None
+    return first_line(message), Header("envelope+" + fields.layout, fields.ts, fields.level, fields.logger, "")
+
+
 def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = None) -> Unwrapped:
     """One raw row -> Unwrapped. Never raises on bad input."""
+    text = raw
     if not is_json_row(raw, mode):
-        return Unwrapped(raw)
+        prefixed = PREFIXED_JSON_RE.match(raw) if mode == ENVELOPE_AUTO else None
+        if prefixed is None:
+            return Unwrapped(raw)
+        text = prefixed.group(1)      # a JSON document behind container/transport prefixes
     try:
-        doc = json.loads(raw)
+        doc = json.loads(text)
     except ValueError as exc:
+        if text is not raw:
+            return Unwrapped(raw)
         return Unwrapped(None, error=f"envelope is not a JSON document: {exc}")
     if not isinstance(doc, dict):
+        if text is not raw:
+            return Unwrapped(raw)
         return Unwrapped(None, error="envelope is not a JSON object")
     message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
     if message is None:
+        if text is not raw:
+            return Unwrapped(raw)
         return Unwrapped(None, error="envelope has no string field " + "/".join(MESSAGE_FIELDS))
     host = None
     for field_name in HOST_FIELDS:
@@ -213,4 +239,9 @@ def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = No
             host = value
             break
     broker = broker_from_value(lookup(doc, parse_field_path(broker_id_field))) if broker_id_field else None
-    return Unwrapped(first_line(message), broker, host, fields=json_layout_fields(doc))
+    line, fields = first_line(message), json_layout_fields(doc)
+    if fields is None and line[:1] == "{":
+        nested = _json_layout_in_message(line)
+        if nested is not None:
+            line, fields = nested
+    return Unwrapped(line, broker, host, fields=fields)

@@ -83,6 +83,12 @@ PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("syslog", re.compile(rf"<\d{{1,3}}>1 (?P<ts>{_RFC3339}) \S+ \S+ \S+ \S+ (?:-|\[.*?\]) ")),
 )
 _PREFIX_START = re.compile(r"[\dA-Za-z<]")
+# A JSON document behind container/transport prefixes (a JSON layout read from a CRI file, `kubectl
+# logs --timestamps`, docker compose): group 1 is the document. Also valid as a Java regex (the JVM
+# envelope step uses it), hence no named groups.
+PREFIXED_JSON = ("^(?:" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for _, p in PREFIXES)
+                 + r")+(\{.*)$")
+PREFIXED_JSON_RE = re.compile(PREFIXED_JSON)
 
 # The generic reading (module docstring, 3.).
 _COORDINATOR_PREFIX = re.compile(

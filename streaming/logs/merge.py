@@ -11,7 +11,7 @@ import re
 from streaming.logs.envelope import (
     EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, is_json_row, json_layout_fields
 )
-from streaming.logs.header import read_header
+from streaming.logs.header import PREFIXED_JSON_RE, read_header
 from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, HEADER_RE
 from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms, zone
 from streaming.rows import END_OF_INPUT_TS_MS
@@ -44,17 +44,49 @@ def _time_of(text: str | None, tz) -> int | None:
         return None
 
 
+def _doc(text: str) -> dict | None:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _message_line(doc: dict) -> str | None:
+    message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
+    return None if message is None else first_line(message)
+
+
 def _plain_ts(line: str, tz) -> int | None:
     ts = header_timestamp_ms(line, tz)
     if ts is not None or line[:1] in ("\t", " ", ""):
         return ts
+    prefixed = PREFIXED_JSON_RE.match(line)
+    if prefixed is not None:
+        doc = _doc(prefixed.group(1))
+        if doc is not None:
+            return _json_ts(doc, tz, nested=True)
     header = read_header(line)
     return None if header is None else _time_of(header.ts, tz)
 
 
+def _json_ts(doc: dict, tz, nested: bool) -> int | None:
+    fields = json_layout_fields(doc)
+    if fields is not None:
+        return _time_of(fields.ts, tz)
+    message = _message_line(doc)
+    if message is None:
+        return None
+    if nested and message[:1] == "{":
+        inner = _doc(message)
+        return None if inner is None else _json_ts(inner, tz, nested=False)
+    return _plain_ts(message, tz)
+
+
 def line_ts(line: str, tz, json_row: bool) -> int | None:
     """The time of a line in any layout: its header time, the time of the log4j line inside a
-    JSON envelope row, or a JSON layout's time field; None for a line without one."""
+    JSON envelope row, or a JSON layout's time field (also behind transport prefixes or inside a
+    shipper's message); None for a line without one."""
     if not json_row:
         return _plain_ts(line, tz)
     m = EMBEDDED_HEADER_RE.search(line)
@@ -63,42 +95,30 @@ def line_ts(line: str, tz, json_row: bool) -> int | None:
             return log4j_to_epoch_ms(m.group(1), tz)
         except ValueError:
             return None
-    try:
-        doc = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(doc, dict):
-        return None
-    message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
-    if message is not None:
-        ts = _plain_ts(first_line(message), tz)
-        if ts is not None:
-            return ts
-    fields = json_layout_fields(doc)
-    return None if fields is None else _time_of(fields.ts, tz)
-
+    doc = _doc(line)
+    return None if doc is None else _json_ts(doc, tz, nested=True)
 
 
 def _logger_of(line: str, json_row: bool) -> str | None:
-    if json_row:
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(doc, dict):
-            return None
-        message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
-        if message is not None:
-            logger = _logger_of(first_line(message), False)
-            if logger is not None:
-                return logger
-        fields = json_layout_fields(doc)
-        return None if fields is None else fields.logger
-    m = HEADER_RE.match(line)
-    if m is not None:
-        return m.group(4)
-    header = read_header(line, generic=False)
-    return None if header is None else header.logger
+    if not json_row:
+        m = HEADER_RE.match(line)
+        if m is not None:
+            return m.group(4)
+        prefixed = PREFIXED_JSON_RE.match(line)
+        if prefixed is None:
+            header = read_header(line, generic=False)
+            return None if header is None else header.logger
+        line = prefixed.group(1)
+    doc = _doc(line)
+    if doc is None:
+        return None
+    fields = json_layout_fields(doc)
+    if fields is not None:
+        return fields.logger
+    message = _message_line(doc)
+    if message is None:
+        return None
+    return _logger_of(message, message[:1] == "{")
 
 
 def file_uses_full_names(path: str, envelope: str) -> bool:

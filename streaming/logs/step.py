@@ -17,7 +17,7 @@ import pandas as pd
 
 from state import events as E
 from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
-from streaming.logs.header import Header
+from streaming.logs.header import Header, strip_prefixes
 from streaming.logs.parser import (
     OUTCOME_CONTINUATION, OUTCOME_DEBUG, OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN,
     OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE, UNPARSEABLE_LINE, parse_line_detailed
@@ -129,6 +129,17 @@ class LogSourceStats:
         return out
 
 
+def _layout_name(layout: str | None, line: str, raw: str | None, fields: Header | None) -> str | None:
+    """The layout of a row as reported: the line's, behind the envelope or prefixes around it."""
+    if layout is None or raw is None or raw == line:
+        return layout
+    if fields is None or (layout != fields.layout and not layout.startswith("envelope+")):
+        layout = "envelope+" + layout       # a shipper's JSON document around the line
+    if raw[:1] != "{" and not raw.lstrip().startswith("{"):
+        layout = "+".join(strip_prefixes(raw)[0] + (layout,))   # JSON behind transport prefixes
+    return layout
+
+
 def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
                    sampler: UnknownLineSampler | None = None,
                    default_spec: LogSourceSpec | None = None, stats: LogSourceStats | None = None) -> list[tuple]:
@@ -166,11 +177,8 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
                                      default_broker=broker, fields=fields)
         result = parsed.result
         if stats is not None:
-            layout = parsed.layout
-            if layout is not None and fields is None and raw is not None and raw != line:
-                layout = "envelope+" + layout       # a shipper's JSON document around the line
-            stats.add(spec.cluster, host_hint or source_id, layout, parsed.outcome,
-                      result[0].ts_ms if isinstance(result, list) else hint)
+            stats.add(spec.cluster, host_hint or source_id, _layout_name(parsed.layout, line, raw, fields),
+                      parsed.outcome, result[0].ts_ms if isinstance(result, list) else hint)
         if result is None:
             continue
         if isinstance(result, Quarantined):

@@ -17,6 +17,7 @@ from state.outputs import OutputKind
 from streaming.logs.envelope import (
     ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, JSON_LAYOUTS, MESSAGE_FIELDS, spark_json_path
 )
+from streaming.logs.header import PREFIXED_JSON
 from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
@@ -67,19 +68,18 @@ def _json_time(raw, names: tuple[str, ...]):
     return F.coalesce(*values)
 
 
-def json_layout_columns(raw, is_json) -> list:
-    """streaming/logs/envelope.py `json_layout_fields` in the JVM: layout, time, level and logger of
-    a JSON layout document (null for other rows)."""
+def json_layout_columns(doc) -> tuple:
+    """streaming/logs/envelope.py `json_layout_fields` in the JVM: (layout, time, level, logger) of a
+    JSON layout document, all null for other documents."""
     layout = ts = level = logger = F.lit(None).cast("string")
     for name, levels, loggers, times in reversed(JSON_LAYOUTS):     # the first one listed wins
-        lv, lg = _json_name(raw, levels), _json_name(raw, loggers)
-        hit = is_json & lv.isNotNull() & lg.isNotNull()
+        lv, lg = _json_name(doc, levels), _json_name(doc, loggers)
+        hit = lv.isNotNull() & lg.isNotNull()
         layout = F.when(hit, F.lit(name)).otherwise(layout)
-        ts = F.when(hit, _json_time(raw, times)).otherwise(ts)
+        ts = F.when(hit, _json_time(doc, times)).otherwise(ts)
         level = F.when(hit, F.upper(lv)).otherwise(level)
         logger = F.when(hit, lg).otherwise(logger)
-    return [layout.alias("layout_field"), ts.alias("ts_field"), level.alias("level_field"),
-            logger.alias("logger_field")]
+    return layout, ts, level, logger
 
 
 def _json_field(raw, path: str):
@@ -93,6 +93,14 @@ def _broker_id(raw, field: str):
     return F.when(~value.startswith("-") & (digits != ""), digits.cast("int"))
 
 
+def _message(doc):
+    return F.coalesce(*[_json_field(doc, name) for name in MESSAGE_FIELDS])
+
+
+def _first_line(text):
+    return F.regexp_replace(F.substring_index(text, "\n", 1), "\r$", "")
+
+
 def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
                    default_spec: LogSourceSpec | None = None) -> list:
     """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`).
@@ -100,7 +108,8 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
     Returns the columns `line` (the log4j line: the row itself, or the first line of the JSON
     envelope's message/log/msg field; null when a JSON row has none), `broker_hint` (int, from
     the source's `broker_id_field`), `host_hint` (string), and the JSON layout fields
-    `layout_field`, `ts_field`, `level_field`, `logger_field` (json_layout_columns).
+    `layout_field`, `ts_field`, `level_field`, `logger_field` (json_layout_columns; of the document
+    itself, or of a JSON layout document inside its message, then named `envelope+<layout>`).
     """
     raw = F.col(raw_col)
     source = F.col("source_id")
@@ -108,26 +117,41 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
     plain_ids = [sid for sid, spec in specs.items() if spec.envelope == ENVELOPE_PLAIN]
     # Rows of sources not in `specs` (partitions of a live log topic) follow `default_spec`.
     fallback_json = F.ltrim(raw).startswith("{")
+    fallback_auto = F.lit(True)
     if default_spec is not None and default_spec.envelope in (ENVELOPE_JSON, ENVELOPE_PLAIN):
         fallback_json = F.lit(default_spec.envelope == ENVELOPE_JSON)
-    is_json = (F.when(source.isin(json_ids), F.lit(True)).when(source.isin(plain_ids), F.lit(False))
-               .otherwise(fallback_json))
-    message = F.coalesce(*[_json_field(raw, name) for name in MESSAGE_FIELDS])
-    first = F.regexp_replace(F.substring_index(message, "\n", 1), "\r$", "")
-    line = F.when(is_json, first).otherwise(raw)
+        fallback_auto = F.lit(False)
+    auto = F.when(source.isin(json_ids + plain_ids), F.lit(False)).otherwise(fallback_auto)
+    top_json = (F.when(source.isin(json_ids), F.lit(True)).when(source.isin(plain_ids), F.lit(False))
+                .otherwise(fallback_json))
+    # A JSON document behind container/transport prefixes (auto mode only; unreadable: a plain row).
+    prefixed = F.when(auto & ~top_json, F.regexp_extract(raw, PREFIXED_JSON, 1)).otherwise(F.lit(""))
+    doc = F.when(prefixed != "", prefixed).otherwise(raw)
+    message = _message(doc)
+    is_json = top_json | ((prefixed != "") & message.isNotNull())
+    first = _first_line(message)
+    layout, ts, level, logger = json_layout_columns(doc)
+    n_layout, n_ts, n_level, n_logger = json_layout_columns(first)
+    n_message = _message(first)
+    nested = is_json & layout.isNull() & first.startswith("{") & n_layout.isNotNull() & n_message.isNotNull()
+    line = F.when(nested, _first_line(n_message)).when(is_json, first).otherwise(raw)
     hosts = []
     for name in HOST_FIELDS:
-        value = _json_field(raw, name)
+        value = _json_field(doc, name)
         hosts.append(F.when(~value.rlike(r"^\s*[\[{]") & (value != ""), value))
     host = F.when(is_json, F.coalesce(*hosts))
     broker = F.lit(None).cast("int")
     if default_spec is not None and default_spec.broker_id_field:
-        broker = F.when(is_json & ~source.isin(list(specs)), _broker_id(raw, default_spec.broker_id_field))
+        broker = F.when(is_json & ~source.isin(list(specs)), _broker_id(doc, default_spec.broker_id_field))
     for sid, spec in specs.items():
         if spec.broker_id_field:
-            broker = F.when(is_json & (source == sid), _broker_id(raw, spec.broker_id_field)).otherwise(broker)
+            broker = F.when(is_json & (source == sid), _broker_id(doc, spec.broker_id_field)).otherwise(broker)
+
+    def pick(own, inner, name: str):
+        return F.when(nested, inner).when(is_json, own).alias(name)
     return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint"),
-            *json_layout_columns(raw, is_json)]
+            pick(layout, F.concat(F.lit("envelope+"), n_layout), "layout_field"), pick(ts, n_ts, "ts_field"),
+            pick(level, n_level, "level_field"), pick(logger, n_logger, "logger_field")]
 
 
 def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,

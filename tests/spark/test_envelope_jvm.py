@@ -37,7 +37,15 @@ def test_jvm_envelope_step_equals_python(spark):
     raws = [LINE, filebeat(LINE, fields={"broker_id": 7}), fluent_bit(LINE), vector(LINE),
             filebeat(LINE + "\nsecond line"), json.dumps({"log": LINE + "\r\n"}), fluent_bit(LINE, pod="kafka"),
             "{not json kafka.coordinator.group.GroupCoordinator", json.dumps({"other": 1}), "   " + vector(LINE),
-            filebeat(LINE, fields={"broker_id": "-1"})] + [json.dumps(d) for d in JSON_LAYOUT_DOCS]
+            filebeat(LINE, fields={"broker_id": "-1"})] + [json.dumps(d) for d in JSON_LAYOUT_DOCS] + [
+            # JSON layouts behind container prefixes and inside a shipper's message
+            "2026-11-21T19:23:13.794123456Z stdout F " + json.dumps(JSON_LAYOUT_DOCS[0]),
+            "2026-11-21T19:23:13.794123456Z " + json.dumps(JSON_LAYOUT_DOCS[2]),
+            "kafka-1  | " + json.dumps(JSON_LAYOUT_DOCS[4]),
+            fluent_bit(json.dumps(JSON_LAYOUT_DOCS[0])), filebeat(json.dumps(JSON_LAYOUT_DOCS[2])),
+            fluent_bit(json.dumps({"level": "INFO", "loggerName": GC})),
+            "2026-11-21T19:23:13.794Z stdout F {not json " + GC, "kafka-1  | " + json.dumps({"other": 1}),
+            "2026-11-21T19:23:13.794Z stdout F " + LINE]
     specs = {"auto": LogSourceSpec("c", broker_id_field="fields.broker_id"),
              "json": LogSourceSpec("c", envelope=ENVELOPE_JSON, broker_id_field="kubernetes.pod_name"),
              "plain": LogSourceSpec("c", envelope=ENVELOPE_PLAIN)}
@@ -53,6 +61,7 @@ def test_jvm_envelope_step_equals_python(spark):
             (f.layout, f.ts, f.level, f.logger) if f is not None else (None, None, None, None)))
     assert got == expected
     layouts = {g[5] for g in got if g[0] == "auto"}
-    assert layouts == {None, "ecs-json", "log4j2-json", "logstash-json"}
+    assert layouts == {None, "ecs-json", "log4j2-json", "logstash-json", "envelope+ecs-json", "envelope+log4j2-json"}
+    assert [g[2] for g in got if g[0] == "auto" and g[1].startswith("kafka-1  | ")] == [MSG, "kafka-1  | {\"other\": 1}"]
     assert ("log4j2-json", "1795288993794", "INFO") in {(g[5], g[6], g[7]) for g in got}
     assert any(g[3] == 7 for g in got) and any(g[3] == 2 for g in got) and any(g[2] is None for g in got)

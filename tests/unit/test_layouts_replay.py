@@ -27,7 +27,7 @@ from tests.support.layouts import JSON_LAYOUTS, LAYOUTS, SECONDS_ONLY, rewrite
 # every layout alone, and prefixes in front of other layouts
 CASES = [layout for layout in LAYOUTS if layout != "default"] + [
     "cri+strimzi4", "kubectl+strimzi3", "compose-v2+pipe", "syslog+padded", "docker-json+strimzi4", "cri+cfk",
-    "compose-v1+location"]
+    "compose-v1+location", "cri+ecs-json", "kubectl+log4j2-json", "docker-json+ecs-json", "compose-v2+log4j2-json"]
 _cache: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
 # The layout name the monitor must report for each case (metric rebalance_monitor_log_layout_info).
 _NAMES = {"padded": "default-padded", "location": "default-location", "pipe": "pipe-location",

@@ -20,6 +20,9 @@ common case). `read_header` reads the others, in this order:
    timestamp before it, the level the first level word, the logger a coordinator logger name
    anywhere in the line. Every group-coordinator line that carries a rebalance fact has such a
    prefix.
+4. Last, the first line of a multi-line message in a layout that writes the logger after the
+   message (`[%d] %p %m (%c)`, `%d %p %m (%c) [%t]`, `|` columns: the logger ends its last line) is
+   known by its opening (`OPENINGS`): its time and level, no logger.
 
 The layout name of a line (`Header.layout`) is its prefixes and layout joined by `+`, e.g.
 `cri+default`, `compose+strimzi4`; JSON layouts (the message and its time, level and logger in
@@ -71,6 +74,14 @@ LAYOUTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pipe", re.compile(
         rf"(?P<ts>{_TS}) *\| *(?P<level>{_LEVEL}) *\| *(?:\[(?P<thread>[^\]]*)\] *\| *)?(?P<msg>.*?) *\| *"
         rf"(?P<logger>{_LOGGER})(?::\d+)?(?: \((?P<loc>[^()]*)\))?$")),
+)
+
+# The first line of a multi-line message in layouts that write the logger after the message: the
+# time and level open it, the logger ends its last line. Read for its layout and time only.
+OPENINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (DEFAULT, re.compile(rf"\[(?P<ts>{_TS})\] (?P<level>{_LEVEL}) ")),
+    ("strimzi3", re.compile(rf"(?P<ts>{_TS}) (?P<level>{_LEVEL}) ")),
+    ("pipe", re.compile(rf"(?P<ts>{_TS}) *\| *(?P<level>{_LEVEL}) *\| ")),
 )
 
 # (name, regex of a prefix in front of the log4j line; group `ts` when the prefix carries a time).
@@ -179,7 +190,13 @@ def read_header(line: str, generic: bool = True) -> Header | None:
             header = Header("+".join(prefixes + (header.layout,)), header.ts or prefix_ts, header.level,
                             header.logger, header.message)
         return header
-    return _generic(prefixes, text, prefix_ts) if generic else None
+    header = _generic(prefixes, text, prefix_ts) if generic else None
+    if header is None:
+        for name, pattern in OPENINGS:
+            m = pattern.match(text)
+            if m is not None:
+                return Header("+".join(prefixes + (name,)), m.group("ts"), m.group("level"), None, text[m.end():])
+    return header
 
 
 def inner_line(line: str) -> str:

@@ -16,7 +16,8 @@ common case). `read_header` reads the others, in this order:
 3. Otherwise, a line that carries a coordinator message prefix (`[GroupCoordinator 1]: `,
    `[GroupCoordinator id=1 ...] `, `[GroupMetadataManager brokerId=1] `, ...) is read by where
    things are, not by their order (`generic`): the message starts at the prefix and runs to the
-   end of the line, less a trailing ` (logger)`, ` [thread]` or ` | column`; the time is the first
+   end of the line, less a trailing ` (logger)`, ` [thread]` or ` | column` and a separator left
+   before it (` ~`, ` ::`); the time is the first
    timestamp before it, the level the first level word, the logger a coordinator logger name
    anywhere in the line. Every group-coordinator line that carries a rebalance fact has such a
    prefix.
@@ -114,6 +115,8 @@ _SHORT_LOGGER = re.compile(r"(?<![\w.$])(" + "|".join(re.escape(n) for n in sort
 _TRAILERS = (re.compile(rf" \((?:{_LOGGER})(?::\d+|:\?)?\)(?: \[[^\]]*\])?$"),   # (logger[:L]) [thread]
              re.compile(r" \[[^\]]*\]$"),                                            # [thread]
              re.compile(r" *\| [^|]*$"))                                             # | logger (File:L)
+# A column separator left at the end once the logger is cut (`%m ~ (%c)`).
+_SEPARATOR_END = re.compile(r"(?: [^\w\s()\[\]{}<>\"'.,]{1,3})+$")
 
 
 def _from_match(name: str, m: re.Match[str]) -> Header:
@@ -165,6 +168,7 @@ def _generic(prefixes: tuple[str, ...], text: str, prefix_ts: str | None) -> Hea
         if cut is not None:
             message = message[:cut.start()]
             break
+    message = _SEPARATOR_END.sub("", message)
     ts = _TS_ANYWHERE.search(before)
     level = _LEVEL_WORD.search(before)
     rest = before + text[start.start() + len(message):]

@@ -49,7 +49,7 @@ REAL_CASES = sorted((d.name, p.name.split("-", 1)[1][:-4]) for d in REAL.iterdir
 @pytest.mark.parametrize(("version", "layout"), REAL_CASES)
 def test_real_lines_of_every_layout_give_the_default_layouts_events(version, layout):
     default, _ = _events(sorted((REAL / version).glob("broker*-default.log")))
-    assert {"prepare_rebalance", "member_failed", "stabilized"} <= {e[2] for e in default}
+    assert {"prepare_rebalance", "member_failed", "join_complete"} <= {e[2] for e in default}
     events, layouts = _events(sorted((REAL / version).glob(f"broker*-{layout}.log")))
     if layout == "strimzi4":
         default = sorted((e[0] // 1000 * 1000,) + e[1:] for e in default)
@@ -105,7 +105,7 @@ def test_header_of_each_layout(line, layout, ts, level, logger):
     assert (header.layout, header.ts, header.level, header.logger) == (layout, ts, level, logger)
     parsed = parse_line_detailed(line, source_id="f", seq=1, tz=UTC)
     assert parsed.outcome == OUTCOME_EVENTS and parsed.layout == layout
-    assert parsed.result[0].broker == 2 and parsed.result[0].kind == "stabilized"
+    assert parsed.result[0].broker == 2 and parsed.result[0].kind == "join_complete"
 
 
 def test_prefix_time_is_used_when_the_line_has_none():

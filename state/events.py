@@ -43,7 +43,13 @@ CONSUMER_MEMBER_LEFT = "consumer_member_left"
 CONSUMER_MEMBER_FENCED = "consumer_member_fenced"    # data.fence_reason: session|rebalance|join|sync
 GROUP_EPOCH_BUMPED = "group_epoch_bumped"            # generation = new group epoch
 TARGET_ASSIGNMENT = "target_assignment"              # generation = epoch
-GROUP_CONVERTED = "group_converted"                  # data.to: consumer|classic
+GROUP_CONVERTED = "group_converted"                  # data.to: consumer|classic|streams
+MEMBER_ASSIGNMENT_STATE = "member_assignment_state"  # member_id; data: member_epoch, state_name (streams
+                                                     #   4.1+, consumer 3.8-3.9 at INFO)
+REBALANCE_REQUESTED = "rebalance_requested"          # why the next epoch bump happens; data.trigger
+STREAMS_TOPOLOGY = "streams_topology"                # data: topology_epoch, ready (True/False/None)
+# Events of modern groups carry data.group_type (consumer|share|streams) when the line or record
+# says it; share groups print the consumer wording for bumps, target assignments and fences.
 
 # --- kinds from __consumer_offsets -------------------------------------------------------------
 OFFSET_COMMIT = "offset_commit"            # data: topic, partition, offset, commit_ts_ms, count
@@ -62,7 +68,7 @@ CG_OTHER = "cg_other"                      # other recognised KIP-848/share/stre
 TRIGGERS = (
     "member_join", "member_leave", "heartbeat_expiry", "poll_timeout", "rebalance_timeout",
     "metadata_change", "leader_rejoin", "static_member_replaced", "coordinator_failover",
-    "group_epoch_bump", "unknown",
+    "group_epoch_bump", "group_conversion", "assignment_store_failed", "unknown",
 )
 
 # --- control -----------------------------------------------------------------------------------
@@ -73,7 +79,7 @@ LOG_KINDS = frozenset({
     PENDING_MEMBER_EXPIRED, MEMBERS_NOT_JOINED, MEMBERS_NOT_SYNCED, MEMBER_CREATED,
     STATIC_MEMBER_REPLACED, GROUP_DEAD, GROUP_DELETED, GROUP_LOADED, GROUP_UNLOADED,
     CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT, CONSUMER_MEMBER_FENCED, GROUP_EPOCH_BUMPED,
-    TARGET_ASSIGNMENT, GROUP_CONVERTED,
+    TARGET_ASSIGNMENT, GROUP_CONVERTED, MEMBER_ASSIGNMENT_STATE, REBALANCE_REQUESTED, STREAMS_TOPOLOGY,
 })
 OFFSETS_KINDS = frozenset({
     OFFSET_COMMIT, OFFSET_TOMBSTONE, GROUP_METADATA, GROUP_TOMBSTONE, CG_EPOCH, CG_MEMBER,

@@ -17,15 +17,23 @@ PREPARING_REBALANCE = "PreparingRebalance"
 COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
-# KIP-848 consumer-group states (derived, never logged).
+# KIP-848 consumer-group states (derived, never logged); streams groups add NotReady (their
+# topology's internal topics are missing or misconfigured). Share groups are Empty or Stable.
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
+NOT_READY = "NotReady"
 UNKNOWN = "Unknown"
 ALL_STATES = (UNKNOWN, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD,
-              ASSIGNING, RECONCILING)
+              ASSIGNING, RECONCILING, NOT_READY)
 
+# The group types of the Java coordinator (its `protocol` label): classic groups, and the three
+# that rebalance by group epoch (consumer: KIP-848, share: KIP-932, streams: KIP-1071).
 PROTOCOL_CLASSIC = "classic"
 PROTOCOL_CONSUMER = "consumer"
+PROTOCOL_SHARE = "share"
+PROTOCOL_STREAMS = "streams"
+EPOCH_PROTOCOLS = (PROTOCOL_CONSUMER, PROTOCOL_SHARE, PROTOCOL_STREAMS)
+PROTOCOLS = (PROTOCOL_CLASSIC, *EPOCH_PROTOCOLS)
 
 # Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
 CLASSIC_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
@@ -35,15 +43,21 @@ CLASSIC_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
     EMPTY: frozenset({PREPARING_REBALANCE}),
     DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
 }
-# KIP-848 groups have no transition table in Kafka: ConsumerGroup.java derives the state from the
-# group epoch, the target assignment epoch and the members' epochs after every change, so every
-# state may precede every consumer state (a group converted from classic, or one re-created
-# after it died, included). The table names the states a consumer group can be in.
-CONSUMER_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
-    state: frozenset(ALL_STATES) for state in (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+# Epoch-based groups have no transition table in Kafka: ConsumerGroup.java (ShareGroup.java,
+# StreamsGroup.java) derives the state from the group epoch, the target assignment epoch and the
+# members' epochs after every change, so every state may precede every state of the type (a group
+# converted from classic, or one re-created after it died, included). The tables name the states
+# a group of each type can be in.
+def _derived(*states: str) -> dict[str, frozenset[str]]:
+    return {state: frozenset(ALL_STATES) for state in states}
+
+
+VALID_PREVIOUS_STATES = {
+    PROTOCOL_CLASSIC: CLASSIC_VALID_PREVIOUS_STATES,
+    PROTOCOL_CONSUMER: _derived(EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD),
+    PROTOCOL_SHARE: _derived(EMPTY, STABLE, DEAD),
+    PROTOCOL_STREAMS: _derived(EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD),
 }
-VALID_PREVIOUS_STATES = {PROTOCOL_CLASSIC: CLASSIC_VALID_PREVIOUS_STATES,
-                         PROTOCOL_CONSUMER: CONSUMER_VALID_PREVIOUS_STATES}
 
 
 def is_legal(protocol: str, previous: str, target: str) -> bool:
@@ -58,7 +72,8 @@ class Member:
     group_instance_id: str | None = None
     session_timeout_ms: int | None = None
     rebalance_timeout_ms: int | None = None
-    # KIP-848 only: member epoch and reconciliation state from record type 8.
+    # Epoch-based groups: member epoch and reconciliation state from the member's current
+    # assignment (record type 8 / 15 / 22, or the streams "new assignment state" line).
     member_epoch: int | None = None
     member_state: int | None = None
     has_assignment_record: bool = False
@@ -117,8 +132,11 @@ class GroupModel:
     # Highest generation for which a rebalance record has been emitted: never emit twice.
     last_emitted_generation: int | None = None
     target_assignment_epoch: int | None = None
-    # KIP-848: what happened since the last epoch bump (decides the bump's trigger).
+    # Epoch-based groups: what happened since the last epoch bump (decides the bump's trigger).
     pending_consumer_trigger: dict[str, Any] | None = None
+    # Streams groups: the topology epoch, and why the group is NotReady (None when it is not).
+    topology_epoch: int | None = None
+    not_ready_reason: str | None = None
     # Sources ("log", "offsets") that have delivered any event for this group.
     seen_sources: list[str] = field(default_factory=list)
     # Classic generations waiting for the other source's evidence, by str(generation):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from state.diagnosis.rules import DiagnosisSettings, classify_in_group, decision_window_ms
-from state.model import PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, GroupModel, Member
+from state.model import EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, GroupModel, Member
 from state.outputs import client_id_from_member_id
 
 
@@ -55,8 +55,8 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
         if h.get("rejoined_at_ms") is not None or ts_ms <= r["removed_at_ms"] or ts_ms > h["decide_at"]:
             continue
         same_id = member_id is not None and member_id == r["member_id"]
-        # KIP-848 members keep their member id across a rejoin; only classic ones need the client.
-        same_client = (not same_id and r.get("protocol") != PROTOCOL_CONSUMER and client_id is not None
+        # Epoch-based members keep their member id across a rejoin; only classic ones need the client.
+        same_client = (not same_id and r.get("protocol") not in EPOCH_PROTOCOLS and client_id is not None
                        and client_id == r.get("client_id")
                        and (client_host is None or r.get("client_host") is None
                             or client_host == r.get("client_host")))

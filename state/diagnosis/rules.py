@@ -60,12 +60,19 @@ def _secs(ms: int | None) -> str:
     return "?" if ms is None else f"{ms / 1000:.1f} s"
 
 
+# The session timeout of the members of an epoch-based group is the broker's (or the group's
+# config), by type; the members carry none.
+SESSION_SETTING = {"consumer": "group.consumer.session.timeout.ms", "share": "group.share.session.timeout.ms",
+                   "streams": "group.streams.session.timeout.ms"}
+
+
 def _session(rec: dict[str, Any]) -> str:
-    """`its session timeout 6.0 s`; KIP-848 members carry none (the broker's
-    group.consumer.session.timeout.ms applies)."""
+    """`its session timeout 6.0 s`; members of epoch-based groups carry none (the broker's
+    group.<type>.session.timeout.ms applies)."""
     ms = rec.get("session_timeout_ms")
-    if ms is None and rec.get("protocol") == "consumer":
-        return "the broker's consumer session timeout (group.consumer.session.timeout.ms)"
+    setting = SESSION_SETTING.get(rec.get("protocol") or "")
+    if ms is None and setting is not None:
+        return f"the broker's {rec['protocol']} session timeout ({setting})"
     return f"its session timeout {_secs(ms)}"
 
 
@@ -133,6 +140,13 @@ def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSet
             same = "with the same member id" if held.get("same_member_id") else "with a new member id"
             text = (f"{who}@{host} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "
                     f"(within {_secs(s.pause_rejoin_window_ms)}): the process froze and resumed")
+        elif rec.get("protocol") == "streams":
+            # Kafka Streams stays in the group when it closes (KIP-1092's default): a stop and a
+            # crash both end in a session expiry, and nothing the broker records tells them apart.
+            root = "unknown"
+            text = (f"{who}@{host} missed heartbeats for {_session(rec)} and did not come back within "
+                    f"{_secs(s.pause_rejoin_window_ms)}: Kafka Streams instances do not leave the group when "
+                    "they close, so this is a stop or a crash")
         else:
             root = "process_crash"
             text = (f"{who}@{host} missed heartbeats for {_session(rec)} and did not come back within "

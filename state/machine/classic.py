@@ -9,7 +9,7 @@ from state import events as E
 from state.machine.base import REMOVAL_ATTACH_WINDOW_MS
 from state.machine.common import CommonHandlers
 from state.model import (
-    COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, STABLE, UNKNOWN,
+    COMPLETING_REBALANCE, DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE, UNKNOWN,
     Member, OpenRebalance
 )
 from state.outputs import REBALANCE_TIMEOUT_SHARE
@@ -84,7 +84,7 @@ class ClassicHandlers(CommonHandlers):
     def on_prepare(self, ev: E.Event) -> None:
         m = self.m
         self.reincarnate_if_dead(ev)
-        if m.protocol == PROTOCOL_CONSUMER:
+        if m.protocol in EPOCH_PROTOCOLS:
             # Downgrade to classic: the consumer epoch ends, the classic rebalance starts.
             self.close_open_as("superseded", ev)
             m.protocol = PROTOCOL_CLASSIC
@@ -96,11 +96,13 @@ class ClassicHandlers(CommonHandlers):
         if ev.generation is not None:
             m.generation = ev.generation
         trigger = ev.data.get("trigger") or "unknown"
-        reason = ev.reason or ""
-        if reason.startswith("Downgrade group"):
-            trigger = "unknown"   # caused by the consumer member that just left (attached below)
-        self.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, trigger, ev.data.get("trigger_member"),
-                   ev.reason, ev.ts_ms)
+        downgrade = (ev.reason or "").startswith("Downgrade group")
+        # A downgrade follows the removal of the last consumer-protocol member: that removal (its
+        # cause: leave, poll timeout, fence) is the trigger; the reason's own class when none is seen.
+        opened = self.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, "unknown" if downgrade else trigger,
+                                      ev.data.get("trigger_member"), ev.reason, ev.ts_ms)
+        if downgrade and opened.trigger == "unknown":
+            opened.trigger = trigger
         if trigger == "member_join" and ev.data.get("trigger_member"):
             self.observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
 
@@ -166,8 +168,8 @@ class ClassicHandlers(CommonHandlers):
                 m.generation = 0
             return
         self.reincarnate_if_dead(ev)
-        if m.protocol == PROTOCOL_CONSUMER and m.open_rebalance is not None \
-                and m.open_rebalance.protocol == PROTOCOL_CONSUMER:
+        if m.protocol in EPOCH_PROTOCOLS and m.open_rebalance is not None \
+                and m.open_rebalance.protocol in EPOCH_PROTOCOLS:
             self.close_open_as("superseded", ev)
         previous, previous_generation = self._take_metadata(ev)
         o = m.open_rebalance

@@ -1,10 +1,10 @@
-"""Handlers of events that mean the same for classic and KIP-848 groups: the group's death or
+"""Handlers of events that mean the same for classic and epoch-based groups: the group's death or
 deletion, coordinator loads and unloads, offset commits and their tombstones."""
 from __future__ import annotations
 
 from state import events as E
 from state.machine.base import MachineBase
-from state.model import DEAD, EMPTY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, STABLE, UNKNOWN
+from state.model import DEAD, EMPTY, EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, STABLE, UNKNOWN
 
 
 class CommonHandlers(MachineBase):
@@ -22,7 +22,7 @@ class CommonHandlers(MachineBase):
 
     def on_group_tombstone(self, ev: E.Event) -> None:
         m = self.m
-        if m.protocol == PROTOCOL_CONSUMER and ev.kind == E.GROUP_TOMBSTONE:
+        if m.protocol in EPOCH_PROTOCOLS and ev.kind == E.GROUP_TOMBSTONE:
             return  # classic -> consumer conversion deletes the classic record, not the group
         self.on_group_dead(ev)
 

@@ -5,8 +5,9 @@
 table forbids is counted (model.invalid_transitions, an "anomaly" record) and the model
 resynchronises to what the event says.
 
-The handlers live by protocol (classic.py, consumer.py, common.py); this module puts them together,
-routes each event kind to its handler and runs what every event goes through: the log/offsets
+The handlers live by protocol (classic.py; modern.py for consumer, share and streams groups;
+common.py); this module puts them together, routes each event kind to its handler and runs what
+every event goes through: the log/offsets
 cross-check (crosscheck.py), the clock-skew probe (clock_skew.py) and the removals held for the
 diagnosis (state/diagnosis/holding.py). Output contract: docs/output.md.
 """
@@ -19,12 +20,12 @@ from state.diagnosis.holding import release_removals
 from state.machine.base import METADATA_GRACE_MS, Output
 from state.machine.classic import ClassicHandlers
 from state.machine.clock_skew import probe_clock
-from state.machine.consumer import ConsumerHandlers
+from state.machine.modern import ModernHandlers
 from state.machine.crosscheck import both_sources, note_generation_evidence, resolve_source_checks
 from state.outputs import OutputKind
 
 
-class GroupStateMachine(ClassicHandlers, ConsumerHandlers):
+class GroupStateMachine(ClassicHandlers, ModernHandlers):
     # ------------------------------------------------------------------ entry points
     def apply(self, ev: E.Event) -> None:
         m = self.m
@@ -107,4 +108,7 @@ HANDLERS: dict[str, Handler] = {
     E.CG_MEMBER: GroupStateMachine.on_cg_member,
     E.CG_TARGET_EPOCH: GroupStateMachine.on_cg_target_epoch,
     E.CG_MEMBER_ASSIGNMENT: GroupStateMachine.on_cg_member_assignment,
+    E.MEMBER_ASSIGNMENT_STATE: GroupStateMachine.on_member_assignment_state,
+    E.REBALANCE_REQUESTED: GroupStateMachine.on_rebalance_requested,
+    E.STREAMS_TOPOLOGY: GroupStateMachine.on_streams_topology,
 }

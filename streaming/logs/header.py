@@ -23,7 +23,9 @@ common case). `read_header` reads the others, in this order:
    prefix.
 4. Last, the first line of a multi-line message in a layout that writes the logger after the
    message (`[%d] %p %m (%c)`, `%d %p %m (%c) [%t]`, `|` columns: the logger ends its last line) is
-   known by its opening (`OPENINGS`): its time and level, no logger.
+   known by its opening (`OPENINGS`): its time and level, no logger. The opening cannot show the
+   location a layout writes after the logger (`default-location`, `pipe-location`): it is reported
+   as the layout without it.
 
 The layout name of a line (`Header.layout`) is its prefixes and layout joined by `+`, e.g.
 `cri+default`, `compose+strimzi4`; JSON layouts (the message and its time, level and logger in
@@ -80,7 +82,7 @@ LAYOUTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # The first line of a multi-line message in layouts that write the logger after the message: the
 # time and level open it, the logger ends its last line. Read for its layout and time only.
 OPENINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (DEFAULT, re.compile(rf"\[(?P<ts>{_TS})\] (?P<level>{_LEVEL}) ")),
+    (DEFAULT, re.compile(rf"\[(?P<ts>{_TS})\] (?P<level>{_LEVEL})(?P<pad> *) ")),
     ("strimzi3", re.compile(rf"(?P<ts>{_TS}) (?P<level>{_LEVEL}) ")),
     ("pipe", re.compile(rf"(?P<ts>{_TS}) *\| *(?P<level>{_LEVEL}) *\| ")),
 )
@@ -199,6 +201,8 @@ def read_header(line: str, generic: bool = True) -> Header | None:
         for name, pattern in OPENINGS:
             m = pattern.match(text)
             if m is not None:
+                if m.groupdict().get("pad"):
+                    name += "-padded"
                 return Header("+".join(prefixes + (name,)), m.group("ts"), m.group("level"), None, text[m.end():])
     return header
 

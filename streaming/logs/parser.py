@@ -146,7 +146,7 @@ def _parse_message(line: str, ts_text: str | None, level: str, message: str, log
     match = None
     for family in families:
         for entry in candidate_entries(family, body, debug=debug):
-            if entry.anchor in body:
+            if entry.anchor in body and (entry.levels is None or level in entry.levels):
                 match = entry.pattern.fullmatch(body)
                 if match is not None:
                     break

@@ -24,9 +24,13 @@ _TRIGGER_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((t, re.compile(p)) fo
     ("static_member_replaced", r"Updating metadata for static member (?P<m>\S+)"),
     ("metadata_change", r"Updating metadata for member (?P<m>\S+)"),
     ("rebalance_timeout", r"Removing (?P<ms>.*) on pending sync request expiration"),
-    ("metadata_change", r"Downgrade group "),
+    # Online downgrade of a consumer group to classic (3.8+): the reason says what caused it (4.0+).
+    ("member_leave", r"Downgrade group .+ from consumer to classic for member leaving\.$"),
+    ("static_member_replaced", r"Downgrade group .+ from consumer to classic for static member replacement"),
+    ("group_conversion", r"Downgrade group .+ from consumer to classic(?: with stale assignment)?\.$"),
     ("coordinator_failover", r"Freshly-loaded group "),
-    ("unknown", r"[Ee]rror .*when storing group assignment ?during SyncGroup \(member: (?P<m>\S+)\)"),
+    # The leader's assignment could not be written: the group goes back to PreparingRebalance.
+    ("assignment_store_failed", r"[Ee]rror .*when storing group assignment ?during SyncGroup \(member: (?P<m>\S+)\)"),
 ))
 _CLIENT_REASON_SEP = "; client reason: "
 

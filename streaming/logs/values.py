@@ -33,7 +33,7 @@ def member_list(text: str) -> list[str]:
 FIELD_CONVERTERS: dict[str, Callable[[str], Any]] = {
     "generation": int, "members": int, "static_members": int, "offsets_partition": int,
     "timeout_ms": int, "duration_ms": int, "member_epoch": int, "offsets_removed_total": int,
-    "metadata_hash": int,
+    "metadata_hash": int, "previous_member_epoch": int, "topology_epoch": int, "validated_topology_epoch": int,
     "group_instance_id": optional_value,
     "member_ids": member_list,
     "static": lambda word: word.lower() == "static",   # "Static" | "Dynamic"

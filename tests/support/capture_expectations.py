@@ -15,6 +15,8 @@ CAPTURE_DAY = "2026-11-21"
 LOG_FILES = {
     "kafka-2.7": ("broker1-server.log", "broker2-server.log"),
     "kafka-4.0": ("node1-server.log", "node2-server.log"),
+    "kafka-4.2-modern": ("broker1-server.log", "broker2-server.log"),
+    "kafka-4.4-modern": ("broker1-server.log", "broker2-server.log"),
 }
 
 

@@ -21,6 +21,10 @@ from datetime import datetime, timedelta, timezone
 
 ENTRY = re.compile(r"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d),(\d{3})\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) (.*) "
                    r"\(([\w.$]+)\)$")
+# A message of several lines (`KafkaConfig values: ` and its settings): the opening has the time and
+# level, the logger ends the message's last line.
+OPENING = re.compile(r"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d),(\d{3})\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) (.*)$")
+CLOSING = re.compile(r"^(.*) \(([\w.$]+)\)$")
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 _THREADS = ("data-plane-kafka-request-handler-0", "executor-Heartbeat", "executor-Rebalance",
             "group-coordinator-event-processor-0", "kafka-scheduler-3", "main")
@@ -36,12 +40,37 @@ class Entry:
     message: str | None
     logger: str | None
     lines: list[str]           # the original lines (header line first)
+    message_lines: int = 1     # how many of them the message spans (the logger ends the last one)
+
+
+def _closing(lines: list[str], start: int) -> int | None:
+    """Index of the line that ends a multi-line message opened before `start`, if any."""
+    for j in range(start, len(lines)):
+        if OPENING.match(lines[j]):
+            return None
+        if CLOSING.match(lines[j]):
+            return j
+    return None
 
 
 def entries(lines: list[str]) -> list[Entry]:
     out: list[Entry] = []
+    skip_to = 0
     for i, line in enumerate(lines, start=1):
+        if i <= skip_to:
+            out[-1].lines.append(line)
+            continue
         m = ENTRY.match(line)
+        opening = OPENING.match(line) if m is None else None
+        end = _closing(lines, i) if opening is not None else None
+        if opening is not None and end is not None:
+            date, clock, millis, level, first = opening.groups()
+            last = CLOSING.match(lines[end])
+            assert last is not None
+            message = "\n".join([first, *lines[i:end], last.group(1)])
+            out.append(Entry(i, date, clock, millis, level, message, last.group(2), [line], end - i + 2))
+            skip_to = end + 1
+            continue
         if m is None:
             if not out:
                 out.append(Entry(0, None, None, None, None, None, None, []))
@@ -103,7 +132,7 @@ def _instant(e: Entry) -> tuple[int, int]:
 
 
 def _json_entry(e: Entry, layout: str) -> str:
-    rest = e.lines[1:]
+    rest = e.lines[e.message_lines:]
     thrown = rest and not rest[0].startswith("\t") and ("Exception" in rest[0] or "Error" in rest[0])
     message = e.message if thrown or not rest else "\n".join([e.message or ""] + rest)
     if layout == "ecs-json":                 # JsonTemplateLayout, classpath:EcsLayout.json
@@ -182,12 +211,11 @@ def rewrite(lines: list[str], layout: str, broker: int = 1) -> tuple[list[str], 
             out.append(_json_entry(e, layout))
             origin.append(first)
             continue
+        head = [] if layout in PREFIX_LAYOUTS else _pattern(e, layout, broker).split("\n")
         for k, line in enumerate(e.lines):
             if layout in PREFIX_LAYOUTS:
                 out.append(_prefixed(e, line, len(out), layout, broker))
-            elif k == 0:
-                out.append(_pattern(e, layout, broker))
             else:
-                out.append(line)
+                out.append(head[k] if k < len(head) else line)
             origin.append(first + k)
     return out, origin

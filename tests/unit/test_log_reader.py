@@ -23,7 +23,7 @@ from streaming.rows import END_OF_INPUT_TS_MS
 from streaming.spark.sources.log_replay import LogReplayStreamReader
 from tests.support.capture_expectations import FIXTURES
 
-CAPTURE_LOGS = sorted(str(p) for p in FIXTURES.glob("kafka-*/*.log"))
+CAPTURE_LOGS = sorted(str(p) for c in ("kafka-2.7", "kafka-4.0") for p in FIXTURES.glob(f"{c}/*.log"))
 GC = "kafka.coordinator.group.GroupCoordinator"
 
 

@@ -1,0 +1,261 @@
+"""Handlers of the epoch-based groups of the Java coordinator: KIP-848 consumer groups, share
+groups (KIP-932) and streams groups (KIP-1071). One rebalance per group-epoch bump, complete when
+every member's current assignment (record type 8 / 15 / 22, or the streams "new assignment state"
+line) reaches the epoch and is STABLE.
+
+Which type a group is comes from the events that say it (`data.group_type`: a join line, the
+records); share groups print the consumer wording for their bumps, target assignments and fences,
+so those lines keep the type the group already has."""
+from __future__ import annotations
+
+from state import events as E
+from state.machine.base import REMOVAL_CAUSE_TO_TRIGGER
+from state.machine.common import CommonHandlers
+from state.model import (
+    ASSIGNING, DEAD, EMPTY, EPOCH_PROTOCOLS, NOT_READY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, PROTOCOL_SHARE,
+    PROTOCOL_STREAMS, RECONCILING, STABLE, UNKNOWN, Member
+)
+
+# MemberState.STABLE of the consumer, share and streams member records (code 0; the log line
+# prints its name).
+MEMBER_STATE_STABLE = 0
+MEMBER_STATE_CODES = {"STABLE": MEMBER_STATE_STABLE, "UNREVOKED_PARTITIONS": 1, "UNRELEASED_PARTITIONS": 2,
+                      "UNREVOKED_TASKS": 1, "UNRELEASED_TASKS": 2, "UNKNOWN": 127}
+FENCE_CAUSES = {"session": "heartbeat_expiry", "rebalance": "rebalance_timeout", "join": "rebalance_timeout",
+                "sync": "sync_timeout"}
+
+
+class ModernHandlers(CommonHandlers):
+    def note_consumer_trigger(self, trigger: str, member_id: str | None, ev: E.Event) -> None:
+        if self.m.pending_consumer_trigger is None:
+            self.m.pending_consumer_trigger = {"trigger": trigger, "member": member_id,
+                                               "reason": ev.data.get("message") or ev.reason}
+
+    def group_type_of(self, ev: E.Event) -> str:
+        """The epoch-based type the event says, else the one the group has (consumer by default)."""
+        said = ev.data.get("group_type")
+        if said in EPOCH_PROTOCOLS:
+            return str(said)
+        return self.m.protocol if self.m.protocol in EPOCH_PROTOCOLS else PROTOCOL_CONSUMER
+
+    def become_epoch_based(self, ev: E.Event, target: str | None = None) -> None:
+        m = self.m
+        self.reincarnate_if_dead(ev)
+        target = target or self.group_type_of(ev)
+        if m.protocol == target:
+            return
+        if m.protocol in EPOCH_PROTOCOLS:
+            # A line in the consumer wording made it look like a consumer group; this event says
+            # what it is. Nothing else changes: the group is the same.
+            m.protocol = target
+            if m.open_rebalance is not None and m.open_rebalance.protocol in EPOCH_PROTOCOLS:
+                m.open_rebalance.protocol = target
+            return
+        if m.open_rebalance is not None:
+            self.close_open_as("superseded", ev)
+        m.protocol = target
+        m.members = {k: v for k, v in m.members.items() if v.has_assignment_record}
+        m.members_generation = None
+
+    def move_to(self, state: str, ev: E.Event) -> None:
+        """A derived state of an epoch-based group: share groups are Stable while they have
+        members, a NotReady streams group stays NotReady until its topology is ready."""
+        m = self.m
+        if m.protocol == PROTOCOL_SHARE and state in (ASSIGNING, RECONCILING):
+            state = STABLE
+        if m.protocol == PROTOCOL_STREAMS and m.not_ready_reason is not None and state in (ASSIGNING, RECONCILING,
+                                                                                           STABLE):
+            state = NOT_READY
+        self.transition_to(state, ev, table=m.protocol)
+
+    def on_consumer_member_joined(self, ev: E.Event) -> None:
+        m = self.m
+        self.become_epoch_based(ev)
+        if ev.member_id and ev.member_id not in m.members:
+            m.members[ev.member_id] = Member(member_id=ev.member_id,
+                                             group_instance_id=ev.data.get("group_instance_id"))
+        if ev.member_id:
+            self.observe_join(ev.member_id, None, None, ev.ts_ms)
+        self.note_consumer_trigger("member_join", ev.member_id, ev)
+
+    def on_consumer_member_left(self, ev: E.Event) -> None:
+        self.become_epoch_based(ev)
+        if ev.member_id:
+            known = ev.member_id in self.m.members
+            self.remove_member(ev.member_id, "leave_group", ev)
+            self.note_consumer_trigger("member_leave", ev.member_id, ev)
+            self._maybe_emptied(ev, known)
+
+    def on_consumer_member_fenced(self, ev: E.Event) -> None:
+        self.become_epoch_based(ev)
+        cause = FENCE_CAUSES.get(ev.data.get("fence_reason") or "", "heartbeat_expiry")
+        if ev.member_id:
+            known = ev.member_id in self.m.members
+            self.remove_member(ev.member_id, cause, ev)
+            self.note_consumer_trigger(REMOVAL_CAUSE_TO_TRIGGER[cause], ev.member_id, ev)
+            self._maybe_emptied(ev, known)
+
+    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool) -> None:
+        """The last member the group had is gone: the group is Empty, and an epoch still
+        reconciling ends so. Kafka bumps the epoch again, but logs no "Bumped" line for a leave
+        or a fence (4.4): without this, a group read from its logs alone would stay
+        "rebalancing". Only for a member the model knew: a group seen mid-life may have members
+        it never saw."""
+        m = self.m
+        if m.members or not removed_was_known:
+            return
+        self.move_to(EMPTY, ev)
+        o = m.open_rebalance
+        if o is not None and o.protocol in EPOCH_PROTOCOLS and o.completed_at_ms is None:
+            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+
+    def on_rebalance_requested(self, ev: E.Event) -> None:
+        self.become_epoch_based(ev)
+        self.note_consumer_trigger(ev.data.get("trigger") or "metadata_change",
+                                   ev.member_id or ev.data.get("prefix_member"), ev)
+
+    def start_epoch(self, ev: E.Event, epoch: int) -> None:
+        m = self.m
+        self.become_epoch_based(ev)
+        if m.open_rebalance is not None:
+            self.close_open_as("superseded", ev)
+        pending = m.pending_consumer_trigger or {}
+        m.pending_consumer_trigger = None
+        self.start_rebalance(ev, m.protocol, m.generation,
+                             pending.get("trigger") or "group_epoch_bump", pending.get("member"),
+                             pending.get("reason") or ev.reason, ev.ts_ms, generation=epoch)
+        m.generation = epoch
+        # Completion is decided by the members' current assignments.
+        self.move_to(ASSIGNING if m.members else EMPTY, ev)
+
+    def on_group_epoch_bumped(self, ev: E.Event) -> None:
+        m = self.m
+        if ev.generation is None:
+            return
+        o = m.open_rebalance
+        if m.protocol in EPOCH_PROTOCOLS and m.generation is not None and ev.generation <= m.generation:
+            # The epoch record sorted first and opened this epoch already: the log line only
+            # brings an earlier start, the reason and the group's type.
+            self.become_epoch_based(ev)
+            if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation \
+                    and o.started_at_ms is not None:
+                o.started_at_ms = min(o.started_at_ms, ev.ts_ms)
+            return
+        self.start_epoch(ev, ev.generation)
+
+    def on_target_assignment(self, ev: E.Event) -> None:
+        m = self.m
+        if ev.generation is not None and m.protocol in EPOCH_PROTOCOLS and m.generation is not None \
+                and ev.generation > m.generation:
+            # A fence or a leave bumps the epoch without a "Bumped" line (the epoch record has
+            # it): the target assignment of the new epoch is the first line that shows it.
+            self.start_epoch(ev, ev.generation)
+        m.target_assignment_epoch = ev.generation
+        if m.protocol in EPOCH_PROTOCOLS and m.members:
+            self.move_to(RECONCILING, ev)
+
+    def on_group_converted(self, ev: E.Event) -> None:
+        m = self.m
+        to = ev.data.get("to")
+        if to in EPOCH_PROTOCOLS:
+            self.become_epoch_based(ev, str(to))
+        elif to == PROTOCOL_CLASSIC and m.protocol in EPOCH_PROTOCOLS:
+            self.close_open_as("superseded", ev)
+            m.protocol = PROTOCOL_CLASSIC
+
+    def on_streams_topology(self, ev: E.Event) -> None:
+        m = self.m
+        self.become_epoch_based(ev)
+        if ev.data.get("topology_epoch") is not None:
+            m.topology_epoch = ev.data["topology_epoch"]
+        ready = ev.data.get("ready")
+        if ready is False:
+            m.not_ready_reason = ev.data.get("not_ready_reason") or "not_ready"
+            self.transition_to(NOT_READY, ev, table=m.protocol)
+        elif ready is True and m.not_ready_reason is not None:
+            m.not_ready_reason = None
+            o = m.open_rebalance
+            self.move_to(ASSIGNING if o is not None and o.completed_at_ms is None else STABLE if m.members
+                         else EMPTY, ev)
+
+    def on_cg_epoch(self, ev: E.Event) -> None:
+        m = self.m
+        if ev.data.get("tombstone"):
+            if m.protocol in EPOCH_PROTOCOLS:
+                self.on_group_dead(ev)
+            return
+        if ev.generation is None:
+            return
+        if m.protocol in EPOCH_PROTOCOLS and m.generation is not None and ev.generation <= m.generation:
+            self.become_epoch_based(ev)
+            return
+        if m.protocol == PROTOCOL_CLASSIC and m.state not in (UNKNOWN, DEAD) \
+                and m.last_emitted_generation is not None:
+            # Conversion writes an epoch record without a "Bumped" line; the next bump counts.
+            self.become_epoch_based(ev)
+            m.generation = ev.generation
+            return
+        self.start_epoch(ev, ev.generation)
+
+    def on_cg_member(self, ev: E.Event) -> None:
+        m = self.m
+        if not ev.member_id or ev.data.get("tombstone"):
+            return
+        self.become_epoch_based(ev)
+        member = m.members.get(ev.member_id) or Member(member_id=ev.member_id)
+        member.client_id = ev.data.get("client_id", member.client_id)
+        member.client_host = ev.data.get("client_host", member.client_host)
+        member.group_instance_id = ev.data.get("instance_id", member.group_instance_id)
+        member.rebalance_timeout_ms = ev.data.get("rebalance_timeout_ms", member.rebalance_timeout_ms)
+        if ev.data.get("session_timeout_ms") is not None:
+            member.session_timeout_ms = ev.data["session_timeout_ms"]
+        if ev.data.get("topology_epoch") is not None:
+            m.topology_epoch = max(m.topology_epoch or 0, ev.data["topology_epoch"])
+        m.members[ev.member_id] = member
+        self.observe_join(ev.member_id, member.client_id, member.client_host, ev.ts_ms)
+
+    def on_cg_target_epoch(self, ev: E.Event) -> None:
+        if not ev.data.get("tombstone") and ev.generation is not None:
+            self.m.target_assignment_epoch = ev.generation
+
+    def on_cg_member_assignment(self, ev: E.Event) -> None:
+        if not ev.member_id:
+            return
+        if ev.data.get("tombstone"):
+            self.m.members.pop(ev.member_id, None)
+        else:
+            self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
+        self.check_convergence(ev)
+
+    def on_member_assignment_state(self, ev: E.Event) -> None:
+        """The log line that says what the assignment record says (streams 4.1+, consumer 3.8-3.9)."""
+        if not ev.member_id:
+            return
+        name = ev.data.get("state_name")
+        self._member_reached(ev, ev.data.get("member_epoch"), MEMBER_STATE_CODES.get(str(name), 127))
+        self.check_convergence(ev)
+
+    def _member_reached(self, ev: E.Event, epoch: int | None, state: int | None) -> None:
+        m = self.m
+        self.become_epoch_based(ev)
+        member = m.members.get(ev.member_id or "") or Member(member_id=ev.member_id or "")
+        member.member_epoch = epoch
+        member.member_state = state
+        member.has_assignment_record = True
+        m.members[member.member_id] = member
+
+    def check_convergence(self, ev: E.Event) -> None:
+        m = self.m
+        o = m.open_rebalance
+        if o is None or o.protocol not in EPOCH_PROTOCOLS or o.generation is None:
+            return
+        live = [mm for mm in m.members.values() if mm.has_assignment_record]
+        if not live:
+            if not m.members:
+                self.move_to(EMPTY, ev)
+                self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+            return
+        if all(mm.member_epoch == o.generation and mm.member_state == MEMBER_STATE_STABLE for mm in live):
+            o.completed_at_ms = ev.ts_ms
+            self.move_to(STABLE, ev)
+            self.emit_rebalance(o, "stable", ev.ts_ms, len(live))

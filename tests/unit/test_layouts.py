@@ -187,6 +187,7 @@ def test_a_coordinator_line_in_an_unknown_layout_is_counted_as_such():
 
 def test_first_line_of_a_multi_line_message_has_its_layout_and_time():
     for line, layout in [("[2026-11-21 19:21:26,163] INFO KafkaConfig values: ", "default"),
+                         ("[2026-11-21 19:21:26,163] INFO  KafkaConfig values: ", "default-padded"),
                          ("2026-11-21 19:21:26,163 INFO KafkaConfig values: ", "strimzi3"),
                          ("2026-11-21 19:21:26,163 | INFO  | [main] | KafkaConfig values: ", "pipe")]:
         header = read_header(line)

@@ -40,7 +40,7 @@ Host hint: the first string among `host.name`, `kubernetes.pod_name`, `host`, `h
 `kubernetes.host`. It is kept with quarantine records and, as `data.log_host`, with the events
 of that line (the clock-skew metric names it as the source).
 
-The Spark query does the same in the JVM (streaming/spark/steps.py `unwrap_columns`); both
+The Spark query does the same in the JVM (streaming/spark/steps.py `unwrap_frame`); both
 implementations are tested against each other.
 """
 from __future__ import annotations

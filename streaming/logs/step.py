@@ -218,7 +218,7 @@ def _frame(rows: list) -> pd.DataFrame:
 
 
 def _fields_column(pdf: pd.DataFrame) -> Iterable[Header | None]:
-    """The JSON layout fields the JVM envelope step found (streaming/spark/steps.py unwrap_columns)."""
+    """The JSON layout fields the JVM envelope step found (streaming/spark/steps.py unwrap_frame)."""
     if "layout_field" not in pdf:
         return [None] * len(pdf)
     return [None if is_missing(layout) else Header(layout, None if is_missing(ts) else ts, level, logger, "")

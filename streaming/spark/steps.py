@@ -70,11 +70,16 @@ def _json_time(raw, names: tuple[str, ...]):
 
 def json_layout_columns(doc) -> tuple:
     """streaming/logs/envelope.py `json_layout_fields` in the JVM: (layout, time, level, logger) of a
-    JSON layout document, all null for other documents."""
+    JSON layout document, all null for other documents.
+
+    Only a text that starts with `{` is read as JSON: the test comes first in every condition, so the
+    JSON fields are not evaluated for plain lines (And evaluates its right side only when the left
+    is true), which would otherwise cost tens of JSON parse attempts per row."""
     layout = ts = level = logger = F.lit(None).cast("string")
+    looks_json = F.ltrim(doc).startswith("{")
     for name, levels, loggers, times in reversed(JSON_LAYOUTS):     # the first one listed wins
         lv, lg = _json_name(doc, levels), _json_name(doc, loggers)
-        hit = lv.isNotNull() & lg.isNotNull()
+        hit = looks_json & lv.isNotNull() & lg.isNotNull()
         layout = F.when(hit, F.lit(name)).otherwise(layout)
         ts = F.when(hit, _json_time(doc, times)).otherwise(ts)
         level = F.when(hit, F.upper(lv)).otherwise(level)
@@ -101,16 +106,25 @@ def _first_line(text):
     return F.regexp_replace(F.substring_index(text, "\n", 1), "\r$", "")
 
 
-def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
-                   default_spec: LogSourceSpec | None = None) -> list:
-    """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`).
+_STAGE = "__unwrap_"     # prefix of the intermediate columns of unwrap_frame
 
-    Returns the columns `line` (the log4j line: the row itself, or the first line of the JSON
-    envelope's message/log/msg field; null when a JSON row has none), `broker_hint` (int, from
-    the source's `broker_id_field`), `host_hint` (string), and the JSON layout fields
-    `layout_field`, `ts_field`, `level_field`, `logger_field` (json_layout_columns; of the document
-    itself, or of a JSON layout document inside its message, then named `envelope+<layout>`).
+
+def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
+                 default_spec: LogSourceSpec | None = None) -> DataFrame:
+    """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`): `df` plus
+    the columns `line` (the log4j line: the row itself, or the first line of the JSON envelope's
+    message/log/msg field; null when a JSON row has none), `broker_hint` (int, from the source's
+    `broker_id_field`), `host_hint` (string), and the JSON layout fields `layout_field`, `ts_field`,
+    `level_field`, `logger_field` (json_layout_columns; of the document itself, or of a JSON layout
+    document inside its message, then named `envelope+<layout>`).
+
+    Built in stages (one projection each, intermediate columns dropped at the end): written as one
+    expression, every use of the document, the message and the layout fields repeats their whole
+    expression tree, and the plan grows so large that planning it cost more CPU than reading the
+    rows (bench/logs, docs/benchmarks.md).
     """
+    def c(name: str):
+        return F.col(_STAGE + name)
     raw = F.col(raw_col)
     source = F.col("source_id")
     json_ids = [sid for sid, spec in specs.items() if spec.envelope == ENVELOPE_JSON]
@@ -126,15 +140,23 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
                 .otherwise(fallback_json))
     # A JSON document behind container/transport prefixes (auto mode only; unreadable: a plain row).
     prefixed = F.when(auto & ~top_json, F.regexp_extract(raw, PREFIXED_JSON, 1)).otherwise(F.lit(""))
-    doc = F.when(prefixed != "", prefixed).otherwise(raw)
-    message = _message(doc)
-    is_json = top_json | ((prefixed != "") & message.isNotNull())
-    first = _first_line(message)
-    layout, ts, level, logger = json_layout_columns(doc)
-    n_layout, n_ts, n_level, n_logger = json_layout_columns(first)
-    n_message = _message(first)
-    nested = is_json & layout.isNull() & first.startswith("{") & n_layout.isNotNull() & n_message.isNotNull()
-    line = F.when(nested, _first_line(n_message)).when(is_json, first).otherwise(raw)
+    df = df.withColumns({_STAGE + "top_json": top_json, _STAGE + "prefixed": prefixed})
+    df = df.withColumn(_STAGE + "doc", F.when(c("prefixed") != "", c("prefixed")).otherwise(raw))
+    doc = c("doc")
+    df = df.withColumn(_STAGE + "message", F.when(c("top_json") | (c("prefixed") != ""), _message(doc)))
+    df = df.withColumns({
+        _STAGE + "is_json": c("top_json") | ((c("prefixed") != "") & c("message").isNotNull()),
+        _STAGE + "first": _first_line(c("message"))})
+    is_json, first = c("is_json"), c("first")
+    own = dict(zip(("layout", "ts", "level", "logger"), json_layout_columns(doc)))
+    df = df.withColumns({_STAGE + k: F.when(is_json, v) for k, v in own.items()})
+    inner = dict(zip(("n_layout", "n_ts", "n_level", "n_logger"), json_layout_columns(first)))
+    df = df.withColumns({**{_STAGE + k: F.when(is_json & c("layout").isNull(), v) for k, v in inner.items()},
+                         _STAGE + "n_message": F.when(is_json & first.startswith("{"), _message(first))})
+    df = df.withColumn(_STAGE + "nested", is_json & c("layout").isNull() & c("n_layout").isNotNull()
+                       & c("n_message").isNotNull())
+    nested = c("nested")
+    line = F.when(nested, _first_line(c("n_message"))).when(is_json, first).otherwise(raw)
     hosts = []
     for name in HOST_FIELDS:
         value = _json_field(doc, name)
@@ -147,11 +169,15 @@ def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
         if spec.broker_id_field:
             broker = F.when(is_json & (source == sid), _broker_id(doc, spec.broker_id_field)).otherwise(broker)
 
-    def pick(own, inner, name: str):
-        return F.when(nested, inner).when(is_json, own).alias(name)
-    return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint"),
-            pick(layout, F.concat(F.lit("envelope+"), n_layout), "layout_field"), pick(ts, n_ts, "ts_field"),
-            pick(level, n_level, "level_field"), pick(logger, n_logger, "logger_field")]
+    def pick(own_col, inner_col, name: str):
+        return F.when(nested, inner_col).when(is_json, own_col).alias(name)
+    df = df.withColumns({
+        "line": line, "broker_hint": broker, "host_hint": host,
+        "layout_field": pick(c("layout"), F.concat(F.lit("envelope+"), c("n_layout")), "layout_field"),
+        "ts_field": pick(c("ts"), c("n_ts"), "ts_field"),
+        "level_field": pick(c("level"), c("n_level"), "level_field"),
+        "logger_field": pick(c("logger"), c("n_logger"), "logger_field")})
+    return df.drop(*[name for name in df.columns if name.startswith(_STAGE)])
 
 
 def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
@@ -169,9 +195,8 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: 
     if specs:
         keep = keep | F.col("source_id").isin(list(specs))
     prefiltered = raw.where(keep | coordinator_line_filter("line"))
-    unwrapped = prefiltered.select(
-        "source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof",
-        *unwrap_columns("line", specs, default_spec))
+    unwrapped = unwrap_frame(prefiltered.select("source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof"),
+                             "raw", specs, default_spec)
     kept = unwrapped.where(keep | F.col("line").isNull() | coordinator_line_filter("line")
                            | coordinator_line_filter("logger_field"))
     return kept.mapInPandas(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,

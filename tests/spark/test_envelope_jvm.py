@@ -32,8 +32,8 @@ JSON_LAYOUT_DOCS = [
 
 @pytest.mark.spark
 def test_jvm_envelope_step_equals_python(spark):
-    """streaming/spark/steps.py unwrap_columns (get_json_object in the JVM) == envelope.unwrap."""
-    from streaming.spark.steps import unwrap_columns
+    """streaming/spark/steps.py unwrap_frame (get_json_object in the JVM) == envelope.unwrap."""
+    from streaming.spark.steps import unwrap_frame
     raws = [LINE, filebeat(LINE, fields={"broker_id": 7}), fluent_bit(LINE), vector(LINE),
             filebeat(LINE + "\nsecond line"), json.dumps({"log": LINE + "\r\n"}), fluent_bit(LINE, pod="kafka"),
             "{not json kafka.coordinator.group.GroupCoordinator", json.dumps({"other": 1}), "   " + vector(LINE),
@@ -51,7 +51,9 @@ def test_jvm_envelope_step_equals_python(spark):
              "plain": LogSourceSpec("c", envelope=ENVELOPE_PLAIN)}
     rows = [(sid, raw) for sid in specs for raw in raws]
     df = spark.createDataFrame(rows, "source_id string, raw string")
-    got = [tuple(r) for r in df.select("source_id", "raw", *unwrap_columns("raw", specs)).collect()]
+    got = [tuple(r) for r in unwrap_frame(df, "raw", specs).select(
+        "source_id", "raw", "line", "broker_hint", "host_hint", "layout_field", "ts_field", "level_field",
+        "logger_field").collect()]
     expected = []
     for sid, raw in rows:
         spec = specs[sid]

@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from sinks.group_gauges import PREFIX, GroupStateCollector
 from sinks.health import HealthMetrics
 from state.events import SOURCE_LOG, SOURCE_OFFSETS
+from sinks.log_sources import LogSourceMetrics
 from state.model import DEAD
 from state.outputs import OutputKind
 
@@ -52,7 +53,7 @@ QUARANTINE_REASONS = {
 class MetricsSink:
     def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None,
                  max_groups: int = 10_000, dead_group_retention_seconds: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, log_silence_seconds: float = 1800.0):
         self.registry = registry or CollectorRegistry()
         self.max_groups = max_groups
         self.dead_group_retention_seconds = dead_group_retention_seconds
@@ -101,6 +102,7 @@ class MetricsSink:
             "outcome (decoded, unknown_type, unknown_version, corrupt).",
             ["cluster", "key_version", "value_version", "outcome"], registry=r)
         self.health = HealthMetrics(r)
+        self.log_sources = LogSourceMetrics(r, clock, log_silence_seconds)
         self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",
                                      "Groups whose series are folded into group=\"__other__\" (max_groups).",
                                      registry=r)
@@ -116,7 +118,7 @@ class MetricsSink:
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
             OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
-            OutputKind.QUARANTINE: self._quarantine,
+            OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
         }
 
     # ------------------------------------------------------------------ group series
@@ -184,9 +186,12 @@ class MetricsSink:
             self.invalid_transitions.labels(record["cluster"]).inc()
 
     def _decode_stats(self, record: dict[str, Any]) -> None:
+        total = 0
         for key_version, value_version, outcome, n in record.get("counts") or []:
             self.offsets_records.labels(record.get("cluster") or "default", str(key_version),
                                         str(value_version), str(outcome)).inc(int(n))
+            total += int(n)
+        self.log_sources.observe_offsets(record.get("cluster") or "default", total)
 
     def _clock_skew(self, record: dict[str, Any]) -> None:
         key = (record.get("cluster") or "default", record["source"])

@@ -24,12 +24,13 @@ class OutputKind(StrEnum):
     CLOCK_SKEW = "clock_skew"
     QUARANTINE = "quarantine"        # an input that could not be used (parse/decode steps)
     DECODE_STATS = "decode_stats"    # per-batch record counts of the offsets decoder
+    LOG_STATS = "log_stats"          # per-task line counts of each log source, by layout and class
     CLOCK = "clock"                  # the batch watermark (feeds the driver's correlator)
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
 RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.QUARANTINE,
-                OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS)
+                OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
 
 OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
 IN_PROGRESS = "in_progress"

@@ -138,7 +138,8 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
-                                     dead_group_retention_seconds=settings.dead_group_retention_seconds)
+                                     dead_group_retention_seconds=settings.dead_group_retention_seconds,
+                                     log_silence_seconds=settings.log_silence_seconds)
     server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)

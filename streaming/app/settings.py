@@ -353,6 +353,8 @@ class RunSettings(QuerySettings, _Serving):
     group_deny: list[str] = Field(default_factory=list, description="regexes")
     max_groups: int = Field(default=10_000, ge=1, description="cap on groups exported as series")
     dead_group_retention_seconds: float = Field(default=600.0, ge=0)
+    log_silence_seconds: float = Field(default=1800.0, gt=0,
+                                       description="a log source without coordinator lines this long is flagged")
 
     @field_validator("group_allow", "group_deny")
     @classmethod

@@ -1,4 +1,4 @@
-"""Every group-coordinator message Kafka 1.1-4.4 prints, rendered as the broker prints it, is
+"""Every group-coordinator message Kafka 0.10.2-4.4 prints, rendered as the broker prints it, is
 recognised: it becomes the events its words promise, or it is an entry that says why it carries
 no fact. The table (tests/data/coordinator_templates.jsonl) is read from each release's own code
 by scripts/extract-coordinator-templates, not written by hand; tests/data/README.md says how."""
@@ -41,8 +41,8 @@ def render(row: dict[str, Any]) -> str:
 
 
 # 0.10.2-1.0 lines are read by the same parser (their logger names and prefixes differ); the
-# table keeps only the wordings 1.1 does not print for them.
-SUPPORTED = [r for r in ROWS if any(_version_key(v) >= (1, 1) for v in r["versions"])]
+# table keeps only the wordings 1.1 does not print for them, and they are held to the same rules.
+SUPPORTED = ROWS
 INFO_PLUS = [r for r in SUPPORTED if r["level"] in ("INFO", "WARN", "ERROR")]
 DEBUG = [r for r in SUPPORTED if r["level"] == "DEBUG"]
 

@@ -27,6 +27,12 @@ NO_FACT: list[CatalogEntry] = [
             r"(?:Scheduling loading of|Finished loading|Scheduling unloading of|Already loading) offsets and "
             r"group metadata from .+", " offsets and group metadata from ",
             why="partition load/unload bookkeeping; the per-group load/unload lines carry the fact"),
+    no_fact("scala_partition_load_unload_0_10", "scala", "0.10.2",
+            r"(?:Loading offsets and group metadata from \S+|Finished loading offsets from \S+ in \d+ milliseconds\.)",
+            " from ", why="partition load bookkeeping; the per-group load lines carry the fact"),
+    no_fact("scala_follower_transition_0_10", "scala", "0.10.2",
+            r"Removed \d+ cached (?:groups|offsets) for \S+ on follower transition\.", " on follower transition.",
+            why="partition unload summary; the per-group unload lines carry the fact"),
     no_fact("scala_offset_load_in_progress_1_1", "scala", "1.1",
             r"Offset load from \S+ already in progress\.", "Offset load from ",
             why="partition load bookkeeping"),

@@ -71,6 +71,7 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
     kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
     for kind in kinds:
         metrics.health.source_up.labels(kind).set(0)
+        metrics.health.offset_gaps.labels(kind).set(0)    # none known before the first read
     client = _check_client(kafka)
     LOG.info("run: checking Kafka at %s for %s (each attempt waits up to %.0f s for an answer)",
              kafka.bootstrap_servers, ", ".join(topics), client["bootstrap_timeout_ms"] / 1000)

@@ -164,7 +164,7 @@ def action_trigger(entry: dict, protocol: str) -> str:
     return "unknown"
 
 
-NAMED_MEMBER = re.compile(r"\(reason: (?:Adding new member|removing member) (\S+?)[ ,;)]")
+NAMED_MEMBER = re.compile(r"\(reason: (Adding new member|removing member) (\S+?)[ ,;)]")
 
 
 def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dict | None:
@@ -174,7 +174,10 @@ def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dic
     # last action (a member started before another one's close can join after it, under load).
     named = NAMED_MEMBER.search(line)
     if named is not None:
-        mine = [e for e in prior if e.get("client_id") and named.group(1).startswith(e["client_id"] + "-")]
+        mine = [e for e in prior if e.get("client_id") and named.group(2).startswith(e["client_id"] + "-")]
+        if named.group(1) == "Adding new member":
+            # its JoinGroup reached the broker after the bed had already closed it, under load
+            mine = [e for e in mine if e["action"] in ("start", "resume", "resume_polling")]
         if mine:
             return mine[-1]
     return prior[-1] if prior else None

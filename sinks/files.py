@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from state.outputs import OutputKind
+from state.outputs import OutputKind, upgrade_record
 
 # Output kind -> the name of its records: replay file `<name>.jsonl`, event sink folder `<name>/`.
 RECORD_FILES: dict[str, str] = {
@@ -90,7 +90,7 @@ class EventSink:
             with open(path, encoding="utf-8") as handle:
                 for line in handle:
                     if line.strip():
-                        yield json.loads(line)
+                        yield upgrade_record(kind, json.loads(line))
 
 
 class GroupStateFile:

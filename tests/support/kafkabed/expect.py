@@ -335,7 +335,10 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
     return exp
 
 
-LEFT_MEMBER = re.compile(r"(?:member\.id |Member )(\S+?)\]? (?:in group \S+ has left|has left group)")
+# "Member[..., member.id M] in group G has left" (2.x), "Member MemberMetadata(memberId=M, ...) has
+# left group G" (3.x), "Member M has left group through ..." (4.x)
+LEFT_MEMBER = re.compile(r"(?:member\.id |memberId=|Member (?!MemberMetadata))([\w.-]+)[^\n]*? "
+                         r"(?:in group \S+ has left|has left group)")
 
 
 def _left_clients(lines: list, timeline: list) -> frozenset:

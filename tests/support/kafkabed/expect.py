@@ -253,7 +253,7 @@ def group_protocol(timeline: list) -> str:
 
 
 def expected_removals(timeline: list, version: str, protocol: str, pause_window_ms: int,
-                      left: frozenset = frozenset()) -> list[ExpRemoval]:
+                      left: frozenset = frozenset(), expired: frozenset = frozenset()) -> list[ExpRemoval]:
     """Walks each member (client id) through its actions: a member that had been assigned
     partitions and is then killed, frozen, stalled or closed is removed. So is a member closed
     before it said it joined whose leave the broker logged (`left`: the broker completed its join
@@ -283,6 +283,9 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
             out.append(ExpRemoval(cid, "heartbeat_expiry", "process_pause" if back else "process_crash", a, e["ts_ms"]))
         elif a == "stop_polling":
             out.append(ExpRemoval(cid, "poll_timeout", "slow_processing", a, e["ts_ms"]))
+        elif cid in expired and cid not in left:
+            # closed, but its LeaveGroup never reached the broker, which expired it (under load)
+            out.append(ExpRemoval(cid, "heartbeat_expiry", "process_crash", a, e["ts_ms"]))
         else:
             out.append(ExpRemoval(cid, "leave_group", "graceful_shutdown", a, e["ts_ms"]))
     return out
@@ -328,7 +331,8 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
         last = exp.rebalances[-1] if exp.rebalances else None
         if last is not None and _emptied(timeline) and last.trigger != "member_join":
             last.outcomes = ("empty",)     # the bump that removed the last member
-    exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline))
+    exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline),
+                                     _clients_of(EXPIRED_MEMBER, lines, timeline))
     exp.dead = any(e["action"] in ("delete_group", "offsets_expired") for e in timeline)
     if jars.parse_version(version) < (3, 2):
         exp.notes.append("no KIP-800 client reasons (3.2+): poll timeouts are inferred from the rejoin")
@@ -341,10 +345,18 @@ LEFT_MEMBER = re.compile(r"(?:member\.id |memberId=|Member (?!MemberMetadata))([
                          r"(?:in group \S+ has left|has left group)")
 
 
+EXPIRED_MEMBER = re.compile(r"Member ([\w.-]+) in group \S+ has failed")
+
+
 def _left_clients(lines: list, timeline: list) -> frozenset:
     """Client ids whose member the broker's lines say left the group (classic member ids are
     `<client id>-<uuid>`)."""
-    ids = {m.group(1) for ln in lines if (m := LEFT_MEMBER.search(ln.text))}
+    return _clients_of(LEFT_MEMBER, lines, timeline)
+
+
+def _clients_of(pattern: re.Pattern, lines: list, timeline: list) -> frozenset:
+    """Client ids whose member a broker line of this pattern names."""
+    ids = {m.group(1) for ln in lines if (m := pattern.search(ln.text))}
     clients = {e["client_id"] for e in timeline if e.get("client_id")}
     return frozenset(c for c in clients if any(i.startswith(c + "-") for i in ids))
 

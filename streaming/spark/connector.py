@@ -21,7 +21,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from streaming.spark.sources.kafka import TopicsMissing
+from streaming.spark.sources.kafka import TopicsMissing, run_check_until_stopped
 from streaming.spark.sources.kafka_login import KafkaLoginFailed
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13"
@@ -129,18 +129,5 @@ def check_topics_connector(spark: SparkSession, bootstrap: str, spark_options: d
     a message when Kafka does not answer; TopicsMissing; KafkaLoginFailed when Kafka refuses the
     TLS or SASL options; ValueError for options the Kafka client rejects. Returns at once (with a
     message) when `stop` is set; the JVM call ends by its own timeout."""
-    outcome: dict[str, Any] = {}
-
-    def attempt() -> None:
-        try:
-            outcome["problem"] = _checked(spark, bootstrap, spark_options, topics, timeout_s)
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=attempt, name="kafka-topic-check-jvm", daemon=True)
-    worker.start()
-    while worker.is_alive() and not (stop is not None and stop.is_set()):
-        worker.join(0.1)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("problem", f"stopped while checking Kafka at {bootstrap}")
+    return run_check_until_stopped(lambda: _checked(spark, bootstrap, spark_options, topics, timeout_s),
+                                   "kafka-topic-check-jvm", stop, f"stopped while checking Kafka at {bootstrap}")

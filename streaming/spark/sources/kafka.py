@@ -24,7 +24,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -340,20 +340,32 @@ def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[
     a message: callers look at `stop` first). Either way the check's client is closed at the end:
     that fails a call still blocked and stops the IO thread even of a consumer that never got built."""
     clients = _ClientKeeper()
+    return run_check_until_stopped(
+        lambda: _check_topics(bootstrap_servers, topics, client_config, timeout_s, clients),
+        "kafka-topic-check", stop, f"stopped while checking Kafka at {bootstrap_servers}",
+        on_end=clients.close)
+
+
+def run_check_until_stopped(check: Callable[[], str | None], name: str, stop: threading.Event | None,
+                            stopped: str, on_end: Callable[[], None] | None = None) -> str | None:
+    """`check()` on a daemon thread (a Kafka client can block for its own timeouts): its result or
+    exception once it ends, or `stopped` as soon as `stop` is set. `on_end` runs either way, before
+    a last short wait (closing a client fails a call still blocked on it)."""
     outcome: dict[str, Any] = {}
 
     def attempt() -> None:
         try:
-            outcome["problem"] = _check_topics(bootstrap_servers, topics, client_config, timeout_s, clients)
+            outcome["problem"] = check()
         except BaseException as exc:
             outcome["error"] = exc
 
-    worker = threading.Thread(target=attempt, name="kafka-topic-check", daemon=True)
+    worker = threading.Thread(target=attempt, name=name, daemon=True)
     worker.start()
     while worker.is_alive() and not (stop is not None and stop.is_set()):
         worker.join(0.1)
-    clients.close()
-    worker.join(1.0)   # done: at once; stopped: the closed client fails the blocked call
+    if on_end is not None:
+        on_end()
+        worker.join(1.0)   # done: at once; stopped: the closed client fails the blocked call
     if "error" in outcome:
         raise outcome["error"]
-    return outcome.get("problem", f"stopped while checking Kafka at {bootstrap_servers}")
+    return outcome.get("problem", stopped)

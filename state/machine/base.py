@@ -13,7 +13,8 @@ from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.model import (
-    DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member, OpenRebalance, is_legal
+    DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member,
+    OpenRebalance, is_legal,
 )
 from state.outputs import OutputKind, invalid_transition_record, rebalance_record, removal_record
 
@@ -186,11 +187,21 @@ class MachineBase:
             m.open_rebalance = None
 
     def flush_pending_completion(self, now_ms: int, closing_event: E.Event | None = None) -> None:
-        """Emit a Stable-completed classic rebalance still waiting for its metadata record."""
+        """Emit a Stable-completed classic rebalance still waiting for its metadata record, or an
+        epoch-based group's emptying epoch still waiting for its "Bumped" line (modern._emptied)."""
         o = self.m.open_rebalance
         if o is None or o.completed_at_ms is None:
             return
         due = now_ms > o.completed_at_ms + METADATA_GRACE_MS
+        if o.protocol in EPOCH_PROTOCOLS:
+            # The offsets records of the leave (tombstones, the epoch record) arrive in the same
+            # millisecond and do not close the wait; any other log line does.
+            if closing_event is not None and not due:
+                due = closing_event.source == E.SOURCE_LOG and not (
+                    closing_event.kind == E.GROUP_EPOCH_BUMPED and closing_event.generation == o.generation)
+            if due:
+                self.emit_emptied(o, o.completed_at_ms)
+            return
         if closing_event is not None and not due:
             # Anything but that generation's metadata record closes the wait as well.
             due = not (closing_event.kind == E.GROUP_METADATA
@@ -199,6 +210,12 @@ class MachineBase:
                                                E.ASSIGNMENT_RECEIVED)
         if due:
             self.emit_rebalance(o, "stable", o.completed_at_ms, len(self.m.members) or None)
+
+    def emit_emptied(self, o: OpenRebalance, ended_at_ms: int) -> None:
+        """An epoch that emptied the group: `empty` records carry no completion time (completed_at_ms
+        only marked the wait for its "Bumped" line)."""
+        o.completed_at_ms = None
+        self.emit_rebalance(o, "empty", ended_at_ms, 0)
 
     def close_open_as(self, outcome: str, ev: E.Event) -> None:
         o = self.m.open_rebalance

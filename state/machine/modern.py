@@ -118,7 +118,9 @@ class ModernHandlers(CommonHandlers):
                                     ev.data.get("message") or ev.reason, ev.ts_ms, generation=m.generation + 1)
         m.generation += 1
         self.move_to(EMPTY, ev)
-        self.emit_rebalance(bump, "empty", ev.ts_ms, 0)
+        # Held METADATA_GRACE_MS for the "Bumped group epoch" line that 4.0 logs right after
+        # (the epoch starts there); flush_pending_completion emits it `empty`.
+        bump.completed_at_ms = ev.ts_ms
 
     def on_rebalance_requested(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
@@ -149,6 +151,11 @@ class ModernHandlers(CommonHandlers):
             # brings an earlier start, the reason and the group's type.
             self.become_epoch_based(ev)
             if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation \
+                    and o.completed_at_ms is not None:
+                # The last member's leave bumped this epoch (_emptied): Kafka's line dates it.
+                o.started_at_ms = ev.ts_ms
+                self.emit_emptied(o, max(ev.ts_ms, o.completed_at_ms))
+            elif o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation \
                     and o.started_at_ms is not None:
                 o.started_at_ms = min(o.started_at_ms, ev.ts_ms)
             return

@@ -215,6 +215,22 @@ def test_old_removal_is_not_attached_to_a_later_rebalance():
 
 
 # ------------------------------------------------------------------------------- 4. heartbeat expiry
+@pytest.mark.parametrize("move_ms,root_cause", [
+    (17000, "coordinator_wide"),   # the group moved 3 s before: the new coordinator expired it
+    (20000, "coordinator_wide"),
+    (23500, "process_crash"),      # a failover 3.5 s later did not cause the expiry
+    (9000, "process_crash"),       # 11 s before: outside coordinator_wide_window_ms
+])
+def test_only_a_coordinator_move_before_an_expiry_explains_it(move_ms, root_cause):
+    start, _ = stable_group([C1, C2])
+    moved = ev(move_ms, E.GROUP_LOADED, 1, data={"members": 2}, broker=2)
+    failed = ev(20000, E.MEMBER_FAILED, member_id=C2)
+    m = run(start + sorted([moved, failed], key=E.Event.sort_key))
+    m.advance_to(FAR_FUTURE_MS)
+    [removed] = [r for k, r in m.outputs if k == OutputKind.REMOVAL]     # as diagnosed
+    assert (removed["cause"], removed["root_cause"]) == ("heartbeat_expiry", root_cause), removed["evidence"]
+
+
 def test_heartbeat_expiry_uses_member_info_from_metadata_record():
     start, first = stable_group([C1, C2])
     failed = ev(20000, E.MEMBER_FAILED, member_id=C2)
@@ -838,6 +854,31 @@ def test_kip848_last_member_leaves():
             members=0, removed_members=[K1])),
     ]
     assert m.m.state == EMPTY and m.m.members == {} and m.m.open_rebalance is None
+
+
+@pytest.mark.parametrize("bump_ms", [90001, None])
+def test_kip848_last_leave_epoch_starts_at_its_bumped_line(bump_ms):
+    """4.0 logs "Bumped group epoch" a millisecond after the last member's leave (the epoch starts
+    there); 4.4 logs none, and the leave dates the epoch once METADATA_GRACE_MS has passed."""
+    evs, _ = _consumer_start()
+    evs += [ev(90000, E.CONSUMER_MEMBER_LEFT, member_id=K1),
+            ev(90000, E.CG_MEMBER, member_id=K1, data={"tombstone": True}),
+            ev(90000, E.CG_EPOCH, 2)]
+    m = run(evs)
+    rebalances = lambda: [r for k, r in outs(m) if k == OutputKind.REBALANCE]  # noqa: E731
+    assert [r["generation"] for r in rebalances()] == [1]    # the offsets records do not close the wait
+    if bump_ms is not None:
+        m.apply(ev(bump_ms, E.GROUP_EPOCH_BUMPED, 2))
+    else:
+        m.advance_to(90000 + METADATA_GRACE_MS - 1)
+        assert [r["generation"] for r in rebalances()] == [1]
+        assert m.next_deadline_ms() == 90000 + METADATA_GRACE_MS
+        m.advance_to(90000 + METADATA_GRACE_MS + 1)
+    last = rebalances()[-1]
+    start = bump_ms or 90000
+    assert (last["generation"], last["outcome"], last["started_at_ms"], last["ended_at_ms"],
+            last["completed_at_ms"], last["members"]) == (2, "empty", start, start, None, 0)
+    assert m.m.state == EMPTY and m.m.open_rebalance is None
 
 
 def test_kip848_bump_before_convergence_supersedes():

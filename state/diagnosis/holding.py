@@ -85,10 +85,13 @@ def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings
             keep.append(h)
             continue
         rec = h["rec"]
+        # Only a move before the expiry explains it: the new coordinator expired members that had not
+        # found it yet. A move after it (another broker's failover a few seconds later) does not; a
+        # stalled coordinator that expires everyone and then moves is the correlator's burst rule.
         window = settings.coordinator_wide_window_ms
-        moves = [t for t in model.coordinator_moves if abs(t - rec["removed_at_ms"]) <= window]
+        moves = [t for t in model.coordinator_moves if 0 <= rec["removed_at_ms"] - t <= window]
         if moves:
-            h["coordinator_move_ms"] = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
+            h["coordinator_move_ms"] = max(moves)
         if _poll_timeout_inferred(h, settings):
             h["poll_inferred"] = True
         classify_in_group(rec, h, settings)

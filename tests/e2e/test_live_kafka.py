@@ -217,7 +217,7 @@ def test_unreachable_broker_is_retried_then_the_run_proceeds(tmp_path):
     log = tmp_path / "run.log"
     proc = _start(config, log)
     try:
-        _wait(lambda: "retrying in" in log.read_text(), "a retry log line", proc, log, timeout=60)
+        _wait(lambda: "next attempt in" in log.read_text(), "a retry log line", proc, log, timeout=60)
 
         def down() -> bool:
             try:

@@ -75,6 +75,19 @@ def _poll_timeout_inferred(h: dict[str, Any], settings: DiagnosisSettings) -> bo
             and h.get("stalled", True))
 
 
+def _expired_with_others(model: GroupModel, h: dict[str, Any], window: int) -> bool:
+    """Did other members of the group expire within `window` of this one? A coordinator in trouble
+    loses every member that heartbeats to it; alive members follow a plain move to the new
+    coordinator, so one member expiring near a move (a crash next to a failover) is not its doing.
+    Both records are marked: the earlier one may be released before the later one is decided."""
+    rec = h["rec"]
+    others = [o for o in model.held_removals if o is not h and o["rec"]["cause"] == "heartbeat_expiry"
+              and abs(o["rec"]["removed_at_ms"] - rec["removed_at_ms"]) <= window]
+    for o in others:
+        o["expired_with_others"] = True
+    return bool(others) or bool(h.get("expired_with_others"))
+
+
 def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings) -> list[dict[str, Any]]:
     """The held records whose decision time event time has passed, decided, in holding order."""
     if not model.held_removals:
@@ -85,13 +98,10 @@ def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings
             keep.append(h)
             continue
         rec = h["rec"]
-        # Only a move before the expiry explains it: the new coordinator expired members that had not
-        # found it yet. A move after it (another broker's failover a few seconds later) does not; a
-        # stalled coordinator that expires everyone and then moves is the correlator's burst rule.
         window = settings.coordinator_wide_window_ms
-        moves = [t for t in model.coordinator_moves if 0 <= rec["removed_at_ms"] - t <= window]
-        if moves:
-            h["coordinator_move_ms"] = max(moves)
+        moves = [t for t in model.coordinator_moves if abs(t - rec["removed_at_ms"]) <= window]
+        if moves and _expired_with_others(model, h, window):
+            h["coordinator_move_ms"] = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
         if _poll_timeout_inferred(h, settings):
             h["poll_inferred"] = True
         classify_in_group(rec, h, settings)

@@ -132,8 +132,9 @@ def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSet
                     "close, so a stop looks like this")
         elif held.get("coordinator_move_ms") is not None:
             root = "coordinator_wide"
-            text = (f"{who}@{host} expired {_secs(rec['removed_at_ms'] - held['coordinator_move_ms'])} after its "
-                    "coordinator loaded/unloaded the group")
+            text = (f"{who}@{host} expired {_secs(abs(held['coordinator_move_ms'] - rec['removed_at_ms']))} "
+                    f"{'after' if held['coordinator_move_ms'] <= rec['removed_at_ms'] else 'before'} its "
+                    "coordinator loaded/unloaded the group, with other members of the group")
         elif rejoin is not None and gap is not None and gap <= s.pause_rejoin_window_ms:
             root = "process_pause"
             same = "with the same member id" if held.get("same_member_id") else "with a new member id"

@@ -215,20 +215,23 @@ def test_old_removal_is_not_attached_to_a_later_rebalance():
 
 
 # ------------------------------------------------------------------------------- 4. heartbeat expiry
-@pytest.mark.parametrize("move_ms,root_cause", [
-    (17000, "coordinator_wide"),   # the group moved 3 s before: the new coordinator expired it
-    (20000, "coordinator_wide"),
-    (23500, "process_crash"),      # a failover 3.5 s later did not cause the expiry
-    (9000, "process_crash"),       # 11 s before: outside coordinator_wide_window_ms
+@pytest.mark.parametrize("move_ms,expired,root_cause", [
+    (17000, [C2, C3], "coordinator_wide"),  # the group moved 3 s before two members expired
+    (23500, [C2, C3], "coordinator_wide"),  # a stalled coordinator expired them, then lost the group
+    (17000, [C2], "process_crash"),         # one member next to a failover: alive ones follow a move
+    (23500, [C2], "process_crash"),
+    (9000, [C2, C3], "process_crash"),      # 11 s before: outside coordinator_wide_window_ms
 ])
-def test_only_a_coordinator_move_before_an_expiry_explains_it(move_ms, root_cause):
-    start, _ = stable_group([C1, C2])
-    moved = ev(move_ms, E.GROUP_LOADED, 1, data={"members": 2}, broker=2)
-    failed = ev(20000, E.MEMBER_FAILED, member_id=C2)
-    m = run(start + sorted([moved, failed], key=E.Event.sort_key))
+def test_a_coordinator_move_explains_expiries_of_several_members(move_ms, expired, root_cause):
+    start, _ = stable_group([C1, C2, C3])
+    moved = ev(move_ms, E.GROUP_LOADED, 1, data={"members": 3}, broker=2)
+    failed = [ev(20000 + 300 * i, E.MEMBER_FAILED, member_id=mid) for i, mid in enumerate(expired)]
+    m = run(start + sorted([moved, *failed], key=E.Event.sort_key))
+    m.advance_to(failed[0].ts_ms + 60_001)     # the first is decided (and released) alone
     m.advance_to(FAR_FUTURE_MS)
-    [removed] = [r for k, r in m.outputs if k == OutputKind.REMOVAL]     # as diagnosed
-    assert (removed["cause"], removed["root_cause"]) == ("heartbeat_expiry", root_cause), removed["evidence"]
+    removed = [r for k, r in m.outputs if k == OutputKind.REMOVAL]     # as diagnosed
+    assert [(r["cause"], r["root_cause"]) for r in removed] == [("heartbeat_expiry", root_cause)] * len(expired), \
+        [r["evidence"] for r in removed]
 
 
 def test_heartbeat_expiry_uses_member_info_from_metadata_record():

@@ -133,6 +133,7 @@ class RunCollector:
                 continue
             for record in by_kind.get(kind, []):
                 self.handle(kind, record)
+        self.metrics.groups.set_correlating(self.correlator.pending)
         if self.state_file is not None:
             self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
         self.correlated_through = max(self.correlated_through, batch_id)
@@ -154,6 +155,7 @@ class RunCollector:
         if self.state_file is not None:
             last, snapshots = self.state_file.load()
             self.correlator.load_state(self.state_file.load_extra())
+            self.metrics.groups.set_correlating(self.correlator.pending)
             self.correlated_through = last
             for snap in snapshots:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
@@ -169,11 +171,13 @@ class RunCollector:
         """End of a finite input: every removal still held by the correlator is decided."""
         for record in self.correlator.advance(2 ** 62):
             self.handle(OutputKind.REMOVAL, record)
+        self.metrics.groups.set_correlating(self.correlator.pending)
 
     def count_progress(self, progress: dict) -> None:
         """Health metrics from one of Spark's progress reports (one per micro-batch)."""
         m = self.metrics.health
         now_ms = time.time() * 1000
+        ticks: dict[str, float] = {}
         if hasattr(progress, "json"):   # PySpark's StreamingQueryProgress (nested Rows): use its JSON
             progress = json.loads(progress.json)
         for source in progress.get("sources") or []:
@@ -190,6 +194,7 @@ class RunCollector:
                     rows -= 1   # the replay's end-of-input marker is not input
                 if end.get("tick") and end.get("tick") != start.get("tick"):
                     rows -= 1   # nor is a live source's caught-up marker
+                    ticks[kind] = float(end["tick"])
                 if "error" in end:   # live sources say whether Kafka answered
                     m.source_up.labels(kind).set(0 if end["error"] else 1)
                     if end["error"]:
@@ -204,12 +209,14 @@ class RunCollector:
         if duration is not None:
             m.batch_duration.set(duration / 1000.0)
         watermark = (progress.get("eventTime") or {}).get("watermark")
-        if watermark and not watermark.startswith(END_OF_INPUT_WATERMARK_YEAR):
+        # Before the first real watermark Spark reports epoch 0: no delay to show (not 1.8e9 s).
+        if watermark and not watermark.startswith((END_OF_INPUT_WATERMARK_YEAR, "1970-01-01T00:00:00")):
             m.watermark_delay.set(max(0.0, (now_ms - _iso_ms(watermark)) / 1000.0))
         for name, values in (progress.get("observedMetrics") or {}).items():
-            newest = (values or {}).get("newest_event_ms")
-            if name.startswith("source_") and newest is not None:
-                m.newest_event_age.labels(name[len("source_"):]).set(max(0.0, (now_ms - newest) / 1000.0))
+            if name.startswith("source_"):
+                kind = name[len("source_"):]
+                m.saw_events(kind, (values or {}).get("newest_event_ms"), (values or {}).get("oldest_event_ms"),
+                             ticks.get(kind))
         operators = progress.get("stateOperators") or []
         if operators:
             m.state_rows.set(sum(int(op.get("numRowsTotal") or 0) for op in operators))

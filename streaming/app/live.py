@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from sinks.exposition import serve
@@ -23,6 +24,7 @@ from streaming.spark.sources.kafka import TopicsMissing, check_topics
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
+STOP_DRAIN_TIMEOUT_S = 30.0     # longest wait for a running micro-batch at stop
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -75,7 +77,29 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> st
     return kafka.source
 
 
-def _stop_query(query: Any) -> None:
+def _between_batches(query: Any, timeout_s: float, poll_s: float = 0.02) -> bool:
+    """Wait until the query runs no micro-batch (True), or `timeout_s` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if not query.isActive or not (query.status or {}).get("isTriggerActive"):
+                return True
+        except Exception:
+            return True       # the JVM is gone: nothing runs
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+
+
+def _stop_query(query: Any, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
+    """Stop between two micro-batches. `query.stop()` interrupts a running batch's thread: the
+    batch is then re-run from the checkpoint (correct), but Spark logs an InterruptedException from
+    foreachBatch and, at short triggers, a StackOverflowError of its stream thread. So wait (up
+    to `drain_timeout_s`) until the current batch has finished, then stop. The next trigger
+    cannot start in between unless the interval elapses between the two calls (microseconds
+    against `trigger_interval_seconds`)."""
+    if not _between_batches(query, drain_timeout_s):
+        LOG.warning("run: a micro-batch still ran %.0f s after the stop request; stopping it", drain_timeout_s)
     try:
         query.stop()
     except Exception as exc:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -48,6 +50,42 @@ def _records_of(kind: OutputKind) -> Any:
     return property(lambda self: self.records[kind])
 
 
+class QueryStopping(RuntimeError):
+    """A micro-batch reached foreachBatch after the stop request: it fails, so Spark does not
+    commit it and the next start runs it again."""
+
+
+class StopGate:
+    """Lets `run` stop the query between two foreachBatch calls.
+
+    `query.stop()` interrupts the stream thread. Inside Spark's own code that is a clean stop;
+    inside the Python foreachBatch (a py4j callback running `collect()`) the InterruptedException
+    comes back wrapped in a Python error that Spark does not recognise as a stop: it logs it,
+    and matching its long message overflowed the stream thread's stack (issue 14). Under load
+    the next micro-batch starts as soon as one ends, so waiting for "no trigger active" is not
+    enough; the gate is held for exactly the foreachBatch part.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.closed = False
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        with self._lock:
+            if self.closed:
+                raise QueryStopping("rebalance-monitor is stopping; this micro-batch runs again at the next start")
+            yield
+
+    def close(self, timeout_s: float) -> bool:
+        """No foreachBatch runs from now on; False if the running one did not end in time."""
+        acquired = self._lock.acquire(timeout=timeout_s)
+        self.closed = True
+        if acquired:
+            self._lock.release()
+        return acquired
+
+
 @dataclass
 class RunCollector:
     """What the query produced, fanned out to the metrics sink and (optionally) durable files.
@@ -75,6 +113,7 @@ class RunCollector:
     # Last batch whose removals went through the correlator (restored from the state file): a
     # re-run batch at or below it neither feeds it again nor rewrites the event sink.
     correlated_through: int = -1
+    gate: StopGate = field(default_factory=StopGate)
 
     # The records kept per kind (replay, demo).
     rebalances = _records_of(OutputKind.REBALANCE)
@@ -112,7 +151,12 @@ class RunCollector:
         by_kind[OutputKind.REMOVAL] = self.correlator.advance(max(clocks) if clocks else None)
 
     def foreach_batch(self, df: Any, batch_id: int) -> None:
-        """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA)."""
+        """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA). Runs
+        inside the stop gate: `run` stops the query only while no foreachBatch runs."""
+        with self.gate.running():
+            self._apply_batch(df, batch_id)
+
+    def _apply_batch(self, df: Any, batch_id: int) -> None:
         if batch_id <= self.last_batch_id:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}

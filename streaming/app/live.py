@@ -11,13 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from typing import Any
 
 from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
-from streaming.app.collector import RunCollector
+from streaming.app.collector import RunCollector, StopGate
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
@@ -77,28 +76,11 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> st
     return kafka.source
 
 
-def _between_batches(query: Any, timeout_s: float, poll_s: float = 0.02) -> bool:
-    """Wait until the query runs no micro-batch (True), or `timeout_s` passes (False)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if not query.isActive or not (query.status or {}).get("isTriggerActive"):
-                return True
-        except Exception:
-            return True       # the JVM is gone: nothing runs
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll_s)
-
-
-def _stop_query(query: Any, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
-    """Stop between two micro-batches. `query.stop()` interrupts a running batch's thread: the
-    batch is then re-run from the checkpoint (correct), but Spark logs an InterruptedException from
-    foreachBatch and, at short triggers, a StackOverflowError of its stream thread. So wait (up
-    to `drain_timeout_s`) until the current batch has finished, then stop. The next trigger
-    cannot start in between unless the interval elapses between the two calls (microseconds
-    against `trigger_interval_seconds`)."""
-    if not _between_batches(query, drain_timeout_s):
+def _stop_query(query: Any, gate: StopGate, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
+    """Stop the query between two foreachBatch calls (collector.StopGate): wait (up to
+    `drain_timeout_s`) for the running one to finish, then stop; a batch that reaches
+    foreachBatch after that fails uncommitted and runs again at the next start."""
+    if not gate.close(drain_timeout_s):
         LOG.warning("run: a micro-batch still ran %.0f s after the stop request; stopping it", drain_timeout_s)
     try:
         query.stop()
@@ -143,7 +125,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
                 stop.wait(1.0)
                 metrics.sweep()
             if stop.is_set():
-                _stop_query(query)
+                _stop_query(query, collector.gate)
                 break
             failure = query.exception()
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",

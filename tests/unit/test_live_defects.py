@@ -82,37 +82,61 @@ def test_event_skew_is_how_far_rows_arrive_behind_the_sources_front():
 
 
 class _FakeQuery:
-    """A query whose micro-batch runs for `batch_s` after the stop request."""
+    """Records whether stop() came while a foreachBatch was running."""
 
-    def __init__(self, batch_s: float):
-        self.batch_ends = time.monotonic() + batch_s
+    def __init__(self, running: threading.Event):
+        self.running = running
         self.stopped_during_batch: bool | None = None
-        self.isActive = True
-
-    @property
-    def status(self) -> dict:
-        return {"isTriggerActive": time.monotonic() < self.batch_ends}
 
     def stop(self) -> None:
-        self.stopped_during_batch = time.monotonic() < self.batch_ends
-        self.isActive = False
+        self.stopped_during_batch = self.running.is_set()
 
 
-def test_stop_waits_for_the_running_batch():
+def _batch_in_thread(collector: RunCollector, seconds: float) -> tuple[threading.Event, threading.Thread]:
+    """A foreachBatch that runs for `seconds` (Spark's collect() inside it)."""
+    running = threading.Event()
+
+    class SlowFrame:
+        def collect(self):
+            running.set()
+            time.sleep(seconds)
+            running.clear()
+            return []
+    thread = threading.Thread(target=collector.foreach_batch, args=(SlowFrame(), 0), daemon=True)
+    thread.start()
+    assert running.wait(5)
+    return running, thread
+
+
+def test_stop_waits_for_the_running_foreach_batch():
     from streaming.app.live import _stop_query
-    query = _FakeQuery(0.3)
-    _stop_query(query)
+    collector = RunCollector(MetricsSink([1.0]), keep_records=False)
+    running, thread = _batch_in_thread(collector, 0.5)
+    query = _FakeQuery(running)
+    _stop_query(query, collector.gate)
     assert query.stopped_during_batch is False
+    thread.join(5)
+    assert collector.last_batch_id == 0          # the running batch was applied in full
+    # a batch that reaches foreachBatch after the stop fails (uncommitted), it is not skipped
+    try:
+        collector.foreach_batch(type("Empty", (), {"collect": lambda self: []})(), 1)
+    except Exception as exc:
+        assert type(exc).__name__ == "QueryStopping"
+    else:
+        raise AssertionError("a batch after the stop request must not be applied")
+    assert collector.last_batch_id == 0
 
 
 def test_stop_gives_up_waiting_after_the_drain_timeout():
     from streaming.app.live import _stop_query
-    query = _FakeQuery(60)
+    collector = RunCollector(MetricsSink([1.0]), keep_records=False)
+    running, thread = _batch_in_thread(collector, 3.0)
+    query = _FakeQuery(running)
     t0 = time.monotonic()
-    done = threading.Event()
-    threading.Thread(target=lambda: (_stop_query(query, drain_timeout_s=0.2), done.set()), daemon=True).start()
-    assert done.wait(5) and time.monotonic() - t0 < 2
+    _stop_query(query, collector.gate, drain_timeout_s=0.2)
+    assert time.monotonic() - t0 < 2
     assert query.stopped_during_batch is True
+    thread.join(5)
 
 
 def test_diagnosis_limits_give_the_real_delay_of_removal_records():

@@ -24,7 +24,9 @@ DEFAULTS: dict[str, object] = {
     # which scrape job is the monitor: the chart's PodMonitor/ServiceMonitor set job= the
     # app.kubernetes.io/name label, i.e. "rebalance-monitor"
     "jobSelector": 'job="rebalance-monitor"',
-    "runbookBaseUrl": "docs/runbooks.md",
+    # where the runbooks are: the repository's docs/runbooks.md on GitHub (RUNBOOKS_URL); a fork or an
+    # internal mirror sets its own (Helm: prometheusRule.params.runbookBaseUrl)
+    "runbookBaseUrl": "https://github.com/kafka-rebalance-monitor/kafka-rebalance-monitor/blob/main/docs/runbooks.md",
     "stormWindow": "10m",
     "stormRebalances": 10,
     "stormFor": "10m",
@@ -53,6 +55,14 @@ DEFAULTS: dict[str, object] = {
     "quarantinedRecords": 0,
     "lateRows": 0,
     "invalidTransitions": 0,
+    # log times this far (either way) from the __consumer_offsets records of the same actions; the
+    # replay warns on stderr at the same 60 s
+    "clockSkewSeconds": 60,
+    "clockSkewFor": "10m",
+    "unknownCoordinatorLines": 0,
+    "unknownRecordLayouts": 0,
+    "sourceMismatches": 0,
+    "offsetGapRecords": 0,
     "restartWindow": "30m",
     "queryRestarts": 2,
     "overCapFor": "1h",
@@ -92,6 +102,11 @@ class Alert:
     def expression(self) -> str:
         return self.expr if self.expr is not None else f"{self.probe}\n{self.condition}"
 
+
+# Quarantine reasons that mean "a format this monitor does not know" (a new Kafka version), not bad input.
+UNKNOWN_LINE_REASONS = ("unknown_coordinator_line",)
+UNKNOWN_LAYOUT_REASONS = ("unknown_record_type", "unknown_value_version")
+UNKNOWN_FORMAT_REASONS = UNKNOWN_LINE_REASONS + UNKNOWN_LAYOUT_REASONS
 
 _HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'
 _RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
@@ -244,14 +259,84 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorQuarantinedInputs",
         severity="warning",
-        probe=("sum by (job, instance, cluster, source, reason) "
-               "(increase(rebalance_monitor_quarantined_records_total[<<errorWindow>>]))"),
+        # unknown coordinator lines and record layouts have alerts (and runbooks) of their own
+        probe=("sum by (job, instance, cluster, source, reason) (increase(rebalance_monitor_quarantined_records_total"
+               f'{{reason!~"{"|".join(UNKNOWN_FORMAT_REASONS)}"}}[<<errorWindow>>]))'),
         condition="> <<quarantinedRecords>>",
         for_="0m",
         summary="The rebalance monitor cannot use some {{ $labels.source }} input ({{ $labels.reason }})",
         description=("{{ $value | humanize }} {{ $labels.source }} inputs of cluster {{ $labels.cluster }} "
                      "were quarantined as {{ $labels.reason }} in the last <<errorWindow>>. Events "
                      "in them are missing from the rebalance records."),
+    ),
+    Alert(
+        name="RebalanceMonitorUnknownCoordinatorLines",
+        severity="warning",
+        probe=("sum by (job, instance, cluster) (increase(rebalance_monitor_quarantined_records_total"
+               f'{{reason="{UNKNOWN_LINE_REASONS[0]}"}}[<<errorWindow>>]))'),
+        condition="> <<unknownCoordinatorLines>>",
+        for_="0m",
+        summary="Group-coordinator lines of {{ $labels.cluster }} that the monitor does not know",
+        description=("{{ $value | humanize }} INFO/WARN/ERROR group-coordinator log lines of cluster "
+                     "{{ $labels.cluster }} matched no known message in the last <<errorWindow>>: a Kafka "
+                     "version or patch with new wording. Rebalances or removals those lines describe are "
+                     "missing or incomplete. rebalance_monitor_unknown_coordinator_lines_total says which "
+                     "logger; quarantine records keep samples of the lines."),
+    ),
+    Alert(
+        name="RebalanceMonitorUnknownRecordLayouts",
+        severity="warning",
+        probe=("sum by (job, instance, cluster, reason) (increase(rebalance_monitor_quarantined_records_total"
+               f'{{reason=~"{"|".join(UNKNOWN_LAYOUT_REASONS)}"}}[<<errorWindow>>]))'),
+        condition="> <<unknownRecordLayouts>>",
+        for_="0m",
+        summary="__consumer_offsets records of {{ $labels.cluster }} in a layout the monitor does not know",
+        description=("{{ $value | humanize }} __consumer_offsets records of cluster {{ $labels.cluster }} "
+                     "had a record type or value version this monitor cannot decode ({{ $labels.reason }}) "
+                     "in the last <<errorWindow>>: a newer Kafka. Group state carried by them is missing. "
+                     "rebalance_monitor_offsets_records_total says which key and value versions."),
+    ),
+    Alert(
+        name="RebalanceMonitorLogClockSkew",
+        severity="warning",
+        probe="abs(rebalance_monitor_log_clock_skew_seconds)",
+        condition="> <<clockSkewSeconds>>",
+        for_="<<clockSkewFor>>",
+        summary="Log source {{ $labels.source }} is {{ $value | humanizeDuration }} off the offsets topic",
+        description=("The log times of {{ $labels.source }} (cluster {{ $labels.cluster }}) are "
+                     "{{ $value | humanizeDuration }} away from the __consumer_offsets records Kafka writes "
+                     "for the same coordinator actions (median of the last 15 pairs; threshold "
+                     "<<clockSkewSeconds>> s). Whole hours: broker_timezone is wrong. Anything else: that "
+                     "broker's clock is off. Durations that mix log lines and records are off as much."),
+    ),
+    Alert(
+        name="RebalanceMonitorSourceMismatch",
+        severity="warning",
+        probe=("sum by (job, instance, cluster, missing_in) "
+               "(increase(rebalance_monitor_source_mismatches_total[<<errorWindow>>]))"),
+        condition="> <<sourceMismatches>>",
+        for_="0m",
+        summary="Generations of {{ $labels.cluster }} missing in the {{ $labels.missing_in }}",
+        description=("{{ $value | humanize }} classic generations of cluster {{ $labels.cluster }} in the "
+                     "last <<errorWindow>> were seen in one input and not in the other (missing in the "
+                     "{{ $labels.missing_in }}): a broker's logs are not shipped, or the monitor does not "
+                     "read every __consumer_offsets partition. Records of the affected groups are built "
+                     "from one source only."),
+    ),
+    Alert(
+        name="RebalanceMonitorOffsetGap",
+        severity="warning",
+        # the gauge only grows (its count is kept in the checkpointed offsets): growth in the window
+        # is max - min, exact where delta() would extrapolate
+        probe=("max_over_time(rebalance_monitor_source_offset_gap_records[<<errorWindow>>])\n"
+               "- min_over_time(rebalance_monitor_source_offset_gap_records[<<errorWindow>>])"),
+        condition="> <<offsetGapRecords>>",
+        for_="0m",
+        summary="The rebalance monitor skipped {{ $value | humanize }} {{ $labels.source }} records",
+        description=("In the last <<errorWindow>>, retention or compaction removed {{ $value | humanize }} "
+                     "records of the {{ $labels.source }} topic before {{ $labels.instance }} read them (it "
+                     "continued from the first record that exists). Events in them are missing from the "
+                     "rebalance records."),
     ),
     Alert(
         name="RebalanceMonitorLateRows",

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import cast
 
 from dashboards.alert_rules import (
-    DEFAULTS, REBALANCING_STATES, fill, new_in_window, stuck, stuck_threshold, time_rebalancing
+    DEFAULTS, REBALANCING_STATES, UNKNOWN_LAYOUT_REASONS, UNKNOWN_LINE_REASONS, fill, new_in_window, stuck,
+    stuck_threshold, time_rebalancing
 )
 from dashboards.panels import (
     Dashboard, Query, Row, constant_variable, datasource_variable, heatmap, query_variable, stat, table, thresholds,
@@ -30,6 +31,48 @@ GROUP_LINK = [{"title": "Open the group drill-down", "targetBlank": False,
                "url": "/d/rebalance-group/kafka-rebalances-group?var-datasource=${datasource}"
                       "&var-cluster=${__data.fields.cluster}&var-group=${__data.fields.group}"
                       "&${__url_time_range}"}]
+
+
+def inputs_row() -> Row:
+    """How far the inputs can be trusted: the panels of the RebalanceMonitorLogClockSkew,
+    UnknownCoordinatorLines, UnknownRecordLayouts, SourceMismatch and OffsetGap alerts. A breakdown
+    whose counter has no series until the first event falls back (`or on (cluster)`) to the
+    per-cluster quarantine counter, which exists at 0, so each panel shows a line from the start."""
+    quarantined = "rebalance_monitor_quarantined_records_total"
+    per_cluster_lines = (f'sum by (cluster) (increase({quarantined}{{reason="{UNKNOWN_LINE_REASONS[0]}", {C}}}'
+                         "[$__rate_interval]))")
+    per_cluster_layouts = (f'sum by (cluster) (increase({quarantined}{{reason=~"{"|".join(UNKNOWN_LAYOUT_REASONS)}", '
+                           f"{C}}}[$__rate_interval]))")
+    return Row("Inputs: clock skew, unknown formats, source mismatches, gaps", [
+        timeseries("Log clock skew by source", "How far each log source's times are from the __consumer_offsets "
+                   "records Kafka writes for the same coordinator actions (absolute value of "
+                   "rebalance_monitor_log_clock_skew_seconds, median of the last 15 pairs). Milliseconds when "
+                   "broker_timezone is right; whole hours when it is not. The line is the "
+                   "RebalanceMonitorLogClockSkew threshold.", "s",
+                   Query(f"abs(rebalance_monitor_log_clock_skew_seconds{{{C}}})", "{{cluster}} {{source}}"),
+                   width=8, threshold=cast(float, DEFAULTS["clockSkewSeconds"])),
+        timeseries("Unknown coordinator lines", "Group-coordinator log lines that match no known message, per "
+                   "interval, by logger (a Kafka version with new wording; RebalanceMonitorUnknownCoordinatorLines). "
+                   "Per cluster while no logger has any.", "short",
+                   Query(f"sum by (cluster, logger) (increase(rebalance_monitor_unknown_coordinator_lines_total{{{C}}}"
+                         f"[$__rate_interval])) or on (cluster) {per_cluster_lines}", "{{cluster}} {{logger}}"),
+                   width=8, bars=True),
+        timeseries("Unknown __consumer_offsets layouts", "Records of a type or value version the decoder does not "
+                   "know, per interval, by key and value version (RebalanceMonitorUnknownRecordLayouts). Per "
+                   "cluster while there are none.", "short",
+                   Query("sum by (cluster, key_version, value_version) (increase(rebalance_monitor_offsets_records_total"
+                         f'{{outcome=~"unknown_type|unknown_version", {C}}}[$__rate_interval])) or on (cluster) '
+                         f"{per_cluster_layouts}", "{{cluster}} key {{key_version}} value {{value_version}}"),
+                   width=8, bars=True),
+        timeseries("Source mismatches", "Classic generations seen in the broker logs and not in __consumer_offsets "
+                   "or the other way round, per interval (RebalanceMonitorSourceMismatch).", "short",
+                   Query(f"sum by (cluster, missing_in) (increase(rebalance_monitor_source_mismatches_total{{{C}}}"
+                         "[$__rate_interval]))", "{{cluster}} missing in {{missing_in}}"), width=8, bars=True),
+        timeseries("Records lost to retention", "Records of the monitor's Kafka topics removed by retention or "
+                   "compaction before it read them, since its checkpoint began (RebalanceMonitorOffsetGap; "
+                   "rebalance-monitor run only).", "short",
+                   Query("rebalance_monitor_source_offset_gap_records", "{{instance}} {{source}}"), width=8),
+    ])
 
 
 def slowest(by: str, phase: str = "total", window: str = "$__range") -> str:
@@ -229,7 +272,7 @@ def build() -> Dashboard:
                    constant_variable("timeout_window", "Rebalance timeout window", TIMEOUT_WINDOW,
                                      "Window of the rebalance timeouts stat: rebalanceTimeoutWindow of the "
                                      "alert rules")],
-        rows=[overview, rebalances, durations, removals, storms, health],
+        rows=[overview, rebalances, durations, removals, storms, health, inputs_row()],
         links=[{"title": "Group drill-down", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-group/kafka-rebalances-group", "includeVars": True, "keepTime": True,
                 "asDropdown": False, "tags": [], "tooltip": ""}],

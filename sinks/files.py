@@ -25,6 +25,7 @@ RECORD_FILES: dict[str, str] = {
     OutputKind.ANOMALY: "anomalies",
     OutputKind.CLOCK_SKEW: "clock_skew",
     OutputKind.DECODE_STATS: "decode_stats",
+    OutputKind.LOG_STATS: "log_stats",
 }
 GROUPS_FILE = "groups.jsonl"       # replay: the final snapshot of every group
 METRICS_FILE = "metrics.prom"      # replay: the registry at the end of the run

@@ -23,6 +23,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from sinks.group_gauges import PREFIX, GroupStateCollector
 from sinks.health import HealthMetrics
+from state.events import SOURCE_LOG, SOURCE_OFFSETS
+from sinks.log_sources import LogSourceMetrics
 from state.model import DEAD
 from state.outputs import OutputKind
 
@@ -35,8 +37,13 @@ OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
 # every cluster the sink has seen, so the first bad input is an increase Prometheus can see:
 # increase()/rate() ignore a series' first sample, and an alert on a counter that appears at 1
 # would never fire.
+# The `source` label has one vocabulary across metrics: `broker_log` and `offsets`, the input
+# kinds of streaming/inputs.py. Quarantine records name their source as events do ("log",
+# state/events.py SOURCE_LOG, also in the event sinks and checkpoints of earlier versions), so
+# the label is mapped here.
+SOURCE_LABELS = {SOURCE_LOG: "broker_log", SOURCE_OFFSETS: "offsets"}
 QUARANTINE_REASONS = {
-    "log": ("unparseable_line", "unknown_coordinator_line"),
+    "broker_log": ("unparseable_line", "unknown_coordinator_line"),
     "offsets": ("malformed_dump_line", "null_key", "unknown_record_type", "unknown_value_version",
                 "corrupt_record", "corrupt_batch", "truncated_batch", "uncommitted_transaction",
                 "unreadable_segment"),
@@ -46,7 +53,7 @@ QUARANTINE_REASONS = {
 class MetricsSink:
     def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None,
                  max_groups: int = 10_000, dead_group_retention_seconds: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, log_silence_seconds: float = 1800.0):
         self.registry = registry or CollectorRegistry()
         self.max_groups = max_groups
         self.dead_group_retention_seconds = dead_group_retention_seconds
@@ -92,9 +99,10 @@ class MetricsSink:
         self.offsets_records = Counter(
             f"{PREFIX}_offsets_records_total",
             "__consumer_offsets records by key version (record type), value version and decode "
-            "outcome (decoded, counted_only, unknown_type, unknown_version, corrupt).",
+            "outcome (decoded, unknown_type, unknown_version, corrupt).",
             ["cluster", "key_version", "value_version", "outcome"], registry=r)
         self.health = HealthMetrics(r)
+        self.log_sources = LogSourceMetrics(r, clock, log_silence_seconds)
         self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",
                                      "Groups whose series are folded into group=\"__other__\" (max_groups).",
                                      registry=r)
@@ -110,7 +118,7 @@ class MetricsSink:
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
             OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
-            OutputKind.QUARANTINE: self._quarantine,
+            OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
         }
 
     # ------------------------------------------------------------------ group series
@@ -139,6 +147,8 @@ class MetricsSink:
                 return
             self._clusters.add(cluster)
             self.invalid_transitions.labels(cluster)
+            for missing_in in ("offsets", "logs"):     # classic generations only (crosscheck.py)
+                self.source_mismatches.labels(cluster, "classic", missing_in)
             for source, reasons in QUARANTINE_REASONS.items():
                 for reason in reasons:
                     self.quarantined.labels(cluster, source, reason)
@@ -176,9 +186,12 @@ class MetricsSink:
             self.invalid_transitions.labels(record["cluster"]).inc()
 
     def _decode_stats(self, record: dict[str, Any]) -> None:
+        total = 0
         for key_version, value_version, outcome, n in record.get("counts") or []:
             self.offsets_records.labels(record.get("cluster") or "default", str(key_version),
                                         str(value_version), str(outcome)).inc(int(n))
+            total += int(n)
+        self.log_sources.observe_offsets(record.get("cluster") or "default", total)
 
     def _clock_skew(self, record: dict[str, Any]) -> None:
         key = (record.get("cluster") or "default", record["source"])
@@ -189,7 +202,8 @@ class MetricsSink:
     def _quarantine(self, record: dict[str, Any]) -> None:
         count = int(record.get("count") or 1)
         cluster = record.get("cluster") or "default"
-        self.quarantined.labels(cluster, record["source"], record["reason"]).inc(count)
+        source = SOURCE_LABELS.get(record["source"], record["source"])
+        self.quarantined.labels(cluster, source, record["reason"]).inc(count)
         if record["reason"] == "unknown_coordinator_line":
             self.unknown_lines.labels(cluster, record.get("logger") or "unknown").inc(count)
 

@@ -94,6 +94,8 @@ class OpenRebalance:
     coordinator: int | None
     generation: int | None = None          # known at join completion (classic) / bump (consumer)
     join_completed_at_ms: int | None = None
+    # consumer: the target assignment of this epoch was computed (end of the assignment phase)
+    assigned_at_ms: int | None = None
     completed_at_ms: int | None = None      # classic: became Stable; consumer: all reconciled
     removals: list[str] = field(default_factory=list)  # member ids removed during it
     # Members removed at the rebalance (or sync) timeout during it: the JOIN phase waited for them.
@@ -154,6 +156,9 @@ class GroupModel:
     # Diagnosis (state/diagnosis/rules.py): removal records held until their decision time, each
     # {"rec": record, "decide_at": ms, ...what was learned while held}.
     held_removals: list[dict[str, Any]] = field(default_factory=list)
+    # Inferred LeaveGroup removals waiting METADATA_GRACE_MS for the member's own line (3.x logs it
+    # just after the generation that completed without the member): {"due", "rec", "known"}.
+    pending_inferred: list[dict[str, Any]] = field(default_factory=list)
     # Newest commit time per "topic:partition" (OFFSET_COMMIT records).
     partition_commits: dict[str, int] = field(default_factory=dict)
     # Times the coordinator loaded/unloaded the group (last few).

@@ -24,12 +24,13 @@ class OutputKind(StrEnum):
     CLOCK_SKEW = "clock_skew"
     QUARANTINE = "quarantine"        # an input that could not be used (parse/decode steps)
     DECODE_STATS = "decode_stats"    # per-batch record counts of the offsets decoder
+    LOG_STATS = "log_stats"          # per-task line counts of each log source, by layout and class
     CLOCK = "clock"                  # the batch watermark (feeds the driver's correlator)
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
 RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.QUARANTINE,
-                OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS)
+                OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
 
 OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
 IN_PROGRESS = "in_progress"
@@ -89,7 +90,7 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
         "cluster": cluster, "group": group, "protocol": o.protocol,
         "generation": o.generation, "previous_generation": o.previous_generation,
         "coordinator": o.coordinator, "started_at_ms": start,
-        "join_completed_at_ms": join_end, "completed_at_ms": done,
+        "join_completed_at_ms": join_end, "assigned_at_ms": o.assigned_at_ms, "completed_at_ms": done,
         "ended_at_ms": ended_at_ms,
         "join_seconds": join_seconds, "sync_seconds": None if open_now else _seconds(join_end, done),
         "total_seconds": total, "trigger": o.trigger,

@@ -29,6 +29,7 @@ END_OF_INPUT_TS_MS = 4102444800000
 END_OF_INPUT_WATERMARK_YEAR = "2099"
 QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)
 STATS_GROUP = "\u0000stats"             # state key of the offsets decoder's decode-health rows
+LOG_STATS_GROUP = "\u0000log-stats"     # state key of the log parse step's per-source counts
 
 _ARROW = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "bool": pa.bool_(),
           "binary": pa.binary()}
@@ -150,6 +151,13 @@ def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:
     payload = {"counts": sorted([k[0], k[1], k[2], n] for k, n in counts.items())}
     return (cluster, STATS_GROUP, int(ts_ms), E.SOURCE_OFFSETS, "decode-stats", 0, str(OutputKind.DECODE_STATS),
             None, None, None, None, json.dumps(payload, separators=(",", ":")))
+
+
+def log_stats_row(cluster: str, source: str, ts_ms: int, layouts: dict, classes: dict) -> tuple:
+    """One log-source row of a parse task: lines by layout and by class (streaming/logs/step.py)."""
+    payload = {"source": source, "layouts": layouts, "classes": classes}
+    return (cluster, LOG_STATS_GROUP, int(ts_ms), E.SOURCE_LOG, "log-stats", 0, str(OutputKind.LOG_STATS),
+            None, None, None, None, json.dumps(payload, separators=(",", ":"), sort_keys=True))
 
 
 def _clean(value: Any) -> Any:

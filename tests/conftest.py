@@ -46,7 +46,7 @@ def replay_capture(spark, tmp_path_factory):
 def demo_server(tmp_path_factory):
     """`rebalance-monitor demo --port N` (python -m streaming.app.cli), started once per session and
     waited for until its replay is done; it keeps serving /metrics until the session ends.
-    Yields (port, directory holding demo.stdout and demo.stderr)."""
+    Yields (port, directory holding demo.stdout, demo.stderr and the demo's outputs in out/)."""
     import socket
     import subprocess
     import time
@@ -60,7 +60,8 @@ def demo_server(tmp_path_factory):
     env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
     log = folder / "demo.stderr"
     with open(log, "w") as err, open(folder / "demo.stdout", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "demo", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "demo", "--port", str(port),
+                                 "--out", str(folder / "out")],
                                 cwd=ROOT, env=env, stdout=out, stderr=err)
     try:
         deadline = time.monotonic() + 300

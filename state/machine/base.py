@@ -153,6 +153,10 @@ class MachineBase:
         elif trigger == "unknown" and recent:
             trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
             trigger_member = trigger_member or recent[-1][0]
+        elif trigger == "member_leave" and any(r[0] == trigger_member and r[2] == "poll_timeout" for r in recent):
+            # The Java coordinator (3.7+) logs the client's reason on the "has left group" line,
+            # not in the "Preparing to rebalance" reason: the leave it names was a poll timeout.
+            trigger = "poll_timeout"
         opened = OpenRebalance(
             protocol=protocol, previous_generation=previous_generation, started_at_ms=started_at_ms,
             trigger=trigger, trigger_member=trigger_member, reason_text=reason,

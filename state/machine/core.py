@@ -34,6 +34,7 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         self._resolve_source_checks(ev.ts_ms)
         note_generation_evidence(m, ev)
         self.flush_pending_completion(ev.ts_ms, closing_event=ev)
+        self.flush_inferred(ev.ts_ms)
         if ev.broker is not None and ev.source == E.SOURCE_LOG and ev.kind != E.GROUP_UNLOADED:
             m.coordinator = ev.broker
         handler = HANDLERS.get(ev.kind)
@@ -52,6 +53,7 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
     def advance_to(self, watermark_ms: int) -> None:
         """Event time has passed `watermark_ms`: emit what was waiting for later evidence."""
         self.flush_pending_completion(watermark_ms)
+        self.flush_inferred(watermark_ms)
         self._resolve_source_checks(watermark_ms)
         for record in release_removals(self.m, watermark_ms, self.settings):
             self.outputs.append((OutputKind.REMOVAL, record))
@@ -64,6 +66,7 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         # then it waits for the next event (apply resolves due checks too) and sets no timer.
         deadlines = [c["due_ms"] for c in m.generation_checks.values()] if both_sources(m) else []
         deadlines += [h["decide_at"] for h in m.held_removals]
+        deadlines += [p["due"] for p in m.pending_inferred]
         o = m.open_rebalance
         if o is not None and o.completed_at_ms is not None:
             deadlines.append(o.completed_at_ms + METADATA_GRACE_MS)

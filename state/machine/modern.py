@@ -93,21 +93,32 @@ class ModernHandlers(CommonHandlers):
             known = ev.member_id in self.m.members
             self.remove_member(ev.member_id, cause, ev)
             self.note_consumer_trigger(REMOVAL_CAUSE_TO_TRIGGER[cause], ev.member_id, ev)
-            self._maybe_emptied(ev, known)
+            self._maybe_emptied(ev, known, REMOVAL_CAUSE_TO_TRIGGER[cause])
 
-    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool) -> None:
-        """The last member the group had is gone: the group is Empty, and an epoch still
-        reconciling ends so. Kafka bumps the epoch again, but logs no "Bumped" line for a leave
-        or a fence (4.4): without this, a group read from its logs alone would stay
-        "rebalancing". Only for a member the model knew: a group seen mid-life may have members
-        it never saw."""
+    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool, trigger: str = "member_leave") -> None:
+        """The last member the group had is gone (only for a member the model knew: a group seen
+        mid-life may have members it never saw)."""
+        if not self.m.members and removed_was_known:
+            self._emptied(ev, trigger)
+
+    def _emptied(self, ev: E.Event, trigger: str) -> None:
+        """Kafka bumps the epoch once more and the group is Empty: that bump is the rebalance that
+        ends `empty` (as a classic group's last leave does), and an epoch still reconciling is
+        superseded by it. Kafka logs no "Bumped" line for a leave or a fence (4.4), and the epoch
+        record, when read, comes after the member's tombstones (on_cg_epoch: it starts nothing)."""
         m = self.m
-        if m.members or not removed_was_known:
-            return
-        self.move_to(EMPTY, ev)
         o = m.open_rebalance
-        if o is not None and o.protocol in EPOCH_PROTOCOLS and o.completed_at_ms is None:
-            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+        if o is not None and o.completed_at_ms is None:
+            self.close_open_as("superseded", ev)
+        m.pending_consumer_trigger = None
+        if m.generation is None:
+            self.move_to(EMPTY, ev)
+            return
+        bump = self.start_rebalance(ev, m.protocol, m.generation, trigger, ev.member_id,
+                                    ev.data.get("message") or ev.reason, ev.ts_ms, generation=m.generation + 1)
+        m.generation += 1
+        self.move_to(EMPTY, ev)
+        self.emit_rebalance(bump, "empty", ev.ts_ms, 0)
 
     def on_rebalance_requested(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
@@ -151,8 +162,16 @@ class ModernHandlers(CommonHandlers):
             # it): the target assignment of the new epoch is the first line that shows it.
             self.start_epoch(ev, ev.generation)
         m.target_assignment_epoch = ev.generation
+        self.note_assignment(ev)
         if m.protocol in EPOCH_PROTOCOLS and m.members:
             self.move_to(RECONCILING, ev)
+
+    def note_assignment(self, ev: E.Event) -> None:
+        """The end of the open epoch's assignment phase: the first "Computed a new target assignment"
+        line or target-assignment record (type 6) of that epoch."""
+        o = self.m.open_rebalance
+        if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation:
+            o.assigned_at_ms = ev.ts_ms if o.assigned_at_ms is None else min(o.assigned_at_ms, ev.ts_ms)
 
     def on_group_converted(self, ev: E.Event) -> None:
         m = self.m
@@ -195,6 +214,12 @@ class ModernHandlers(CommonHandlers):
             self.become_epoch_based(ev)
             m.generation = ev.generation
             return
+        if m.protocol in EPOCH_PROTOCOLS and m.state == EMPTY and not m.members and m.generation is not None:
+            # The last member's tombstones come before this record (Kafka writes a leaving or
+            # fenced member's records, then the group's new epoch): the group emptied, which
+            # closed its epoch; the bump starts nothing. A join writes its member first.
+            m.generation = ev.generation
+            return
         self.start_epoch(ev, ev.generation)
 
     def on_cg_member(self, ev: E.Event) -> None:
@@ -217,6 +242,7 @@ class ModernHandlers(CommonHandlers):
     def on_cg_target_epoch(self, ev: E.Event) -> None:
         if not ev.data.get("tombstone") and ev.generation is not None:
             self.m.target_assignment_epoch = ev.generation
+            self.note_assignment(ev)
 
     def on_cg_member_assignment(self, ev: E.Event) -> None:
         if not ev.member_id:

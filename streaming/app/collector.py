@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from sinks.files import EventSink, GroupStateFile
+from sinks.log_sources import warning_text
 from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
@@ -107,6 +108,8 @@ class RunCollector:
     # Spark re-runs after a crash updates snapshots but is not counted again.
     counted_through: int = -1
     on_batch: Callable[[RunCollector, int], None] | None = None
+    # Called with every progress report after it was counted (the replay's progress line).
+    on_progress: Callable[[dict], None] | None = None
     # Cross-group root causes: removal records wait here until the watermark (CLOCK rows) has
     # passed them far enough (state/diagnosis/correlate.py); its state is saved with the state file.
     correlator: Correlator = field(default_factory=Correlator)
@@ -125,7 +128,7 @@ class RunCollector:
     def handle(self, kind: str, record: dict[str, Any]) -> None:
         if kind == OutputKind.SNAPSHOT:
             self.snapshots[(record["cluster"], record["group"])] = record
-        elif self.keep_records and kind != OutputKind.DECODE_STATS:
+        elif self.keep_records and kind not in (OutputKind.DECODE_STATS, OutputKind.LOG_STATS):
             self.records[kind].append(record)
         if kind == OutputKind.CLOCK_SKEW:
             self._warn_skew(record)
@@ -143,6 +146,11 @@ class RunCollector:
                   f"are {record['skew_ms'] / 1000:+.0f} s off the __consumer_offsets record of the same "
                   f"action (group {record['group']}, generation {record['generation']}); check its "
                   f"broker_timezone (see rebalance_monitor_log_clock_skew_seconds)", file=sys.stderr)
+
+    def warn_silent_sources(self, final: bool = False) -> None:
+        """Log sources that yield lines but no coordinator line (sinks/log_sources.py): one warning each."""
+        for silent in self.metrics.log_sources.check(final):
+            print(f"rebalance-monitor: warning: {warning_text(silent)}", file=sys.stderr)
 
     def correlate(self, by_kind: dict[str, list[dict]]) -> None:
         """Removals of this batch into the correlator; the decided ones (any batch's) out."""
@@ -181,6 +189,7 @@ class RunCollector:
         if self.state_file is not None:
             self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
         self.correlated_through = max(self.correlated_through, batch_id)
+        self.warn_silent_sources()
         self.metrics.health.batches.inc()
         self.last_batch_id = batch_id
         if self.on_batch is not None:
@@ -216,6 +225,7 @@ class RunCollector:
         for record in self.correlator.advance(2 ** 62):
             self.handle(OutputKind.REMOVAL, record)
         self.metrics.groups.set_correlating(self.correlator.pending)
+        self.warn_silent_sources(final=True)
 
     def count_progress(self, progress: dict) -> None:
         """Health metrics from one of Spark's progress reports (one per micro-batch)."""
@@ -267,6 +277,8 @@ class RunCollector:
             late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
             if late:
                 m.late_rows.inc(late)
+        if self.on_progress is not None:
+            self.on_progress(progress)
 
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""

@@ -1,7 +1,9 @@
 """`rebalance-monitor run`: the long-running service over Kafka topics.
 
-- checks the topics at start: a missing topic is a clear error (exit 2); an unreachable broker
-  is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
+- checks the topics at start with the client of the source that will read them (kafka-python,
+  or the connector's own Kafka client in Spark's JVM): a missing topic is a clear error (exit 2),
+  so is a refused login or certificate (one line naming the settings to check); an unreachable
+  broker is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
 - serves /metrics from the start, with group gauges restored from the checkpoint's state file
   and counters rebuilt from the event sink, then runs the query;
 - restarts a failed query from its checkpoint with backoff (rebalance_monitor_query_restarts_total).
@@ -11,31 +13,78 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
-from sinks.exposition import serve
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector, StopGate
-from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
+from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
+from streaming.spark.sources.kafka_login import KafkaLoginFailed
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
 STOP_DRAIN_TIMEOUT_S = 30.0     # longest wait for a running micro-batch at stop
+CHECK_TIMEOUT_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
+# (topics, stop) -> None when every topic exists, else why Kafka did not answer
+TopicCheck = Callable[[list[str], threading.Event], "str | None"]
 
 
-def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event) -> None:
+def login_error(exc: KafkaLoginFailed, kafka: KafkaSettings, source: str) -> str:
+    """The one line for a refused login or certificate, with the settings that hold them."""
+    if source == "spark":
+        where = ('kafka.spark_options "kafka.sasl.jaas.config" (username, password) and "kafka.sasl.mechanism"'
+                 if exc.kind == "sasl" else 'kafka.spark_options "kafka.ssl.truststore.location" (the brokers\' CA)')
+    elif exc.kind == "tls":
+        where = "kafka.client.ssl_cafile (the CA that signed the brokers' certificates)"
+    else:
+        secret = kafka.client_secret_files.get("sasl_plain_password")
+        password = (f"the password in {secret} (kafka.client_secret_files.sasl_plain_password)" if secret
+                    else "kafka.client.sasl_plain_password")
+        where = f"kafka.client.sasl_plain_username, {password} and kafka.client.sasl_mechanism"
+    return f"Kafka {exc}; check {where}"
+
+
+def _check_client(kafka: KafkaSettings) -> dict[str, Any]:
+    # kafka-python waits 30 s for a broker by default; an attempt gives up sooner, so that the
+    # log says what is wrong early (kafka.client.bootstrap_timeout_ms overrides it).
+    return {"bootstrap_timeout_ms": int(CHECK_TIMEOUT_S * 1000), **kafka.client_config()}
+
+
+def _python_check(kafka: KafkaSettings) -> TopicCheck:
+    client = _check_client(kafka)
+    return lambda topics, stop: check_topics(kafka.bootstrap_servers, topics, client,
+                                             timeout_s=CHECK_TIMEOUT_S, stop=stop)
+
+
+def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading.Event,
+                    check: TopicCheck | None = None, source: str = "python") -> None:
+    """Until Kafka answers with every topic: source_up 0 from the start, one log line per failed
+    attempt with how long it took and when the next one starts."""
     kafka = settings.kafka
+    check = check or _python_check(kafka)
     topics = list(kafka.log_topics) + ([kafka.offsets_topic] if kafka.offsets_topic else [])
-    backoff = 1.0
+    kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
+    kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
+    for kind in kinds:
+        metrics.health.source_up.labels(kind).set(0)
+    client = _check_client(kafka)
+    LOG.info("run: checking Kafka at %s for %s (each attempt waits up to %.0f s for an answer)",
+             kafka.bootstrap_servers, ", ".join(topics), client["bootstrap_timeout_ms"] / 1000)
+    backoff, attempt = 1.0, 0
     while not stop.is_set():
+        attempt += 1
+        started = time.monotonic()
         try:
-            problem = check_topics(kafka.bootstrap_servers, topics, kafka.client_config(), stop=stop)
+            problem = check(topics, stop)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        except KafkaLoginFailed as refused:
+            raise StartupError(login_error(refused, kafka, source)) from None
         except TopicsMissing as missing:
             if missing.missing != [OFFSETS_TOPIC] or kafka.offsets_topic != OFFSETS_TOPIC:
                 raise ConfigError(f"kafka: {missing}") from None
@@ -44,14 +93,12 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
         if stop.is_set():
             return
         if problem is None:
-            kinds = [SOURCE_KIND_LOG] if kafka.log_topics else []
-            kinds += [SOURCE_KIND_OFFSETS] if kafka.offsets_topic else []
             for kind in kinds:
                 metrics.health.source_up.labels(kind).set(1)
+            LOG.info("run: Kafka at %s answered; every topic exists", kafka.bootstrap_servers)
             return
-        LOG.warning("run: %s; retrying in %.0f s", problem, backoff)
-        for kind in (SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS):
-            metrics.health.source_up.labels(kind).set(0)
+        LOG.warning("run: %s (attempt %d, %.1f s); next attempt in %.0f s", problem, attempt,
+                    time.monotonic() - started, backoff)
         metrics.health.source_errors.labels("kafka").inc()
         stop.wait(backoff)
         backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
@@ -66,11 +113,13 @@ def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector
     return collector
 
 
-def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings) -> str:
+def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
+                        package: str = "org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>") -> str:
     """"spark" (the built-in connector) or "python" (the kafka-python Data Source)."""
     if kafka.source == "spark" and not spark_kafka_available:
-        raise ConfigError("kafka.source: \"spark\" needs Spark's kafka connector on the classpath "
-                          "(spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>)")
+        raise ConfigError(f"kafka.source: \"spark\" needs Spark's kafka connector on the classpath: "
+                          f"spark_conf = {{\"spark.jars.packages\" = \"{package}\"}} (or spark-submit "
+                          f"--packages {package}; docs/configuration.md)")
     if kafka.source == "auto":
         return "spark" if spark_kafka_available else "python"
     return kafka.source
@@ -95,39 +144,53 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
-                                     dead_group_retention_seconds=settings.dead_group_retention_seconds)
-    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+                                     dead_group_retention_seconds=settings.dead_group_retention_seconds,
+                                     log_silence_seconds=settings.log_silence_seconds)
+    server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)
+    kafka = settings.kafka
     try:
-        _wait_for_kafka(settings, metrics, stop)
-        if stop.is_set():     # stopped before Kafka answered: no Spark session to start
-            return 0
+        if kafka.source != "spark":
+            # kafka-python reads (python) or may read (auto): check with it before Spark starts.
+            _wait_for_kafka(settings, metrics, stop)
+            if stop.is_set():     # stopped before Kafka answered: no Spark session to start
+                return 0
+        from streaming.spark.connector import check_topics_connector, connector_package
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark
-        spark = get_spark(settings.spark_master, settings.shuffle_partitions)
-        source = choose_kafka_source(spark_kafka_available(spark), settings.kafka)
+        spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
+        source = choose_kafka_source(spark_kafka_available(spark), kafka, connector_package(spark))
         LOG.warning("run: reading Kafka with the %s source (%s)", source,
                     "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")
+        if source == "spark":     # the connector's own client and options
+            _wait_for_kafka(settings, metrics, stop, source="spark", check=lambda topics, stop: check_topics_connector(
+                spark, kafka.bootstrap_servers, dict(kafka.spark_options), topics, stop=stop))
+            if stop.is_set():
+                return 0
         counter = ProgressCounter(collector)
         spark.streams.addListener(counter)
         backoff = 1.0
         while not stop.is_set():
-            outputs = live_query(spark, settings.query_options(), settings.kafka.read(), settings.log_spec(), source)
-            query = (outputs.writeStream
-                     .foreachBatch(collector.foreach_batch)
-                     .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
-                     .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
-                     .queryName("rebalance-monitor").start())
-            counter.watch(query)
-            while query.isActive and not stop.is_set():
-                stop.wait(1.0)
-                metrics.sweep()
-            if stop.is_set():
-                _stop_query(query, collector.gate)
-                break
-            failure = query.exception()
+            try:
+                outputs = live_query(spark, settings.query_options(), kafka.read(), settings.log_spec(), source)
+                query = (outputs.writeStream
+                         .foreachBatch(collector.foreach_batch)
+                         .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
+                         .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
+                         .queryName("rebalance-monitor").start())
+            except Exception as exc:   # e.g. Kafka gone while the connector's partitions are listed
+                failure: Any = f"{type(exc).__name__}: {exc}"
+            else:
+                counter.watch(query)
+                while query.isActive and not stop.is_set():
+                    stop.wait(1.0)
+                    metrics.sweep()
+                if stop.is_set():
+                    _stop_query(query, collector.gate)
+                    break
+                failure = query.exception()
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",
                       failure, backoff)
             metrics.health.query_restarts.inc()

@@ -10,6 +10,7 @@ from sinks.files import GROUPS_FILE, METRICS_FILE, SORT_KEYS, replay_file, write
 from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from streaming.app.collector import RunCollector
+from streaming.app.progress import ReplayProgress
 from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings
 from streaming.spark.query import replay_query
 from streaming.spark.run import run_to_end
@@ -32,14 +33,27 @@ def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
     return counts
 
 
+def progress_line(label: str, logs: list[LogInput]) -> ReplayProgress:
+    """The progress line of a replay of `logs` (and any offsets inputs) on stderr."""
+    return ReplayProgress(sum(os.path.getsize(i.path) for i in logs), label=label)
+
+
 def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],
            out_dir: str | None = None, collector: RunCollector | None = None,
-           offsets_rows_per_batch: int | None = None) -> RunCollector:
+           offsets_rows_per_batch: int | None = None, progress: ReplayProgress | None = None) -> RunCollector:
+    """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`)."""
     collector = (collector or RunCollector(MetricsSink(settings.duration_buckets))).configure(
         settings.diagnosis.to_settings())
     outputs = replay_query(spark, settings.query_options(), [i.file() for i in logs], [i.file() for i in offsets],
                            offsets_rows_per_batch)
-    run_to_end(spark, outputs, collector)
+    if progress is not None:
+        collector.on_progress = progress.update
+    try:
+        run_to_end(spark, outputs, collector)
+    finally:
+        if progress is not None:
+            progress.finish()
+            collector.on_progress = None
     collector.finish()
     if out_dir:
         write_outputs(collector, out_dir)

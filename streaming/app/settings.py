@@ -8,16 +8,22 @@ the three. Every value is validated at start; an error names the field.
 """
 from __future__ import annotations
 
+import difflib
+import errno
 import itertools
+import json
+import os
 import re
 import tomllib
+from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
 from state.diagnosis.rules import DiagnosisSettings
@@ -35,6 +41,11 @@ Envelope = Literal["auto", "plain", "json"]
 
 class ConfigError(Exception):
     """Raised with one line per bad field: `origin: field: message`."""
+
+
+class StartupError(Exception):
+    """A problem found at start that retrying cannot fix (Kafka refused the credentials or the
+    certificate): one line that names it and the settings to check; the command exits 2."""
 
 
 def _check_zone(value: str) -> str:
@@ -196,10 +207,38 @@ class _FileSource(PydanticBaseSettingsSource):
 
 
 Source = PydanticBaseSettingsSource
+ENV_PREFIX = "REBALANCE_MONITOR_"
+# REBALANCE_MONITOR_* variables that are not settings: read by the scripts and the test bed
+# (docs/configuration.md, "Environment"). Any other unknown one is an error.
+OTHER_ENV_VARIABLES = {
+    "REBALANCE_MONITOR_HELM": "the helm binary of the chart tests (scripts/test sets it)",
+    "REBALANCE_MONITOR_CACHE": "cache root of the Kafka jars and bench/ab trees (~/.cache/rebalance-monitor)",
+    "REBALANCE_MONITOR_SOURCES_CACHE": "cache of Kafka sources for scripts/extract-coordinator-templates",
+}
+
+
+class _EnvSource(EnvSettingsSource):
+    """The environment, with lists also as comma-separated values: `REBALANCE_MONITOR_GROUP_DENY=^_confluent`,
+    `..._DURATION_BUCKETS=1,2,3` (JSON arrays work as before, for values holding a comma)."""
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo | None, value: Any) -> Any:
+        is_list = field is not None and get_origin(field.annotation) in (list, tuple)
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            if is_list:
+                return [item.strip() for item in str(value).split(",") if item.strip()]
+            var = next((k.upper() for k, v in self.env_vars.items()
+                        if v == value and k.upper().endswith(field_name.upper())), field_name)
+            raise ConfigError(f"environment: {var}: expected a JSON object such as '{{\"key\": \"value\"}}', "
+                              f"got {value!r}; or set one key per variable: {var}__<KEY>=value") from None
+        if is_list and not isinstance(decoded, list):
+            return [item.strip() for item in str(value).split(",") if item.strip()]   # one value: `5`
+        return decoded
 
 
 class _Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="REBALANCE_MONITOR_", env_nested_delimiter="__",
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__",
                                       extra="forbid")
 
     @classmethod
@@ -208,7 +247,7 @@ class _Settings(BaseSettings):
                                    ) -> tuple[Source, ...]:
         # CLI flags (init kwargs) > environment > TOML file > defaults; pydantic-settings merges
         # nested tables key by key, so a flag for one kafka.* key keeps the file's other keys.
-        return (init_settings, env_settings, _FileSource(settings_cls))
+        return (init_settings, _EnvSource(settings_cls), _FileSource(settings_cls))
 
 
 # ---------------------------------------------------------------------------- per command
@@ -234,8 +273,19 @@ class QuerySettings(ParseLogsSettings):
         description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
+    # Spark settings for the session the monitor creates itself (not under spark-submit, which
+    # takes --conf/--packages), e.g. spark.jars.packages for Spark's kafka connector.
+    spark_conf: dict[str, str] = Field(default_factory=dict)
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _spark_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [key for key in value if not key.startswith("spark.")]
+        if bad:
+            raise ValueError(f"not a Spark setting (they start with 'spark.'): {', '.join(bad)}")
+        return value
 
     @field_validator("duration_buckets")
     @classmethod
@@ -267,6 +317,25 @@ class _Serving(_Settings):
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9108, ge=0, le=65535)
 
+    def serve_metrics(self, registry: Any) -> Any:
+        """Start /metrics (sinks/exposition.py); a port in use or an address that cannot be
+        bound is a ConfigError naming the setting and its flag. Returns the HTTP server."""
+        from sinks.exposition import serve
+        try:
+            server, _ = serve(registry, self.metrics_host, self.metrics_port)
+        except OSError as exc:
+            where = f"{self.metrics_host}:{self.metrics_port}"
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"metrics_port: port {self.metrics_port} is already in use on {self.metrics_host} "
+                                  f"(another monitor or demo?); choose another with --port N (0 picks a free one), "
+                                  f"metrics_port in the file or {ENV_PREFIX}METRICS_PORT") from None
+            if exc.errno == errno.EACCES:
+                raise ConfigError(f"metrics_port: port {self.metrics_port} needs privileges this process does not "
+                                  f"have; use a port above 1023 (--port N)") from None
+            raise ConfigError(f"metrics_host: cannot serve /metrics on {where}: {exc.strerror or exc}; "
+                              f"choose another address with --host ADDR (metrics_host)") from None
+        return server
+
 
 class DemoSettings(ReplaySettings, _Serving):
     """`demo`: a replay of the bundled captures that serves /metrics."""
@@ -292,6 +361,8 @@ class RunSettings(QuerySettings, _Serving):
     group_deny: list[str] = Field(default_factory=list, description="regexes")
     max_groups: int = Field(default=10_000, ge=1, description="cap on groups exported as series")
     dead_group_retention_seconds: float = Field(default=600.0, ge=0)
+    log_silence_seconds: float = Field(default=1800.0, gt=0,
+                                       description="a log source without coordinator lines this long is flagged")
 
     @field_validator("group_allow", "group_deny")
     @classmethod
@@ -320,12 +391,52 @@ def _format(err: ValidationError, origin: str, command: str) -> str:
     return "\n".join(lines)
 
 
-COMMANDS = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay", DemoSettings: "demo", RunSettings: "run"}
+COMMANDS: dict[type[_Settings], str] = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay",
+                                        DemoSettings: "demo", RunSettings: "run"}
+
+
+def _collect_env_names(env_name: str, annotation: Any, names: set[str], open_prefixes: list[str]) -> None:
+    names.add(env_name)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        for sub, field in annotation.model_fields.items():
+            _collect_env_names(f"{env_name}__{sub.upper()}", field.annotation, names, open_prefixes)
+    elif get_origin(annotation) is dict:      # kafka.client etc.: any key
+        open_prefixes.append(f"{env_name}__")
+
+
+def env_names() -> tuple[set[str], tuple[str, ...]]:
+    """Every REBALANCE_MONITOR_* variable some command reads, and the prefixes of free-form
+    tables (`REBALANCE_MONITOR_KAFKA__CLIENT__<any key>`)."""
+    names: set[str] = set()
+    open_prefixes: list[str] = []
+    for settings_cls in COMMANDS:
+        for name, field in settings_cls.model_fields.items():
+            _collect_env_names(ENV_PREFIX + name.upper(), field.annotation, names, open_prefixes)
+    return names, tuple(open_prefixes)
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """A REBALANCE_MONITOR_* variable that no command reads is a typo: an error naming it and
+    the closest valid name (a setting of another command is fine: one environment may serve all)."""
+    environ = os.environ if environ is None else environ
+    names, open_prefixes = env_names()
+    known = names | set(OTHER_ENV_VARIABLES)
+    bad = []
+    for var in sorted(environ):
+        upper = var.upper()   # pydantic-settings reads the environment case-insensitively
+        if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(open_prefixes):
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        bad.append(f"environment: {var} is not a setting{hint} (docs/configuration.md lists them)")
+    if bad:
+        raise ConfigError("\n".join(bad))
 
 
 def load(settings_cls: type[S], config_file: str | None = None, **flags: Any) -> S:
     """Settings of one command from the TOML file (optional), the environment and the flags
     given (None values are not given)."""
+    check_environment()
     file_values: dict[str, Any] = {}
     origin = "configuration"
     if config_file:
@@ -342,6 +453,9 @@ def load(settings_cls: type[S], config_file: str | None = None, **flags: Any) ->
         return settings_cls(**{k: v for k, v in flags.items() if v is not None})
     except ValidationError as exc:
         raise ConfigError(_format(exc, origin, COMMANDS.get(settings_cls, "rebalance-monitor"))) from None
+    except SettingsError as exc:   # a value the environment source could not read
+        cause = exc.__cause__
+        raise ConfigError(f"environment: {exc}" + (f": {cause}" if cause else "")) from None
     finally:
         _FILE_VALUES.reset(token)
 

@@ -1,71 +1,180 @@
-"""The human-readable summary of a replay or the demo: rebalances, member removals, diagnosis."""
+"""The printed summary of a replay or the demo, for a 100-column terminal: the diagnosis first
+(removals that were not planned, with their evidence; rebalances that ran into their timeout),
+then each group's rebalances and removals in time order, with dates. Full records stay in the
+JSON-lines outputs; the summary says where they are.
+"""
 from __future__ import annotations
 
 import sys
+import textwrap
+from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+WIDTH = 100
+ROOT_ORDER = ("process_crash", "process_pause", "slow_processing", "host_wide", "coordinator_wide", "unknown",
+              "graceful_shutdown")
 
-def _utc(ms: int | None) -> str:
+
+def utc(ms: int | None) -> str:
+    """2026-11-21 19:22:53.772 (UTC), 23 characters; '-' padded when unknown."""
     if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        return f"{'-':<23}"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _short(member: str | None, width: int = 30) -> str:
-    if not member:
-        return "-"
-    return member if len(member) <= width else member[: width - 1] + "…"
+def fit(line: str, width: int = WIDTH) -> str:
+    """The line as it is when it fits; else cut, marked with '…' (names longer than a terminal)."""
+    line = line.rstrip()
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def print_summary(collector: Any, out: TextIO = sys.stdout) -> None:
-    rebalances = sorted(collector.rebalances + collector.in_progress_rebalances(),
-                        key=lambda r: (r["cluster"], r["group"], r["started_at_ms"] or 0, r["generation"] or 0))
-    header = f"{'cluster':<10} {'group':<34} {'proto':<8} {'gen':>7} {'start UTC':<12} " \
-             f"{'join s':>7} {'sync s':>7} {'total s':>8} {'trigger':<17} {'outcome':<11} members"
-    print(f"\nREBALANCES ({len(rebalances)})\n{header}\n{'-' * len(header)}", file=out)
-    for r in rebalances:
-        def sec(v):
-            return "-" if v is None else f"{v:.3f}"
-        previous, current = r["previous_generation"], r["generation"]
-        gen = f"{'?' if previous is None else previous}->{'?' if current is None else current}"
-        print(f"{r['cluster']:<10} {r['group'][:34]:<34} {r['protocol']:<8} {gen:>7} {_utc(r['started_at_ms']):<12} "
-              f"{sec(r['join_seconds']):>7} {sec(r['sync_seconds']):>7} {sec(r['total_seconds']):>8} "
-              f"{r['trigger']:<17} {r['outcome']:<11} {r['members'] if r['members'] is not None else '-'}", file=out)
-    removals = sorted(collector.removals, key=lambda r: (r["cluster"], r["group"], r["removed_at_ms"]))
-    header = f"{'cluster':<10} {'group':<34} {'member':<31} {'client':<22} {'removed UTC':<12} {'cause':<22} root_cause"
-    print(f"\nMEMBER REMOVALS ({len(removals)})\n{header}\n{'-' * len(header)}", file=out)
-    for r in removals:
-        print(f"{r['cluster']:<10} {r['group'][:34]:<34} {_short(r['member_id']):<31} "
-              f"{_short(r['client_id'], 22):<22} {_utc(r['removed_at_ms']):<12} {r['cause']:<22} {r['root_cause']}",
-              file=out)
-    print_diagnosis(collector, out)
-    print(f"\n{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
-          f"{len(collector.anomalies)} invalid transitions", file=out)
+def wrap(text: str, indent: int) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * indent,
+                         break_long_words=True, break_on_hyphens=False) or [""]
 
 
-def print_diagnosis(collector: Any, out: TextIO = sys.stdout) -> None:
-    """Removals by root cause with their evidence, and the rebalances that hit their timeout."""
-    removals = sorted(collector.removals, key=lambda r: (r["cluster"], r["removed_at_ms"], r["group"]))
-    by_root: dict[str, list[dict]] = {}
-    for r in removals:
-        by_root.setdefault(r["root_cause"], []).append(r)
-    print(f"\nDIAGNOSIS ({len(removals)} removals)", file=out)
-    order = ("process_crash", "process_pause", "slow_processing", "host_wide", "coordinator_wide",
-             "graceful_shutdown", "unknown")
-    for root in sorted(by_root, key=lambda k: order.index(k) if k in order else len(order)):
-        rows = by_root[root]
-        print(f"  {root} ({len(rows)})", file=out)
-        shown = rows if root != "graceful_shutdown" else rows[:3]
-        for r in shown:
-            print(f"    {r['cluster']} {_utc(r['removed_at_ms'])} {r['group'][:34]} {r['cause']}: {r['evidence']}",
-                  file=out)
-        if len(shown) < len(rows):
-            print(f"    ... {len(rows) - len(shown)} more", file=out)
-    slow = [r for r in collector.rebalances if r.get("hit_rebalance_timeout")]
+def who(r: dict) -> str:
+    name = r.get("group_instance_id") or r.get("client_id") or r["member_id"]
+    return f"{name}@{r['client_host'].lstrip('/')}" if r.get("client_host") else name
+
+
+def generation(r: dict) -> str:
+    previous, current = r.get("previous_generation"), r.get("generation")
+    return f"{'?' if previous is None else previous}->{'?' if current is None else current}"
+
+
+def start_ms(r: dict) -> int | None:
+    return next((r.get(k) for k in ("started_at_ms", "join_completed_at_ms", "assigned_at_ms", "completed_at_ms",
+                                    "ended_at_ms") if r.get(k) is not None), None)
+
+
+def rebalance_line(r: dict, trigger_width: int = 17) -> str:
+    total = "-" if r.get("total_seconds") is None else f"{r['total_seconds']:.3f} s"
+    members = "" if r.get("members") is None else f"{r['members']} member{'' if r['members'] == 1 else 's'}"
+    timeout = " TIMEOUT" if r.get("hit_rebalance_timeout") else ""
+    return fit(f"  {utc(start_ms(r))} rebalance {generation(r):<7} {r['trigger']:<{trigger_width}} "
+               f"{r['outcome']:<11} {total:>10}  {members}{timeout}")
+
+
+def removal_line(r: dict, cause_width: int = 17, root_width: int = 17) -> str:
+    return fit(f"  {utc(r['removed_at_ms'])} removed   {r['cause']:<{cause_width}} -> "
+               f"{r.get('root_cause') or 'unknown':<{root_width}} {who(r)}")
+
+
+# The correlator appends each removal's own per-group evidence to a host-/coordinator-wide one; the
+# summary keeps the shared part (the records keep both).
+PER_GROUP_SUFFIX = " (per group: "
+
+
+def diagnosis_lines(rebalances: list[dict], removals: list[dict]) -> list[str]:
+    """Removals by root cause (planned leaves only counted) with their evidence, and the rebalances
+    that ran into their rebalance timeout."""
+    causes = Counter(r.get("root_cause") or "unknown" for r in removals)
+    groups = {(r["cluster"], r["group"]) for r in removals}
+    slow = sorted((r for r in rebalances if r.get("hit_rebalance_timeout")), key=lambda r: start_ms(r) or 0)
+    counts = ", ".join(f"{c} {causes[c]}" for c in sorted(causes, key=_root_rank))
+    head = f"DIAGNOSIS: {len(removals)} member removals in {len(groups)} groups" + (f" ({counts})" if counts else "")
+    lines = [*textwrap.wrap(head, WIDTH, subsequent_indent="  "),
+             f"  {len(slow)} rebalance(s) ran into their rebalance timeout"]
+    for root in sorted(causes, key=_root_rank):
+        if root == "graceful_shutdown":
+            lines.append(f"\n{root} ({causes[root]}): planned leaves, listed per group below")
+            continue
+        lines.append(f"\n{root} ({causes[root]})")
+        previous = None
+        for r in sorted((r for r in removals if (r.get("root_cause") or "unknown") == root),
+                        key=lambda r: r["removed_at_ms"]):
+            lines += removal_diagnosis(r, previous)
+            previous = r
     if slow:
-        print(f"  rebalances that ran into their rebalance timeout ({len(slow)})", file=out)
-        for r in slow:
-            print(f"    {r['cluster']} {r['group'][:34]} {r['previous_generation']}->{r['generation']}: JOIN "
-                  f"{r['join_seconds']} s of {(r['rebalance_timeout_ms'] or 0) / 1000:.1f} s, waited for "
-                  f"{_short(r['waited_for_member']) if r['waited_for_member'] else '?'}", file=out)
+        lines.append(f"\nrebalances that ran into their rebalance timeout ({len(slow)})")
+    for r in slow:
+        lines.append(fit(f"  {utc(start_ms(r))}  {r['cluster']}  {r['group']}  {generation(r)}"))
+        timeout = (r.get("rebalance_timeout_ms") or 0) / 1000
+        lines += wrap(f"JOIN {r.get('join_seconds')} s of a {timeout:.1f} s rebalance timeout; waited for "
+                      f"{r.get('waited_for_member') or '?'}", 6)
+    return lines
+
+
+def removal_diagnosis(r: dict, previous: dict | None) -> list[str]:
+    """A removal's line and its evidence, wrapped; the evidence is left out when it is the previous
+    removal's (one host-wide burst)."""
+    head = f"  {utc(r['removed_at_ms'])}  {r['cluster']}  {r['group']}  {r['cause']}"
+    evidence = (r.get("evidence") or "(no evidence recorded)").split(PER_GROUP_SUFFIX)[0]
+    name = r.get("group_instance_id") or r.get("client_id") or r["member_id"]
+    if len(head) + 2 + len(who(r)) <= WIDTH:
+        head += f"  {who(r)}"
+    elif name not in evidence:
+        evidence = f"{who(r)}: {evidence}"
+    if previous is not None and evidence == (previous.get("evidence") or "").split(PER_GROUP_SUFFIX)[0]:
+        return [fit(head)]
+    return [fit(head), *wrap(evidence, 6)]
+
+
+def _root_rank(root: str) -> int:
+    return ROOT_ORDER.index(root) if root in ROOT_ORDER else len(ROOT_ORDER) - 1
+
+
+def group_lines(rebalances: list[dict], removals: list[dict], max_groups: int | None = None,
+                max_events: int | None = None) -> list[str]:
+    """Per group (in the order of its first event): a header, then its events in time order."""
+    events: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+    trigger_width = max((len(r["trigger"]) for r in rebalances), default=0)
+    cause_width = max((len(r["cause"]) for r in removals), default=0)
+    root_width = max((len(r.get("root_cause") or "unknown") for r in removals), default=0)
+    for r in rebalances:
+        events.setdefault((r["cluster"], r["group"]), []).append(
+            (start_ms(r) or 0, 1, rebalance_line(r, trigger_width)))
+    for r in removals:
+        events.setdefault((r["cluster"], r["group"]), []).append(
+            (r["removed_at_ms"], 0, removal_line(r, cause_width, root_width)))
+    keys = sorted(events, key=lambda k: (min(e[0] for e in events[k]), k))
+    hidden = 0
+    if max_groups is not None and len(keys) > max_groups:
+        def weight(k: tuple[str, str]) -> tuple[int, int]:
+            unplanned = sum(1 for r in removals if (r["cluster"], r["group"]) == k
+                            and r.get("root_cause") != "graceful_shutdown")
+            return unplanned, len(events[k])
+        kept = set(sorted(keys, key=weight, reverse=True)[:max_groups])
+        hidden, keys = len(keys) - len(kept), [k for k in keys if k in kept]
+    protocols: dict[tuple[str, str], set[str]] = {}
+    for r in [*rebalances, *removals]:
+        protocols.setdefault((r["cluster"], r["group"]), set()).add(r["protocol"])
+    lines = []
+    for key in keys:
+        rows = sorted(events[key])
+        n_rb, n_rm = sum(1 for e in rows if e[1] == 1), sum(1 for e in rows if e[1] == 0)
+        lines.append(fit(f"\n{key[0]}  {key[1]}  ({', '.join(sorted(protocols[key]))}; {n_rb} rebalance"
+                         f"{'' if n_rb == 1 else 's'}, {n_rm} removal{'' if n_rm == 1 else 's'})", WIDTH + 1))
+        shown = rows if max_events is None else rows[:max_events]
+        lines += [line for _, _, line in shown]
+        if len(shown) < len(rows):
+            lines.append(f"  ... {len(rows) - len(shown)} more events of this group")
+    if hidden:
+        lines.append(f"\n... {hidden} more groups (fewer unplanned removals and rebalances): see the outputs")
+    return lines
+
+
+def summary_lines(rebalances: list[dict], removals: list[dict], totals: str, outputs: Iterable[str] = (),
+                  max_groups: int | None = None, max_events: int | None = None) -> list[str]:
+    rebalances = list(rebalances)
+    groups = {(r["cluster"], r["group"]) for r in [*rebalances, *removals]}
+    lines = diagnosis_lines(rebalances, list(removals))
+    lines.append(f"\nEVENTS BY GROUP: {len(rebalances)} rebalances, {len(removals)} member removals in "
+                 f"{len(groups)} groups, UTC")
+    lines += group_lines(rebalances, list(removals), max_groups, max_events)
+    lines.append(f"\n{totals}")
+    lines += [fit(line) for line in outputs]
+    return lines
+
+
+def print_summary(collector: Any, out: TextIO = sys.stdout, outputs: Iterable[str] = (),
+                  max_groups: int | None = None, max_events: int | None = None) -> None:
+    """`outputs`: lines saying where the full records (and the report) were written."""
+    rebalances = collector.rebalances + collector.in_progress_rebalances()
+    totals = (f"{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
+              f"{len(collector.anomalies)} anomalies (invalid transitions, source mismatches)")
+    print("\n".join(summary_lines(rebalances, collector.removals, totals, outputs, max_groups, max_events)),
+          file=out)

@@ -25,11 +25,22 @@ contains dots goes in brackets: `kubernetes.labels['statefulset.kubernetes.io/po
 otherwise from the source's `broker_id`. A number is used as is; a string uses its trailing
 digits, so a StatefulSet pod name `kafka-2` gives broker 2.
 
+JSON layouts: log4j2 can write each entry as one JSON document with the message alone in
+`message` and the time, level and logger in fields of their own (`JSON_LAYOUTS`): JsonTemplateLayout
+with its ECS template (`@timestamp`, `log.level`, `log.logger`; flat dotted keys, or nested as ECS
+shippers write them), JsonLayout and JsonTemplateLayout's JsonLayout.json (`instant` {epochSecond,
+nanoOfSecond} or `timeMillis`, `level`, `loggerName`), and the Logstash layout (`@timestamp`,
+`level`, `logger_name`). Such a document gives `Unwrapped.fields` (a header.Header: time text,
+level, logger, layout name) next to the message; the parser reads the message with them (unless the
+message is itself a whole log4j line, which a shipper that adds fields may keep). A docker
+json-file document (`{"log": "<line>\n", "stream": ..., "time": ...}`) has no such fields: it is an
+envelope around a log4j line like a shipper's.
+
 Host hint: the first string among `host.name`, `kubernetes.pod_name`, `host`, `hostname`,
 `kubernetes.host`. It is kept with quarantine records and, as `data.log_host`, with the events
 of that line (the clock-skew metric names it as the source).
 
-The Spark query does the same in the JVM (streaming/spark/steps.py `unwrap_columns`); both
+The Spark query does the same in the JVM (streaming/spark/steps.py `unwrap_frame`); both
 implementations are tested against each other.
 """
 from __future__ import annotations
@@ -38,6 +49,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any, Final
+
+from streaming.logs.header import PREFIXED_JSON_RE, Header
 
 ENVELOPE_AUTO: Final = "auto"
 ENVELOPE_PLAIN: Final = "plain"
@@ -53,6 +66,17 @@ _TRAILING_DIGITS = re.compile(r"(\d+)\s*$")
 # The log4j header inside a JSON string: `"[2026-11-21 19:21:58,686] INFO ` (used for ordering).
 EMBEDDED_HEADER_RE = re.compile(
     r'"\s*\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ')
+
+
+# (layout name, level fields, logger fields, time fields): the first layout whose level and logger
+# are both strings wins. A field name is looked up as a flat key first, then as a dotted path.
+JSON_LAYOUTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    ("ecs-json", ("log.level",), ("log.logger",), ("@timestamp",)),
+    ("log4j2-json", ("level",), ("loggerName",), ("instant", "timeMillis")),
+    ("logstash-json", ("level",), ("logger_name",), ("@timestamp",)),
+)
+_NAME_START = re.compile(r"[A-Za-z_$]")
+_DATE_START = re.compile(r"\d{4}-")
 
 
 def parse_field_path(path: str) -> list[str]:
@@ -98,10 +122,67 @@ def first_line(message: str) -> str:
 
 @dataclass(frozen=True)
 class Unwrapped:
-    line: str | None              # the log4j line; None when the envelope could not be read
+    line: str | None              # the log4j line (a JSON layout's message); None when unreadable
     broker: int | None = None     # broker id from envelope metadata
     host: str | None = None       # host / pod name from envelope metadata
     error: str | None = None      # why `line` is None
+    fields: Header | None = None  # a JSON layout's time, level and logger (module docstring)
+
+
+def _field(doc: dict, name: str) -> Any:
+    """A flat key (`"log.level": ...`) or the dotted path (`"log": {"level": ...}`)."""
+    if doc.get(name) is not None:
+        return doc[name]
+    return lookup(doc, name.split(".")) if "." in name else None
+
+
+def _name_field(doc: dict, names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = _field(doc, name)
+        if isinstance(value, str) and _NAME_START.match(value):
+            return value
+    return None
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isdigit() and value.isascii():
+        return int(value)
+    return None
+
+
+def _time_field(doc: dict, names: tuple[str, ...]) -> str | None:
+    """The time text of a JSON layout: ISO text as written, or epoch milliseconds as digits."""
+    for name in names:
+        value = _field(doc, name)
+        if name == "instant":
+            if isinstance(value, dict):
+                seconds = _integer(value.get("epochSecond"))
+                nanos = 0 if value.get("nanoOfSecond") is None else _integer(value["nanoOfSecond"])
+                if seconds is not None and nanos is not None:
+                    return str(seconds * 1000 + nanos // 1_000_000)
+            continue
+        if name == "timeMillis":
+            millis = _integer(value)
+            if millis is not None:
+                return str(millis)
+            continue
+        if isinstance(value, str) and _DATE_START.match(value):
+            return value
+    return None
+
+
+def json_layout_fields(doc: dict) -> Header | None:
+    """The time, level and logger of a log4j2 JSON layout document (its message is the line)."""
+    for name, levels, loggers, times in JSON_LAYOUTS:
+        level = _name_field(doc, levels)
+        logger = _name_field(doc, loggers) if level is not None else None
+        if level is not None and logger is not None:
+            return Header(name, _time_field(doc, times), level.upper(), logger, "")
+    return None
 
 
 def is_json_row(raw: str, mode: str) -> bool:
@@ -112,18 +193,44 @@ def is_json_row(raw: str, mode: str) -> bool:
     return False
 
 
+def _json_layout_in_message(line: str) -> tuple[str, Header] | None:
+    """A JSON layout document inside a shipper's message (Fluent Bit `log`, Filebeat `message` of a
+    container whose broker logs JSON): its message's first line and its fields."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    fields = json_layout_fields(doc)
+    message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
+    if fields is None or message is None:
+        return None
+    return first_line(message), Header("envelope+" + fields.layout, fields.ts, fields.level, fields.logger, "")
+
+
 def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = None) -> Unwrapped:
     """One raw row -> Unwrapped. Never raises on bad input."""
+    text = raw
     if not is_json_row(raw, mode):
-        return Unwrapped(raw)
+        prefixed = PREFIXED_JSON_RE.match(raw) if mode == ENVELOPE_AUTO else None
+        if prefixed is None:
+            return Unwrapped(raw)
+        text = prefixed.group(1)      # a JSON document behind container/transport prefixes
     try:
-        doc = json.loads(raw)
+        doc = json.loads(text)
     except ValueError as exc:
+        if text is not raw:
+            return Unwrapped(raw)
         return Unwrapped(None, error=f"envelope is not a JSON document: {exc}")
     if not isinstance(doc, dict):
+        if text is not raw:
+            return Unwrapped(raw)
         return Unwrapped(None, error="envelope is not a JSON object")
     message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
     if message is None:
+        if text is not raw:
+            return Unwrapped(raw)
         return Unwrapped(None, error="envelope has no string field " + "/".join(MESSAGE_FIELDS))
     host = None
     for field_name in HOST_FIELDS:
@@ -132,4 +239,9 @@ def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = No
             host = value
             break
     broker = broker_from_value(lookup(doc, parse_field_path(broker_id_field))) if broker_id_field else None
-    return Unwrapped(first_line(message), broker, host)
+    line, fields = first_line(message), json_layout_fields(doc)
+    if fields is None and line[:1] == "{":
+        nested = _json_layout_in_message(line)
+        if nested is not None:
+            line, fields = nested
+    return Unwrapped(line, broker, host, fields=fields)

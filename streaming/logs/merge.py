@@ -4,11 +4,16 @@ source's offsets)."""
 from __future__ import annotations
 
 import heapq
+import json
 import os
+import re
 
-from streaming.logs.envelope import EMBEDDED_HEADER_RE, ENVELOPE_AUTO, is_json_row
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
-from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, zone
+from streaming.logs.envelope import (
+    EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, is_json_row, json_layout_fields
+)
+from streaming.logs.header import PREFIXED_JSON_RE, read_header
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, HEADER_RE
+from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms, zone
 from streaming.rows import END_OF_INPUT_TS_MS
 
 # Every coordinator marker (COORDINATOR_LOGGER_MARKERS) contains this core: one bytes.find pass
@@ -19,19 +24,121 @@ _MARKER_PARTS = tuple((m.encode()[:m.encode().index(_MARKER_CORE)],
                        m.encode()[m.encode().index(_MARKER_CORE) + len(_MARKER_CORE):])
                       for m in COORDINATOR_LOGGER_MARKERS)
 CHUNK_BYTES = 8 << 20
+# Files whose loggers are not named in full (e.g. Strimzi's `%c{1}`): every line that contains one
+# of COORDINATOR_MARKERS (short class names, message prefixes) is kept. One regex pass per chunk.
+_ANY_MARKER = re.compile(b"|".join(re.escape(m.encode()) for m in COORDINATOR_MARKERS))
+# The first lines of every file are emitted whatever they hold: the parse step reads their layout
+# (which the monitor reports per source) even when the file has no coordinator line at all.
+SAMPLE_LINES = 20
+# How many lines from the top of a file decide whether it names loggers in full (file_uses_full_names).
+SNIFF_LINES = 200
+_SNIFF_BYTES = 256 << 10
 
 
-def _line_ts(line: str, tz, json_row: bool) -> int | None:
-    """Header time of a plain line, or of the log4j line inside a JSON envelope row."""
-    if not json_row:
-        return header_timestamp_ms(line, tz)
-    m = EMBEDDED_HEADER_RE.search(line)
-    if m is None:
+def _time_of(text: str | None, tz) -> int | None:
+    if text is None:
         return None
     try:
-        return log4j_to_epoch_ms(m.group(1), tz)
+        return to_epoch_ms(text, tz)
     except ValueError:
         return None
+
+
+def _doc(text: str) -> dict | None:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _message_line(doc: dict) -> str | None:
+    message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
+    return None if message is None else first_line(message)
+
+
+def _plain_ts(line: str, tz) -> int | None:
+    ts = header_timestamp_ms(line, tz)
+    if ts is not None or line[:1] in ("\t", " ", ""):
+        return ts
+    prefixed = PREFIXED_JSON_RE.match(line)
+    if prefixed is not None:
+        doc = _doc(prefixed.group(1))
+        if doc is not None:
+            return _json_ts(doc, tz, nested=True)
+    header = read_header(line)
+    return None if header is None else _time_of(header.ts, tz)
+
+
+def _json_ts(doc: dict, tz, nested: bool) -> int | None:
+    fields = json_layout_fields(doc)
+    if fields is not None:
+        return _time_of(fields.ts, tz)
+    message = _message_line(doc)
+    if message is None:
+        return None
+    if nested and message[:1] == "{":
+        inner = _doc(message)
+        return None if inner is None else _json_ts(inner, tz, nested=False)
+    return _plain_ts(message, tz)
+
+
+def line_ts(line: str, tz, json_row: bool) -> int | None:
+    """The time of a line in any layout: its header time, the time of the log4j line inside a
+    JSON envelope row, or a JSON layout's time field (also behind transport prefixes or inside a
+    shipper's message); None for a line without one."""
+    if not json_row:
+        return _plain_ts(line, tz)
+    m = EMBEDDED_HEADER_RE.search(line)
+    if m is not None:
+        try:
+            return log4j_to_epoch_ms(m.group(1), tz)
+        except ValueError:
+            return None
+    doc = _doc(line)
+    return None if doc is None else _json_ts(doc, tz, nested=True)
+
+
+def _logger_of(line: str, json_row: bool) -> str | None:
+    if not json_row:
+        m = HEADER_RE.match(line)
+        if m is not None:
+            return m.group(4)
+        prefixed = PREFIXED_JSON_RE.match(line)
+        if prefixed is None:
+            header = read_header(line, generic=False)
+            return None if header is None else header.logger
+        line = prefixed.group(1)
+    doc = _doc(line)
+    if doc is None:
+        return None
+    fields = json_layout_fields(doc)
+    if fields is not None:
+        return fields.logger
+    message = _message_line(doc)
+    if message is None:
+        return None
+    return _logger_of(message, message[:1] == "{")
+
+
+def file_uses_full_names(path: str, envelope: str) -> bool:
+    """Do the first SNIFF_LINES lines of the file with a readable layout all name their logger in
+    full? Then only lines with a full coordinator logger name (COORDINATOR_LOGGER_MARKERS) can be
+    coordinator lines, which one fast search finds; otherwise (short names, or no layout read)
+    the reader keeps every line with any coordinator marker. Decided per file, from its top."""
+    with open(path, "rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    lines = head.split(b"\n")[:SNIFF_LINES]
+    seen = False
+    for raw in lines:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        logger = _logger_of(line, is_json_row(line, envelope))
+        if logger is None:
+            continue
+        if "." not in logger:
+            return False
+        seen = True
+    return seen
 
 
 class _KeptLines:
@@ -44,10 +151,10 @@ class _KeptLines:
     """
 
     def __init__(self, path: str, pos: int, line_no: int, carry_ts: int | None, tz, envelope: str,
-                 keep_all: bool = False):
+                 keep_all: bool = False, full_names: bool = True):
         self.handle = open(path, "rb")
         self.handle.seek(pos)
-        self.tz, self.envelope, self.keep_all = tz, envelope, keep_all
+        self.tz, self.envelope, self.keep_all, self.full_names = tz, envelope, keep_all, full_names
         self.buf = b""
         self.end = 0                # buf[:end] is the current chunk (whole lines); the rest is reread
         self.buf_pos = pos          # file offset of buf[0]
@@ -102,7 +209,7 @@ class _KeptLines:
             if start < mark_index:
                 break
             line = self.buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
-            ts = _line_ts(line, self.tz, is_json_row(line, self.envelope))
+            ts = line_ts(line, self.tz, is_json_row(line, self.envelope))
             if ts is not None:
                 result = ts
                 break
@@ -112,9 +219,12 @@ class _KeptLines:
 
     def _next_hit(self) -> int:
         """Index of a byte inside the next line (from cursor) to keep, or -1 if none in buf."""
-        if self.keep_all:
+        if self.keep_all or self.line_no < SAMPLE_LINES:
             return self.cursor if self.cursor < self.end else -1
         buf, at, end_of_chunk = self.buf, self.cursor, self.end
+        if not self.full_names:
+            m = _ANY_MARKER.search(buf, at, end_of_chunk)
+            return -1 if m is None else m.start()
         core = len(_MARKER_CORE)
         while True:
             hit = buf.find(_MARKER_CORE, at, end_of_chunk)
@@ -142,7 +252,7 @@ class _KeptLines:
         self.line_no += buf.count(b"\n", self.cursor, start) + 1
         self.cursor = end + 1
         line = buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
-        ts = _line_ts(line, self.tz, is_json_row(line, self.envelope))
+        ts = line_ts(line, self.tz, is_json_row(line, self.envelope))
         if ts is None:
             ts = self._header_ts_before(start)
             if ts is None:
@@ -163,7 +273,8 @@ class _KeptLines:
 
 
 class LogMergeCursor:
-    """Merges several log files by header time, emitting only lines that may be coordinator lines.
+    """Merges several log files by header time, emitting only lines that may be coordinator lines
+    (and the first SAMPLE_LINES lines of each file, for the layout report).
 
     Each batch is the next `max_rows` kept lines in event-time order across all files (a k-way
     merge). A line without a header (stack trace, multi-line config dump) keeps the time of the
@@ -177,6 +288,7 @@ class LogMergeCursor:
         self.zones = [zone(f.get("tz") or "UTC") for f in files]
         self.envelopes = [f.get("envelope") or ENVELOPE_AUTO for f in files]
         self.keep_all = keep_all
+        self.full_names = [file_uses_full_names(f["path"], e) for f, e in zip(files, self.envelopes)]
 
     def initial(self) -> dict:
         n = len(self.files)
@@ -190,7 +302,7 @@ class LogMergeCursor:
         if start["eof"]:
             return rows, start
         scanners = [_KeptLines(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i],
-                               self.keep_all) for i, f in enumerate(self.files)]
+                               self.keep_all, self.full_names[i]) for i, f in enumerate(self.files)]
         try:
             heap: list = []
             for i, scanner in enumerate(scanners):

@@ -23,11 +23,12 @@ from typing import Any
 from state.events import SOURCE_LOG, Event
 from streaming.logs.catalog import CatalogEntry, candidate_entries
 from streaming.logs.files import iter_log_file
+from streaming.logs.header import DEFAULT, GENERIC, Header, inner_line, read_header
 from streaming.logs.layout import (
-    COORDINATOR_LOGGER_MARKERS, HEADER_RE, JAVA_LOGGER_PREFIXES, NON_GROUP_RUNTIME_PREFIXES, SCALA_LOGGER_PREFIX,
-    is_continuation, split_coordinator_prefix
+    HEADER_RE, NON_GROUP_RUNTIME_PREFIXES, full_logger_family, has_coordinator_marker, is_continuation,
+    logger_families, split_coordinator_prefix
 )
-from streaming.logs.timeutil import log4j_to_epoch_ms
+from streaming.logs.timeutil import to_epoch_ms
 from streaming.logs.values import EVENT_ATTRIBUTES, FIELD_CONVERTERS, PRESENCE_FLAGS
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
@@ -37,9 +38,13 @@ OUTCOME_DEBUG = "debug"                  # coordinator DEBUG/TRACE line not pars
 OUTCOME_NOT_COORDINATOR = "not_coordinator"
 OUTCOME_CONTINUATION = "continuation"    # belongs to the previous entry (stack trace, ...)
 OUTCOME_UNKNOWN = "unknown"              # Quarantined(reason="unknown_coordinator_line")
-OUTCOME_UNPARSEABLE = "unparseable"      # Quarantined(reason="unparseable_line")
+OUTCOME_UNKNOWN_LAYOUT = "unknown_layout"  # Quarantined(reason="unparseable_line"): names a coordinator
+                                           # logger or prefix, but its layout is not understood
+OUTCOME_UNPARSEABLE = "unparseable"      # Quarantined(reason="unparseable_line"): e.g. a bad timestamp
 OUTCOMES = (OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_DEBUG, OUTCOME_NOT_COORDINATOR,
-            OUTCOME_CONTINUATION, OUTCOME_UNKNOWN, OUTCOME_UNPARSEABLE)
+            OUTCOME_CONTINUATION, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE)
+UNPARSEABLE_LINE = "unparseable_line"
+UNKNOWN_COORDINATOR_LINE = "unknown_coordinator_line"
 
 ParseResult = list[Event] | Quarantined | None
 
@@ -48,20 +53,23 @@ ParseResult = list[Event] | Quarantined | None
 class LineParse:
     outcome: str                         # one of OUTCOMES
     result: ParseResult                  # what parse_line returns
-    entry: CatalogEntry | None = None  # the matching catalog entry, if any
+    entry: CatalogEntry | None = None    # the matching catalog entry, if any
+    layout: str | None = None            # the line's layout (header.py), None when not understood
+    logger: str | None = None            # the logger as the line names it, if it does
 
 
-_NOT_COORDINATOR = LineParse(OUTCOME_NOT_COORDINATOR, None)
 _CONTINUATION = LineParse(OUTCOME_CONTINUATION, None)
-_DEBUG = LineParse(OUTCOME_DEBUG, None)
+_NO_LAYOUT = LineParse(OUTCOME_NOT_COORDINATOR, None)
+_BY_LAYOUT: dict[tuple[str, str], LineParse] = {}    # (outcome, layout) -> shared result without a fact
 
 
-def _logger_family(logger: str) -> str | None:
-    if logger.startswith(SCALA_LOGGER_PREFIX):
-        return "scala"
-    if logger.startswith(JAVA_LOGGER_PREFIXES):
-        return "java"
-    return None
+def _plain(outcome: str, layout: str) -> LineParse:
+    """A shared LineParse without result for a layout (not_coordinator, debug)."""
+    key = (outcome, layout)
+    parsed = _BY_LAYOUT.get(key)
+    if parsed is None:
+        parsed = _BY_LAYOUT[key] = LineParse(outcome, None, None, layout)
+    return parsed
 
 
 def _quarantine(reason: str, detail: str, line: str, source_id: str, seq: int,
@@ -70,59 +78,112 @@ def _quarantine(reason: str, detail: str, line: str, source_id: str, seq: int,
                        raw=line[:RAW_LIMIT], ts_ms=ts_ms)
 
 
+def _ts_or_none(text: str | None, tz: tzinfo) -> int | None:
+    if text is None:
+        return None
+    try:
+        return to_epoch_ms(text, tz)
+    except ValueError:
+        return None
+
+
+def _no_header(line: str, source_id: str, seq: int) -> LineParse:
+    """A line no layout fits: a continuation, a coordinator line we cannot read, or neither."""
+    if is_continuation(inner_line(line)):
+        return _CONTINUATION
+    if has_coordinator_marker(line):
+        return LineParse(OUTCOME_UNKNOWN_LAYOUT, _quarantine(
+            UNPARSEABLE_LINE, "line names a group-coordinator logger, but its layout is not understood "
+            "(no time, level, logger and message could be read; docs/broker-logs.md, \"Layouts\")",
+            line, source_id, seq))
+    return _NO_LAYOUT
+
+
+def _header_of(line: str, fields: Header | None) -> Header | None:
+    """The header of a line that is not in the default layout, or of a JSON layout's fields."""
+    if fields is None:
+        return read_header(line)
+    if line.startswith("[") or line[:1].isdigit():
+        # A shipper may add level/logger fields and keep the whole log4j line in `message`.
+        own = read_header(line, generic=False)
+        if own is not None:
+            return own
+    return Header(fields.layout, fields.ts, fields.level, fields.logger, line)
+
+
 def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
-                        default_broker: int | None = None) -> LineParse:
-    """Like parse_line, plus the outcome class and the catalog entry (for the caller's counters)."""
+                        default_broker: int | None = None, fields: Header | None = None) -> LineParse:
+    """Like parse_line, plus the outcome class, the catalog entry and the layout (for the caller's
+    counters). `fields`: time, level and logger of a JSON layout (envelope.py), `line` its message."""
     line = line.rstrip("\r\n")
-    header = HEADER_RE.match(line)
-    if header is None:
-        if is_continuation(line):
-            return _CONTINUATION
-        if any(marker in line for marker in COORDINATOR_LOGGER_MARKERS):
-            return LineParse(OUTCOME_UNPARSEABLE, _quarantine(
-                "unparseable_line", "line names a group-coordinator logger but has no log4j header "
-                "'[yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger)'", line, source_id, seq))
-        return _NOT_COORDINATOR
+    header = HEADER_RE.match(line) if fields is None else None
+    if header is not None:     # the default layout, the common case: keep it fast
+        ts_text, level, message, logger = header.groups()
+        layout = DEFAULT
+        if message[:1] == " ":                     # `%-5p`: "INFO  [GroupCoordinator ..."
+            message, layout = message.lstrip(" "), "default-padded"
+        family = full_logger_family(logger)
+        if family is None or message.startswith(NON_GROUP_RUNTIME_PREFIXES):
+            return _plain(OUTCOME_NOT_COORDINATOR, layout)
+        families: tuple[str, ...] = (family,)
+    else:
+        h = _header_of(line, fields)
+        if h is None:
+            return _no_header(line, source_id, seq)
+        ts_text, level, message, logger, layout = h.ts, h.level or "INFO", h.message, h.logger, h.layout
+        families = logger_families(logger, message)
+        if not families or message.startswith(NON_GROUP_RUNTIME_PREFIXES):
+            return _plain(OUTCOME_NOT_COORDINATOR, layout)
+    return _parse_message(line, ts_text, level, message, logger, layout, families, source_id, seq, tz,
+                          default_broker)
 
-    ts_text, level, message, logger = header.groups()
-    family = _logger_family(logger)
-    if family is None or message.startswith(NON_GROUP_RUNTIME_PREFIXES):
-        return _NOT_COORDINATOR
 
+def _parse_message(line: str, ts_text: str | None, level: str, message: str, logger: str | None, layout: str,
+                   families: tuple[str, ...], source_id: str, seq: int, tz: tzinfo,
+                   default_broker: int | None) -> LineParse:
     broker, offsets_partition, body = split_coordinator_prefix(message)
     debug = level == "DEBUG" or level == "TRACE"
     match = None
-    for entry in candidate_entries(family, body, debug=debug):
-        if entry.anchor in body and (entry.levels is None or level in entry.levels):
-            match = entry.pattern.fullmatch(body)
-            if match is not None:
-                break
+    for family in families:
+        for entry in candidate_entries(family, body, debug=debug):
+            if entry.anchor in body and (entry.levels is None or level in entry.levels):
+                match = entry.pattern.fullmatch(body)
+                if match is not None:
+                    break
+        if match is not None:
+            break
 
     if match is None:
         if debug:
-            return _DEBUG
-        try:
-            ts_ms: int | None = log4j_to_epoch_ms(ts_text, tz)
-        except ValueError:
-            ts_ms = None
+            return _plain(OUTCOME_DEBUG, layout)
+        if layout.endswith(GENERIC):
+            # Read by position only: a message no entry knows says more about the reading than
+            # about the catalog.
+            return LineParse(OUTCOME_UNKNOWN_LAYOUT, _quarantine(
+                UNPARSEABLE_LINE, "line carries a group-coordinator prefix, but its layout is not understood "
+                "(the text from the prefix on matches no catalog entry; docs/broker-logs.md, \"Layouts\")",
+                line, source_id, seq, _ts_or_none(ts_text, tz)), None, layout, logger)
+        named = logger or "/".join(families)
         return LineParse(OUTCOME_UNKNOWN, _quarantine(
-            "unknown_coordinator_line", f"no catalog entry matches this {level} message of {logger}",
-            line, source_id, seq, ts_ms))
+            UNKNOWN_COORDINATOR_LINE, f"no catalog entry matches this {level} message of {named}",
+            line, source_id, seq, _ts_or_none(ts_text, tz)), None, layout, logger)
     kind = entry.kind
     if kind is None:
-        return LineParse(OUTCOME_IGNORED, None, entry)
+        return LineParse(OUTCOME_IGNORED, None, entry, layout, logger)
 
     try:
-        ts_ms = log4j_to_epoch_ms(ts_text, tz)
+        if ts_text is None:
+            raise ValueError("the line has no time")
+        ts_ms = to_epoch_ms(ts_text, tz)
     except ValueError as exc:
         return LineParse(OUTCOME_UNPARSEABLE, _quarantine(
-            "unparseable_line", f"bad timestamp {ts_text!r}: {exc}", line, source_id, seq), entry)
+            UNPARSEABLE_LINE, f"bad timestamp {ts_text!r}: {exc}", line, source_id, seq), entry, layout, logger)
 
     events = _build_events(entry, kind, match, ts_ms, broker if broker is not None else default_broker,
                            offsets_partition, source_id, seq)
     if not events:  # e.g. "The following groups were deleted: ." names no group
-        return LineParse(OUTCOME_IGNORED, None, entry)
-    return LineParse(OUTCOME_EVENTS, events, entry)
+        return LineParse(OUTCOME_IGNORED, None, entry, layout, logger)
+    return LineParse(OUTCOME_EVENTS, events, entry, layout, logger)
 
 
 def _build_events(entry: CatalogEntry, kind: str, match: re.Match, ts_ms: int, broker: int | None,
@@ -161,10 +222,10 @@ def _build_events(entry: CatalogEntry, kind: str, match: re.Match, ts_ms: int, b
 
 
 def parse_line(line: str, *, source_id: str, seq: int, tz: tzinfo,
-               default_broker: int | None = None) -> ParseResult:
+               default_broker: int | None = None, fields: Header | None = None) -> ParseResult:
     """One server.log line -> list of Events, Quarantined, or None (see module docstring)."""
     return parse_line_detailed(line, source_id=source_id, seq=seq, tz=tz,
-                               default_broker=default_broker).result
+                               default_broker=default_broker, fields=fields).result
 
 
 def parse_log_file(path: str, *, tz: tzinfo, default_broker: int | None = None,

@@ -1,8 +1,11 @@
 """The log parse step: raw log rows -> event rows (streaming/rows.py), in mapInPandas.
 
-Only coordinator-marked log lines get here (the JVM filters the rest, streaming/spark/steps.py).
-Anything that cannot be used becomes a quarantine row, so it travels with the data, is counted,
-and lands in quarantine.jsonl; it never stops the query.
+Only coordinator-marked log lines get here (the JVM filters the rest, streaming/spark/steps.py),
+plus a sample of every source's lines for the layout report. Anything that cannot be used becomes a
+quarantine row, so it travels with the data, is counted, and lands in quarantine.jsonl; it never
+stops the query. Each parse task also counts, per log source, the lines it saw by layout and by
+class (LogSourceStats), one `log_stats` row per source at the end of the task: the driver turns
+them into the layout report and the silent-source check (sinks/log_sources.py).
 """
 from __future__ import annotations
 
@@ -14,11 +17,14 @@ import pandas as pd
 
 from state import events as E
 from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
-from streaming.logs.layout import HEADER_RE
-from streaming.logs.parser import parse_line
+from streaming.logs.header import Header, strip_prefixes
+from streaming.logs.parser import (
+    OUTCOME_CONTINUATION, OUTCOME_DEBUG, OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN,
+    OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE, UNPARSEABLE_LINE, parse_line_detailed
+)
 from streaming.logs.timeutil import zone
 from streaming.quarantine import RAW_LIMIT, Quarantined
-from streaming.rows import EVENT_COLUMNS, event_row, is_missing, marker_row, quarantine_row
+from streaming.rows import EVENT_COLUMNS, event_row, is_missing, log_stats_row, marker_row, quarantine_row
 
 
 @dataclass(frozen=True)
@@ -39,25 +45,37 @@ class LogSourceSpec:
 UNKNOWN_LINE = "unknown_coordinator_line"
 DEFAULT_UNKNOWN_SAMPLE = 10
 
+# The classes of lines a log source is counted in (rebalance_monitor_log_lines_total{class}).
+CLASS_OF_OUTCOME = {
+    OUTCOME_EVENTS: "coordinator", OUTCOME_IGNORED: "coordinator", OUTCOME_DEBUG: "coordinator",
+    OUTCOME_NOT_COORDINATOR: "not_coordinator", OUTCOME_CONTINUATION: "not_coordinator",
+    OUTCOME_UNKNOWN: "unknown_template", OUTCOME_UNKNOWN_LAYOUT: "unknown_layout",
+    OUTCOME_UNPARSEABLE: "unparseable",
+}
+LINE_CLASSES = ("coordinator", "not_coordinator", "unknown_template", "unknown_layout", "unparseable")
+UNKNOWN_LAYOUT = "unknown"      # layout name of lines no layout fits (header.py)
+
 
 class UnknownLineSampler:
-    """Keeps at most `keep` unknown coordinator lines per (cluster, logger) as quarantine rows.
+    """Keeps at most `keep` unknown coordinator lines per (cluster, reason, logger) as quarantine
+    rows: lines no catalog entry matches (unknown_coordinator_line) and coordinator lines whose
+    layout is not understood (unparseable_line, logger "unknown" unless the line names one).
 
-    Every unknown line is counted: the kept ones carry `count` 1, and `summary_rows()` gives one
-    more quarantine row per (cluster, logger) with the number of lines that were not kept
-    (`count`, `sampled_out` true, no raw text). One sampler lives for one parse task, that is
-    one partition of one micro-batch.
+    Every such line is counted: the kept ones carry `count` 1, and `summary_rows()` gives one
+    more quarantine row per key with the number of lines that were not kept (`count`,
+    `sampled_out` true, no raw text). One sampler lives for one parse task, that is one
+    partition of one micro-batch.
     """
 
     def __init__(self, keep: int = DEFAULT_UNKNOWN_SAMPLE):
         self.keep = keep
-        self.kept: dict[tuple[str, str], int] = {}
-        self.dropped: dict[tuple[str, str], list] = {}   # key -> [count, last Quarantined, ts, host]
+        self.kept: dict[tuple[str, str, str], int] = {}
+        self.dropped: dict[tuple[str, str, str], list] = {}   # key -> [count, last Quarantined, ts, host]
 
-    def offer(self, q: Quarantined, cluster: str, ts_hint: int | None, host: str | None) -> tuple | None:
-        header = HEADER_RE.match(q.raw or "")
-        logger = header.group(4) if header else "unknown"
-        key = (cluster, logger)
+    def offer(self, q: Quarantined, cluster: str, ts_hint: int | None, host: str | None,
+              logger: str | None = None) -> tuple | None:
+        logger = logger or "unknown"
+        key = (cluster, q.reason, logger)
         if self.kept.get(key, 0) < self.keep:
             self.kept[key] = self.kept.get(key, 0) + 1
             return quarantine_row(q, cluster, ts_hint, host, extra={"logger": logger, "count": 1})
@@ -68,32 +86,77 @@ class UnknownLineSampler:
 
     def summary_rows(self) -> list[tuple]:
         rows = []
-        for (cluster, logger), (count, q, ts_hint, host) in sorted(self.dropped.items()):
+        for (cluster, reason, logger), (count, q, ts_hint, host) in sorted(self.dropped.items()):
+            what = ("matched no catalog entry" if reason == UNKNOWN_LINE
+                    else "are in a layout that is not understood")
             summary = Quarantined(
-                source=q.source, source_id=q.source_id, seq=q.seq, reason=UNKNOWN_LINE,
-                detail=f"{count} more INFO/WARN/ERROR lines of {logger} matched no catalog entry in this "
-                       f"batch; not kept (at most {self.keep} per logger and batch); the last one is at "
-                       f"source_id/seq", raw=None, ts_ms=q.ts_ms)
+                source=q.source, source_id=q.source_id, seq=q.seq, reason=reason,
+                detail=f"{count} more INFO/WARN/ERROR lines of {logger} {what} in this batch; not kept "
+                       f"(at most {self.keep} per logger and batch); the last one is at source_id/seq",
+                raw=None, ts_ms=q.ts_ms)
             rows.append(quarantine_row(summary, cluster, ts_hint, host,
                                        extra={"logger": logger, "count": count, "sampled_out": True}))
         self.dropped.clear()
         return rows
 
 
+class LogSourceStats:
+    """Per (cluster, log source) of one parse task: lines by layout and by class, newest time.
+
+    The source is the host the envelope names, else the source id (a file, a topic partition):
+    the same name the clock-skew metric uses.
+    """
+
+    def __init__(self) -> None:
+        self.sources: dict[tuple[str, str], list] = {}   # key -> [layouts {name: n}, classes {name: n}, ts]
+
+    def add(self, cluster: str, source: str, layout: str | None, outcome: str, ts: int | None) -> None:
+        entry = self.sources.get((cluster, source))
+        if entry is None:
+            entry = self.sources[(cluster, source)] = [{}, {}, None]
+        if outcome != OUTCOME_CONTINUATION:
+            name = layout or UNKNOWN_LAYOUT
+            entry[0][name] = entry[0].get(name, 0) + 1
+        cls = CLASS_OF_OUTCOME[outcome]
+        entry[1][cls] = entry[1].get(cls, 0) + 1
+        if ts is not None and (entry[2] is None or ts > entry[2]):
+            entry[2] = ts
+
+    def rows(self) -> list[tuple]:
+        out = [log_stats_row(cluster, source, ts, layouts, classes)
+               for (cluster, source), (layouts, classes, ts) in sorted(self.sources.items()) if ts is not None]
+        self.sources.clear()
+        return out
+
+
+def _layout_name(layout: str | None, line: str, raw: str | None, fields: Header | None) -> str | None:
+    """The layout of a row as reported: the line's, behind the envelope or prefixes around it."""
+    if layout is None or raw is None or raw == line:
+        return layout
+    if fields is None or (layout != fields.layout and not layout.startswith("envelope+")):
+        layout = "envelope+" + layout       # a shipper's JSON document around the line
+    if raw[:1] != "{" and not raw.lstrip().startswith("{"):
+        layout = "+".join(strip_prefixes(raw)[0] + (layout,))   # JSON behind transport prefixes
+    return layout
+
+
 def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
                    sampler: UnknownLineSampler | None = None,
-                   default_spec: LogSourceSpec | None = None) -> list[tuple]:
-    """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof) tuples -> event rows.
+                   default_spec: LogSourceSpec | None = None, stats: LogSourceStats | None = None) -> list[tuple]:
+    """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof[, fields]) tuples -> event rows.
 
-    `line` is the unwrapped log4j line (None when the row's envelope could not be read), `raw` the
-    row as read. Unknown coordinator lines go through `sampler` (quarantine rows for the first few
-    per logger, counts for the rest; the caller adds `sampler.summary_rows()` at the end); without
-    one every unknown line is quarantined. `specs` maps a replay file's source_id to its settings;
-    rows of other sources (partitions of a live log topic) use `default_spec`. Pure Python, testable.
+    `line` is the unwrapped log line (None when the row's envelope could not be read), `raw` the
+    row as read, `fields` a JSON layout's time/level/logger (envelope.py; optional). Unknown
+    coordinator lines and lines of an unknown layout go through `sampler` (quarantine rows for the
+    first few per logger, counts for the rest; the caller adds `sampler.summary_rows()` at the
+    end); without one every such line is quarantined. `stats` counts every line per source (the
+    caller adds `stats.rows()`). `specs` maps a replay file's source_id to its settings; rows of
+    other sources (partitions of a live log topic) use `default_spec`. Pure Python, testable.
     """
     out: list[tuple] = []
     fallback = default_spec or LogSourceSpec(cluster="default")
-    for source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof in rows:
+    for row in rows:
+        source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof = row[:8]
         if eof:
             out.append(marker_row(E.SOURCE_LOG, ts_hint))
             continue
@@ -102,21 +165,28 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
         host_hint = None if is_missing(host_hint) else host_hint
         if is_missing(line):
             detail = unwrap(raw or "", spec.envelope, spec.broker_id_field).error or "envelope has no log line"
-            q = Quarantined(source=E.SOURCE_LOG, source_id=source_id, seq=int(seq), reason="unparseable_line",
+            q = Quarantined(source=E.SOURCE_LOG, source_id=source_id, seq=int(seq), reason=UNPARSEABLE_LINE,
                             detail=detail, raw=(raw or "")[:RAW_LIMIT])
             out.append(quarantine_row(q, spec.cluster, hint, host_hint))
+            if stats is not None:
+                stats.add(spec.cluster, host_hint or source_id, None, OUTCOME_UNPARSEABLE, hint)
             continue
+        fields = row[8] if len(row) > 8 else None
         broker = spec.broker_id if is_missing(broker_hint) else int(broker_hint)
-        result = parse_line(line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
-                            default_broker=broker)
+        parsed = parse_line_detailed(line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
+                                     default_broker=broker, fields=fields)
+        result = parsed.result
+        if stats is not None:
+            stats.add(spec.cluster, host_hint or source_id, _layout_name(parsed.layout, line, raw, fields),
+                      parsed.outcome, result[0].ts_ms if isinstance(result, list) else hint)
         if result is None:
             continue
         if isinstance(result, Quarantined):
-            if result.reason == UNKNOWN_LINE:
+            if result.reason == UNKNOWN_LINE or parsed.outcome == OUTCOME_UNKNOWN_LAYOUT:
                 sampler = sampler if sampler is not None else UnknownLineSampler(keep=1 << 62)
-                row = sampler.offer(result, spec.cluster, hint, host_hint)
-                if row is not None:
-                    out.append(row)
+                row_out = sampler.offer(result, spec.cluster, hint, host_hint, parsed.logger)
+                if row_out is not None:
+                    out.append(row_out)
             else:
                 out.append(quarantine_row(result, spec.cluster, hint, host_hint))
             continue
@@ -136,26 +206,36 @@ def unwrap_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
     """
     for source_id, seq, raw, ts_hint, eof in rows:
         if eof:
-            yield source_id, seq, None, None, None, None, ts_hint, True
+            yield source_id, seq, None, None, None, None, ts_hint, True, None
             continue
         spec = specs.get(source_id) or default_spec or LogSourceSpec(cluster="default")
         u = unwrap(raw, spec.envelope, spec.broker_id_field)
-        yield source_id, seq, u.line, raw, u.broker, u.host, ts_hint, False
+        yield source_id, seq, u.line, raw, u.broker, u.host, ts_hint, False, u.fields
 
 
 def _frame(rows: list) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=EVENT_COLUMNS)
 
 
+def _fields_column(pdf: pd.DataFrame) -> Iterable[Header | None]:
+    """The JSON layout fields the JVM envelope step found (streaming/spark/steps.py unwrap_frame)."""
+    if "layout_field" not in pdf:
+        return [None] * len(pdf)
+    return [None if is_missing(layout) else Header(layout, None if is_missing(ts) else ts, level, logger, "")
+            for layout, ts, level, logger in zip(pdf["layout_field"], pdf["ts_field"], pdf["level_field"],
+                                                 pdf["logger_field"])]
+
+
 def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec],
                        unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                        default_spec: LogSourceSpec | None = None) -> Iterator[pd.DataFrame]:
     sampler = UnknownLineSampler(unknown_sample)     # one per task: partition of a micro-batch
+    stats = LogSourceStats()
     for pdf in batches:
         rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["raw"], pdf["broker_hint"],
-                   pdf["host_hint"], pdf["ts_hint_ms"], pdf["eof"])
-        yield _frame(parse_log_rows(rows, specs, sampler, default_spec))
-    summary = sampler.summary_rows()
+                   pdf["host_hint"], pdf["ts_hint_ms"], pdf["eof"], _fields_column(pdf))
+        yield _frame(parse_log_rows(rows, specs, sampler, default_spec, stats))
+    summary = sampler.summary_rows() + stats.rows()
     if summary:
         yield _frame(summary)
 

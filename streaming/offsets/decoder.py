@@ -1,4 +1,4 @@
-"""Decoders of `__consumer_offsets` keys and values (Kafka 0.9 - 4.1 layouts), one per record version.
+"""Decoders of `__consumer_offsets` keys and values (Kafka 0.9 - 4.4 layouts), one per record version.
 
 Pure Python + stdlib. Layouts follow Kafka's
 `group-coordinator/src/main/resources/common/message/*.json` schemas:
@@ -6,6 +6,8 @@ Pure Python + stdlib. Layouts follow Kafka's
 * The key's int16 prefix is the record type (0/1 OffsetCommit, 2 GroupMetadata, 3-8 and 16 KIP-848
   consumer groups, 9-15 share groups, 17 and 19-23 streams groups). Keys are never flexible.
 * The value's int16 prefix is the value version. A null value is a tombstone.
+* Share and streams values: streaming/offsets/share_streams.py; structs shared by the flexible
+  values: streaming/offsets/structs.py. Schema changes release by release: docs/kafka-formats.md.
 
 One decoder function per record version (Burrow style), all reading through `BinaryReader`.
 Decoded dicts use snake_case keys and contain only JSON-serialisable values: raw bytes are
@@ -23,7 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streaming.offsets.records import MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES, UNDECODED_TYPES
+from streaming.offsets.records import MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+from streaming.offsets.share_streams import SHARE_STREAMS_VALUE_DECODERS, target_assignment_metadata_value_v0
+from streaming.offsets.structs import (
+    TAGGED, int64_tag, partition_metadata_topics, top_level_tags, topic_partitions,
+    topic_partitions_with_epochs
+)
 from streaming.offsets.wire import _I16, BinaryReader, DecodeError, UnknownRecordType, UnknownVersion
 
 # --- keys ----------------------------------------------------------------------------------------
@@ -115,10 +122,6 @@ def decode_consumer_assignment(data: bytes, root: str = "ConsumerProtocolAssignm
             "user_data_size": None if user_data is None else len(user_data)}
 
 
-def _count_partitions(topic_partitions: list | None) -> int:
-    return sum(len(tp["partitions"]) for tp in topic_partitions or ())
-
-
 def _decode_embedded(member: dict, name: str, data: bytes, path: str) -> None:
     """Decode embedded subscription/assignment bytes into member[name]; a failure is recorded as
     member[name + "_error"] and never fails the enclosing record (the blob is client-written)."""
@@ -167,14 +170,8 @@ def _offset_commit_value_v4(r: BinaryReader) -> dict:
     def topic_id(tr: BinaryReader) -> None:  # 4.1+ (KAFKA-19141)
         out["topic_id"] = tr.uuid("topicId")
 
-    _top_level_tags(r, out, {0: ("topicId", topic_id)})
+    top_level_tags(r, out, {0: (TAGGED, topic_id)})
     return out
-
-
-def _top_level_tags(r: BinaryReader, out: dict, handlers: dict | None = None) -> None:
-    unknown = r.tagged_fields(handlers)
-    if unknown:
-        out["unknown_tags"] = unknown
 
 
 # --- GroupMetadataValue (type 2) ------------------------------------------------------------------
@@ -215,7 +212,7 @@ def _group_metadata_common(r: BinaryReader, version: int) -> dict:
     out["members"] = r.array("members", lambda mr: _group_member(mr, version, decode_embedded),
                              compact=flexible, min_size=10)
     if flexible:
-        _top_level_tags(r, out)
+        top_level_tags(r, out)
     return out
 
 
@@ -239,40 +236,17 @@ def _group_metadata_value_v4(r: BinaryReader) -> dict:
     return _group_metadata_common(r, 4)   # v3 fields, flexible encoding (read-only in Kafka)
 
 
-# --- KIP-848 consumer-group values (4.0 layouts; all flexible, version 0) -------------------------
-
-def _cg_topic_partitions(r: BinaryReader) -> dict:
-    tp = {"topic_id": r.uuid("TopicId"), "partitions": r.int32_array("Partitions", compact=True)}
-    r.skip_tagged_fields()  # 4.2+ may carry tag 0 AssignmentEpochs
-    return tp
-
+# --- KIP-848 consumer-group values (4.0-4.4 layouts; all flexible, version 0) ---------------------
 
 def _consumer_group_metadata_value_v0(r: BinaryReader) -> dict:
-    out = {"epoch": r.int32("Epoch")}
-
-    def metadata_hash(tr: BinaryReader) -> None:  # 4.1+ (KIP-1101)
-        out["metadata_hash"] = tr.int64("MetadataHash")
-
-    _top_level_tags(r, out, {0: ("MetadataHash", metadata_hash)})
+    out: dict[str, Any] = {"epoch": r.int32("Epoch")}
+    # tag 0 MetadataHash: 4.1+ (KIP-1101)
+    top_level_tags(r, out, {0: int64_tag(out, "metadata_hash", "MetadataHash")})
     return out
 
 
 def _consumer_group_partition_metadata_value_v0(r: BinaryReader) -> dict:
-    def partition_racks(pr: BinaryReader) -> dict:
-        p = {"partition": pr.int32("Partition"), "racks": pr.string_array("Racks", compact=True)}
-        pr.skip_tagged_fields()
-        return p
-
-    def topic(tr: BinaryReader) -> dict:
-        t = {"topic_id": tr.uuid("TopicId"), "topic_name": tr.compact_string("TopicName"),
-             "num_partitions": tr.int32("NumPartitions"),
-             "partition_racks": tr.compact_array("PartitionMetadata", partition_racks, min_size=6)}
-        tr.skip_tagged_fields()
-        return t
-
-    out = {"topics": r.compact_array("Topics", topic, min_size=23)}
-    _top_level_tags(r, out)
-    return out
+    return partition_metadata_topics(r)   # written up to 4.0; 4.1 keeps only the metadata hash
 
 
 def _classic_member_metadata(r: BinaryReader) -> dict | None:
@@ -314,19 +288,18 @@ def _consumer_group_member_metadata_value_v0(r: BinaryReader) -> dict:
     def classic(tr: BinaryReader) -> None:
         out["classic_member_metadata"] = _classic_member_metadata(tr)
 
-    _top_level_tags(r, out, {0: ("ClassicMemberMetadata", classic)})
+    top_level_tags(r, out, {0: ("ClassicMemberMetadata", classic)})
     return out
 
 
 def _consumer_group_target_assignment_metadata_value_v0(r: BinaryReader) -> dict:
-    out = {"assignment_epoch": r.int32("AssignmentEpoch")}
-    _top_level_tags(r, out)
-    return out
+    # tag 0 AssignmentTimestamp: 4.3+ (KIP-1263), "assignment_timestamp" when written
+    return target_assignment_metadata_value_v0(r)
 
 
 def _consumer_group_target_assignment_member_value_v0(r: BinaryReader) -> dict:
-    out = {"topic_partitions": r.compact_array("TopicPartitions", _cg_topic_partitions, min_size=18)}
-    _top_level_tags(r, out)
+    out = {"topic_partitions": r.compact_array("TopicPartitions", topic_partitions, min_size=18)}
+    top_level_tags(r, out)
     return out
 
 
@@ -335,18 +308,19 @@ def _consumer_group_current_member_assignment_value_v0(r: BinaryReader) -> dict:
                  "previous_member_epoch": r.int32("PreviousMemberEpoch"),
                  "state": r.int8("State")}
     out["state_name"] = MEMBER_STATE_NAMES.get(out["state"], "UNKNOWN")
-    out["assigned_partitions"] = r.compact_array("AssignedPartitions", _cg_topic_partitions,
+    # TopicPartitions tag 0 AssignmentEpochs: 4.3+ (KIP-1251), "assignment_epochs" when written
+    out["assigned_partitions"] = r.compact_array("AssignedPartitions", topic_partitions_with_epochs,
                                                  min_size=18)
     out["partitions_pending_revocation"] = r.compact_array("PartitionsPendingRevocation",
-                                                           _cg_topic_partitions, min_size=18)
-    _top_level_tags(r, out)
+                                                           topic_partitions_with_epochs, min_size=18)
+    top_level_tags(r, out)
     return out
 
 
 def _consumer_group_regular_expression_value_v0(r: BinaryReader) -> dict:
     out = {"topics": r.string_array("Topics", compact=True),
            "regex_version": r.int64("Version"), "timestamp": r.int64("Timestamp")}
-    _top_level_tags(r, out)
+    top_level_tags(r, out)
     return out
 
 
@@ -365,12 +339,13 @@ VALUE_DECODERS: dict[int, dict[int, Callable[[BinaryReader], dict]]] = {
     7: {0: _consumer_group_target_assignment_member_value_v0},
     8: {0: _consumer_group_current_member_assignment_value_v0},
     16: {0: _consumer_group_regular_expression_value_v0},
+    **SHARE_STREAMS_VALUE_DECODERS,
 }
 
 
 def decode_value(key_type: int, value: bytes) -> dict:
-    """{"version": v, ...fields, "trailing_bytes": n}. Share/streams values: {"version", "undecoded":
-    True, "size"}. Raises UnknownRecordType, UnknownVersion or DecodeError."""
+    """{"version": v, ...fields, "trailing_bytes": n}. Raises UnknownRecordType, UnknownVersion or
+    DecodeError."""
     name = RECORD_TYPE_NAMES.get(key_type)
     if name is None:
         raise UnknownRecordType(key_type)
@@ -381,8 +356,6 @@ def decode_value(key_type: int, value: bytes) -> dict:
     version = _I16.unpack_from(value, 0)[0]
     if version < 0:
         raise UnknownVersion(key_type, version)
-    if key_type in UNDECODED_TYPES:
-        return {"version": version, "undecoded": True, "size": len(value)}
     decoder = VALUE_DECODERS[key_type].get(version)
     if decoder is None:
         raise UnknownVersion(key_type, version)

@@ -8,8 +8,9 @@ from state.events import (
     CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER, GROUP_METADATA,
     GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event
 )
-from streaming.offsets.decoder import _count_partitions, decode_record
-from streaming.offsets.records import OFFSETS_SOURCE_PREFIX
+from streaming.offsets.decoder import decode_record
+from streaming.offsets.records import GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, OFFSETS_SOURCE_PREFIX
+from streaming.offsets.structs import count_partitions
 from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
@@ -27,7 +28,7 @@ def _group_metadata_data(v: dict) -> dict:
     for m in v["members"]:
         assignment = m.get("assignment")
         if assignment is not None:
-            assigned: int | None = _count_partitions(assignment["assigned_partitions"])
+            assigned: int | None = count_partitions(assignment["assigned_partitions"])
         elif "assignment" in m and "assignment_error" not in m:
             assigned = 0  # consumer protocol, empty assignment blob: no partitions
         else:
@@ -45,7 +46,7 @@ def _group_metadata_data(v: dict) -> dict:
             # the member's generation (v2+, -1 = unknown) and rack (v3+).
             em["topics"] = sub["topics"]
             owned = sub.get("owned_partitions")
-            em["owned_partitions"] = None if owned is None else _count_partitions(owned)
+            em["owned_partitions"] = None if owned is None else count_partitions(owned)
             gen = sub.get("generation_id")
             em["member_generation"] = None if gen is None or gen < 0 else gen
             em["rack_id"] = sub.get("rack_id")
@@ -77,42 +78,83 @@ def _event_fields(k: dict[str, Any], value: dict[str, Any] | None
         if tomb:
             return GROUP_TOMBSTONE, None, None, {}
         return GROUP_METADATA, v["generation"], None, _group_metadata_data(v)
+    group_type = GROUP_TYPE_BY_TYPE[t]
+    kind = KIND_BY_TYPE.get(t, CG_OTHER)
     member_id = k.get("member_id")
-    if t == 3:
-        data: dict = {"tombstone": tomb}
-        if not tomb and "metadata_hash" in v:
-            data["metadata_hash"] = v["metadata_hash"]
-        return CG_EPOCH, None if tomb else v["epoch"], None, data
-    if t == 5:
-        if tomb:
-            return CG_MEMBER, None, member_id, {"tombstone": True}
+    if kind == CG_OTHER:
+        # 4 and 9 (partition metadata), 15 (share state initialisation), 16 (regex), 23 (topology)
+        data: dict[str, Any] = {"type": t, "type_name": k["type_name"], "tombstone": tomb}
+        if t == 23 and not tomb:
+            data["topology_epoch"] = v["epoch"]
+    elif tomb:
+        data = {"tombstone": True}
+    else:
+        data = _KIP848_DATA[kind](v, group_type)
+    data["group_type"] = group_type
+    generation = None
+    if not tomb and kind == CG_EPOCH:
+        generation = v["epoch"]
+    elif not tomb and kind == CG_TARGET_EPOCH:
+        generation = v["assignment_epoch"]
+    return kind, generation, member_id, data
+
+
+def _epoch_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
+    """Types 3, 11, 17: the group epoch (the event's generation)."""
+    data: dict[str, Any] = {"tombstone": False}
+    for field in ("metadata_hash", "validated_topology_epoch"):   # 4.1+; the second streams 4.2+
+        if field in v:
+            data[field] = v[field]
+    return data
+
+
+def _member_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
+    """Types 5, 10, 19: a member's metadata."""
+    data: dict[str, Any] = {"client_id": v["client_id"], "client_host": v["client_host"],
+                            "instance_id": v.get("instance_id"), "rack_id": v["rack_id"],
+                            "rebalance_timeout_ms": v.get("rebalance_timeout_ms"),
+                            "subscribed_topics": v.get("subscribed_topic_names"), "tombstone": False}
+    if group_type == "consumer":
         classic = v["classic_member_metadata"]
-        return CG_MEMBER, None, member_id, {
-            "client_id": v["client_id"], "client_host": v["client_host"],
-            "instance_id": v["instance_id"], "rack_id": v["rack_id"],
-            "rebalance_timeout_ms": v["rebalance_timeout_ms"],
-            "subscribed_topics": v["subscribed_topic_names"],
-            "classic": classic is not None,
-            "session_timeout_ms": classic["session_timeout_ms"] if classic else None,
-            "tombstone": False}
-    if t == 6:
-        return CG_TARGET_EPOCH, None if tomb else v["assignment_epoch"], None, {"tombstone": tomb}
-    if t == 7:
-        if tomb:
-            return CG_TARGET_MEMBER, None, member_id, {"tombstone": True}
-        return CG_TARGET_MEMBER, None, member_id, {
-            "partitions": _count_partitions(v["topic_partitions"]), "tombstone": False}
-    if t == 8:
-        if tomb:
-            return CG_MEMBER_ASSIGNMENT, None, member_id, {"tombstone": True}
-        return CG_MEMBER_ASSIGNMENT, None, member_id, {
-            "member_epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
-            "state": v["state"], "state_name": v["state_name"],
-            "assigned": _count_partitions(v["assigned_partitions"]),
-            "pending_revocation": _count_partitions(v["partitions_pending_revocation"]),
-            "tombstone": False}
-    # 4 (partition metadata), 16 (regex), share and streams records
-    return CG_OTHER, None, member_id, {"type": t, "type_name": k["type_name"], "tombstone": tomb}
+        data["classic"] = classic is not None
+        data["session_timeout_ms"] = classic["session_timeout_ms"] if classic else None
+    elif group_type == "streams":
+        data["topology_epoch"] = v["topology_epoch"]
+        data["process_id"] = v["process_id"]
+    return data
+
+
+def _target_epoch_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
+    """Types 6, 12, 20: the assignment epoch (the event's generation) and, 4.3+, when the
+    assignment calculation finished."""
+    data: dict[str, Any] = {"tombstone": False}
+    if "assignment_timestamp" in v:
+        data["assignment_ts_ms"] = v["assignment_timestamp"]
+    return data
+
+
+def _target_member_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
+    """Types 7, 13, 21: a member's target assignment (partitions, or streams tasks)."""
+    if group_type == "streams":
+        return {"active_tasks": count_partitions(v["active_tasks"]),
+                "standby_tasks": count_partitions(v["standby_tasks"]),
+                "warmup_tasks": count_partitions(v["warmup_tasks"]), "tombstone": False}
+    return {"partitions": count_partitions(v["topic_partitions"]), "tombstone": False}
+
+
+def _member_assignment_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
+    """Types 8, 14, 22: a member's current assignment and epoch. Streams: active tasks."""
+    if group_type == "streams":
+        assigned, pending = v["active_tasks"], v["active_tasks_pending_revocation"]
+    else:
+        assigned, pending = v["assigned_partitions"], v.get("partitions_pending_revocation")
+    return {"member_epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
+            "state": v["state"], "state_name": v["state_name"], "assigned": count_partitions(assigned),
+            "pending_revocation": count_partitions(pending), "tombstone": False}
+
+
+_KIP848_DATA = {CG_EPOCH: _epoch_data, CG_MEMBER: _member_data, CG_TARGET_EPOCH: _target_epoch_data,
+                CG_TARGET_MEMBER: _target_member_data, CG_MEMBER_ASSIGNMENT: _member_assignment_data}
 
 
 def record_to_events(*, partition: int, offset: int, timestamp_ms: int, key: bytes | None,

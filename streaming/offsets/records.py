@@ -32,17 +32,29 @@ RECORD_TYPE_NAMES: dict[int, str] = {
     22: "StreamsGroupCurrentMemberAssignment",
     23: "StreamsGroupTopology",
 }
-# Share and streams values changed between early-access releases; they are recognised, not decoded.
-UNDECODED_TYPES = frozenset({9, 10, 11, 12, 13, 14, 15, 17, 19, 20, 21, 22, 23})
+# Group type of each KIP-848-family record type (events carry it as data["group_type"]).
+GROUP_TYPE_BY_TYPE: dict[int, str] = {**dict.fromkeys((3, 4, 5, 6, 7, 8, 16), "consumer"),
+                                      **dict.fromkeys(range(9, 16), "share"),
+                                      **dict.fromkeys((17, 19, 20, 21, 22, 23), "streams")}
 # Key types whose key is (GroupId, MemberId); all other >= 3 types except 16 are (GroupId).
 MEMBER_KEY_TYPES = frozenset({5, 7, 8, 10, 13, 14, 19, 21, 22})
 
+# State of consumer (type 8) and share (type 14) members: org.apache.kafka.coordinator.group.modern.MemberState.
 MEMBER_STATE_NAMES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS",
                       127: "UNKNOWN"}
+# State of streams members (type 22): org.apache.kafka.coordinator.group.streams.MemberState, 4.1-4.4.
+# Not the same codes: STABLE is 1 here.
+STREAMS_MEMBER_STATE_NAMES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"}
 
 
 # Event kind of each record type (record_events.py; the vectorised tiers use the same table).
-# Types 0/1 become offset_commit / offset_tombstone and 2 group_metadata / group_tombstone.
+# Types 0/1 become offset_commit / offset_tombstone, 2 group_metadata / group_tombstone, the
+# others (4, 9, 15, 16, 23) cg_other. Share and streams records reuse the consumer kinds, told
+# apart by data["group_type"].
 KIND_BY_TYPE: dict[int, str] = {3: E.CG_EPOCH, 5: E.CG_MEMBER, 6: E.CG_TARGET_EPOCH, 7: E.CG_TARGET_MEMBER,
-                                 8: E.CG_MEMBER_ASSIGNMENT}
+                                 8: E.CG_MEMBER_ASSIGNMENT,
+                                 10: E.CG_MEMBER, 11: E.CG_EPOCH, 12: E.CG_TARGET_EPOCH, 13: E.CG_TARGET_MEMBER,
+                                 14: E.CG_MEMBER_ASSIGNMENT,
+                                 17: E.CG_EPOCH, 19: E.CG_MEMBER, 20: E.CG_TARGET_EPOCH, 21: E.CG_TARGET_MEMBER,
+                                 22: E.CG_MEMBER_ASSIGNMENT}
 OFFSETS_SOURCE_PREFIX = "__consumer_offsets-"   # source id of a partition's records

@@ -13,7 +13,6 @@ import pandas as pd
 
 from state import events as E
 from streaming.offsets.record_events import record_to_events
-from streaming.offsets.records import UNDECODED_TYPES
 from streaming.quarantine import Quarantined
 from streaming.rows import event_row, marker_row, quarantine_row
 
@@ -38,15 +37,13 @@ def record_outcome(key, value, result) -> tuple[str, str, str]:
 
     key_version: the key's int16 prefix (the record type), or "none" (null or < 2 bytes);
     value_version: the value's int16 prefix, "null" for a tombstone, or "none" (< 2 bytes);
-    outcome: decoded | counted_only (share/streams values: recognised, not decoded) |
-    unknown_type | unknown_version | corrupt."""
+    outcome: decoded | unknown_type | unknown_version | corrupt (every record type of Kafka 0.9-4.4
+    is decoded; `counted_only`, which share and streams values had before, is no longer given)."""
     kv = str(int.from_bytes(key[:2], "big", signed=True)) if key is not None and len(key) >= 2 else "none"
     vv = "null" if value is None else str(int.from_bytes(value[:2], "big", signed=True)) if len(value) >= 2 else "none"
     if isinstance(result, Quarantined):
         outcome = {"unknown_record_type": "unknown_type",
                    "unknown_value_version": "unknown_version"}.get(result.reason, "corrupt")
-    elif value is not None and kv != "none" and int(kv) in UNDECODED_TYPES:
-        outcome = "counted_only"
     else:
         outcome = "decoded"
     return kv, vv, outcome

@@ -27,7 +27,7 @@ class DecodeError(Exception):
 
 
 class UnknownRecordType(DecodeError):
-    """Key type 18, >= 24 or negative: not a record type any Kafka release writes (up to 4.1)."""
+    """Key type 18, >= 24 or negative: not a record type any Kafka release writes (up to 4.4)."""
 
     def __init__(self, record_type: int):
         super().__init__("key.type", 0, f"unknown record type {record_type}")
@@ -79,6 +79,7 @@ def read_uvarint(buf: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, i
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
+_U16 = struct.Struct(">H")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
@@ -145,6 +146,9 @@ class BinaryReader:
 
     def int16(self, field: str) -> int:
         return _I16.unpack_from(self.buf, self._take(2, field))[0]
+
+    def uint16(self, field: str) -> int:
+        return _U16.unpack_from(self.buf, self._take(2, field))[0]
 
     def int32(self, field: str) -> int:
         return _I32.unpack_from(self.buf, self._take(4, field))[0]
@@ -272,6 +276,14 @@ class BinaryReader:
         """`[]int32` in one unpack (partition lists are the bulk of assignment records)."""
         start = self.pos
         n = self._array_count(field, compact, False, 4) or 0   # not nullable: never None
+        p = self._take_payload(4 * n, field, start)
+        return list(struct.unpack_from(f">{n}i", self.buf, p))
+
+    def nullable_int32_array(self, field: str, *, compact: bool = False) -> list[int] | None:
+        start = self.pos
+        n = self._array_count(field, compact, True, 4)
+        if n is None:
+            return None
         p = self._take_payload(4 * n, field, start)
         return list(struct.unpack_from(f">{n}i", self.buf, p))
 

@@ -16,6 +16,7 @@ from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, file_source_i
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
 from streaming.offsets.reader import offsets_input_kind
 from streaming.offsets.step import ClusterNames
+from streaming.spark.sources.clock import CLOCK_SOURCE_NAME
 from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME
 from streaming.spark.sources.log_replay import LOG_SOURCE_NAME
 from streaming.spark.sources.offsets_replay import OFFSETS_SOURCE_NAME
@@ -102,18 +103,31 @@ SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
 def spark_kafka_available(spark: SparkSession) -> bool:
-    """Is Spark's built-in kafka source on the classpath (spark.jars.packages)?"""
+    """Is Spark's built-in kafka source on the classpath (spark.jars.packages, spark.jars)?
+
+    Spark loads those jars into its own class loader, the context class loader of the driver's
+    threads; Class.forName(name) alone looks in the JVM's application class loader and never
+    sees them."""
+    jvm = spark.sparkContext._jvm
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName(SPARK_KAFKA_PROVIDER)  # type: ignore[union-attr]
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()  # type: ignore[union-attr]
+        jvm.java.lang.Class.forName(SPARK_KAFKA_PROVIDER, False, loader)  # type: ignore[union-attr]
         return True
     except Exception:
         return False
 
 
+# The connector's Admin-based offset fetching skips internal topics (connector.py says how).
+DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+
 def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], kind: str) -> DataFrame:
+    from streaming.spark.connector import topic_partitions
+    spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")
+    partitions = topic_partitions(spark, kafka.bootstrap_servers, kafka.spark_options, topics)
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-              .option("subscribe", ",".join(topics))
+              .option("assign", json.dumps(partitions))
               .option("startingOffsets", kafka.starting_offsets)
               .option("failOnDataLoss", "false"))   # compaction/retention gaps are counted, not fatal
     if kafka.max_rows_per_batch:
@@ -122,7 +136,10 @@ def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], k
         reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in kafka.spark_options.items():
         reader = reader.option(key, value)
-    return connector_rows_to_raw(reader.load(), kind)
+    raw = connector_rows_to_raw(reader.load(), kind)
+    if kafka.idle_flush and not kafka.max_rows_per_batch:   # sources/clock.py says why not with a cap
+        raw = raw.unionByName(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind).load())
+    return raw
 
 
 def connector_rows_to_raw(raw: DataFrame, kind: str) -> DataFrame:

@@ -3,19 +3,23 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from streaming.spark.sources.clock import ClockSource
 from streaming.spark.sources.kafka import KafkaSource
 from streaming.spark.sources.log_replay import LogReplaySource
 from streaming.spark.sources.offsets_replay import OffsetsReplaySource
 
 
-def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor"
-              ) -> SparkSession:
+def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor",
+              conf: Mapping[str, str] | None = None) -> SparkSession:
     """The session: local mode with loopback-only networking by default; under spark-submit the
-    master (k8s://, yarn, spark://) and networking come from spark-submit and are left alone."""
+    master (k8s://, yarn, spark://) and networking come from spark-submit and are left alone.
+    `conf` (the `spark_conf` setting) goes on top, e.g. spark.jars.packages; settings Spark only
+    reads when its JVM starts have no effect on a session that already runs (spark-submit)."""
     submitted = SparkConf().contains("spark.master")
     builder = SparkSession.builder.appName(app_name)
     if not submitted:
@@ -29,7 +33,7 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false"))
-    spark = (
+    builder = (
         builder
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -42,10 +46,13 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         # per batch, so more rows per batch means fewer output rows and less per-batch overhead
         # (bench/offsets: about 2x the in-process rate of 10,000-row batches).
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(LogReplaySource)
     spark.dataSource.register(OffsetsReplaySource)
     spark.dataSource.register(KafkaSource)
+    spark.dataSource.register(ClockSource)
     return spark

@@ -26,8 +26,12 @@ from state.model import DEAD, GroupModel
 from state.live import live_snapshot
 from state.outputs import OutputKind
 from streaming.rows import (
-    EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row, row_to_event
+    EVENT_COLUMNS, EVENT_DATA, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row,
+    row_to_event
 )
+
+_PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKind.DECODE_STATS,
+                 LOG_STATS_GROUP: OutputKind.LOG_STATS}
 
 
 def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
@@ -61,11 +65,11 @@ def _frame(rows: list[tuple]) -> pd.DataFrame:
 
 
 def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list[tuple]) -> None:
-    """Quarantine and decode-health rows need no order or state: straight to the output."""
-    kind = OutputKind.QUARANTINE if group == QUARANTINE_GROUP else OutputKind.DECODE_STATS
+    """Quarantine, decode-health and log-source rows need no order or state: straight to the output."""
+    kind = _PASS_THROUGH[group]
     for row in incoming:
         record = json.loads(row[EVENT_DATA])
-        if kind == OutputKind.DECODE_STATS:
+        if kind != OutputKind.QUARANTINE:
             record["cluster"] = cluster
         out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
 
@@ -105,7 +109,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         return
     incoming = _rows(pdfs)
     out: list[tuple] = [_clock_row(cluster, state)]
-    if group in (QUARANTINE_GROUP, STATS_GROUP):
+    if group in _PASS_THROUGH:
         _pass_through(cluster, group, incoming, out)
         yield _frame(out)
         return

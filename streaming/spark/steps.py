@@ -14,20 +14,77 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.events import END_OF_INPUT
 from state.outputs import OutputKind
-from streaming.logs.envelope import ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, MESSAGE_FIELDS, spark_json_path
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.envelope import (
+    ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, JSON_LAYOUTS, MESSAGE_FIELDS, spark_json_path
+)
+from streaming.logs.header import PREFIXED_JSON
+from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.spark.stateful import process_group
 
 QUARANTINE = str(OutputKind.QUARANTINE)
+# Live log topics: one record in this many (by offset) reaches the parse step whatever it holds, so
+# every source's layout is reported and a source without coordinator lines is seen (sinks/log_sources.py).
+LAYOUT_SAMPLE_EVERY = 1000
 
 
 def coordinator_line_filter(line_col: str = "line"):
-    """JVM-side filter: only lines that can be group-coordinator lines reach Python."""
+    """JVM-side filter: only lines that can be group-coordinator lines reach Python: they name a
+    coordinator logger (full or short name, any layout) or carry a coordinator message prefix."""
     col = F.col(line_col)
-    return reduce(lambda a, b: a | b, [col.contains(marker) for marker in COORDINATOR_LOGGER_MARKERS])
+    return reduce(lambda a, b: a | b, [col.contains(marker) for marker in COORDINATOR_MARKERS])
+
+
+def _json_name(raw, names: tuple[str, ...]):
+    """A string field of a JSON layout (flat dotted key first, then the nested path) that starts like
+    a name: streaming/logs/envelope.py `_name_field`."""
+    values = []
+    for name in names:
+        values.append(_json_field(raw, f"['{name}']" if "." in name else name))
+        if "." in name:
+            values.append(_json_field(raw, name))
+    value = F.coalesce(*values)
+    return F.when(value.rlike(r"^[A-Za-z_$]"), value)
+
+
+def _json_time(raw, names: tuple[str, ...]):
+    """The time of a JSON layout: ISO text as written, or epoch milliseconds as digits."""
+    values = []
+    for name in names:
+        if name == "instant":
+            seconds = _json_field(raw, "instant.epochSecond")
+            nanos = F.coalesce(_json_field(raw, "instant.nanoOfSecond"), F.lit("0"))
+            ok = seconds.rlike(r"^[0-9]+$") & nanos.rlike(r"^[0-9]+$")
+            millis = seconds.cast("long") * 1000 + F.floor(nanos.cast("long") / 1_000_000).cast("long")
+            values.append(F.when(ok, millis.cast("string")))
+        elif name == "timeMillis":
+            value = _json_field(raw, name)
+            values.append(F.when(value.rlike(r"^[0-9]+$"), value))
+        else:
+            value = _json_field(raw, name)
+            values.append(F.when(value.rlike(r"^[0-9]{4}-"), value))
+    return F.coalesce(*values)
+
+
+def json_layout_columns(doc) -> tuple:
+    """streaming/logs/envelope.py `json_layout_fields` in the JVM: (layout, time, level, logger) of a
+    JSON layout document, all null for other documents.
+
+    Only a text that starts with `{` is read as JSON: the test comes first in every condition, so the
+    JSON fields are not evaluated for plain lines (And evaluates its right side only when the left
+    is true), which would otherwise cost tens of JSON parse attempts per row."""
+    layout = ts = level = logger = F.lit(None).cast("string")
+    looks_json = F.ltrim(doc).startswith("{")
+    for name, levels, loggers, times in reversed(JSON_LAYOUTS):     # the first one listed wins
+        lv, lg = _json_name(doc, levels), _json_name(doc, loggers)
+        hit = looks_json & lv.isNotNull() & lg.isNotNull()
+        layout = F.when(hit, F.lit(name)).otherwise(layout)
+        ts = F.when(hit, _json_time(doc, times)).otherwise(ts)
+        level = F.when(hit, F.upper(lv)).otherwise(level)
+        logger = F.when(hit, lg).otherwise(logger)
+    return layout, ts, level, logger
 
 
 def _json_field(raw, path: str):
@@ -41,55 +98,107 @@ def _broker_id(raw, field: str):
     return F.when(~value.startswith("-") & (digits != ""), digits.cast("int"))
 
 
-def unwrap_columns(raw_col: str, specs: dict[str, LogSourceSpec],
-                   default_spec: LogSourceSpec | None = None) -> list:
-    """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`).
+def _message(doc):
+    return F.coalesce(*[_json_field(doc, name) for name in MESSAGE_FIELDS])
 
-    Returns the columns `line` (the log4j line: the row itself, or the first line of the JSON
-    envelope's message/log/msg field; null when a JSON row has none), `broker_hint` (int, from
-    the source's `broker_id_field`) and `host_hint` (string).
+
+def _first_line(text):
+    return F.regexp_replace(F.substring_index(text, "\n", 1), "\r$", "")
+
+
+_STAGE = "__unwrap_"     # prefix of the intermediate columns of unwrap_frame
+
+
+def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
+                 default_spec: LogSourceSpec | None = None) -> DataFrame:
+    """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`): `df` plus
+    the columns `line` (the log4j line: the row itself, or the first line of the JSON envelope's
+    message/log/msg field; null when a JSON row has none), `broker_hint` (int, from the source's
+    `broker_id_field`), `host_hint` (string), and the JSON layout fields `layout_field`, `ts_field`,
+    `level_field`, `logger_field` (json_layout_columns; of the document itself, or of a JSON layout
+    document inside its message, then named `envelope+<layout>`).
+
+    Built in stages (one projection each, intermediate columns dropped at the end): written as one
+    expression, every use of the document, the message and the layout fields repeats their whole
+    expression tree, and the plan grows so large that planning it cost more CPU than reading the
+    rows (bench/logs, docs/benchmarks.md).
     """
+    def c(name: str):
+        return F.col(_STAGE + name)
     raw = F.col(raw_col)
     source = F.col("source_id")
     json_ids = [sid for sid, spec in specs.items() if spec.envelope == ENVELOPE_JSON]
     plain_ids = [sid for sid, spec in specs.items() if spec.envelope == ENVELOPE_PLAIN]
     # Rows of sources not in `specs` (partitions of a live log topic) follow `default_spec`.
     fallback_json = F.ltrim(raw).startswith("{")
+    fallback_auto = F.lit(True)
     if default_spec is not None and default_spec.envelope in (ENVELOPE_JSON, ENVELOPE_PLAIN):
         fallback_json = F.lit(default_spec.envelope == ENVELOPE_JSON)
-    is_json = (F.when(source.isin(json_ids), F.lit(True)).when(source.isin(plain_ids), F.lit(False))
-               .otherwise(fallback_json))
-    message = F.coalesce(*[_json_field(raw, name) for name in MESSAGE_FIELDS])
-    first = F.regexp_replace(F.substring_index(message, "\n", 1), "\r$", "")
-    line = F.when(is_json, first).otherwise(raw)
+        fallback_auto = F.lit(False)
+    auto = F.when(source.isin(json_ids + plain_ids), F.lit(False)).otherwise(fallback_auto)
+    top_json = (F.when(source.isin(json_ids), F.lit(True)).when(source.isin(plain_ids), F.lit(False))
+                .otherwise(fallback_json))
+    # A JSON document behind container/transport prefixes (auto mode only; unreadable: a plain row).
+    prefixed = F.when(auto & ~top_json, F.regexp_extract(raw, PREFIXED_JSON, 1)).otherwise(F.lit(""))
+    df = df.withColumns({_STAGE + "top_json": top_json, _STAGE + "prefixed": prefixed})
+    df = df.withColumn(_STAGE + "doc", F.when(c("prefixed") != "", c("prefixed")).otherwise(raw))
+    doc = c("doc")
+    df = df.withColumn(_STAGE + "message", F.when(c("top_json") | (c("prefixed") != ""), _message(doc)))
+    df = df.withColumns({
+        _STAGE + "is_json": c("top_json") | ((c("prefixed") != "") & c("message").isNotNull()),
+        _STAGE + "first": _first_line(c("message"))})
+    is_json, first = c("is_json"), c("first")
+    own = dict(zip(("layout", "ts", "level", "logger"), json_layout_columns(doc)))
+    df = df.withColumns({_STAGE + k: F.when(is_json, v) for k, v in own.items()})
+    inner = dict(zip(("n_layout", "n_ts", "n_level", "n_logger"), json_layout_columns(first)))
+    df = df.withColumns({**{_STAGE + k: F.when(is_json & c("layout").isNull(), v) for k, v in inner.items()},
+                         _STAGE + "n_message": F.when(is_json & first.startswith("{"), _message(first))})
+    df = df.withColumn(_STAGE + "nested", is_json & c("layout").isNull() & c("n_layout").isNotNull()
+                       & c("n_message").isNotNull())
+    nested = c("nested")
+    line = F.when(nested, _first_line(c("n_message"))).when(is_json, first).otherwise(raw)
     hosts = []
     for name in HOST_FIELDS:
-        value = _json_field(raw, name)
+        value = _json_field(doc, name)
         hosts.append(F.when(~value.rlike(r"^\s*[\[{]") & (value != ""), value))
     host = F.when(is_json, F.coalesce(*hosts))
     broker = F.lit(None).cast("int")
     if default_spec is not None and default_spec.broker_id_field:
-        broker = F.when(is_json & ~source.isin(list(specs)), _broker_id(raw, default_spec.broker_id_field))
+        broker = F.when(is_json & ~source.isin(list(specs)), _broker_id(doc, default_spec.broker_id_field))
     for sid, spec in specs.items():
         if spec.broker_id_field:
-            broker = F.when(is_json & (source == sid), _broker_id(raw, spec.broker_id_field)).otherwise(broker)
-    return [line.alias("line"), broker.alias("broker_hint"), host.alias("host_hint")]
+            broker = F.when(is_json & (source == sid), _broker_id(doc, spec.broker_id_field)).otherwise(broker)
+
+    def pick(own_col, inner_col, name: str):
+        return F.when(nested, inner_col).when(is_json, own_col).alias(name)
+    df = df.withColumns({
+        "line": line, "broker_hint": broker, "host_hint": host,
+        "layout_field": pick(c("layout"), F.concat(F.lit("envelope+"), c("n_layout")), "layout_field"),
+        "ts_field": pick(c("ts"), c("n_ts"), "ts_field"),
+        "level_field": pick(c("level"), c("n_level"), "level_field"),
+        "logger_field": pick(c("logger"), c("n_logger"), "logger_field")})
+    return df.drop(*[name for name in df.columns if name.startswith(_STAGE)])
 
 
 def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                default_spec: LogSourceSpec | None = None) -> DataFrame:
     """Raw log rows (RAW_LOG_SCHEMA) -> EVENT_SCHEMA rows.
 
-    The marker test runs twice in the JVM: on the raw row (a JSON envelope contains the logger name
-    of its line verbatim, so this drops every unrelated row before any JSON is read) and on the
-    unwrapped line (exact). Rows whose JSON envelope cannot be read are kept (line null) and
-    quarantined by the parse step.
+    Live topics: the marker test runs twice in the JVM: on the raw row (a JSON envelope contains the
+    logger name of its line verbatim, so this drops every unrelated row before any JSON is read) and
+    on the unwrapped line or a JSON layout's logger field (exact). One record in LAYOUT_SAMPLE_EVERY
+    passes either way (the layout report). Rows whose JSON envelope cannot be read are kept (line
+    null) and quarantined by the parse step. Replay files (the sources in `specs`) skip the test:
+    their reader emits only marker lines already, plus each file's first lines as a layout sample.
     """
-    prefiltered = raw.where(F.col("eof") | coordinator_line_filter("line"))
-    unwrapped = prefiltered.select(
-        "source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof",
-        *unwrap_columns("line", specs, default_spec))
-    kept = unwrapped.where(F.col("eof") | F.col("line").isNull() | coordinator_line_filter("line"))
+    keep = F.col("eof") | (F.col("seq") % LAYOUT_SAMPLE_EVERY == 0)
+    if specs:
+        keep = keep | F.col("source_id").isin(list(specs))
+    prefiltered = raw.where(keep | coordinator_line_filter("line"))
+    unwrapped = unwrap_frame(prefiltered.select("source_id", "seq", F.col("line").alias("raw"), "ts_hint_ms", "eof"),
+                             "raw", specs, default_spec)
+    kept = unwrapped.where(keep | F.col("line").isNull() | coordinator_line_filter("line")
+                           | coordinator_line_filter("logger_field"))
     return kept.mapInPandas(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,
                                     default_spec=default_spec),
                             EVENT_SCHEMA)

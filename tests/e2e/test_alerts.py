@@ -114,6 +114,14 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test():
     assert names - quiet == set(), "alerts without a not-firing case"
 
 
+def test_runbook_urls_are_absolute_by_default():
+    """An alert's link must open from Alertmanager, Slack or a pager: not a path relative to nothing."""
+    base = alert_rules.DEFAULTS["runbookBaseUrl"]
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/blob/main/docs/runbooks\.md", str(base)), base
+    values = yaml.safe_load((ROOT / "helm" / "rebalance-monitor" / "values.yaml").read_text())
+    assert values["prometheusRule"]["params"]["runbookBaseUrl"] == base
+
+
 def test_every_alert_is_labelled_annotated_and_has_a_runbook_section():
     runbooks = (ROOT / "docs" / "runbooks.md").read_text()
     anchors = {re.sub(r"[^a-z0-9 _-]", "", h.lower()).replace(" ", "-")
@@ -122,5 +130,5 @@ def test_every_alert_is_labelled_annotated_and_has_a_runbook_section():
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
         url = rule["annotations"]["runbook_url"]
-        assert url.startswith("docs/runbooks.md#"), url
+        assert url.startswith(alert_rules.DEFAULTS["runbookBaseUrl"] + "#"), url
         assert url.split("#", 1)[1] in anchors, f"{rule['alert']}: no section {url} in docs/runbooks.md"

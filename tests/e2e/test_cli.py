@@ -33,6 +33,25 @@ def _env():
 
 
 @pytest.mark.spark
+def test_replay_prints_a_summary_and_writes_its_report(tmp_path):
+    """`replay` end to end (the offsets dump alone: one Spark run, no logs): outputs, report.html and a
+    summary for a 100-column terminal on stdout."""
+    out = tmp_path / "out"
+    result = subprocess.run([*CLI, "replay", "--offsets", str(FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"),
+                             "--out", str(out), "--cluster", "kafka-2.7"], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rebalances = (out / "rebalances.jsonl").read_text().splitlines()
+    assert result.stdout.startswith("DIAGNOSIS: ")
+    assert max(len(line) for line in result.stdout.splitlines()) <= 100
+    assert f"EVENTS BY GROUP: {len(rebalances)} rebalances" in result.stdout
+    assert f"timeline report: {out / 'report.html'}" in result.stdout
+    page = (out / "report.html").read_text()
+    assert page.count('<g class="rebalance"') == len(rebalances) > 20
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.spark
 def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     port, folder = demo_server     # conftest.py: the demo process, shared with test_prometheus_e2e
     page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -50,7 +69,14 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
            'source="offsets"} 0.0' in page
     assert 'rebalance_monitor_invalid_transitions_total{cluster="kafka-2.7"} 0.0' in page
     summary = (folder / "demo.stdout").read_text()
-    assert "REBALANCES (188)" in summary and "MEMBER REMOVALS (155)" in summary
+    assert summary.startswith("DIAGNOSIS: 155 member removals in 56 groups")
+    assert "EVENTS BY GROUP: 188 rebalances, 155 member removals in 56 groups" in summary
+    assert max(len(line) for line in summary.splitlines()) <= 100
+    # the demo says where its full records and its report are, and they are there
+    report = folder / "out" / "report.html"
+    assert f"timeline report: {report} (open it in a browser)" in summary
+    assert f"full records: {folder / 'out' / '*.jsonl'}" in summary
+    assert report.read_text().count('<section class="card group"') == 56
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.fail("promtool not installed (Debian package 'prometheus'; scripts/test installs it)")
@@ -153,7 +179,7 @@ def test_parse_logs_prints_the_coordinator_events_of_a_real_log():
         "ts_ms": 1795288918686, "broker": 1, "kind": "prepare_rebalance", "group": "sc08-offset-expiry",
         "generation": 0, "member_id": None, "trigger": "member_join", "file": str(log), "line": 803,
         "reason": "Adding new member sc08-exp-c1-70b11e09-ec73-430b-84f9-4e385cd43d51 with group instance id None"}
-    assert "1321 lines, 295 coordinator lines: 161 events from 161 lines, 134 recognised without a fact" in stderr
+    assert "1321 lines, 295 coordinator lines: 161 events from 161 lines, 134 known lines not needed (loads, elections, offset cleanups)" in stderr
     assert "0 unrecognised" in stderr
     shifted, _ = _parse_logs(str(log), "--broker-timezone", "Asia/Kolkata")
     assert [e["ts_ms"] for e in shifted] == [e["ts_ms"] - 19_800_000 for e in events]   # UTC+05:30

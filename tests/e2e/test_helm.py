@@ -183,7 +183,7 @@ def test_default_is_a_spark_application_scraped_by_a_pod_monitor():
 def test_spark_connector_profile_adds_the_package_and_settings():
     docs = render("spark-connector-values.yaml")
     app = one(docs, "SparkApplication")["spec"]
-    assert app["deps"] == {"packages": ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0"]}
+    assert app["deps"] == {"packages": ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"]}
     assert app["executor"]["instances"] == 3
     settings = monitor_toml(docs)
     assert settings["kafka"]["source"] == "spark"

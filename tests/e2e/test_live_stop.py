@@ -115,3 +115,81 @@ def test_sigterm_ends_run_promptly_while_kafka_does_not_answer(tmp_path):
             proc.kill()
             proc.wait()
     assert code == 0, log.read_text()[-3000:]
+
+
+def _scrape(port: int) -> str:
+    import urllib.request
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what}: not seen (exit {proc.poll()}):\n" + log.read_text()[-3000:])
+        time.sleep(0.2)
+
+
+def test_run_says_kafka_is_down_before_its_first_check_ends(tmp_path):
+    """While the first attempt still waits for an answer (the broker accepted and says nothing),
+    /metrics already shows source_up 0 and the log says what the monitor is doing; then one
+    line per failed attempt with its real duration and the wait before the next, and kafka-python's
+    own lines once per kind, not four per reconnection."""
+    srv = _silent_listener()
+    metrics_port = free_port()
+    config = tmp_path / "monitor.toml"
+    config.write_text(f"""
+metrics_host = "127.0.0.1"
+metrics_port = {metrics_port}
+checkpoint_location = "{tmp_path / 'checkpoint'}"
+[kafka]
+bootstrap_servers = "127.0.0.1:{srv.getsockname()[1]}"
+log_topics = ["broker-logs"]
+[kafka.client]
+bootstrap_timeout_ms = 1500
+""")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    log = tmp_path / "run.log"
+    with open(log, "w") as handle:
+        proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "run", "--config", str(config)],
+                                cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
+    conn = None
+    try:
+        try:
+            conn, _ = srv.accept()    # the first attempt has connected and waits for an answer
+        except TimeoutError:
+            pytest.fail("run never connected to Kafka:\n" + log.read_text()[-3000:])
+        page = _scrape(metrics_port)
+        text = log.read_text()
+        assert "cannot reach" not in text    # still inside the first attempt
+        assert 'rebalance_monitor_source_up{source="broker_log"} 0.0' in page
+        assert 'rebalance_monitor_source_up{source="offsets"} 0.0' in page
+        assert (f"run: checking Kafka at 127.0.0.1:{srv.getsockname()[1]} for broker-logs, __consumer_offsets "
+                f"(each attempt waits up to 2 s for an answer)") in text
+        conn.close()
+        conn = None
+        srv.close()                          # from now on nothing listens: connections are refused
+        _wait_for(lambda: "(attempt 3," in log.read_text(), "a third failed attempt", proc, log)
+    finally:
+        for sock in (conn, srv):
+            if sock:
+                sock.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in log.read_text()
+    lines = log.read_text().splitlines()
+    failures = [line.split(": run: ", 1)[1] for line in lines if "cannot reach Kafka" in line]
+    pattern = r"cannot reach Kafka at 127\.0\.0\.1:\d+: .+ \(attempt {n}, (\d+\.\d) s\); next attempt in {wait} s$"
+    import re
+    for n, (line, wait) in enumerate(zip(failures, ("1", "2", "4")), start=1):
+        match = re.match(pattern.format(n=n, wait=wait), line)
+        assert match, line
+        assert 1.0 <= float(match.group(1)) < 10.0, line    # the attempt's own time (1.5 s bootstrap)
+    kafka_python = [line for line in lines if " kafka." in line]
+    kinds = {re.sub(r"\d+", "#", line.split(" ", 3)[3]) for line in kafka_python}
+    assert len(kafka_python) == len(kinds), "\n".join(kafka_python)   # each kind once (RepeatFilter)
+    assert not any(" INFO kafka." in line or " DEBUG kafka." in line for line in lines)

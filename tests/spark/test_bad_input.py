@@ -90,7 +90,7 @@ def test_garbage_is_quarantined_and_good_data_is_intact(spark, replay_capture, t
 
     exposition = (out / "metrics.prom").read_text()
     assert 'rebalance_monitor_quarantined_records_total{cluster="default",reason="corrupt_record",source="offsets"} 1.0' in exposition
-    assert 'reason="unparseable_line",source="log"} 4.0' in exposition
-    assert 'rebalance_monitor_quarantined_records_total{cluster="default",reason="unknown_coordinator_line",source="log"} 11.0' in exposition
+    assert 'reason="unparseable_line",source="broker_log"} 4.0' in exposition
+    assert 'rebalance_monitor_quarantined_records_total{cluster="default",reason="unknown_coordinator_line",source="broker_log"} 11.0' in exposition
     assert 'rebalance_monitor_unknown_coordinator_lines_total{cluster="default",logger="kafka.coordinator.group.GroupCoordinator"} 11.0' in exposition
     assert len(collector.quarantine) == 8 + len(unknown)

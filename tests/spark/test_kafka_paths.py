@@ -1,6 +1,6 @@
 """The two Kafka paths feed the same query: rows shaped as Spark's kafka connector delivers them
-give the same events as the kafka-python Data Source's rows. (The connector jar itself cannot
-be fetched on this machine; its column mapping is what is tested here.)"""
+give the same events as the kafka-python Data Source's rows. (The connector itself, fetched from
+Maven, runs against a real cluster in tests/e2e/kafka/test_sources_live.py.)"""
 from __future__ import annotations
 
 import base64
@@ -86,3 +86,17 @@ def test_source_choice(spark):
     assert choose_kafka_source(spark_kafka_available(spark), KafkaSettings(bootstrap_servers="h:1", source="auto")) == "python"
     with pytest.raises(ConfigError, match="needs Spark's kafka connector on the classpath"):
         choose_kafka_source(spark_kafka_available(spark), KafkaSettings(bootstrap_servers="h:1", source="spark"))
+
+
+def test_the_connectors_idle_flush_gives_the_markers_of_the_python_source():
+    from streaming.spark.sources.clock import ClockStreamReader
+    for kind, schema in ((KIND_LOG, RAW_LOG_SCHEMA), (KIND_OFFSETS, RAW_OFFSETS_SCHEMA)):
+        clock = ClockStreamReader(kind)
+        start = clock.initialOffset()
+        end = clock.latestOffset(start, clock.getDefaultReadLimit())
+        parts = clock.partitions(start, end)
+        assert len(parts) == 1 and clock.partitions(end, end) == []     # one marker per new batch
+        rows = list(clock.read(parts[0]))
+        python_source = KafkaStreamReader({"bootstrapServers": "unused:1", "topics": "t", "kind": kind})
+        assert rows == [python_source._marker(end["tick"])]
+        assert len(rows[0]) == len(schema.fields)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.capture_expectations import capture_inputs
+from tests.support.capture_expectations import FIXTURES, capture_inputs
 
 pytestmark = pytest.mark.spark
 LINES_27 = 1321 + 2165    # both broker logs of the 2.7 capture
@@ -13,14 +13,28 @@ RECORDS_27 = 1606         # its offsets dump
 
 
 def test_input_counts_of_every_batch(spark, tmp_path):
+    """...and the progress line (streaming/app/progress.py) reads the same reports: on a terminal it
+    is rewritten per batch and ends at every row read, 100%."""
+    import io
+    import itertools
+
+    from streaming.app.progress import ReplayProgress
     from streaming.app.replay import replay
     from streaming.app.settings import ReplaySettings, load
     logs, offsets = capture_inputs("kafka-2.7")
+    screen = io.StringIO()
+    ticks = itertools.count()     # one second per look at the clock: every report is printed
+    log_bytes = sum((FIXTURES / "kafka-2.7" / name).stat().st_size for name in ("broker1-server.log", "broker2-server.log"))
+    meter = ReplayProgress(log_bytes, "replay", stream=screen, clock=lambda: float(next(ticks)), tty=True)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "2")
     try:
-        collector = replay(spark, load(ReplaySettings, max_rows_per_batch=200), logs, offsets)
+        collector = replay(spark, load(ReplaySettings, max_rows_per_batch=200), logs, offsets, progress=meter)
     finally:
         spark.conf.unset("spark.sql.streaming.numRecentProgressUpdates")
+    updates = screen.getvalue().split("\r\x1b[K")[1:]
+    assert len(updates) >= 6 and screen.getvalue().endswith("\n")
+    assert updates[-1].startswith(f"replay: {LINES_27 + RECORDS_27:,} rows read, ") and ", 100%" in updates[-1]
+    assert any("ETA" in u for u in updates[:-1])
     assert collector.last_batch_id >= 6
     registry = collector.metrics.registry
     assert registry.get_sample_value("rebalance_monitor_input_records_total", {"source": "broker_log"}) == LINES_27

@@ -119,11 +119,14 @@ def records(machine: GroupStateMachine, kind: str) -> list[dict]:
 
 
 def rebalance(**fields: Any) -> dict:
-    """An expected rebalance record: every field must be given except cluster/group/protocol."""
+    """An expected rebalance record: every field must be given except cluster/group/protocol, and
+    assigned_at_ms of a classic one (always null)."""
     base = {"cluster": CLUSTER, "group": G, "protocol": "classic"}
     base.update(fields)
+    if base["protocol"] == "classic":
+        base.setdefault("assigned_at_ms", None)
     keys = {"cluster", "group", "protocol", "generation", "previous_generation", "coordinator",
-            "started_at_ms", "join_completed_at_ms", "completed_at_ms", "ended_at_ms",
+            "started_at_ms", "join_completed_at_ms", "assigned_at_ms", "completed_at_ms", "ended_at_ms",
             "join_seconds", "sync_seconds", "total_seconds", "trigger", "trigger_member",
             "reason_text", "outcome", "members", "removed_members"}
     assert set(base) == keys, set(base) ^ keys

@@ -605,6 +605,33 @@ CASES: list[Case] = [
          scala_gmm("Already loading offsets and group metadata from __consumer_offsets-3"), None),
     Case("scala_partition_load_unload", "template 1.1 (Finished loading, no scheduler time)",
          scala_gmm("Finished loading offsets and group metadata from __consumer_offsets-3 in 12 milliseconds."), None),
+    # ---------------- 0.10.2 (logger kafka.coordinator.*, no offsets partition) ----------------
+    Case("scala_prepare_restabilize_0_10", "template 0.10.2",
+         "[2017-03-01 10:00:00,123] INFO [GroupCoordinator 1]: Preparing to restabilize group g1 with old generation 4 "
+         "(kafka.coordinator.GroupCoordinator)",
+         [E(ev.PREPARE_REBALANCE, "g1", generation=4, trigger="unknown")]),
+    Case("scala_stabilized_0_10", "template 0.10.2",
+         "[2017-03-01 10:00:00,123] INFO [GroupCoordinator 1]: Stabilized group g1 generation 5 "
+         "(kafka.coordinator.GroupCoordinator)",
+         [E(ev.JOIN_COMPLETE, "g1", generation=5)]),
+    Case("scala_group_empty_0_10", "template 0.10.2",
+         "[2017-03-01 10:00:00,123] INFO [GroupCoordinator 1]: Group g1 with generation 5 is now empty "
+         "(kafka.coordinator.GroupCoordinator)",
+         [E(ev.GROUP_EMPTY, "g1", generation=5)]),
+    Case("scala_partition_load_unload_0_10", "template 0.10.2",
+         "[2017-03-01 10:00:00,123] INFO [Group Metadata Manager on Broker 1]: Loading offsets and group metadata "
+         "from __consumer_offsets-3 (kafka.coordinator.GroupMetadataManager)", None),
+    Case("scala_partition_load_unload_0_10", "template 0.10.2 (finished)",
+         "[2017-03-01 10:00:00,123] INFO [Group Metadata Manager on Broker 1]: Finished loading offsets from "
+         "__consumer_offsets-3 in 12 milliseconds. (kafka.coordinator.GroupMetadataManager)", None),
+    Case("scala_follower_transition_0_10", "template 0.10.2",
+         "[2017-03-01 10:00:00,123] INFO [Group Metadata Manager on Broker 1]: Removed 2 cached groups for "
+         "__consumer_offsets-3 on follower transition. (kafka.coordinator.GroupMetadataManager)", None),
+    # 0.11-1.0: the 1.1 wordings, with the `[Group Metadata Manager on Broker N]: ` prefix
+    Case("scala_partition_load_unload", "template 0.11-1.0",
+         "[2018-03-01 10:00:00,123] INFO [Group Metadata Manager on Broker 1]: Finished loading offsets and group "
+         "metadata from __consumer_offsets-3 in 12 milliseconds. (kafka.coordinator.group.GroupMetadataManager)",
+         None),
     Case("scala_offset_load_in_progress_1_1", "template 1.1",
          scala_gmm("Offset load from __consumer_offsets-3 already in progress."), None),
     Case("scala_stale_epoch_load_unload", "template 2.8.1-4.0",
@@ -882,11 +909,8 @@ def test_catalog_entries_are_well_formed() -> None:
 # --- exactly one entry per line --------------------------------------------------------------------
 
 def _family(logger: str) -> str | None:
-    if logger.startswith("kafka.coordinator.group."):
-        return "scala"
-    if logger.startswith(("org.apache.kafka.coordinator.group.", "org.apache.kafka.coordinator.common.runtime.")):
-        return "java"
-    return None
+    """scala (kafka.coordinator.group.*, 0.10.2's kafka.coordinator.*), java, or None."""
+    return layout.full_logger_family(logger)
 
 
 def _matching_entries(line: str) -> list[str]:
@@ -1105,10 +1129,12 @@ def test_local_ts_conversion_matches_datetime_across_dst() -> None:
 # --- garbage, continuations, non-coordinator lines -------------------------------------------------
 
 def test_truncated_header_with_coordinator_marker_is_unparseable() -> None:
+    """A layout that is not understood (here: a cut line) is quarantined as unparseable and told
+    apart from an unknown template (outcome unknown_layout)."""
     line = ("[2026-11-21 19:21:26,163] INFO [GroupCoordinator 2]: Preparing to rebalance group sc01 "
             "(kafka.coordinator.group.GroupCoord")
     parsed = bl.parse_line_detailed(line, source_id="f.log", seq=7, tz=UTC)
-    assert parsed.outcome == bl.OUTCOME_UNPARSEABLE
+    assert parsed.outcome == bl.OUTCOME_UNKNOWN_LAYOUT
     result = parsed.result
     assert isinstance(result, Quarantined)
     assert (result.reason, result.source, result.source_id, result.seq, result.raw) == (

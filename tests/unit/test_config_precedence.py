@@ -93,3 +93,76 @@ def test_the_defaults_of_the_diagnosis_table_are_the_state_machines():
     from state.diagnosis.rules import DEFAULT_SETTINGS
     from streaming.app.settings import DiagnosisConfig
     assert DiagnosisConfig().to_settings() == DEFAULT_SETTINGS
+
+
+def test_spark_conf_flags_merge_into_the_files_table_and_keys_must_be_spark_settings(tmp_path):
+    from streaming.app.cli.run import run_settings
+    from streaming.app.settings import ConfigError, RunSettings, load
+    cfg = _toml(tmp_path, KAFKA_TOML.replace("[kafka]", '[spark_conf]\n"spark.jars.ivy" = "/var/cache/ivy"\n[kafka]'))
+    s = run_settings(_run_args("--config", cfg, "--spark-conf",
+                               "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+                               "--spark-conf", "spark.driver.memory=2g"))
+    assert s.spark_conf == {"spark.jars.ivy": "/var/cache/ivy", "spark.driver.memory": "2g",
+                            "spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"}
+    with pytest.raises(SystemExit):
+        _run_args("--spark-conf", "no-equals-sign")
+    with pytest.raises(ConfigError, match=r"spark_conf: Value error, not a Spark setting \(they start with 'spark\.'\): "
+                                          r"jars\.packages"):
+        load(RunSettings, cfg, spark_conf={"jars.packages": "x"})
+
+
+@pytest.mark.parametrize("var, value, key, expected", [
+    ("REBALANCE_MONITOR_KAFKA__LOG_TOPICS", "broker-logs", ("kafka", "log_topics"), ["broker-logs"]),
+    ("REBALANCE_MONITOR_KAFKA__LOG_TOPICS", "a, b,c", ("kafka", "log_topics"), ["a", "b", "c"]),
+    ("REBALANCE_MONITOR_KAFKA__LOG_TOPICS", '["a,b"]', ("kafka", "log_topics"), ["a,b"]),   # JSON as before
+    ("REBALANCE_MONITOR_GROUP_DENY", "^_confluent", ("group_deny",), ["^_confluent"]),
+    ("REBALANCE_MONITOR_GROUP_ALLOW", "sc0.*", ("group_allow",), ["sc0.*"]),
+    ("REBALANCE_MONITOR_DURATION_BUCKETS", "1,2,3", ("duration_buckets",), (1.0, 2.0, 3.0)),
+    ("REBALANCE_MONITOR_DURATION_BUCKETS", "5", ("duration_buckets",), (5.0,)),
+    ("REBALANCE_MONITOR_DURATION_BUCKETS", "[0.5, 1]", ("duration_buckets",), (0.5, 1.0)),
+    ("REBALANCE_MONITOR_KAFKA__CLIENT__SECURITY_PROTOCOL", "SSL", ("kafka", "client"), {"security_protocol": "SSL"}),
+    ("REBALANCE_MONITOR_KAFKA__CLIENT", '{"security_protocol": "SSL"}', ("kafka", "client"),
+     {"security_protocol": "SSL"}),
+])
+def test_list_values_from_the_environment_are_comma_separated_or_json(monkeypatch, var, value, key, expected):
+    from streaming.app.settings import RunSettings, load
+    monkeypatch.setenv(var, value)
+    settings = load(RunSettings, kafka={"bootstrap_servers": "b:1"}, checkpoint_location="/c")
+    got = settings
+    for part in key:
+        got = getattr(got, part)
+    assert got == expected
+
+
+def test_a_flag_still_beats_a_comma_separated_environment_list(monkeypatch, tmp_path):
+    from streaming.app.cli.run import run_settings
+    monkeypatch.setenv("REBALANCE_MONITOR_KAFKA__LOG_TOPICS", "env-a,env-b")
+    cfg = _toml(tmp_path, KAFKA_TOML)
+    assert run_settings(_run_args("--config", cfg)).kafka.log_topics == ["env-a", "env-b"]
+    assert run_settings(_run_args("--config", cfg, "--log-topic", "flag")).kafka.log_topics == ["flag"]
+
+
+def test_unknown_environment_variables_are_named_with_the_closest_setting():
+    from streaming.app.settings import OTHER_ENV_VARIABLES, ConfigError, check_environment
+    check_environment({"REBALANCE_MONITOR_CLUSTER": "x", "REBALANCE_MONITOR_KAFKA__BOOTSTRAP_SERVERS": "b:1",
+                       "REBALANCE_MONITOR_KAFKA__CLIENT__SASL_MECHANISM": "PLAIN", "rebalance_monitor_cluster": "x",
+                       "REBALANCE_MONITOR_DIAGNOSIS__STORM_WINDOW_SECONDS": "60", "PATH": "/bin",
+                       **dict.fromkeys(OTHER_ENV_VARIABLES, "x")})
+    with pytest.raises(ConfigError) as err:
+        check_environment({"REBALANCE_MONITOR_CLUSTERR": "x", "REBALANCE_MONITOR_KAFKA__BOOTSTRAP_SERVER": "b",
+                           "REBALANCE_MONITOR_DIAGNOSIS__STORM_WINDOW": "1"})
+    assert str(err.value).splitlines() == [
+        "environment: REBALANCE_MONITOR_CLUSTERR is not a setting; did you mean REBALANCE_MONITOR_CLUSTER? "
+        "(docs/configuration.md lists them)",
+        "environment: REBALANCE_MONITOR_DIAGNOSIS__STORM_WINDOW is not a setting; did you mean "
+        "REBALANCE_MONITOR_DIAGNOSIS__STORM_WINDOW_SECONDS? (docs/configuration.md lists them)",
+        "environment: REBALANCE_MONITOR_KAFKA__BOOTSTRAP_SERVER is not a setting; did you mean "
+        "REBALANCE_MONITOR_KAFKA__BOOTSTRAP_SERVERS? (docs/configuration.md lists them)"]
+
+
+def test_the_allowed_other_variables_are_documented():
+    from pathlib import Path
+
+    from streaming.app.settings import OTHER_ENV_VARIABLES
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    assert [v for v in OTHER_ENV_VARIABLES if f"| `{v}` |" not in text] == []

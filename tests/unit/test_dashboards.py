@@ -84,7 +84,7 @@ def test_fleet_overview_covers_the_issue_sections():
     board = load(ROOT / "dashboards" / "rebalance-fleet.json")
     rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
     assert rows == ["Overview", "Rebalances", "Slowest rebalances", "Member removals", "Storms and stuck groups",
-                    "Monitor health"]
+                    "Monitor health", "Inputs: clock skew, unknown formats, source mismatches, gaps"]
     exprs = " ".join(t["expr"] for p in panels(board) for t in p["targets"])
     for metric in ("rebalance_monitor_group_state_since_timestamp_seconds", "root_cause", "histogram_quantile",
                    "rebalance_monitor_input_records_total", "rebalance_monitor_batch_duration_seconds",
@@ -92,7 +92,11 @@ def test_fleet_overview_covers_the_issue_sections():
                    "rebalance_monitor_late_rows_total", "rebalance_monitor_source_up",
                    "rebalance_monitor_quarantined_records_total", "rebalance_monitor_invalid_transitions_total",
                    "rebalance_monitor_query_restarts_total", "rebalance_monitor_group_rebalances_in_window",
-                   "rebalance_monitor_rebalance_timeouts_total", "rebalance_monitor_group_rebalance_timeout_seconds"):
+                   "rebalance_monitor_rebalance_timeouts_total", "rebalance_monitor_group_rebalance_timeout_seconds",
+                   # the safety net of the inputs, each with its alert
+                   "rebalance_monitor_log_clock_skew_seconds", "rebalance_monitor_unknown_coordinator_lines_total",
+                   'outcome=~"unknown_type|unknown_version"', "rebalance_monitor_source_mismatches_total",
+                   "rebalance_monitor_source_offset_gap_records"):
         assert metric in exprs, metric
 
 

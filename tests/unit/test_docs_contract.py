@@ -96,3 +96,37 @@ def test_configuration_reference_says_which_commands_take_each_key():
     assert documented == expected
     for name in KafkaSettings.model_fields:
         assert f"`kafka.{name}`" in text, name
+
+
+def _cli_actions():
+    """(command, action) for every flag and positional of every `rebalance-monitor` command."""
+    import argparse
+
+    from streaming.app.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    commands = {choice.dest: choice.help for choice in sub._choices_actions}
+    for name, parser in sub.choices.items():
+        assert (commands.get(name) or "").strip(), f"`rebalance-monitor {name}` has no help text"
+        for action in parser._actions:
+            if not isinstance(action, argparse._HelpAction):
+                yield name, action
+
+
+def test_every_cli_flag_has_a_description():
+    """`--help` of every command describes every flag and argument it takes."""
+    import argparse
+    undocumented = [f"{command} {'/'.join(action.option_strings) or action.dest}"
+                    for command, action in _cli_actions()
+                    if not (action.help or "").strip() or action.help == argparse.SUPPRESS]
+    assert undocumented == []
+    assert len(list(_cli_actions())) > 30
+
+
+def test_every_cli_flag_is_in_the_configuration_reference():
+    """docs/configuration.md names every flag of every command, and the setting each sets."""
+    from streaming.app.cli.options import SETTING_KEYS
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    missing = sorted({flag for _, action in _cli_actions() for flag in action.option_strings
+                      if f"`{flag}" not in text})
+    assert missing == []
+    assert sorted(key for key in SETTING_KEYS if f"`{key}`" not in text) == []

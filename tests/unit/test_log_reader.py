@@ -1,10 +1,11 @@
 """The broker-log replay reader (streaming/logs/merge.py LogMergeCursor).
 
-It reads files in large chunks and decodes only lines that contain a coordinator marker. These
-tests compare it with a reference that reads every line one by one (iter_log_file), gives each
-line its header time or the time of the header line before it, merges the files by time and then
-keeps the marker lines: the rows, their line numbers and times, and the count of lines read must
-be the same, whatever the chunk size and however the input is cut into batches.
+It reads files in large chunks and decodes only lines that contain a coordinator marker (and the
+first SAMPLE_LINES lines of each file, for the layout report). These tests compare it with a
+reference that reads every line one by one (iter_log_file), gives each line its header time or
+the time of the header line before it, merges the files by time and then keeps the sample and
+marker lines: the rows, their line numbers and times, and the count of lines read must be the
+same, whatever the chunk size and however the input is cut into batches.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from streaming.logs import merge
 from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
 from streaming.logs.files import iter_log_file
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS
 from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 from streaming.rows import END_OF_INPUT_TS_MS
 from streaming.spark.sources.log_replay import LogReplayStreamReader
@@ -29,8 +30,16 @@ GC = "kafka.coordinator.group.GroupCoordinator"
 def _ts(line: str, envelope: str):
     if is_json_row(line, envelope):
         m = EMBEDDED_HEADER_RE.search(line)
-        return log4j_to_epoch_ms(m.group(1), UTC) if m else None
-    return header_timestamp_ms(line, UTC)
+        if m:
+            return log4j_to_epoch_ms(m.group(1), UTC)
+    elif header_timestamp_ms(line, UTC) is not None:
+        return header_timestamp_ms(line, UTC)
+    return merge.line_ts(line, UTC, is_json_row(line, envelope))   # other layouts
+
+
+def _kept(line: str, full_names: bool) -> bool:
+    markers = COORDINATOR_LOGGER_MARKERS if full_names else COORDINATOR_MARKERS
+    return any(m in line for m in markers)
 
 
 def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
@@ -39,11 +48,12 @@ def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
     total = 0
     for f in files:
         rows, last = [], None
+        full = merge.file_uses_full_names(f["path"], f.get("envelope", "auto"))
         for seq, line in iter_log_file(f["path"]):
             ts = _ts(line, f.get("envelope", "auto"))
             ts = ts if ts is not None else (last if last is not None else 1)
             last = ts
-            rows.append((ts, seq, line))
+            rows.append((ts, seq, line, seq <= merge.SAMPLE_LINES or _kept(line, full)))
         per_file.append(rows)
         total += len(rows)
     heads = [0] * len(files)
@@ -55,9 +65,9 @@ def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
                 best = i
         if best is None:
             break
-        ts, seq, line = per_file[best][heads[best]]
+        ts, seq, line, kept = per_file[best][heads[best]]
         heads[best] += 1
-        if keep_all or any(m in line for m in COORDINATOR_LOGGER_MARKERS):
+        if keep_all or kept:
             merged.append((files[best]["source_id"], seq, line, ts, False))
     return merged + [("end-of-input", 0, None, END_OF_INPUT_TS_MS, True)], total
 
@@ -106,6 +116,7 @@ def awkward_logs(tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("chunk", [16, 64, 4096, merge.CHUNK_BYTES])
 def test_same_rows_as_reading_every_line(monkeypatch, awkward_logs, chunk):
     monkeypatch.setattr(merge, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(merge, "SAMPLE_LINES", 0)
     files = _files(awkward_logs)
     expected, total = reference(files)
     for batch in (1, 2, 3, 1000):
@@ -119,6 +130,19 @@ def test_same_rows_as_reading_every_line(monkeypatch, awkward_logs, chunk):
     assert seqs[("c:a.log", 1)] == 1
     assert seqs[("c:a.log", 5)] == seqs[("c:a.log", 3)]
     assert seqs[("c:b.json", 3)] == seqs[("c:b.json", 2)]
+
+
+@pytest.mark.parametrize("chunk", [16, 4096])
+def test_first_lines_are_emitted_as_layout_sample(monkeypatch, awkward_logs, chunk):
+    monkeypatch.setattr(merge, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(merge, "SAMPLE_LINES", 6)
+    files = _files(awkward_logs)
+    expected, total = reference(files)
+    for batch in (1, 3, 1000):
+        rows, end = read_all(files, batch)
+        assert rows == expected, (chunk, batch)
+    kept = {(r[0], r[1]) for r in expected if not r[4]}
+    assert ("c:a.log", 6) in kept and ("c:a.log", 7) not in kept      # sampled / marker-free after it
 
 
 def test_keep_all_reads_every_line(monkeypatch, awkward_logs):
@@ -135,7 +159,11 @@ def test_captures_in_small_batches_equal_one_pass():
     rows, end = read_all(files, 97)
     assert rows == expected
     assert end["lines"] == total == 6679
-    assert len(rows) - 1 == sum(1 for r in expected if not r[4]) == 1319
+    # the capture logs name their loggers in full: their coordinator lines plus 20 sample lines each
+    assert all(merge.file_uses_full_names(f["path"], "auto") for f in files)
+    assert len(rows) - 1 == sum(1 for r in expected if not r[4]) == 1319 + sum(
+        1 for f in files for seq, line in iter_log_file(f["path"])
+        if seq <= merge.SAMPLE_LINES and not any(m in line for m in COORDINATOR_LOGGER_MARKERS))
 
 
 def test_offsets_are_reproducible_and_partitions_keep_every_row():

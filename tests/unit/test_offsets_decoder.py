@@ -459,35 +459,36 @@ def test_consumer_group_metadata_value_with_metadata_hash_tag():
                                       "trailing_bytes": 0}
     (ev,) = events_of(i16(3) + s16("cg"), value)
     assert ev.kind == CG_EPOCH and ev.generation == 12
-    assert ev.data == {"tombstone": False, "metadata_hash": -42}
+    assert ev.data == {"tombstone": False, "metadata_hash": -42, "group_type": "consumer"}
 
 
 def test_kip848_tombstones_and_target_member():
     (ev,) = events_of(i16(3) + s16("cg"), None)
-    assert (ev.kind, ev.generation, ev.data) == (CG_EPOCH, None, {"tombstone": True})
+    assert (ev.kind, ev.generation, ev.data) == (CG_EPOCH, None, {"tombstone": True, "group_type": "consumer"})
     (ev,) = events_of(i16(8) + s16("cg") + s16("m-1"), None)
     assert (ev.kind, ev.member_id, ev.data["tombstone"]) == (CG_MEMBER_ASSIGNMENT, "m-1", True)
     value = i16(0) + carr([TOPIC_UUID + carr([i32(0), i32(3)]) + tags()]) + tags()
     (ev,) = events_of(i16(7) + s16("cg") + s16("m-1"), value)
     assert (ev.kind, ev.member_id, ev.data) == (CG_TARGET_MEMBER, "m-1",
-                                                {"partitions": 2, "tombstone": False})
+                                                {"partitions": 2, "tombstone": False, "group_type": "consumer"})
 
 
-def test_regex_and_share_records_are_cg_other():
+def test_regex_topology_and_share_state_records_are_cg_other():
     key = i16(16) + s16("cg") + s16("orders-.*")
     value = i16(0) + carr([cs("orders-1"), cs("orders-2")]) + i64(3) + i64(1_700_000_000_000) + tags()
     assert decode_key(key)["regular_expression"] == "orders-.*"
     assert decode_value(16, value)["topics"] == ["orders-1", "orders-2"]
     (ev,) = events_of(key, value)
     assert ev.kind == CG_OTHER and ev.data == {"type": 16, "type_name": "ConsumerGroupRegularExpression",
-                                               "tombstone": False}
-    share_key = i16(10) + s16("sg") + s16("m")
-    share_value = i16(0) + b"\x00\x01\x02\x03"
-    assert decode_value(10, share_value) == {"version": 0, "undecoded": True, "size": 6}
-    (ev,) = events_of(share_key, share_value)
-    assert ev.kind == CG_OTHER and ev.member_id == "m" and ev.data["type"] == 10
+                                               "tombstone": False, "group_type": "consumer"}
+    # ShareGroupStatePartitionMetadataValue (4.1+): three empty topic lists
+    (ev,) = events_of(i16(15) + s16("sg"), i16(0) + carr([]) + carr([]) + carr([]) + tags())
+    assert ev.kind == CG_OTHER and ev.data == {"type": 15, "type_name": "ShareGroupStatePartitionMetadata",
+                                               "tombstone": False, "group_type": "share"}
+    (ev,) = events_of(i16(23) + s16("streams-app"), i16(0) + i32(4) + carr([]) + tags())
+    assert ev.kind == CG_OTHER and ev.data["topology_epoch"] == 4 and ev.data["group_type"] == "streams"
     (ev,) = events_of(i16(23) + s16("streams-app"), None)
-    assert ev.kind == CG_OTHER and ev.data["tombstone"] is True
+    assert ev.kind == CG_OTHER and ev.data["tombstone"] is True and "topology_epoch" not in ev.data
 
 
 def test_offset_and_group_tombstones():

@@ -55,14 +55,18 @@ def _both(rows, batch_size):
     return ref, fast, stats_ref, stats_fast
 
 
-@pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
+CAPTURES = ["kafka-2.7", "kafka-4.0", "offsets-4x/4.2.2", "offsets-4x/4.4.0"]
+COMMITS = {"kafka-2.7": 1484, "kafka-4.0": 4018, "offsets-4x/4.2.2": 26, "offsets-4x/4.4.0": 24}
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
 @pytest.mark.parametrize("batch_size", [100_000, 997, 13])
 def test_vectorised_decoder_equals_the_reference_on_the_real_dumps(capture, batch_size):
     rows = _rows(capture)
     ref, fast, stats_ref, stats_fast = _both(rows, batch_size)
     commits, other = normalise(ref)
     assert normalise(fast) == (commits, other)
-    assert sum(c["count"] for c in commits.values()) == {"kafka-2.7": 1484, "kafka-4.0": 4018}[capture]
+    assert sum(c["count"] for c in commits.values()) == COMMITS[capture]
     assert stats_fast == stats_ref
     assert all(outcome == "decoded" for (_, _, outcome) in stats_ref["c1"])
     assert sum(stats_ref["c1"].values()) == len(rows)
@@ -92,6 +96,21 @@ def _v(version, offset, cts, metadata=b"", tail=b""):
     return struct.pack(">hqiB", version, offset, 7, len(metadata) + 1) + metadata + struct.pack(">q", cts) + (tail or b"\x00")
 
 
+def _cg_key(t, member=None):
+    key = struct.pack(">hh", t, 2) + b"cg"
+    return key + (struct.pack(">h", len(member)) + member if member is not None else b"")
+
+
+def _epochs_tag(n):
+    return b"\x01\x00" + bytes([1 + 4 * n, n + 1]) + struct.pack(f">{n}i", *range(n))
+
+
+def _cg8(tags):
+    """ConsumerGroupCurrentMemberAssignmentValue: epochs 3/2, STABLE, one topic with two partitions
+    (with `tags` after them), nothing pending."""
+    return struct.pack(">hiib", 0, 3, 2, 0) + b"\x02" + bytes(16) + b"\x03" + struct.pack(">ii", 0, 1) + tags + b"\x01\x00"
+
+
 def test_vectorised_decoder_equals_the_reference_on_awkward_records():
     """Every layout the fast path must hand over (or take) correctly, mixed in one batch."""
     records = [
@@ -115,6 +134,15 @@ def test_vectorised_decoder_equals_the_reference_on_awkward_records():
         (_key("g", "t", 9), None), (None, _v(3, 1, 1)),                   # tombstone, null key
         (struct.pack(">hh", 2, 1) + b"g", None),                          # group tombstone
         (b"\x00", b"\x00"), (struct.pack(">h", 99) + b"zz", b"\x00\x00"),
+        # KIP-848 values with the tags of 4.1-4.4 (tier 2), well and badly formed
+        (_cg_key(3), struct.pack(">hiBBBq", 0, 5, 1, 0, 8, -7)),          # MetadataHash
+        (_cg_key(6), struct.pack(">hiBBBq", 0, 5, 1, 0, 8, 1_700_000_000_000)),   # AssignmentTimestamp
+        (_cg_key(6), struct.pack(">hiBBBi", 0, 5, 1, 0, 4, 9)),           # a 4-byte tag 0: corrupt
+        (_cg_key(6), struct.pack(">hiBBBq", 0, 5, 1, 3, 8, 1)),           # an unknown tag
+        (_cg_key(8, b"m"), _cg8(_epochs_tag(2))), (_cg_key(8, b"m"), _cg8(b"\x01\x00\x01\x00")),   # epochs, null epochs
+        (_cg_key(8, b"m"), _cg8(b"\x01\x00\x05\x02\x00\x00\x00\x01")),   # tag size 5, count says 1 epoch: ok
+        (_cg_key(8, b"m"), _cg8(b"\x01\x00\x05\x03\x00\x00\x00\x01")),   # count says 2 epochs in 5 bytes
+        (_cg_key(17), None), (_cg_key(22, b"m"), None), (_cg_key(23), None),   # streams tombstones
     ]
     rows = []
     for i, (k, v) in enumerate(records):
@@ -131,9 +159,11 @@ def test_vectorised_decoder_equals_the_reference_on_awkward_records():
     assert outcomes == {"decoded", "corrupt", "unknown_type", "unknown_version"}
 
 
-def test_vectorised_decoder_equals_the_reference_on_mutated_real_records():
-    rng = random.Random(7)
-    rows = _rows("kafka-4.0")[:1500]
+@pytest.mark.parametrize("capture,seed", [("kafka-4.0", 7), ("offsets-4x/4.4.0", 7), ("offsets-4x/4.4.0", 8),
+                                          ("offsets-4x/4.2.2", 9)])
+def test_vectorised_decoder_equals_the_reference_on_mutated_real_records(capture, seed):
+    rng = random.Random(seed)
+    rows = _rows(capture)[:1500]
     mutated = []
     for r in rows:
         r = list(r)
@@ -148,17 +178,20 @@ def test_vectorised_decoder_equals_the_reference_on_mutated_real_records():
     assert stats_fast == stats_ref
 
 
-@pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
+@pytest.mark.parametrize("capture", CAPTURES)
 def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
     """The slow tier is for the unusual: every real GroupMetadata record and every real KIP-848
-    record (classic members of mixed groups included) is read by the direct readers, with the
-    reference's event. A record that falls through is not wrong, only slow; this catches that."""
+    consumer record (classic members of mixed groups, the tags of 4.1-4.4 included) and every
+    tombstone is read by the direct readers, with the reference's event. A record that falls
+    through is not wrong, only slow; this catches that. Share and streams values (types >= 9) are
+    left to the full decoder."""
     from streaming.offsets.record_events import record_to_events
     from streaming.offsets.vectorised.direct import fast_consumer_group_record, fast_group_metadata
     seen = {}
     for r in _rows(capture):
         key, value = r[5], r[6]
-        if key is None or struct.unpack(">h", key[:2])[0] < 2:
+        key_type = None if key is None else struct.unpack(">h", key[:2])[0]
+        if key_type is None or key_type < 2 or (key_type >= 9 and value is not None):
             continue
         (ev,) = record_to_events(partition=r[2], offset=r[3], timestamp_ms=r[4], key=key, value=value)
         if key[:2] == b"\x00\x02" and value is not None:
@@ -170,6 +203,9 @@ def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
             assert fast[:5] == (ev.group, ev.kind, ev.generation, ev.member_id, ev.data or {})
             kind = ev.kind + (":classic" if (ev.data or {}).get("classic") else "")
         seen[kind] = seen.get(kind, 0) + 1
+    if capture.startswith("offsets-4x"):
+        assert seen["cg_epoch"] >= 5 and seen["cg_target_epoch"] >= 3 and seen["cg_member_assignment"] > 10
+        return
     assert seen["group_metadata"] > 50
     if capture == "kafka-4.0":
         assert seen["cg_member:classic"] > 0 and seen["cg_member"] > 0 and seen["cg_member_assignment"] > 0

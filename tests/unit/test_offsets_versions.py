@@ -195,11 +195,14 @@ def test_consumer_group_current_member_assignment_value_v0():
     schema = [("MemberEpoch", "int32"), ("PreviousMemberEpoch", "int32"), ("State", "int8"),
               ("AssignedPartitions", [CG_TOPIC_PARTITIONS]), ("PartitionsPendingRevocation", [CG_TOPIC_PARTITIONS])]
     vals = {"MemberEpoch": 4, "PreviousMemberEpoch": 3, "State": 2,
-            "AssignedPartitions": [{"TopicId": UUID, "Partitions": [1, 2], "_tags": {0: b"epochs"}}],
-            "PartitionsPendingRevocation": []}
+            # tag 0 AssignmentEpochs (4.3+, KIP-1251): compact []int32, one epoch per partition
+            "AssignedPartitions": [{"TopicId": UUID, "Partitions": [1, 2],
+                                    "_tags": {0: uvarint(3) + struct.pack(">ii", 3, 4)}}],
+            "PartitionsPendingRevocation": [{"TopicId": UUID, "Partitions": [7]}]}
     d = decode_value(8, record(0, schema, vals, True))
     assert (d["member_epoch"], d["previous_member_epoch"], d["state"], d["state_name"]) == (4, 3, 2, "UNRELEASED_PARTITIONS")
-    assert d["assigned_partitions"] == [{"topic_id": UUID_STR, "partitions": [1, 2]}]
+    assert d["assigned_partitions"] == [{"topic_id": UUID_STR, "partitions": [1, 2], "assignment_epochs": [3, 4]}]
+    assert d["partitions_pending_revocation"] == [{"topic_id": UUID_STR, "partitions": [7]}]
 
 
 def test_consumer_group_regular_expression_value_v0():
@@ -214,11 +217,16 @@ def test_kip848_unknown_value_version(key_type):
         decode_value(key_type, record(1, [("Epoch", "int32")], {"Epoch": 1}, True))
 
 
+# Share and streams values: every field of every release in test_offsets_kafka_schemas.py (written from
+# Kafka's schema files), real 4.2.2 / 4.4.0 records in test_offsets_4x_capture.py.
+
 @pytest.mark.parametrize("key_type", [9, 10, 11, 12, 13, 14, 15, 17, 19, 20, 21, 22, 23])
-def test_share_and_streams_values_are_counted_not_decoded(key_type):
-    value = record(0, [("Epoch", "int32")], {"Epoch": 1}, True)
-    assert decode_value(key_type, value) == {"version": 0, "undecoded": True, "size": len(value)}
+def test_share_and_streams_values_are_decoded_or_quarantined_never_counted_only(key_type):
     key = record(key_type, [("GroupId", "string")] + ([("MemberId", "string")] if key_type in MEMBER_KEYED else []),
                  {"GroupId": "g", "MemberId": "m"})
-    events = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
-    assert record_outcome(key, value, events) == (str(key_type), "0", "counted_only")
+    value = struct.pack(">hh", 0, 0)   # version 0, then two zero bytes: too short or a null where none may be
+    result = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
+    assert record_outcome(key, value, result) == (str(key_type), "0", "corrupt")
+    assert result.detail.startswith(RECORD_TYPE_NAMES[key_type] + "Value.")   # names the failing field
+    with pytest.raises(UnknownVersion):
+        decode_value(key_type, record(1, [("Epoch", "int32")], {"Epoch": 1}, True))

@@ -20,8 +20,9 @@ def _settings(offsets_topic: str) -> RunSettings:
 def _answers(*outcomes):
     calls = []
 
-    def check(bootstrap, topics, config, stop=None):
+    def check(bootstrap, topics, config, timeout_s=30.0, stop=None):
         calls.append(topics)
+        assert config["bootstrap_timeout_ms"] == 10_000 and timeout_s == 10.0   # an attempt gives up after 10 s
         outcome = outcomes[min(len(calls), len(outcomes)) - 1]
         if isinstance(outcome, Exception):
             raise outcome
@@ -52,7 +53,9 @@ def test_a_cluster_no_group_has_used_yet_is_waited_for(monkeypatch, caplog):
     with caplog.at_level("WARNING"):
         live._wait_for_kafka(_settings("__consumer_offsets"), metrics, stop)
     assert len(calls) == 2
-    assert "__consumer_offsets does not exist yet" in caplog.text
+    assert "__consumer_offsets does not exist yet (no consumer group has used this cluster) (attempt 1, " \
+           in caplog.text
+    assert "); next attempt in 1 s" in caplog.text
     assert metrics.health.source_up.labels("offsets")._value.get() == 1
 
 

@@ -185,6 +185,25 @@ def test_poll_timeout_leave_without_logged_reason_sets_trigger():
         reason_text=None, outcome="stable", members=1, removed_members=[C2])
 
 
+def test_java_coordinator_poll_timeout_leave_sets_trigger():
+    """Kafka 4.x logs the client reason on "has left group" and "explicit `LeaveGroup` request for
+    (C2) members." as the rebalance reason (seen on a real 4.4 broker, tests/support/kafkabed)."""
+    start, _ = stable_group([C1, C2])
+    client_reason = "consumer poll timeout has expired."
+    left = ev(10000, E.MEMBER_LEFT, member_id=C2, data={"client_reason": client_reason})
+    reason = f"explicit `LeaveGroup` request for ({C2}) members."
+    p = prepare(10000, 1, trigger="member_leave", member=C2, reason=reason)
+    m = run(start + [left, p, ev(10400, E.JOIN_COMPLETE, 2), ev(10420, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 1})])
+    assert records(m, OutputKind.REMOVAL) == [
+        known_removal(left, C2, "poll_timeout", generation=1, reason_text=client_reason)]
+    rec = records(m, OutputKind.REBALANCE)[1]
+    assert (rec["trigger"], rec["trigger_member"], rec["reason_text"]) == ("poll_timeout", C2, reason)
+    # A plain leave keeps member_leave.
+    plain = ev(10000, E.MEMBER_LEFT, member_id=C2, data={"client_reason": "the consumer is being closed"})
+    m = run(start + [plain, p, ev(10400, E.JOIN_COMPLETE, 2), ev(10420, E.ASSIGNMENT_RECEIVED, 2, C1, data={"members": 1})])
+    assert records(m, OutputKind.REBALANCE)[1]["trigger"] == "member_leave"
+
+
 def test_old_removal_is_not_attached_to_a_later_rebalance():
     start, _ = stable_group([C1, C2])
     m = run(start + [ev(10000, E.MEMBER_LEFT, member_id=C2),
@@ -725,7 +744,7 @@ def _consumer_start() -> tuple[list[E.Event], dict]:
     ]
     rec = rebalance(
         protocol="consumer", generation=1, previous_generation=None, coordinator=1,
-        started_at_ms=1001, join_completed_at_ms=None, completed_at_ms=1010, ended_at_ms=1010,
+        started_at_ms=1001, join_completed_at_ms=None, assigned_at_ms=1002, completed_at_ms=1010, ended_at_ms=1010,
         join_seconds=None, sync_seconds=None, total_seconds=0.009, trigger="member_join",
         trigger_member=K1, reason_text=None, outcome="stable", members=1, removed_members=[])
     return evs, rec
@@ -741,6 +760,17 @@ def test_kip848_first_member_joins():
     assert m.m.members[K1].client_id == "app-1" and m.m.members[K1].member_epoch == 1
 
 
+def test_kip848_assignment_phase_ends_at_the_first_target_assignment_of_the_epoch():
+    """assigned_at_ms: the earlier of the "Computed a new target assignment" line and the type-6
+    record of the open epoch; a target assignment of another epoch does not count."""
+    evs, rec = _consumer_start()
+    late_line = [e if e.kind != E.TARGET_ASSIGNMENT else ev(1004, E.TARGET_ASSIGNMENT, 1) for e in evs]
+    assert records(run(late_line), OutputKind.REBALANCE) == [rec]          # the record at 1002 wins
+    stale = [e for e in evs if e.kind not in (E.TARGET_ASSIGNMENT, E.CG_TARGET_EPOCH)]
+    stale.insert(-1, ev(1003, E.CG_TARGET_EPOCH, 0))
+    assert records(run(stale), OutputKind.REBALANCE) == [{**rec, "assigned_at_ms": None}]
+
+
 def _consumer_two_members() -> tuple[list[E.Event], list[dict]]:
     evs, rec1 = _consumer_start()
     evs += [
@@ -753,7 +783,7 @@ def _consumer_two_members() -> tuple[list[E.Event], list[dict]]:
     ]
     rec2 = rebalance(
         protocol="consumer", generation=2, previous_generation=1, coordinator=1,
-        started_at_ms=5001, join_completed_at_ms=None, completed_at_ms=5020, ended_at_ms=5020,
+        started_at_ms=5001, join_completed_at_ms=None, assigned_at_ms=None, completed_at_ms=5020, ended_at_ms=5020,
         join_seconds=None, sync_seconds=None, total_seconds=0.019, trigger="member_join",
         trigger_member=K2, reason_text=None, outcome="stable", members=2, removed_members=[])
     return evs, [rec1, rec2]
@@ -778,7 +808,7 @@ def test_kip848_fence_then_bump(fence_reason, cause, trigger):
                               client_id="app-2", client_host="/10.0.0.6")),
         (OutputKind.REBALANCE, rebalance(
             protocol="consumer", generation=3, previous_generation=2, coordinator=1,
-            started_at_ms=60000, join_completed_at_ms=None, completed_at_ms=60010,
+            started_at_ms=60000, join_completed_at_ms=None, assigned_at_ms=None, completed_at_ms=60010,
             ended_at_ms=60010, join_seconds=None, sync_seconds=None, total_seconds=0.01,
             trigger=trigger, trigger_member=K2, reason_text=None, outcome="stable", members=1,
             removed_members=[K2])),
@@ -802,8 +832,8 @@ def test_kip848_last_member_leaves():
                               rebalance_timeout_ms=300000)),
         (OutputKind.REBALANCE, rebalance(
             protocol="consumer", generation=2, previous_generation=1, coordinator=1,
-            started_at_ms=90000, join_completed_at_ms=None, completed_at_ms=None,
-            ended_at_ms=90001, join_seconds=None, sync_seconds=None, total_seconds=0.001,
+            started_at_ms=90000, join_completed_at_ms=None, assigned_at_ms=None, completed_at_ms=None,
+            ended_at_ms=90000, join_seconds=None, sync_seconds=None, total_seconds=0.0,
             trigger="member_leave", trigger_member=K1, reason_text=None, outcome="empty",
             members=0, removed_members=[K1])),
     ]
@@ -826,13 +856,13 @@ def test_kip848_bump_before_convergence_supersedes():
         rec1,
         rebalance(
             protocol="consumer", generation=2, previous_generation=1, coordinator=1,
-            started_at_ms=5001, join_completed_at_ms=None, completed_at_ms=None,
+            started_at_ms=5001, join_completed_at_ms=None, assigned_at_ms=None, completed_at_ms=None,
             ended_at_ms=5500, join_seconds=None, sync_seconds=None, total_seconds=None,
             trigger="member_join", trigger_member=K2, reason_text=None, outcome="superseded",
             members=2, removed_members=[]),
         rebalance(
             protocol="consumer", generation=3, previous_generation=2, coordinator=1,
-            started_at_ms=5500, join_completed_at_ms=None, completed_at_ms=5520,
+            started_at_ms=5500, join_completed_at_ms=None, assigned_at_ms=None, completed_at_ms=5520,
             ended_at_ms=5520, join_seconds=None, sync_seconds=None, total_seconds=0.02,
             trigger="group_epoch_bump", trigger_member=None, reason_text=None, outcome="stable",
             members=2, removed_members=[]),

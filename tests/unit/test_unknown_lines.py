@@ -32,8 +32,12 @@ def test_sample_per_logger_and_batch_with_counts():
     # two Arrow batches in one task: the sampler spans them
     frames = list(log_rows_to_events(iter([_frame(lines[:12]), _frame(lines[12:], 13)]),
                                      {"c:b1.log": LogSourceSpec(cluster="c")}, unknown_sample=10))
-    rows = [dict(zip(EVENT_COLUMNS, r)) for f in frames for r in f.itertuples(index=False, name=None)]
+    all_rows = [dict(zip(EVENT_COLUMNS, r)) for f in frames for r in f.itertuples(index=False, name=None)]
+    rows = [r for r in all_rows if r["kind"] == "quarantine"]
     records = [json.loads(r["data_json"]) for r in rows]
+    # the task's per-source counts come last: all 28 lines, default layout, unknown templates
+    stats = [json.loads(r["data_json"]) for r in all_rows if r["kind"] == "log_stats"]
+    assert stats == [{"source": "c:b1.log", "layouts": {"default": 28}, "classes": {"unknown_template": 28}}]
     assert all(r["kind"] == "quarantine" and r["reason"] == "unknown_coordinator_line" for r in rows)
     gc = [q for q in records if q["logger"] == GC]
     gmm = [q for q in records if q["logger"] == GMM]
@@ -49,7 +53,7 @@ def test_sample_per_logger_and_batch_with_counts():
     assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GC}"}} 25.0' in page
     assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GMM}"}} 3.0' in page
     assert ('rebalance_monitor_quarantined_records_total{cluster="c",reason="unknown_coordinator_line",'
-            'source="log"} 28.0') in page
+            'source="broker_log"} 28.0') in page
 
 
 def test_without_a_sampler_every_unknown_line_is_kept():
@@ -63,5 +67,32 @@ def test_sample_zero_keeps_only_counts():
     lines = [_line(i, GC) for i in range(4)]
     frames = list(log_rows_to_events(iter([_frame(lines)]), {"c:b1.log": LogSourceSpec(cluster="c")},
                                      unknown_sample=0))
-    records = [json.loads(r) for f in frames for r in f["data_json"]]
+    records = [json.loads(r) for f in frames for r, kind in zip(f["data_json"], f["kind"]) if kind == "quarantine"]
     assert [(q["count"], q.get("sampled_out")) for q in records] == [(4, True)]
+
+
+def test_unknown_layout_lines_are_sampled_and_counted_apart():
+    """A coordinator line whose layout is not understood is quarantined as unparseable (sampled like
+    unknown templates) and counted as class unknown_layout, not as an unknown template."""
+    odd = [f"<{i}> something [GroupCoordinator 1]: no time here ({GC})" for i in range(13)]
+    known = [_line(0, GC)]
+    frames = list(log_rows_to_events(iter([_frame(odd + known)]), {"c:b1.log": LogSourceSpec(cluster="c")},
+                                     unknown_sample=10))
+    rows = [dict(zip(EVENT_COLUMNS, r)) for f in frames for r in f.itertuples(index=False, name=None)]
+    quarantine = [json.loads(r["data_json"]) for r in rows if r["kind"] == "quarantine"]
+    unparseable = [q for q in quarantine if q["reason"] == "unparseable_line"]
+    assert [q["count"] for q in unparseable] == [1] * 10 + [3] and "layout is not understood" in unparseable[0]["detail"]
+    assert [q["reason"] for q in quarantine if q not in unparseable] == ["unknown_coordinator_line"]
+    stats = [json.loads(r["data_json"]) for r in rows if r["kind"] == "log_stats"]
+    assert stats == [{"source": "c:b1.log", "layouts": {"default": 1, "unknown": 13},
+                      "classes": {"unknown_layout": 13, "unknown_template": 1}}]
+    sink = MetricsSink(DEFAULT_DURATION_BUCKETS)
+    for kind, r in [(r["kind"], json.loads(r["data_json"])) for r in rows]:
+        sink.observe(kind, dict(r, cluster="c"))
+    page = text(sink.registry)
+    assert 'rebalance_monitor_log_lines_total{class="unknown_layout",cluster="c",source="c:b1.log"} 13.0' in page
+    assert 'rebalance_monitor_log_lines_total{class="unknown_template",cluster="c",source="c:b1.log"} 1.0' in page
+    assert f'rebalance_monitor_unknown_coordinator_lines_total{{cluster="c",logger="{GC}"}} 1.0' in page
+    assert ('rebalance_monitor_quarantined_records_total{cluster="c",reason="unparseable_line",source="broker_log"} 13.0'
+            in page)
+    assert 'rebalance_monitor_log_layout_info{cluster="c",layout="default",source="c:b1.log"} 1.0' in page

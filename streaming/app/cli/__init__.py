@@ -6,10 +6,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streaming.app.cli import decode_offsets, demo, parse_logs, replay, run
-from streaming.app.settings import ConfigError
+from streaming.app.cli import decode_offsets, demo, parse_logs, replay, report, run
+from streaming.app.probe import InputError
+from streaming.app.settings import ConfigError, StartupError
 
-COMMANDS = (replay, parse_logs, decode_offsets, demo, run)
+COMMANDS = (replay, parse_logs, decode_offsets, demo, run, report)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +26,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except ConfigError as exc:
-        print(f"rebalance-monitor: configuration error:\n{exc}", file=sys.stderr)
+        message = str(exc)
+        print(f"rebalance-monitor: configuration error:{chr(10) if chr(10) in message else ' '}{message}",
+              file=sys.stderr)
+        return 2
+    except InputError as exc:
+        for line in str(exc).splitlines():
+            print(f"rebalance-monitor {args.command}: {line}", file=sys.stderr)
+        return 2
+    except StartupError as exc:
+        print(f"rebalance-monitor: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:          # `... | head`: the reader is gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

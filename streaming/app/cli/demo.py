@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from streaming.app.cli.options import CONFIG, ROWS_PER_BATCH, SERVING, flags_of
 from streaming.app.settings import ConfigError, DemoSettings, LogInput, OffsetsInput, load
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_OUT = Path(tempfile.gettempdir()) / "rebalance-monitor-demo"
 DEFAULT_CAPTURES = REPO_ROOT / "tests" / "fixtures"
 # The bundled real captures the demo replays: (cluster label, directory, log files).
 DEMO_CAPTURES = (
@@ -23,7 +25,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", parents=[CONFIG, SERVING, ROWS_PER_BATCH],
                        help="replay the bundled real captures, serve /metrics, print a summary")
     p.add_argument("--once", action="store_true", help="exit when the input is consumed")
-    p.add_argument("--out", metavar="DIR", help="also write the replay outputs here")
+    p.add_argument("--out", metavar="DIR", help="where to write the replay outputs and report.html "
+                                               f"(default {DEFAULT_OUT})")
     p.add_argument("--captures", default=str(DEFAULT_CAPTURES), metavar="DIR",
                    help="directory holding kafka-2.7/ and kafka-4.0/ captures")
     p.set_defaults(func=run)
@@ -44,24 +47,22 @@ def run(args: argparse.Namespace) -> int:
         logs, offsets = demo_inputs(Path(args.captures))
     except Exception as exc:
         raise ConfigError(f"--captures: {exc}") from None
-    from sinks.exposition import serve
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
-    from streaming.app.replay import replay
+    from streaming.app.cli.replay import where, write_outputs_report
+    from streaming.app.replay import progress_line, replay
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
     metrics = MetricsSink(settings.duration_buckets)
-    server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
+    server = settings.serve_metrics(metrics.registry)
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
           f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
     collector = RunCollector(metrics)
-    collector.on_batch = lambda c, batch_id: print(
-        f"demo: batch {batch_id}: {len(c.rebalances)} rebalances, {len(c.removals)} removals so far",
-        file=sys.stderr)
-    replay(spark, settings, logs, offsets, out_dir=args.out, collector=collector)
-    print_summary(collector)
+    out_dir = args.out or str(DEFAULT_OUT)
+    replay(spark, settings, logs, offsets, out_dir=out_dir, collector=collector, progress=progress_line("demo", logs))
+    print_summary(collector, outputs=where(out_dir, write_outputs_report(out_dir)))
     if args.once:
         server.shutdown()
         return 0

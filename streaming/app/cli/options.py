@@ -48,12 +48,28 @@ def _broker_id(p: argparse.ArgumentParser) -> None:
                         "one per log file")
 
 
+class _KeyValues(argparse.Action):
+    """KEY=VALUE, repeatable, into a dict (like spark-submit's --conf)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | None = None) -> None:
+        key, sep, val = str(value).partition("=")
+        if not sep or not key:
+            parser.error(f"{option_string}: expected KEY=VALUE, got {value!r}")
+        table = dict(getattr(namespace, self.dest, None) or {})
+        table[key] = val
+        setattr(namespace, self.dest, table)
+
+
 def _query(p: argparse.ArgumentParser) -> None:
     _setting(p, "--cluster", key="cluster", metavar="NAME",
              help="cluster label for metrics and records (default: default)")
     _setting(p, "--lateness-seconds", key="lateness_seconds", type=float, metavar="S",
              help="watermark delay per source: how long an event waits for earlier events of its source "
                   "(default 30)")
+    _setting(p, "--spark-conf", key="spark_conf", action=_KeyValues, metavar="KEY=VALUE",
+             help="a Spark setting for the session the monitor creates (spark_conf; repeatable), e.g. "
+                  "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0")
 
 
 def _rows_per_batch(p: argparse.ArgumentParser) -> None:

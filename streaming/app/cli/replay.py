@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
 
 from streaming.app.cli.options import BROKER_ID, CONFIG, LOG_READING, QUERY, ROWS_PER_BATCH, broker_ids, flags_of
+from streaming.app.probe import check_inputs
 from streaming.app.settings import ConfigError, LogInput, OffsetsInput, ReplaySettings, load, make_inputs
 
 
@@ -14,7 +16,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("replay", parents=[CONFIG, LOG_READING, BROKER_ID, QUERY, ROWS_PER_BATCH],
                        help="batch run over broker logs and __consumer_offsets dumps or segments",
                        description="Replays broker server.log files and __consumer_offsets inputs through the "
-                                   "streaming query and writes its outputs (docs/output.md).")
+                                   "streaming query, writes its outputs (docs/output.md) and report.html "
+                                   "(rebalance-monitor report) into --out, and prints a summary.")
     p.add_argument("--broker-log", nargs="+", action="extend", default=[], metavar="PATH",
                    help="broker server.log file(s)")
     p.add_argument("--offsets", nargs="+", action="extend", default=[], metavar="PATH",
@@ -26,6 +29,10 @@ def add_parser(sub: Any) -> None:
 
 
 def inputs(settings: ReplaySettings, args: argparse.Namespace) -> tuple[list[LogInput], list[OffsetsInput]]:
+    """The replay's inputs, checked before Spark starts: each exists, holds the kind of data its
+    flag says (streaming/app/probe.py) and is not empty (an empty one is skipped with a note)."""
+    if not args.broker_log and not args.offsets:
+        raise ConfigError("replay: give at least one --broker-log or --offsets file")
     logs = make_inputs(LogInput, [{"path": p, "cluster": settings.cluster, "broker_timezone": settings.broker_timezone,
                                    "broker_id": broker_id, "envelope": settings.log_envelope,
                                    "broker_id_field": settings.broker_id_field}
@@ -33,21 +40,39 @@ def inputs(settings: ReplaySettings, args: argparse.Namespace) -> tuple[list[Log
                                                           broker_ids(args.broker_id, args.broker_log))],
                        "--broker-log")
     offsets = make_inputs(OffsetsInput, [{"path": p, "cluster": settings.cluster} for p in args.offsets], "--offsets")
-    if not logs and not offsets:
-        raise ConfigError("replay: give at least one --broker-log or --offsets file")
-    return logs, offsets
+    keep_logs, keep_offsets = check_inputs("replay", [i.path for i in logs], [i.path for i in offsets])
+    return [i for i in logs if i.path in keep_logs], [i for i in offsets if i.path in keep_offsets]
 
 
 def run(args: argparse.Namespace) -> int:
     settings = load(ReplaySettings, args.config, **flags_of(args))
     logs, offsets = inputs(settings, args)
-    from streaming.app.replay import replay
+    from streaming.app.replay import progress_line, replay
+    from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
     started = time.monotonic()
-    collector = replay(spark, settings, logs, offsets, out_dir=args.out)
+    collector = replay(spark, settings, logs, offsets, out_dir=args.out, progress=progress_line("replay", logs))
+    report = write_outputs_report(args.out)
+    print_summary(collector, outputs=where(args.out, report), max_groups=50, max_events=40)
     print(f"replay: {len(collector.rebalances)} rebalances, {len(collector.removals)} member removals, "
           f"{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
-          f"{len(collector.anomalies)} invalid transitions in {time.monotonic() - started:.1f} s "
+          f"{len(collector.anomalies)} anomalies in {time.monotonic() - started:.1f} s "
           f"-> {args.out}", file=sys.stderr)
     return 0
+
+
+def write_outputs_report(out_dir: str) -> str:
+    """report.html of a replay's output directory; returns its path."""
+    from pathlib import Path
+
+    from sinks.report import write_report
+    path = Path(out_dir) / "report.html"
+    write_report([Path(out_dir)], path)
+    return str(path)
+
+
+def where(out_dir: str, report: str) -> list[str]:
+    """The summary's last lines: where the full records and the report are."""
+    return [f"full records: {os.path.join(os.path.abspath(out_dir), '*.jsonl')} (docs/output.md)",
+            f"timeline report: {os.path.abspath(report)} (open it in a browser)"]

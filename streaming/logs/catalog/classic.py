@@ -47,6 +47,14 @@ CLASSIC: list[CatalogEntry] = [
           rf"Group {G} with generation {GEN} is now empty {OP}", " is now empty ("),
     entry("java_group_empty", "java", "3.7-4.4", GROUP_EMPTY,
           rf"Group {G} with generation {GEN} is now empty\.", " is now empty."),
+    # 0.10.2 (logger kafka.coordinator.GroupCoordinator): no offsets partition, other words.
+    entry("scala_prepare_restabilize_0_10", "scala", "0.10.2", PREPARE_REBALANCE,
+          rf"Preparing to restabilize group {G} with old generation {GEN}", "Preparing to restabilize group ",
+          **PREPARE),
+    entry("scala_stabilized_0_10", "scala", "0.10.2", JOIN_COMPLETE,
+          rf"Stabilized group {G} generation {GEN}", "Stabilized group "),
+    entry("scala_group_empty_0_10", "scala", "0.10.2", GROUP_EMPTY,
+          rf"Group {G} with generation {GEN} is now empty", " is now empty"),
 
     # --- classic protocol: members joining (§2.3, §2.7) ----------------------------------------
     entry("scala_new_member_id", "scala", "2.5-2.8 (DEBUG), 3.0-4.0", MEMBER_CREATED,

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from streaming.logs.catalog.entry import CatalogEntry, no_fact
 
+# How the Scala coordinator prints a coordinator epoch: an int, or an OptionalInt / Option[Int]
+# as Java and Scala render them ("OptionalInt[5]", "OptionalInt.empty", "Some(5)", "None").
+_EPOCH = r"(?:-?\d+|OptionalInt\[-?\d+\]|OptionalInt\.empty|Some\(-?\d+\)|None)"
+
 NO_FACT: list[CatalogEntry] = [
     no_fact("static_member_no_rebalance", "both", "scala 2.3-4.0, java 3.7-4.4",
             r"Static member (?:which )?joins during \w+ stage .*will not trigger (?:a )?rebalance\.",
@@ -23,6 +27,12 @@ NO_FACT: list[CatalogEntry] = [
             r"(?:Scheduling loading of|Finished loading|Scheduling unloading of|Already loading) offsets and "
             r"group metadata from .+", " offsets and group metadata from ",
             why="partition load/unload bookkeeping; the per-group load/unload lines carry the fact"),
+    no_fact("scala_partition_load_unload_0_10", "scala", "0.10.2",
+            r"(?:Loading offsets and group metadata from \S+|Finished loading offsets from \S+ in \d+ milliseconds\.)",
+            " from ", why="partition load bookkeeping; the per-group load lines carry the fact"),
+    no_fact("scala_follower_transition_0_10", "scala", "0.10.2",
+            r"Removed \d+ cached (?:groups|offsets) for \S+ on follower transition\.", " on follower transition.",
+            why="partition unload summary; the per-group unload lines carry the fact"),
     no_fact("scala_offset_load_in_progress_1_1", "scala", "1.1",
             r"Offset load from \S+ already in progress\.", "Offset load from ",
             why="partition load bookkeeping"),
@@ -75,11 +85,11 @@ NO_FACT: list[CatalogEntry] = [
             r"Failed to invoke (?:join|sync) callback for \S+ due to .*", "Failed to invoke ",
             why="a failed response to a client; the client's retry shows up as a join"),
     no_fact("scala_partition_unloaded", "scala", "2.0-4.0",
-            r"Finished unloading \S+?(?: for coordinator epoch -?\d+)?\. Removed \d+ cached offsets and \d+ "
+            rf"Finished unloading \S+?(?: for coordinator epoch {_EPOCH})?\. Removed \d+ cached offsets and \d+ "
             r"cached groups\.", "Finished unloading ",
             why="partition unload summary; the per-group unload lines carry the fact"),
     no_fact("scala_elected_resigned", "scala", "2.8-4.0",
-            r"(?:Elected|Resigned) as the group coordinator for partition \d+(?: in epoch -?\d+)?",
+            rf"(?:Elected|Resigned) as the group coordinator for partition \d+(?: in epoch {_EPOCH})?",
             " as the group coordinator for partition ",
             why="partition leadership of __consumer_offsets; the per-group load/unload lines carry the fact"),
     no_fact("scala_expired_offsets_removed", "scala", "2.0-4.0",

@@ -1,7 +1,8 @@
-"""Tier 1 of the vectorised decode for KIP-848 records and tombstones: types 3, 6, 7 and 8 in
-their common layouts (one-byte varints, at most one topic per array, no tagged fields) and the
-tombstones of types 2-23, one event each, JSON built with Arrow string kernels. Kinds and data as
-streaming/offsets/record_events.py gives them; anything else is left to tiers 2 and 3."""
+"""Tier 1 of the vectorised decode for KIP-848 records and tombstones: consumer types 3, 6, 7 and 8
+in their common 4.0 layouts (one-byte varints, at most one topic per array, no tagged fields) and
+the tombstones of types 2-23 (consumer, share and streams), one event each, JSON built with Arrow
+string kernels. Kinds and data as streaming/offsets/record_events.py gives them; anything else is
+left to tiers 2 and 3."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from state import events as E
-from streaming.offsets.records import KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+from streaming.offsets.records import (
+    GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+)
 from streaming.offsets.vectorised.arrays import be, gather_strings, safe
 from streaming.offsets.vectorised.view import BatchView
 
@@ -24,15 +27,17 @@ _MEMBER_KEY[sorted(MEMBER_KEY_TYPES)] = True
 
 
 def _tombstone_json_by_type() -> list[str | None]:
+    """The data of a tombstone of each type >= 3 (record_events.py): {"group_type", "tombstone"},
+    plus type and type_name for the cg_other types."""
     out: list[str | None] = []
     for t in range(24):
-        if t == 2 or t not in RECORD_TYPE_NAMES:
-            out.append(None)
-        elif t in KIND_BY_TYPE:
-            out.append('{"tombstone":true}')
-        else:
-            out.append(json.dumps({"type": t, "type_name": RECORD_TYPE_NAMES[t], "tombstone": True},
-                                  separators=(",", ":"), sort_keys=True))
+        if t < 3 or t not in RECORD_TYPE_NAMES:
+            out.append(None)          # 0/1: offset tombstones (commits.py); 2: group_tombstone, no data
+            continue
+        data: dict = {"group_type": GROUP_TYPE_BY_TYPE[t], "tombstone": True}
+        if t not in KIND_BY_TYPE:
+            data.update(type=t, type_name=RECORD_TYPE_NAMES[t])
+        out.append(json.dumps(data, separators=(",", ":"), sort_keys=True))
     return out
 
 
@@ -126,15 +131,15 @@ def consumer_group_rows(view: BatchView) -> tuple[list[pa.RecordBatch], np.ndarr
     s8 = be(vd, vs + 10, 1, ">i1")
     j8 = pc.binary_join_element_wise(
         '{"assigned":', pc.cast(pa.array(lay.counts8[0][rows]), pa.string()),
-        ',"member_epoch":', pc.cast(pa.array(be(vd, vs + 2, 4, ">i4")), pa.string()),
+        ',"group_type":"consumer","member_epoch":', pc.cast(pa.array(be(vd, vs + 2, 4, ">i4")), pa.string()),
         ',"pending_revocation":', pc.cast(pa.array(lay.counts8[1][rows]), pa.string()),
         ',"previous_member_epoch":', pc.cast(pa.array(be(vd, vs + 6, 4, ">i4")), pa.string()),
         ',"state":', pc.cast(pa.array(s8), pa.string()),
         ',"state_name":"', _STATE_NAMES.take(pa.array(s8 + 128)), '","tombstone":false}', "")
-    j7 = pc.binary_join_element_wise('{"partitions":', pc.cast(pa.array(lay.k7[rows]), pa.string()),
-                                     ',"tombstone":false}', "")
+    j7 = pc.binary_join_element_wise('{"group_type":"consumer","partitions":',
+                                     pc.cast(pa.array(lay.k7[rows]), pa.string()), ',"tombstone":false}', "")
     data = pc.if_else(pa.array(lay.tomb[rows]), _TOMBSTONE_JSON.take(ktr),
-                      pc.if_else(pa.array(epoch_rows), pa.scalar('{"tombstone":false}'),
+                      pc.if_else(pa.array(epoch_rows), pa.scalar('{"group_type":"consumer","tombstone":false}'),
                                  pc.if_else(pa.array(lay.t7[rows]), j7, j8)))
     out = view.record_events(
         took, group=gather_strings(kd, ks + 4, lay.glen[rows]),

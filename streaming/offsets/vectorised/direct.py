@@ -12,7 +12,9 @@ import numpy as np
 import pyarrow as pa
 
 from state import events as E
-from streaming.offsets.records import KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+from streaming.offsets.records import (
+    GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+)
 from streaming.offsets.vectorised.view import BatchView
 from streaming.rows import DATA_JSON
 
@@ -305,7 +307,9 @@ def fast_group_metadata(key: bytes, value: bytes):
 # --- KIP-848 records and tombstones ---------------------------------------------------------------
 # Same idea for the KIP-848 consumer-group records (types 3, 5, 6, 7, 8; flexible value version 0)
 # and for tombstones of every type: direct reads of the common shapes (one-byte varints, no tagged
-# fields), None for anything else so the full decoder handles it.
+# fields but the ones 4.1-4.4 brokers always write: MetadataHash, AssignmentTimestamp,
+# AssignmentEpochs), None for anything else so the full decoder handles it. Share and streams
+# values (types 9-15, 17-23) go to the full decoder.
 
 
 def _cstr(b: bytes, p: int, nullable: bool = False):
@@ -332,8 +336,10 @@ def _no_tags(b: bytes, p: int) -> int:
     return p + 1
 
 
-def _cg_partitions(b: bytes, p: int):
-    """[]{TopicId uuid, Partitions []int32, tags}: (partition count, new position)."""
+def _cg_partitions(b: bytes, p: int, epochs: bool = False):
+    """[]{TopicId uuid, Partitions []int32, tags}: (partition count, new position). With `epochs`
+    (type 8, 4.3+) each element may carry tag 0 AssignmentEpochs, a compact []int32 that fills
+    the tag exactly (anything else: _Bad, the full decoder reads it)."""
     if p >= len(b) or not 0 < b[p] < 0x80:
         raise _Bad
     n = b[p] - 1
@@ -347,9 +353,29 @@ def _cg_partitions(b: bytes, p: int):
         p += 1 + 4 * k
         if p > len(b):
             raise _Bad
-        p = _no_tags(b, p)
+        if epochs and p + 3 < len(b) and b[p] == 1 and b[p + 1] == 0:
+            size, count = b[p + 2], b[p + 3]
+            if size >= 0x80 or count >= 0x80 or size != 1 + 4 * max(count - 1, 0):
+                raise _Bad
+            p += 3 + size
+            if p > len(b):
+                raise _Bad
+        else:
+            p = _no_tags(b, p)
         total += k
     return total, p
+
+
+def _epoch_value(b: bytes, t: int):
+    """Types 3 and 6: (epoch, data) of {Epoch int32} with no tags, or with only tag 0 (an int64:
+    MetadataHash of type 3 from 4.1, AssignmentTimestamp of type 6 from 4.3); else _Bad."""
+    data: dict = {"tombstone": False, "group_type": "consumer"}
+    if len(b) == 7 and b[6] == 0:
+        return _I(b, 2)[0], data
+    if len(b) == 17 and b[6] == 1 and b[7] == 0 and b[8] == 8:
+        data["metadata_hash" if t == 3 else "assignment_ts_ms"] = _Q(b, 9)[0]
+        return _I(b, 2)[0], data
+    raise _Bad
 
 
 def _classic_member_tag(b: bytes, p: int):
@@ -410,9 +436,11 @@ def fast_consumer_group_record(key: bytes, value):
             if t == 2:
                 return group, E.GROUP_TOMBSTONE, None, None, {}, t, None
             kind = KIND_BY_TYPE.get(t)
+            gt = GROUP_TYPE_BY_TYPE[t]
             if kind is None:
-                return group, E.CG_OTHER, None, member_id, {"type": t, "type_name": name, "tombstone": True}, t, None
-            return group, kind, None, member_id, {"tombstone": True}, t, None
+                return group, E.CG_OTHER, None, member_id, {"type": t, "type_name": name, "tombstone": True,
+                                                            "group_type": gt}, t, None
+            return group, kind, None, member_id, {"tombstone": True, "group_type": gt}, t, None
         if t not in (3, 4, 5, 6, 7, 8) or len(value) < 3 or _H(value, 0)[0] != 0:
             return None
         b = value
@@ -441,30 +469,30 @@ def fast_consumer_group_record(key: bytes, value):
                 p = _no_tags(b, p)
             if _no_tags(b, p) != len(b):
                 return None
-            return group, E.CG_OTHER, None, None, {"type": 4, "type_name": name, "tombstone": False}, t, 0
+            return group, E.CG_OTHER, None, None, {"type": 4, "type_name": name, "tombstone": False,
+                                                   "group_type": "consumer"}, t, 0
         if t in (3, 6):
-            if len(b) != 7 or b[6] != 0:
-                return None
-            epoch = _I(b, 2)[0]
-            return group, E.CG_EPOCH if t == 3 else E.CG_TARGET_EPOCH, epoch, None, {"tombstone": False}, t, 0
+            epoch, data = _epoch_value(b, t)
+            return group, E.CG_EPOCH if t == 3 else E.CG_TARGET_EPOCH, epoch, None, data, t, 0
         if t == 7:
             count, p = _cg_partitions(b, 2)
             if _no_tags(b, p) != len(b):
                 return None
-            return group, E.CG_TARGET_MEMBER, None, member_id, {"partitions": count, "tombstone": False}, t, 0
+            return group, E.CG_TARGET_MEMBER, None, member_id, {"partitions": count, "tombstone": False,
+                                                                "group_type": "consumer"}, t, 0
         if t == 8:
             if len(b) < 11:
                 return None
             epoch, prev = _I(b, 2)[0], _I(b, 6)[0]
             state = struct.unpack_from(">b", b, 10)[0]
-            assigned, p = _cg_partitions(b, 11)
-            pending, p = _cg_partitions(b, p)
+            assigned, p = _cg_partitions(b, 11, epochs=True)
+            pending, p = _cg_partitions(b, p, epochs=True)
             if _no_tags(b, p) != len(b):
                 return None
             return group, E.CG_MEMBER_ASSIGNMENT, None, member_id, {
                 "member_epoch": epoch, "previous_member_epoch": prev, "state": state,
                 "state_name": MEMBER_STATE_NAMES.get(state, "UNKNOWN"), "assigned": assigned,
-                "pending_revocation": pending, "tombstone": False}, t, 0
+                "pending_revocation": pending, "tombstone": False, "group_type": "consumer"}, t, 0
         # t == 5: member metadata, with or without the classic-member tag
         instance, p = _cstr(b, 2, True)
         rack, p = _cstr(b, p, True)
@@ -491,6 +519,6 @@ def fast_consumer_group_record(key: bytes, value):
         return group, E.CG_MEMBER, None, member_id, {
             "client_id": client_id, "client_host": client_host, "instance_id": instance, "rack_id": rack,
             "rebalance_timeout_ms": rebalance, "subscribed_topics": topics, "classic": classic,
-            "session_timeout_ms": session, "tombstone": False}, t, 0
+            "session_timeout_ms": session, "tombstone": False, "group_type": "consumer"}, t, 0
     except (_Bad, UnicodeDecodeError, struct.error):
         return None

@@ -33,6 +33,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources.kafka_login import KafkaLoginFailed, probe_login
 
 KAFKA_SOURCE_NAME = "rebalance_kafka"
 LOG = logging.getLogger("rebalance_monitor.kafka_source")
@@ -54,6 +55,13 @@ def _consumer(options: Mapping[str, str], **extra: Any) -> Any:
         # Transactional offset commits count only once committed (aborted ones never).
         config.setdefault("isolation_level", "read_committed")
     return KafkaConsumer(**config)
+
+
+def tick_row(kind: str, ts_ms: int) -> tuple:
+    """The "caught up" marker at wall-clock `ts_ms`, a raw row of `kind` (eof = True)."""
+    if kind == SOURCE_KIND_OFFSETS:
+        return ("tick", 0, None, None, ts_ms, None, None, None, True, None)
+    return ("tick", 0, None, ts_ms, True)
 
 
 @dataclass
@@ -182,9 +190,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         yield from self._read_range(partition)
 
     def _marker(self, ts_ms: int) -> tuple:
-        if self.kind == SOURCE_KIND_OFFSETS:
-            return ("tick", 0, None, None, ts_ms, None, None, None, True, None)
-        return ("tick", 0, None, ts_ms, True)
+        return tick_row(self.kind, ts_ms)
 
     def _read_range(self, r: KafkaRange) -> Iterator[tuple]:
         from kafka import TopicPartition
@@ -248,7 +254,8 @@ class KafkaSource(DataSource):
 class _ClientKeeper:
     """A `kafka_client` factory for KafkaConsumer that keeps the clients it builds, so that they
     can be closed from another thread: a consumer whose constructor failed (kafka-python leaves
-    its IO thread running then) or is still blocked in its bootstrap (closing fails the wait)."""
+    its IO thread running then) or is still blocked in its bootstrap (closing fails the wait);
+    and the login probe's socket."""
 
     def __init__(self):
         from kafka import KafkaConsumer
@@ -265,6 +272,14 @@ class _ClientKeeper:
             client = self._make(**configs)
             self._clients.append(client)
             return client
+
+    def adopt(self, sock: Any) -> None:
+        """Also close this socket (the login probe's) at close(); at once if closed already."""
+        with self._lock:
+            if not self._closed:
+                self._clients.append(sock)
+                return
+        sock.close()
 
     def close(self) -> None:
         with self._lock:
@@ -290,9 +305,13 @@ def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict
     from kafka.errors import KafkaConfigurationError
     options = {"bootstrapServers": bootstrap_servers, "clientConfig": json.dumps(client_config)}
     try:
+        # A refused login or certificate raises KafkaLoginFailed: kafka-python would only time out.
+        probe_login(bootstrap_servers, client_config, timeout_s, adopt=clients.adopt)
         consumer = _consumer(options, request_timeout_ms=int(timeout_s * 1000), kafka_client=clients)
-    except KafkaConfigurationError as exc:
+    except (KafkaConfigurationError, ValueError) as exc:
         raise ValueError(f"kafka.client: {exc}") from None   # not a broker outage: don't retry
+    except KafkaLoginFailed:
+        raise
     except Exception as exc:
         return f"cannot reach Kafka at {bootstrap_servers}: {type(exc).__name__}: {exc}"
     try:
@@ -313,7 +332,8 @@ def _check_topics(bootstrap_servers: str, topics: list[str], client_config: dict
 def check_topics(bootstrap_servers: str, topics: list[str], client_config: dict[str, Any],
                  timeout_s: float = 30.0, stop: threading.Event | None = None) -> str | None:
     """None when every topic exists; a message for the operator when Kafka does not answer
-    (used at start); TopicsMissing when it answers without some of the topics.
+    (used at start); TopicsMissing when it answers without some of the topics; KafkaLoginFailed
+    when it refuses the TLS or SASL settings (kafka_login.py); ValueError for unusable settings.
 
     kafka-python blocks on a broker that does not answer (30 s to bootstrap, then `timeout_s` per
     request), so the check runs on a daemon thread and this returns as soon as `stop` is set (with

@@ -1,6 +1,7 @@
 """The replay source of `__consumer_offsets` inputs (a Python Data Source): every record of the
 JSONL dumps and segment directories in record-time order (streaming/offsets/reader.py), then one
-end-of-input row. Offsets ({"i": index}) fully determine a batch."""
+end-of-input row. Offsets ({"i": index}) fully determine a batch; "of" (the number of records) is
+for the replay's progress line."""
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ class OffsetsReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         self.reader = OffsetsRowReader(self.files)
 
     def initialOffset(self) -> dict:
-        return {"source": "offsets", "i": 0, "eof": False}
+        return {"source": "offsets", "i": 0, "of": len(self.reader), "eof": False}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows)
@@ -37,7 +38,7 @@ class OffsetsReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         i = min(len(self.reader), start["i"] + allowed)
         # The end-of-input marker takes one row of the budget, after the last record.
         eof = i == len(self.reader) and (i - start["i"]) < allowed
-        return {"source": "offsets", "i": i, "eof": eof}
+        return {"source": "offsets", "i": i, "of": len(self.reader), "eof": eof}
 
     def prepareForTriggerAvailableNow(self) -> None:
         pass   # a dump does not grow during a replay

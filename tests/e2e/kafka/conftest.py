@@ -7,7 +7,8 @@ import os
 import pytest
 
 from tests.support.kafkabed import KafkaCluster, LogShipper, kill_all
-from tests.support.kafkabed.matrix import java_libs
+from tests.support.kafkabed.monitor import kill_monitors
+from tests.support.kafkabed.running import java_libs
 
 # The CI selection: the ZooKeeper-era 2.8 and the newest 4.x served by Maven Central.
 NEWEST_4X = os.environ.get("KAFKABED_NEWEST", "4.4.0")
@@ -41,4 +42,5 @@ def kafka_bed(request, tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _kill_strays():
     yield
+    kill_monitors()
     kill_all()

@@ -49,3 +49,178 @@ def test_layout_and_rotation(version, layout, tmp_path):
             assert all("message" in d and "log.logger" in d for d in docs), docs[:2]
         else:
             assert sum(1 for t in current if STRIMZI.match(t)) > 0.9 * len(current), current[:3]
+
+
+# ----------------------------------------------------------------------------- every layout at once
+# What each layout's lines are reported as (rebalance_monitor_log_layout_info, docs/broker-logs.md).
+REPORTED = {"strimzi4": "strimzi4", "strimzi3": "strimzi3", "padded": "default-padded",
+            "location": "default-location", "pipe": "pipe-location", "cfk": "cfk", "json": "ecs-json",
+            "jsonlayout": "log4j2-json"}
+
+
+def _events(paths: list) -> tuple[list[tuple], dict, dict]:
+    """The coordinator events of one broker log per broker (the replay's read -> parse path, no
+    Spark): comparable tuples without line numbers, the layouts counted per file, and the lines by
+    class over all files."""
+    from streaming.logs.merge import LogMergeCursor
+    from streaming.logs.step import LogSourceSpec, LogSourceStats, parse_log_rows, unwrap_rows
+    from streaming.rows import EVENT_COLUMNS
+    files = [{"path": str(p), "source_id": f"c:{i}", "tz": "UTC", "envelope": "auto"} for i, p in enumerate(paths)]
+    cursor = LogMergeCursor(files)
+    rows, _ = cursor.advance(cursor.initial(), 10**9)
+    specs = {f["source_id"]: LogSourceSpec("c") for f in files}
+    stats = LogSourceStats()
+    out = [dict(zip(EVENT_COLUMNS, r)) for r in parse_log_rows(unwrap_rows(rows, specs), specs, stats=stats)]
+    docs = [json.loads(r[-1]) for r in stats.rows()]
+    classes: dict = {}
+    for doc in docs:
+        for name, n in doc["classes"].items():
+            classes[name] = classes.get(name, 0) + n
+    events = sorted((r["ts_ms"], r["broker"], r["kind"], r["group"], r["generation"], r["member_id"], r["reason"],
+                     r["data_json"]) for r in out if r["kind"] not in ("end_of_input", "quarantine"))
+    return events, {d["source"]: d["layouts"] for d in docs}, classes
+
+
+_ENTRY_START = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] ")
+_MILLIS = re.compile(r"^(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\]")
+
+
+def _topic_rows(bootstrap: str, topic: str) -> list[tuple]:
+    """Every record of a log topic as the live source reads it (streaming/spark/sources/kafka.py):
+    (source id, offset, line, record time, eof). The source id is `logs-<partition>` for every
+    layout's topic, so records that name their source compare across topics."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkabed-layouts", "enable.auto.commit": False,
+                  "log_level": 2})
+    rows: list[tuple] = []
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        ends = {p: hi for p, hi in ends.items() if hi > 0}
+        c.assign([TopicPartition(topic, p, 0) for p in ends])
+        done: set[int] = set()
+
+        def read() -> bool:
+            for msg in c.consume(500, 0.5):
+                if msg.error() is None:
+                    rows.append((f"logs-{msg.partition()}", msg.offset(), msg.value().decode("utf-8", "replace"),
+                                 msg.timestamp()[1], False))
+                    if msg.offset() + 1 >= ends[msg.partition()]:
+                        done.add(msg.partition())
+            return len(done) == len(ends)
+        wait_for(read, 60, f"log topic {topic} to be read to its end", interval=0)
+    finally:
+        c.close()
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def _until(rows: list[tuple], cut_ms: int, json_rows: bool) -> list[tuple]:
+    """The rows of entries written at or before cut_ms (continuation lines follow their entry)."""
+    from streaming.logs.merge import line_ts
+    from streaming.logs.timeutil import UTC
+    out, keep, source = [], True, None
+    for row in rows:
+        if row[0] != source:
+            source, keep = row[0], True
+        ts = line_ts(row[2], UTC, json_rows)
+        if ts is not None:
+            keep = ts <= cut_ms
+        if keep:
+            out.append(row)
+    return out
+
+
+def _records(rows: list[tuple]) -> tuple[list[str], list[str]]:
+    """Rebalance and removal records of log-topic rows through the live path's envelope and parse
+    steps and the state machine (no Spark): sorted JSON texts."""
+    from state.local import run_events
+    from state.outputs import OutputKind
+    from streaming.logs.step import LogSourceSpec, parse_log_rows, unwrap_rows
+    from streaming.rows import EVENT_KIND, row_to_event
+    spec = LogSourceSpec("bed")
+    event_rows = parse_log_rows(unwrap_rows(rows, {}, spec), {}, default_spec=spec)
+    out = run_events([row_to_event(list(r)) for r in event_rows if r[EVENT_KIND] != str(OutputKind.QUARANTINE)])
+
+    def dump(records: list[dict]) -> list[str]:
+        return sorted(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in records)
+    return dump(out[OutputKind.REBALANCE]), dump(out[OutputKind.REMOVAL])
+
+
+def _json_seq(rows: list[tuple], default_rows: list[tuple]) -> list[tuple]:
+    """A JSON layout writes one document per entry: its record k of a partition is the entry that
+    starts at the k-th entry start of the default layout's partition; give it that offset."""
+    starts: dict[str, list[int]] = {}
+    for source, offset, line, *_ in default_rows:
+        if _ENTRY_START.match(line):
+            starts.setdefault(source, []).append(offset)
+    counts = {source: sum(1 for r in rows if r[0] == source) for source in starts}
+    assert counts == {source: len(v) for source, v in starts.items()}, "JSON documents != default entries"
+    return [(r[0], starts[r[0]][r[1]], *r[2:]) for r in rows]
+
+
+@pytest.mark.parametrize("version", ["2.8.2", NEWEST_4X])
+def test_every_layout_of_a_real_broker_gives_the_default_layouts_events(version, tmp_path):
+    """Real brokers write server.log in Kafka's default layout and, through more appenders, the same
+    lines in every other layout their log4j can write; a scenario with a crash-removal runs; every
+    layout must give the default layout's events (at second precision for Strimzi 4.x's pattern),
+    read from the files and, shipped line by line through a log topic per layout, the default
+    layout's rebalance and removal records byte for byte."""
+    from tests.support.kafkabed import log4jconf
+    from tests.support.kafkabed.matrix import run_scenario
+    from tests.support.kafkabed.scenarios import SCENARIOS, Ctx, with_group
+    from tests.support.kafkabed.shipper import now_ms
+    family = "log4j2" if version.startswith("4.") else "log4j1"
+    extra = tuple(name for name in log4jconf.layouts_of(family) if name != "default")
+    scenario = next(s for s in SCENARIOS if s.name == "kill")
+    with KafkaCluster(version, brokers=2, workdir=tmp_path / "cluster", extra_layouts=extra) as cluster:
+        brokers = sorted(cluster.brokers)
+        with LogShipper(cluster, "kafkabed-broker-logs") as shipper:
+            layout_shippers = {layout: LogShipper(cluster, f"kafkabed-logs-{layout}",
+                                                  paths={b: cluster.extra_log_path(b, layout) for b in brokers})
+                               for layout in extra}
+            try:
+                for s in layout_shippers.values():
+                    s.start()
+                ctx = with_group(Ctx(version, "", ""), scenario, "layouts")
+                res = run_scenario(cluster, shipper, scenario, ctx, tmp_path / "out")
+                assert res.passed, res.error
+                # Compare the entries up to a whole second before now: every file holds them all
+                cut_ms = now_ms() // 1000 * 1000 - 1
+                shippers = {"default": shipper, **layout_shippers}
+                written = {(name, b): len((cluster.server_log_path(b) if name == "default" else
+                                           cluster.extra_log_path(b, name)).read_text().splitlines())
+                           for name in shippers for b in brokers}
+                wait_for(lambda: all(len(s.lines(b)) >= written[(name, b)] for name, s in shippers.items()
+                                     for b in brokers), 60, "every layout's shipper to ship what its file holds")
+                for s in shippers.values():
+                    s.wait_acked()
+            finally:
+                for s in layout_shippers.values():
+                    s.stop()
+            topic_rows = {name: _topic_rows(cluster.bootstrap, s.topic) for name, s in shippers.items()}
+    # the cluster has stopped: every file is complete
+    default, _, default_classes = _events([cluster.server_log_path(b) for b in brokers])
+    kinds = {e[2] for e in default if e[3] == ctx.group}
+    assert {"prepare_rebalance", "member_failed"} <= kinds, kinds
+    default_rows = _until(topic_rows["default"], cut_ms, False)
+    reference = _records(default_rows)
+    seconds = _records([(r[0], r[1], _MILLIS.sub(r"\1,000]", r[2]), *r[3:]) for r in default_rows])
+    assert any(ctx.group in r and "heartbeat_expiry" in r for r in reference[1]), reference[1]
+    for layout in extra:
+        events, layouts, classes = _events([cluster.extra_log_path(b, layout) for b in brokers])
+        expected = default
+        if layout == "strimzi4":          # %d{yyyy-MM-dd HH:mm:ss}: no milliseconds
+            expected = sorted((e[0] // 1000 * 1000,) + e[1:] for e in default)
+        assert events == expected, layout
+        # lines no catalog entry knows (Kafka wordings, not layouts) are the same in every layout
+        assert classes.get("unknown_template", 0) == default_classes.get("unknown_template", 0), layout
+        assert classes.get("unknown_layout", 0) == 0 and classes.get("unparseable", 0) == 0, (layout, classes)
+        for source, counts in layouts.items():
+            assert max(counts, key=counts.get) == REPORTED[layout], (layout, source, counts)
+            assert not {"generic", "unknown"} & set(counts), (layout, source, counts)
+        # through the log topic
+        json_layout = layout in ("json", "jsonlayout")
+        rows = _until(topic_rows[layout], cut_ms, json_layout)
+        if json_layout:
+            rows = _json_seq(rows, default_rows)
+        assert _records(rows) == (seconds if layout == "strimzi4" else reference), layout

@@ -1,13 +1,13 @@
-"""A capture of share and streams groups on a real 4.2+ cluster, in the layout of the bundled
-captures (tests/fixtures/kafka-*): each broker's server.log, the whole `__consumer_offsets`
-topic as a JSONL dump, and the ground-truth timeline of what was done to the groups.
+"""Captures real `__consumer_offsets` records of share, streams and KIP-848 groups for the decoder's
+fixtures (tests/fixtures/offsets-4x): runs scenarios on a real cluster, then reads the topic from
+its start to its end and keeps the raw key/value bytes of the scenarios' groups, with the
+runner's timeline (what the members did) next to them.
 
-`scripts/capture-modern-groups VERSION OUT_DIR` is `main`. What it does (4.2+, 2 brokers, the
-bed's short timeouts: share and streams sessions 6 s):
-  share:   members a and b join; b is SIGKILLed (its session expires: a fence); c joins;
-           a and c close (leave).
-  streams: instance a starts; b starts (the tasks move); b is SIGKILLed (a fence); a closes.
-"""
+    .venv/bin/python -m tests.support.kafkabed.capture 4.2.2 4.4.0 --out tests/fixtures/offsets-4x
+
+Writes, per version, `<out>/<version>/offsets-topic.jsonl` (the dump format of `replay` and
+`decode-offsets`: partition, offset, timestamp, key_b64, value_b64|null), `timeline.jsonl` and
+`capture.json` (versions of broker and clients, scenario results, record counts)."""
 from __future__ import annotations
 
 import argparse
@@ -16,23 +16,48 @@ import json
 import re
 import shutil
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+from . import jars
 from .cluster import KafkaCluster
-from .matrix import java_libs
-from .members import MemberSpec
-from .procs import BedError, wait_for
+from .matrix import java_libs, run_scenario
+from .procs import wait_for
 from .runner import Runner
+from .scenarios import BY_NAME, ST_FENCED, ST_JOINED, Ctx, Expect, Scenario, _spec, with_group
 from .shipper import LogShipper
 
 
-def dump_offsets_topic(bootstrap: str, out: Path, timeout: float = 60.0) -> int:
-    """Every record of __consumer_offsets, to the current end of each partition, in the dump
-    format `replay --offsets` reads (partition, offset, timestamp, key_b64, value_b64)."""
+def streams_pair(r: Runner, ctx: Ctx) -> None:
+    """Two streams members share the tasks; one is killed (fenced when its 6 s session expires),
+    the other takes its tasks and then leaves."""
+    r.cluster.create_topic(f"{ctx.group}-out", 1, 1)
+    a = r.start(_spec(ctx, "a", library="java-streams", protocol="streams"))
+    b = r.start(_spec(ctx, "b", library="java-streams", protocol="streams"))
+    since = r.shipper.mark()
+    r.kill(b)
+    r.wait_log(ST_FENCED.replace("{g}", re.escape(ctx.group)), 45, since)
+    r.leave(a)
+
+
+CAPTURE_SCENARIOS = [
+    BY_NAME["share_group"], BY_NAME["streams_group"],
+    Scenario("streams_pair", streams_pair, lambda c: [Expect("joined", ST_JOINED, 2), Expect("fenced", ST_FENCED, 1)],
+             min_version=(4, 2), needs=("streams",)),
+    BY_NAME["kip848"],
+]
+
+
+def read_topic(bootstrap: str, groups: set | None, timeout: float = 60.0) -> list[dict]:
+    """Every record of `__consumer_offsets` (whose key's group is in `groups`, unless None), as
+    dump lines sorted by (partition, offset)."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkabed-capture", "enable.auto.commit": False,
-                  "log_level": 2})
-    rows: list[dict] = []
+
+    from streaming.offsets.decoder import decode_key
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkabed-capture",
+                  "enable.auto.commit": False, "log_level": 2})
+    out: list[dict] = []
     try:
         md = c.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
         ends = {}
@@ -41,117 +66,83 @@ def dump_offsets_topic(bootstrap: str, out: Path, timeout: float = 60.0) -> int:
             if hi > lo:
                 ends[p] = hi
         c.assign([TopicPartition("__consumer_offsets", p, 0) for p in ends])
-        done: set[int] = set()
+        done: set = set()
 
         def read() -> bool:
             for msg in c.consume(500, 0.5):
                 if msg.error() is not None:
                     continue
-                ts_type, ts = msg.timestamp()
                 key, value = msg.key(), msg.value()
-                rows.append({"partition": msg.partition(), "offset": msg.offset(), "timestamp": ts,
-                             "timestamp_type": ts_type,
-                             "key_b64": None if key is None else base64.b64encode(key).decode(),
-                             "value_b64": None if value is None else base64.b64encode(value).decode(),
-                             "headers": []})
+                if key is not None and (groups is None or decode_key(key)["group"] in groups):
+                    ts_type, ts = msg.timestamp()
+                    out.append({"partition": msg.partition(), "offset": msg.offset(),
+                                "timestamp": ts, "timestamp_type": ts_type,
+                                "key_b64": base64.b64encode(key).decode(),
+                                "value_b64": None if value is None else base64.b64encode(value).decode()})
                 if msg.offset() + 1 >= ends[msg.partition()]:
                     done.add(msg.partition())
             return len(done) == len(ends)
         wait_for(read, timeout, "__consumer_offsets to be read to its end", interval=0)
     finally:
         c.close()
-    rows.sort(key=lambda r: (r["partition"], r["offset"]))
-    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return len(rows)
+    return sorted(out, key=lambda d: (d["partition"], d["offset"]))
 
 
-def _fence_line(runner: Runner, group: str, since: dict, streams: bool) -> None:
-    pattern = (rf"\[GroupId {re.escape(group)}\] Streams member \S+ fenced" if streams
-               else rf"\[GroupId {re.escape(group)}\] Member \S+ fenced from the group")
-    line = runner.wait_log(pattern, 60, since)[0]
-    runner.record("fenced_logged", group=group, ts_ms=line.read_ms)
-
-
-def share(runner: Runner, group: str, topic: str) -> None:
-    def spec(c: str) -> MemberSpec:
-        return MemberSpec("java-share", group, [topic], f"{group}-{c}")
-    # A share consumer has no rebalance callback (its "assigned" comes at subscribe time): the
-    # broker's join line says it is in the group.
-    joined = rf"\[GroupId {re.escape(group)}\] Member \S+ joins the share group"
-    since = runner.shipper.mark()
-    a = runner.start(spec("a"), wait=False)
-    b = runner.start(spec("b"), wait=False)
-    runner.wait_log(joined, 60, since, count=2)
-    runner.record("joined_logged", group=group, members=2)
-    since = runner.shipper.mark()
-    runner.kill(b)
-    _fence_line(runner, group, since, streams=False)
-    since = runner.shipper.mark()
-    c = runner.start(spec("c"), wait=False)
-    runner.wait_log(joined, 60, since)
-    runner.record("joined_logged", group=group, members=1)
-    runner.leave(a)
-    runner.leave(c)
-
-
-def streams(runner: Runner, group: str, topic: str) -> None:
-    runner.cluster.create_topic(f"{group}-out", 1, 1)
-
-    def spec(c: str) -> MemberSpec:
-        return MemberSpec("java-streams", group, [topic], f"{group}-{c}", protocol="streams")
-    a = runner.start(spec("a"))
-    mark = a.mark()
-    b = runner.start(spec("b"))
-    runner.wait_reassigned([a], [mark])
-    since = runner.shipper.mark()
-    runner.kill(b)
-    _fence_line(runner, group, since, streams=True)
-    since = runner.shipper.mark()
-    runner.leave(a)
-    # Kafka Streams may close without leaving: its session then expires (6 s).
-    runner.wait_log(rf"\[GroupId {re.escape(group)}\].* (?:left the streams group|fenced from the group)", 30, since)
-    runner.record("gone_logged", group=group, member=a)
-
-
-def capture(version: str, out: Path) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
+def capture(version: str, out: Path, names: list | None) -> dict:
+    work = Path(tempfile.mkdtemp(prefix=f"kafkabed-capture-{version}-"))
+    scenarios = [s for s in CAPTURE_SCENARIOS if jars.parse_version(version) >= s.min_version
+                 and (not names or s.name in names)]
+    info: dict = {"version": version, "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "scenarios": []}
     java_lib, streams_lib, notes = java_libs(version)
-    if java_lib is None or streams_lib is None:
-        raise BedError(f"the Java share/streams members need kafka-clients and kafka-streams: {notes}")
-    work = out / "work"
+    info["notes"] = notes
+    groups = set()
     with KafkaCluster(version, workdir=work / "cluster") as cluster:
         shipper = LogShipper(cluster, "kafkabed-broker-logs").start()
         try:
-            runner = Runner(cluster, work, shipper, java_lib, streams_lib)
-            for name, drive in (("share", share), ("streams", streams)):
-                group = f"k{version.replace('.', '')}-{name}"
-                topic = runner.topic(f"{group}-in", 2, 1)
-                runner.record("scenario", group=group, scenario=name)
-                drive(runner, group, topic)
-            runner.close()
-            shipper.wait_acked()
-            records = dump_offsets_topic(cluster.bootstrap, out / "offsets-topic.jsonl")
+            for s in scenarios:
+                ctx = with_group(Ctx(version, "", "", has_java=java_lib is not None), s,
+                                 f"x{version.replace('.', '')}")
+                res = run_scenario(cluster, shipper, s, ctx, work, java_lib, streams_lib)
+                groups.add(ctx.group)
+                print(f"  {version} {s.name:<14} {res.status} {res.seconds:6.1f} s {res.error or ''}", flush=True)
+                info["scenarios"].append({"scenario": s.name, "group": ctx.group, "status": res.status,
+                                          "error": res.error, "lines": {c["label"]: c["found"] for c in res.lines}})
         finally:
-            shipper.stop(drain=False, timeout=10)
-        for broker_id in cluster.running_brokers():
-            shutil.copy(cluster.server_log_path(broker_id), out / f"broker{broker_id}-server.log")
-    shutil.copy(work / "timeline.jsonl", out / "ground-truth.jsonl")
-    shutil.rmtree(work)
-    return {"version": version, "offsets_records": records, "notes": notes}
+            shipper.stop()
+        records = read_topic(cluster.bootstrap, groups)
+    dest = out / version
+    dest.mkdir(parents=True, exist_ok=True)
+    with open(dest / "offsets-topic.jsonl", "w") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+    with open(dest / "timeline.jsonl", "w") as f:
+        for s in scenarios:
+            tl = work / s.name / "timeline.jsonl"
+            if tl.exists():
+                f.write(tl.read_text())
+    info["records"] = len(records)
+    (dest / "capture.json").write_text(json.dumps(info, indent=1) + "\n")
+    if all(s["status"] == "PASS" for s in info["scenarios"]):
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"  kept {work} (a scenario failed)", flush=True)
+    return info
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="scripts/capture-modern-groups", description=__doc__.split("\n\n")[0])
-    p.add_argument("version", help="Kafka 4.2 or newer, e.g. 4.4.0")
-    p.add_argument("out", type=Path, help="the capture directory (created)")
+def main(argv: list | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kafkabed-capture", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("versions", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--scenario", action="append")
     args = p.parse_args(argv)
-    try:
-        summary = capture(args.version, args.out)
-    except (BedError, TimeoutError) as exc:
-        print(f"capture-modern-groups: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(summary))
-    return 0
+    ok = True
+    for v in args.versions:
+        info = capture(v, Path(args.out), args.scenario)
+        ok &= all(s["status"] == "PASS" for s in info["scenarios"])
+        print(f"{v}: {info['records']} records", flush=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ class KafkaCluster:
                  layout: str = "default", rotate_bytes: int | None = None,
                  overrides: dict | None = None, offsets_retention_minutes: int | None = None,
                  features: dict | None = None, sasl: SaslSsl | None = None,
-                 start_timeout: float = 120.0):
+                 start_timeout: float = 120.0, extra_layouts: tuple[str, ...] = ()):
         self.version = version
         self.kraft = jars.is_kraft(version)
         self.family = jars.log4j_family(version)
@@ -70,6 +70,7 @@ class KafkaCluster:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kafkabed-{version}-"))
         self.layout, self.rotate_bytes = layout, rotate_bytes
+        self.extra_layouts = tuple(extra_layouts)   # brokers also write server-<layout>.log in these
         self.overrides = dict(overrides or {})
         self.offsets_retention_minutes = offsets_retention_minutes
         self.features = dict(features or {})
@@ -99,6 +100,19 @@ class KafkaCluster:
 
     def server_log_paths(self) -> list[Path]:
         return [n.server_log for n in self.brokers.values()]
+
+    def server_log_files(self) -> list[Path]:
+        """Every broker's server.log with the files log4j rolled it into (hourly by Kafka's default
+        configuration: `server.log.2026-11-23-13`), oldest first per broker."""
+        out: list[Path] = []
+        for n in self.brokers.values():
+            rolled = sorted(p for p in n.server_log.parent.glob(n.server_log.name + ".*") if p.is_file())
+            out += rolled + [n.server_log]
+        return out
+
+    def extra_log_path(self, broker_id: int, layout: str) -> Path:
+        """The broker's copy of server.log in another layout (`extra_layouts`)."""
+        return self.nodes[broker_id].log_dir / log4jconf.extra_log_name(layout)
 
     def _plan(self) -> None:
         """Ports and directories; a workdir given by the caller starts empty (fresh cluster id)."""
@@ -154,8 +168,10 @@ class KafkaCluster:
         conf.write_text("".join(f"{k}={v}\n" for k, v in self._props(node).items()))
         family = "log4j1" if node.role == "zookeeper" else self.family
         layout = "default" if node.role != "broker" else self.layout
+        broker = node.role == "broker"
         _, prop = log4jconf.write_config(family, node.home, node.log_dir, layout,
-                                         self.rotate_bytes if node.role == "broker" else None)
+                                         self.rotate_bytes if broker else None,
+                                         self.extra_layouts if broker else (), node.node_id)
         node.extra_ports["log4j_prop"] = prop
 
     def _java(self, main: str, args: list[str], node: Node) -> list[str]:

@@ -1,4 +1,4 @@
-"""Kafka jars from Maven Central into a cache outside the repository.
+"""Kafka jars (and Spark's Kafka connector) from Maven Central into a cache outside the repository.
 
 Why Maven and not a release tarball: Maven Central is the registry this machine reaches; a
 generated POM plus `mvn dependency:copy-dependencies` gives exactly the broker's runtime
@@ -7,6 +7,10 @@ classpath, resolved once and kept under `~/.cache/rebalance-monitor/kafka/<versi
 
 Two resolution passes for 4.x: the first one resolves the broker (which brings `log4j-core`);
 the second adds the slf4j binding and the JSON layout at that exact log4j version.
+
+Spark's connector (`fetch_spark_connector`) goes to `~/.cache/rebalance-monitor/spark-connector/
+<version>/lib`: the jars `spark-submit --packages` would add, for `spark.jars`
+(`python -m tests.support.kafkabed.jars spark-connector [VERSION]`, scripts/spark-connector).
 """
 from __future__ import annotations
 
@@ -135,8 +139,10 @@ def jar_version(lib: Path, artifact: str) -> str | None:
     return None
 
 
-def _fetch(kind: str, version: str, deps: list[Dep], extra=None) -> Path:
-    home = cache_root() / "kafka" / version
+def _fetch(kind: str, version: str, deps: list[Dep], extra=None, home: Path | None = None) -> Path:
+    """`deps` and their runtime closure into `<home>/<kind>` (default home: the Kafka cache of
+    `version`), once: `.<kind>.complete` marks a finished fetch, `<kind>.json` lists it."""
+    home = home or cache_root() / "kafka" / version
     lib = home / kind
     marker = home / f".{kind}.complete"
     if marker.exists():
@@ -208,5 +214,54 @@ def fetch_report(version: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+# ---------------------------------------------------------------------------- Spark's connector
+SPARK_GROUP = "org.apache.spark"
+SPARK_CONNECTOR = "spark-sql-kafka-0-10_2.13"
+# What `spark-submit --packages` leaves out (SparkSubmitUtils' exclusion rules): Spark's own
+# modules, already on the classpath. Everything else of the runtime closure is added.
+_SPARK_MODULES = ("catalyst", "core", "graphx", "kvstore", "launcher", "mllib", "mllib-local", "network-common",
+                  "network-shuffle", "repl", "sketch", "sql", "streaming", "tags", "unsafe")
+
+
+def spark_connector_coord(version: str) -> str:
+    return f"{SPARK_GROUP}:{SPARK_CONNECTOR}:{version}"
+
+
+def fetch_spark_connector(version: str) -> Path:
+    """Directory with Spark's Kafka connector for Spark `version` and the jars it needs
+    (kafka-clients, commons-pool2, spark-token-provider-kafka-0-10, ...), as `--packages` would
+    resolve them; fetched once. Raises MavenError naming the coordinates when Maven fails
+    (e.g. a version whose connector Maven Central does not serve)."""
+    excludes = [(SPARK_GROUP, f"spark-{m}_2.13") for m in _SPARK_MODULES]
+    dep = Dep(SPARK_GROUP, SPARK_CONNECTOR, version, excludes=excludes)
+    return _fetch("lib", version, [dep], home=cache_root() / "spark-connector" / version)
+
+
+def spark_jars(lib: Path) -> str:
+    """The value of `spark.jars` for the jars in `lib` (comma-separated paths, connector first)."""
+    jars = sorted(lib.glob("*.jar"), key=lambda p: (not p.name.startswith(SPARK_CONNECTOR), p.name))
+    return ",".join(str(p) for p in jars)
+
+
 def classpath(lib: Path) -> str:
     return os.pathsep.join(str(p) for p in sorted(lib.glob("*.jar")))
+
+
+def spark_connector_main(argv: list[str] | None = None) -> int:
+    """scripts/spark-connector [VERSION]: fetches Spark's Kafka connector for VERSION (default:
+    the installed PySpark's) and prints the `spark.jars` value."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(prog="scripts/spark-connector", description=spark_connector_main.__doc__)
+    parser.add_argument("version", nargs="?", help="Spark version (default: the installed PySpark's)")
+    args = parser.parse_args(argv)
+    version = args.version
+    if version is None:
+        import pyspark
+        version = pyspark.__version__
+    try:
+        print(spark_jars(fetch_spark_connector(version)))
+    except MavenError as exc:
+        print(f"spark-connector: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -4,7 +4,8 @@ Prints one JSON object per line on stdout, which the runner waits on:
   {"event": "started"|"assigned"|"revoked"|"lost"|"consumed"|"stopped_polling"|"closed"|"error",
    "ts_ms": ..., "pid": ..., "client_id": ..., ...}
 Behaviour: polls normally; stops polling (but stays alive, so the client's own poll timeout
-fires) once `--stop-file` exists or on SIGUSR1; `--slow-ms` sleeps after every non-empty poll
+fires) while `--stop-file` exists (and for good after SIGUSR1), polling again once the file is
+removed (a slow batch that finally ends: the client rejoins); `--slow-ms` sleeps after every non-empty poll
 (slow processing); SIGTERM closes the consumer gracefully (a dynamic member leaves the group).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import signal
 import sys
 import time
 
-_state = {"stop_polling": False, "close": False}
+_state = {"stop_polling": False, "stop_for_good": False, "close": False}
 
 
 def emit(event: str, **fields) -> None:
@@ -44,8 +45,7 @@ def parse() -> argparse.Namespace:
 
 
 def should_poll() -> bool:
-    if not _state["stop_polling"] and ARGS.stop_file and os.path.exists(ARGS.stop_file):
-        _state["stop_polling"] = True
+    _state["stop_polling"] = _state["stop_for_good"] or bool(ARGS.stop_file and os.path.exists(ARGS.stop_file))
     return not _state["stop_polling"]
 
 
@@ -59,6 +59,9 @@ def loop(poll_once) -> None:
                 announced = True
             time.sleep(0.05)
             continue
+        if announced:
+            emit("resumed_polling")
+            announced = False
         n = poll_once()
         consumed += n
         if n and ARGS.slow_ms:
@@ -132,7 +135,7 @@ def main() -> None:
     global ARGS
     ARGS = parse()
     signal.signal(signal.SIGTERM, lambda *_: _state.update(close=True))
-    signal.signal(signal.SIGUSR1, lambda *_: _state.update(stop_polling=True))
+    signal.signal(signal.SIGUSR1, lambda *_: _state.update(stop_for_good=True))
     try:
         (run_kafka_python if ARGS.library == "kafka-python" else run_confluent)()
     except Exception as exc:   # the runner reads this line instead of a bare traceback

@@ -129,6 +129,9 @@ class Member:
     def stop_polling(self) -> None:
         self.stop_file.touch()
 
+    def resume_polling(self) -> None:
+        self.stop_file.unlink(missing_ok=True)
+
     def signal(self, sig: int) -> None:
         self.proc.signal(sig)
 

@@ -128,6 +128,14 @@ class Runner:
         ev = m.wait_event("stopped_polling", 10)
         self.record("stopped_polling", member=m, ts_ms=ev["ts_ms"])
 
+    def resume_polling(self, m: Member) -> None:
+        """The stalled member polls again (its slow batch ended): the client rejoins."""
+        k = m.mark()
+        self.record("resume_polling", member=m)
+        m.resume_polling()
+        ev = m.wait_event("resumed_polling", 10, k)
+        self.record("resumed_polling", member=m, ts_ms=ev["ts_ms"])
+
     def leave(self, m: Member, timeout: float = 30.0) -> None:
         self.record("leave", member=m, signal="SIGTERM")
         m.close(timeout)

@@ -60,6 +60,8 @@ class Ctx:
     topic: str
     library: str = "kafka-python"     # the Python library for classic members
     has_java: bool = False
+    # "member": MemberSpec defaults for every member (e.g. {"max_poll_interval_ms": 10000}, so a
+    # LeaveGroup's diagnosis window, which is the member's rebalance timeout, stays short)
     options: dict = field(default_factory=dict)
 
     @property
@@ -78,7 +80,15 @@ class Scenario:
     partitions: int = 4
 
 
+# max.poll.interval.ms of members that do not set it (the clients' default is 300 s): it is the
+# classic rebalance timeout, and the monitor holds a LeaveGroup removal for
+# max(rebalance timeout, 60 s) of event time before its record is final (docs/diagnosis.md).
+MAX_POLL_INTERVAL_MS = 30000
+
+
 def _spec(ctx: Ctx, cid: str, **kw) -> MemberSpec:
+    kw = {**ctx.options.get("member", {}), **kw}
+    kw.setdefault("max_poll_interval_ms", MAX_POLL_INTERVAL_MS)
     return MemberSpec(kw.pop("library", ctx.library), ctx.group, [ctx.topic], f"{ctx.group}-{cid}", **kw)
 
 
@@ -122,10 +132,12 @@ def poll_timeout(r: Runner, ctx: Ctx) -> None:
     lib = "java" if ctx.has_java else ctx.library
     a, b = _start_all(r, [_spec(ctx, "a", library=lib, max_poll_interval_ms=3000),
                           _spec(ctx, "b", library=lib, max_poll_interval_ms=3000)])
-    mark_b = b.mark()
-    r.stop_polling(a)
+    mark_a, mark_b = a.mark(), b.mark()
+    r.stop_polling(a)                             # a slow batch: the client's poll timeout fires
     r.wait_reassigned([b], [mark_b])
-    r.kill(a)
+    r.resume_polling(a)                           # the batch ends: a polls again and rejoins
+    r.wait_reassigned([a], [mark_a])
+    r.leave(a)
     r.leave(b)
 
 
@@ -203,7 +215,11 @@ def kip848(r: Runner, ctx: Ctx) -> None:
 
 
 def share_group(r: Runner, ctx: Ctx) -> None:
+    joined_since = r.shipper.mark()
     ms = _start_all(r, [_spec(ctx, "a", library="java-share"), _spec(ctx, "b", library="java-share")])
+    # A share consumer prints "assigned" when its first poll returns, which can be before its
+    # first heartbeat reached the coordinator: wait for both join lines before killing one.
+    r.wait_log(S_JOINED.replace("{g}", re.escape(ctx.group)), 30, joined_since, count=2)
     since = r.shipper.mark()
     r.kill(ms[1])
     r.wait_log(S_ANY.replace("{g}", re.escape(ctx.group)) + r".*(fenced|expired|left)", 30, since)

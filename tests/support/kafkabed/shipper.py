@@ -131,11 +131,12 @@ class _Tailer(threading.Thread):
 
 class LogShipper:
     """`LogShipper(cluster, topic).start()`; `.stop()` drains and flushes. `bootstrap` may point
-    at another cluster than the one whose logs are shipped."""
+    at another cluster than the one whose logs are shipped; `paths` names other files than the
+    brokers' server.log to follow."""
 
     def __init__(self, cluster, topic: str, envelope: bool = False, delay_s: dict | None = None,
                  bootstrap: str | None = None, create_topic: bool = True,
-                 producer_conf: dict | None = None):
+                 producer_conf: dict | None = None, paths: dict | None = None):
         from confluent_kafka import Producer
         self.cluster, self.topic, self.envelope = cluster, topic, envelope
         self.bootstrap = bootstrap or cluster.bootstrap
@@ -149,7 +150,9 @@ class LogShipper:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._drop_pending = False
-        self.tailers = {bid: _Tailer(self, bid, cluster.server_log_path(bid), k, (delay_s or {}).get(bid, 0.0))
+        # `paths`: {broker id: file} to follow instead of server.log (e.g. a copy in another layout)
+        self.tailers = {bid: _Tailer(self, bid, (paths or {}).get(bid) or cluster.server_log_path(bid), k,
+                                     (delay_s or {}).get(bid, 0.0))
                         for k, bid in enumerate(ids)}
 
     def start(self) -> LogShipper:

@@ -9,7 +9,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /** The official Java consumer as a kafkabed member (classic or KIP-848 protocol); same event
- *  lines and behaviours as member.py: --stop-file stops polling, --slow-ms sleeps per batch,
+ *  lines and behaviours as member.py: --stop-file stops polling while it exists, --slow-ms sleeps per batch,
  *  SIGTERM closes gracefully. */
 public final class BedMember {
     public static void main(String[] argv) throws Exception {
@@ -56,6 +56,7 @@ public final class BedMember {
                     Thread.sleep(50);
                     continue;
                 }
+                if (announced) { c.emit("resumed_polling", null); announced = false; }
                 ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(200));
                 total += recs.count();
                 if (recs.count() > 0 && slow > 0) Thread.sleep(slow);

@@ -1,0 +1,26 @@
+"""`rebalance-monitor report`: one self-contained HTML page of a replay's outputs or of the live
+service's event sink: a fleet timeline, per group a timeline of its rebalances (phase bars,
+generations, members, removals by root cause) beside its diagnosis table.
+
+data.py reads and filters the records, svg.py draws, page.py assembles the page.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sinks.report.data import Filters, Report, ReportInputError, StormRules, build
+from sinks.report.page import render
+
+__all__ = ["Filters", "Report", "ReportInputError", "StormRules", "build", "render", "write_report"]
+
+
+def write_report(paths: list[Path], output: Path, filters: Filters | None = None,
+                 storm_rules: StormRules | None = None, max_groups: int | None = None) -> Report:
+    """Build the report of `paths` and write it to `output` atomically (temp file + rename)."""
+    report = build(paths, filters, storm_rules, max_groups)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(render(report), encoding="utf-8")
+    os.replace(tmp, output)
+    return report

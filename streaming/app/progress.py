@@ -1,0 +1,114 @@
+"""The progress line of a replay on stderr: rows read, rate, share done, ETA.
+
+Fed with Spark's progress reports (one per micro-batch, RunCollector.on_progress). The log replay
+source's offsets carry the byte position in each file and the lines read, the offsets replay
+source's the records read and how many there are; so the share done is known without counting
+the input first. On a terminal the line is rewritten in place (from `TTY_AFTER_S` on, at most
+every `TTY_EVERY_S`); otherwise (CI logs, files) a new line is printed only for replays that run
+longer than `LOG_AFTER_S`, then every `LOG_EVERY_S`: a short replay prints nothing.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
+LOG_AFTER_S, LOG_EVERY_S = 10.0, 30.0
+
+
+def _offset(value: Any) -> dict:
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value or "null")
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+class ReplayProgress:
+    def __init__(self, log_bytes: int, label: str = "replay", stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic, tty: bool | None = None) -> None:
+        self.log_bytes = log_bytes          # total size of the broker log files (0: none)
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.started = clock()
+        self.last_print: float | None = None
+        self.log: dict = {}
+        self.offsets: dict = {}
+        self.in_place = False               # a line was written without its newline
+        self._lock = threading.Lock()
+
+    def done_share(self) -> tuple[int, float | None]:
+        """(rows read, share of the input read) from the latest offsets; share None while unknown."""
+        lines = int(self.log.get("lines") or 0)
+        records = int(self.offsets.get("i") or 0)
+        total = 0.0
+        if self.log_bytes:
+            read = sum(int(p) for p in self.log.get("pos") or [])
+            if read <= 0:
+                return lines + records, None
+            total += lines * self.log_bytes / read      # lines expected in the whole files
+        if self.offsets or not self.log_bytes:
+            total += int(self.offsets.get("of") or 0)
+        if total <= 0:
+            return lines + records, None
+        return lines + records, min(1.0, (lines + records) / total)
+
+    def line(self) -> str:
+        rows, share = self.done_share()
+        elapsed = max(1e-6, self.clock() - self.started)
+        text = f"{self.label}: {rows:,} rows read, {rows / elapsed:,.0f} rows/s"
+        if share is not None:
+            text += f", {share:.0%}"
+            if 0 < share < 1:
+                text += f", ETA {_duration(elapsed * (1 - share) / share)}"
+        return text
+
+    def update(self, progress: dict) -> None:
+        """One progress report (RunCollector.on_progress)."""
+        with self._lock:
+            for source in progress.get("sources") or []:
+                end = _offset(source.get("endOffset"))
+                if end.get("source") == "broker_log":
+                    self.log = end
+                elif end.get("source") == "offsets":
+                    self.offsets = end
+            now = self.clock()
+            elapsed = now - self.started
+            since = None if self.last_print is None else now - self.last_print
+            if self.tty:
+                due = elapsed >= TTY_AFTER_S and (since is None or since >= TTY_EVERY_S)
+            else:
+                due = elapsed >= LOG_AFTER_S and (since is None or since >= LOG_EVERY_S)
+            if due:
+                self._write(self.line())
+                self.last_print = now
+
+    def _write(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text)
+            self.in_place = True
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        """End the in-place line (terminal) so what follows starts on a new line."""
+        with self._lock:
+            if self.in_place:
+                self._write(self.line())
+                self.stream.write("\n")
+                self.stream.flush()
+                self.in_place = False

@@ -1,0 +1,62 @@
+"""The idle flush of Spark's kafka connector: one "caught up" marker per micro-batch.
+
+The kafka-python source adds a marker row at wall-clock time when it has read every partition
+to its end (kafka.py, "Idle flush"), so a quiet topic does not hold events back. The connector
+cannot add rows, so the live query unions its rows with this source's: every micro-batch gets
+one marker of the same shape at the time Spark planned it. Without a per-batch cap the
+connector reads every partition to its latest offset in that same batch, so the marker never
+runs ahead of records that were already in Kafka; the query adds this source only then
+(query.py: `idle_flush` and no `max_rows_per_batch`).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
+
+from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources.kafka import TickPartition, tick_row
+
+CLOCK_SOURCE_NAME = "rebalance_clock"
+
+
+class ClockStreamReader(DataSourceStreamReader):
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def initialOffset(self) -> dict:
+        return {"tick": None}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        return {"tick": int(time.time() * 1000)}
+
+    def partitions(self, start: dict, end: dict) -> list:
+        if end.get("tick") and end.get("tick") != start.get("tick"):
+            return [TickPartition(int(end["tick"]))]
+        return []
+
+    def read(self, partition) -> Iterator[tuple]:
+        yield tick_row(self.kind, partition.tick_ms)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class ClockSource(DataSource):
+    """options: kind (broker_log|offsets): the raw schema of the markers."""
+
+    @classmethod
+    def name(cls) -> str:
+        return CLOCK_SOURCE_NAME
+
+    def schema(self):
+        return RAW_OFFSETS_SCHEMA if self.options.get("kind") == SOURCE_KIND_OFFSETS else RAW_LOG_SCHEMA
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return ClockStreamReader(self.options.get("kind", SOURCE_KIND_LOG))

@@ -1,0 +1,304 @@
+"""Spark's kafka connector and the kafka-python source, live, over SASL_SSL, on one real cluster.
+
+One 4.x cluster with the bed's SASL_SSL listener (SCRAM-SHA-512, openssl-made CA). Two scenarios
+run on it (join_leave, kill) while the bed ships the brokers' server.log into a log topic; the
+shipper then drains and stops, so the log topic and `__consumer_offsets` hold exactly the same
+records for everything that reads them afterwards. Then `rebalance-monitor run` reads them twice,
+at the same time, over SASL_SSL with the settings of docs/configuration.md:
+
+- `kafka.source = "spark"`: Spark's connector, its jars fetched from Maven the way
+  `spark-submit --packages` resolves them (tests/support/kafkabed/jars.py) and put on the
+  classpath with `spark_conf."spark.jars"`; only `kafka.spark_options` carry the TLS/SASL
+  settings, the password through Kafka's DirectoryConfigProvider (as the Helm chart does);
+- `kafka.source = "python"`: the kafka-python Data Source; only `kafka.client` (+ the password
+  from a file, `kafka.client_secret_files`).
+
+Both must see the scenarios' rebalances and removals (the ground truth is the bed's timeline) and
+give identical event-sink records and group series on /metrics. A wrong password must stop `run`
+at start with exit 2 and one line naming the user, the server and the settings to check (the
+spark-source run with a wrong password starts together with the two monitors, so that the three
+share the wait for Spark).
+
+Short diagnosis windows (`[diagnosis]`, members with max.poll.interval.ms = 10 s) release the held
+removals within seconds instead of the default 60 s / 300 s."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.kafka_harness import read_sink
+from tests.support.kafkabed import KafkaCluster, LogShipper, SaslSsl, checks, wait_for
+from tests.support.kafkabed.jars import MavenError, fetch_spark_connector, spark_jars
+from tests.support.kafkabed.matrix import run_scenario
+from tests.support.kafkabed.scenarios import BY_NAME, Ctx, with_group
+
+from .conftest import NEWEST_4X
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+REPO = Path(__file__).resolve().parents[3]
+USER, PASSWORD = "rebalance-monitor", "monitor-secret"
+LOG_TOPIC = "kafkabed-broker-logs"
+KINDS = ("rebalances", "member_removals", "quarantine", "anomalies")
+GROUP_FAMILIES = re.compile(r"^rebalance_monitor_(rebalances_total|member_removals_total|rebalance_duration_seconds_"
+                            r"(bucket|count|sum)|group_(state|generation|members|state_since_timestamp_seconds)|groups)\{")
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+@dataclass
+class Bed:
+    cluster: KafkaCluster
+    sasl: SaslSsl
+    groups: dict            # scenario name -> group
+    timelines: dict         # scenario name -> the runner's timeline
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sources")
+    sasl = SaslSsl({USER: PASSWORD})
+    cluster = KafkaCluster(NEWEST_4X, workdir=out / "cluster", sasl=sasl)
+    shipper = None
+    try:
+        cluster.start()
+        shipper = LogShipper(cluster, LOG_TOPIC).start()
+        groups, timelines = {}, {}
+        for name in ("join_leave", "kill"):
+            scenario = BY_NAME[name]
+            ctx = with_group(Ctx(NEWEST_4X, "", "", options={"member": {"max_poll_interval_ms": 10000}}),
+                             scenario, "src")
+            res = run_scenario(cluster, shipper, scenario, ctx, out)
+            assert res.passed, f"{name}: {res.error}"
+            groups[name], timelines[name] = ctx.group, res.timeline
+        shipper.stop(drain=True, timeout=30)    # from here on the log topic does not change
+        shipper = None
+        yield Bed(cluster, sasl, groups, timelines, out)
+    finally:
+        if shipper is not None:
+            shipper.stop(drain=False, timeout=10)
+        cluster.close(keep=True)
+
+
+def _toml_table(values: dict) -> str:
+    return "\n".join(f'"{k}" = {_toml_value(v)}' for k, v in values.items())
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return "'" + value + "'" if '"' in str(value) else f'"{value}"'
+
+
+def _config(bed: Bed, workdir: Path, source: str, password: str) -> Path:
+    """run's settings for `source`, each source with only its own TLS/SASL table."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    secrets = workdir / "secrets"
+    secrets.mkdir(exist_ok=True)
+    # No newline at the end, like a Kubernetes secret: Kafka's DirectoryConfigProvider keeps it.
+    (secrets / "password").write_text(password)
+    top = {"metrics_host": "127.0.0.1", "checkpoint_location": str(workdir / "checkpoint"),
+           "events_dir": str(workdir / "events"), "cluster": "bed"}
+    lines = [f"{k} = {_toml_value(v)}" for k, v in top.items()]
+    lines += ["metrics_port = 0", "trigger_interval_seconds = 1", "lateness_seconds = 2",
+              "[diagnosis]", "pause_rejoin_window_seconds = 5", "poll_rejoin_min_window_seconds = 5"]
+    if source == "spark":
+        lines += ["[spark_conf]", _toml_table({"spark.jars": spark_jars(fetch_spark_connector(_pyspark()))})]
+    lines += ["[kafka]", _toml_table({"bootstrap_servers": bed.cluster.sasl_bootstrap, "log_topics": [LOG_TOPIC],
+                                      "source": source})]
+    if source == "spark":
+        lines += ["[kafka.spark_options]", _toml_table({
+            "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": str(bed.sasl.ca),
+            "kafka.config.providers": "dir",
+            "kafka.config.providers.dir.class": "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
+            "kafka.sasl.jaas.config": f'{SCRAM} required username="{USER}" password="${{dir:{secrets}:password}}";'})]
+    else:
+        lines += ["[kafka.client]", _toml_table({"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+                                                 "sasl_plain_username": USER, "ssl_cafile": str(bed.sasl.ca)}),
+                  "[kafka.client_secret_files]", _toml_table({"sasl_plain_password": str(secrets / "password")})]
+    path = workdir / "monitor.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _pyspark() -> str:
+    import pyspark
+    return pyspark.__version__
+
+
+def _env() -> dict:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
+    return env
+
+
+class Monitor:
+    def __init__(self, config: Path, log: Path):
+        self.config, self.log = config, log
+        self.events = config.parent / "events"
+        self.port: int | None = None
+        with open(log, "w") as handle:
+            self.proc = subprocess.Popen([*checks.monitor_command(), "run", "--config", str(config)], cwd=REPO,
+                                         env=_env(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"monitor exited ({self.proc.returncode}): {self.log.read_text()[-3000:]}")
+
+    def wait_port(self) -> int:
+        self.port = int(wait_for(lambda: (m := re.search(r"serving http://[\d.]+:(\d+)/metrics", self.log.read_text()))
+                                 and m.group(1), 240, "the metrics port", interval=0.5, alive=self.alive))
+        return self.port
+
+    def scrape(self) -> str:
+        return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10).read().decode()
+
+    def records(self, kind: str, groups: set | None = None) -> list[dict]:
+        recs = read_sink(self.events, kind) if (self.events / kind).exists() else []
+        return [r for r in recs if groups is None or r.get("group") in groups]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def _done(monitor: Monitor, groups: set) -> bool:
+    """Every removal released (5: join_leave a, b; kill a, b, c) and both groups back to Empty."""
+    removals = monitor.records("member_removals", groups)
+    empty = {r["group"] for r in monitor.records("rebalances", groups) if r.get("outcome") == "empty"}
+    if len(removals) < 5 or empty != groups:
+        return False
+    page = monitor.scrape()     # the sink is written before the metrics: wait for those too
+    counted = sum(float(v) for v in re.findall(r'^rebalance_monitor_member_removals_total\{[^}]*group="src-[^"]+"[^}]*\} (\S+)',
+                                               page, re.M))
+    return counted == len(removals)
+
+
+@dataclass
+class Finished:
+    code: int
+    stderr: str
+    output: str
+    seconds: float
+
+
+def _wrong_password_run(bed: Bed, workdir: Path, source: str) -> tuple[subprocess.Popen, Path, Path, float]:
+    config = _config(bed, workdir, source, "not-the-password")
+    err, out = workdir / "stderr", workdir / "stdout"
+    with open(err, "w") as e, open(out, "w") as o:
+        proc = subprocess.Popen([*checks.monitor_command(), "run", "--config", str(config)], cwd=REPO, env=_env(),
+                                stdout=o, stderr=e, start_new_session=True)
+    return proc, err, out, time.monotonic()
+
+
+def _finish(run: tuple[subprocess.Popen, Path, Path, float], timeout: float = 300) -> Finished:
+    proc, err, out, t0 = run
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise AssertionError(f"run with a wrong password still running after {timeout:.0f} s: "
+                             f"{err.read_text()[-3000:]}") from None
+    return Finished(code, err.read_text(), out.read_text() + err.read_text(), time.monotonic() - t0)
+
+
+@pytest.fixture(scope="module")
+def monitors(bed):
+    """Both sources' runs over the same topics, at the same time, and (also at the same time, to
+    share the wait for Spark) a spark-source run with a wrong password."""
+    groups = set(bed.groups.values())
+    wrong = _wrong_password_run(bed, bed.out / "wrong-spark", "spark")
+    runs = {source: Monitor(_config(bed, bed.out / f"monitor-{source}", source, PASSWORD),
+                            bed.out / f"monitor-{source}.log") for source in ("spark", "python")}
+    try:
+        t0 = time.monotonic()
+        for m in runs.values():
+            m.wait_port()
+        for source, m in runs.items():
+            wait_for(lambda m=m: _done(m, groups), 300, f"the {source} source's records of {sorted(groups)}",
+                     interval=1.0, alive=m.alive)
+        print(f"both monitors done {time.monotonic() - t0:.1f} s after start")
+        pages = {source: m.scrape() for source, m in runs.items()}
+    finally:
+        for m in runs.values():
+            m.stop()
+        finished = _finish(wrong)
+    yield {source: (m, pages[source]) for source, m in runs.items()} | {"wrong-spark": finished}
+
+
+def test_each_source_reads_over_sasl_ssl_and_sees_the_scenarios(bed, monitors):
+    kill, join_leave = bed.groups["kill"], bed.groups["join_leave"]
+    killed = next(e for e in bed.timelines["kill"] if e["action"] == "kill")
+    for source in ("spark", "python"):
+        m, page = monitors[source]
+        log = m.log.read_text()
+        assert f"reading Kafka with the {source} source" in log, source
+        removals = {(r["group"], r["client_id"]): r for r in m.records("member_removals", {kill, join_leave})}
+        assert set(removals) == {(kill, f"{kill}-a"), (kill, f"{kill}-b"), (kill, f"{kill}-c"),
+                                 (join_leave, f"{join_leave}-a"), (join_leave, f"{join_leave}-b")}, source
+        crashed = removals[(kill, f"{kill}-a")]
+        assert (crashed["cause"], crashed["root_cause"]) == ("heartbeat_expiry", "process_crash"), (source, crashed)
+        # the broker expires the session 3 s (session.timeout.ms) after the SIGKILL, give or take a heartbeat
+        assert 2000 <= crashed["removed_at_ms"] - killed["ts_ms"] <= 6000, (source, crashed, killed)
+        for key in [(kill, f"{kill}-b"), (kill, f"{kill}-c"), (join_leave, f"{join_leave}-a"), (join_leave, f"{join_leave}-b")]:
+            assert removals[key]["cause"] == "leave_group", (source, removals[key])
+        triggers = {(r["group"], r["trigger"]) for r in m.records("rebalances", {kill, join_leave})}
+        assert {(kill, "heartbeat_expiry"), (join_leave, "member_leave")} <= triggers, (source, triggers)
+        assert re.search(r'rebalance_monitor_member_removals_total\{[^}]*cause="heartbeat_expiry"[^}]*group="'
+                         + re.escape(kill) + r'"[^}]*\} 1\.0', page), source
+
+
+def test_the_connector_and_the_python_source_give_identical_outputs(monitors):
+    (spark, spark_page), (python, python_page) = monitors["spark"], monitors["python"]
+    for kind in KINDS:
+        assert sorted(map(repr, spark.records(kind))) == sorted(map(repr, python.records(kind))), kind
+    assert len(spark.records("rebalances")) >= 6
+    series = sorted(line for line in spark_page.splitlines() if GROUP_FAMILIES.match(line))
+    assert len(series) > 50
+    assert series == sorted(line for line in python_page.splitlines() if GROUP_FAMILIES.match(line))
+
+
+def _assert_one_clear_line(finished: Finished, source: str, config_dir: Path) -> None:
+    assert finished.code == 2, finished.output[-3000:]
+    assert "Traceback" not in finished.output and "retrying" not in finished.output, finished.output[-3000:]
+    lines = [ln for ln in finished.stderr.splitlines() if ln.startswith("rebalance-monitor: ")]
+    assert len(lines) == 1, finished.output[-3000:]
+    setting = ('kafka.spark_options "kafka.sasl.jaas.config"' if source == "spark"
+               else f"the password in {config_dir / 'secrets' / 'password'} (kafka.client_secret_files.sasl_plain_password)")
+    assert re.fullmatch(rf"rebalance-monitor: Kafka authentication failed for user '{USER}' at 127\.0\.0\.1:\d+\S* "
+                        r"\(SCRAM-SHA-512\): Authentication failed during authentication due to invalid credentials "
+                        rf"with SASL mechanism SCRAM-SHA-512; check .*{re.escape(setting)}.*", lines[0]), lines[0]
+    print(f"{source}: exit 2 after {finished.seconds:.1f} s")
+
+
+def test_a_wrong_password_is_one_clear_start_up_error_python(bed, tmp_path):
+    _assert_one_clear_line(_finish(_wrong_password_run(bed, tmp_path / "python", "python"), 120), "python",
+                           tmp_path / "python")
+
+
+def test_a_wrong_password_is_one_clear_start_up_error_spark(bed, monitors):
+    _assert_one_clear_line(monitors["wrong-spark"], "spark", bed.out / "wrong-spark")
+
+
+def test_a_connector_maven_does_not_serve_is_one_error_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_MONITOR_CACHE", str(tmp_path))
+    with pytest.raises(MavenError, match=r"^Maven failed for org\.apache\.spark:spark-sql-kafka-0-10_2\.13:0\.0\.1: "
+                                         r".*spark-sql-kafka-0-10_2\.13:jar:0\.0\.1"):
+        fetch_spark_connector("0.0.1")
+    assert not (tmp_path / "spark-connector" / "0.0.1" / ".lib.complete").exists()

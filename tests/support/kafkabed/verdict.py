@@ -1,0 +1,216 @@
+"""Compares what the monitor reported for one scenario (event sink and /metrics) with what the
+bed did (expect.py), and tells known product gaps from new failures.
+
+KNOWN_FAILURES is the one place where an expectation the monitor does not meet yet is named,
+with the reason: such a scenario shows as KNOWN (failing) in the matrix, and CI (tests/e2e/kafka)
+runs only the scenarios without a known failure on its versions. A known failure that no longer
+fails is reported, so the table gets updated."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import jars
+from .expect import TIME_TOLERANCE_MS, Expected, ExpRebalance
+from .monitor import group_total
+
+
+@dataclass(frozen=True)
+class Known:
+    scenario: str
+    checks: tuple                   # failure categories (Verdict.failures) it explains; "*": all
+    reason: str
+    since: tuple = (0,)             # versions it applies to: since <= version < until
+    until: tuple = (99,)
+
+    def applies(self, version: str, scenario: str) -> bool:
+        v = jars.parse_version(version)
+        return self.scenario == scenario and self.since <= v < self.until
+
+
+KNOWN_FAILURES: list[Known] = [
+    Known("poll_timeout", ("trigger", "metrics"), "brokers before 3.2 log no client reason (KIP-800): the poll "
+          "timeout is only known when the client rejoins, after the rebalance record was emitted (member_leave); "
+          "the removal is right (inferred poll_timeout)", until=(3, 2)),
+    Known("share_group", ("trigger", "rebalances", "extra", "metrics"), "the bed's expectation, not the monitor: "
+          "it reads one rebalance per 'Bumped group epoch' line and gives it the bed's last action, but 4.2+ "
+          "bumps a share group once more with no member change (share-partition initialisation, logged like a "
+          "join's bump) and logs no 'Bumped' line for the fence and leave bumps; the monitor's records follow the "
+          "broker's lines (group_epoch_bump, then heartbeat_expiry at the fence line, member_leave -> empty)",
+          since=(4, 2)),
+    Known("streams_group", ("removals", "cause", "extra", "metrics"), "a Kafka Streams instance's member is named by its "
+          "thread's client id (<app>-StreamThread-1-consumer), which the bed does not map to the instance; its "
+          "close sends no leave, so the member is fenced at session expiry: the monitor records heartbeat_expiry "
+          "and the fence's epoch bump (empty), and cannot tell a clean close from a crash without a rejoin (root "
+          "cause unknown, or coordinator_wide with the bed's few groups) where the bed expects graceful_shutdown",
+          since=(4, 2)),
+]
+
+
+def known_for(version: str, scenario: str) -> list[Known]:
+    return [k for k in KNOWN_FAILURES if k.applies(version, scenario)]
+
+
+@dataclass
+class Verdict:
+    version: str
+    scenario: str
+    group: str
+    rebalances_expected: int = 0
+    rebalances_found: int = 0
+    triggers_right: int | None = 0
+    removals_expected: int = 0
+    removals_found: int = 0
+    causes_right: int | None = 0
+    rebalance_latency_s: float | None = None     # max over the scenario: broker line -> /metrics
+    removal_latency_s: float | None = None
+    failures: list = field(default_factory=list)  # (category, text)
+    known: list = field(default_factory=list)     # reasons of the known failures that apply
+    status: str = "FAIL"                          # PASS | FAIL | KNOWN | SKIP
+    note: str = ""
+    latency_span: tuple | None = None             # (first broker line, last first-scrape) epoch ms
+    monitor_down: bool = False                    # the monitor was restarting within latency_span
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"
+
+    def fail(self, category: str, text: str) -> None:
+        self.failures.append((category, text))
+
+    def settle(self, known: list[Known]) -> Verdict:
+        """PASS without failures; KNOWN when every failure is covered by a known one."""
+        self.known = [k.reason for k in known]
+        if not self.failures:
+            self.status = "PASS"
+            if known:
+                self.note = "known failure no longer fails: update KNOWN_FAILURES"
+        elif known and all(any("*" in k.checks or cat in k.checks for k in known) for cat, _ in self.failures):
+            self.status = "KNOWN"
+        else:
+            self.status = "FAIL"
+        return self
+
+    def summary(self) -> str:
+        return "; ".join(f"{c}: {t}" for c, t in self.failures[:8]) + (" …" if len(self.failures) > 8 else "")
+
+
+def _near(a: int | None, b: int | None) -> bool:
+    return a is not None and b is not None and abs(a - b) <= TIME_TOLERANCE_MS
+
+
+def _match_rebalances(v: Verdict, exp: Expected, records: list) -> list[tuple[ExpRebalance, dict]]:
+    left = sorted(records, key=lambda r: (r.get("started_at_ms") is None, r.get("started_at_ms") or 0))
+    pairs = []
+    for e in exp.rebalances:
+        rec = next((r for r in left if _near(r.get("started_at_ms"), e.start_ms)), None)
+        if rec is None:
+            v.fail("rebalances", f"no record for the rebalance started {e.start_ms} by '{e.cause}' "
+                                 f"(expected {e.trigger}/{'|'.join(e.outcomes)})")
+            continue
+        left.remove(rec)
+        pairs.append((e, rec))
+        v.rebalances_found += 1
+        label = f"rebalance {e.start_ms} ('{e.cause}')"
+        if rec.get("trigger") == e.trigger:
+            v.triggers_right += 1
+        else:
+            v.fail("trigger", f"{label}: trigger {rec.get('trigger')}, expected {e.trigger}")
+        if rec.get("outcome") not in e.outcomes:
+            v.fail("rebalances", f"{label}: outcome {rec.get('outcome')}, expected {'|'.join(e.outcomes)}")
+        if e.generation is not None and rec.get("generation") != e.generation:
+            v.fail("rebalances", f"{label}: generation {rec.get('generation')}, expected {e.generation}")
+        if e.protocol != rec.get("protocol"):
+            v.fail("rebalances", f"{label}: protocol {rec.get('protocol')}, expected {e.protocol}")
+        end_field = "completed_at_ms" if "stable" in e.outcomes and rec.get("outcome") == "stable" else "ended_at_ms"
+        if e.end_ms is not None and not _near(rec.get(end_field), e.end_ms):
+            v.fail("rebalances", f"{label}: {end_field} {rec.get(end_field)}, the broker's line says {e.end_ms}")
+    for rec in left:
+        v.fail("extra", f"rebalance record not caused by the bed: gen {rec.get('generation')} "
+                        f"{rec.get('trigger')}/{rec.get('outcome')} started {rec.get('started_at_ms')}")
+    return pairs
+
+
+def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
+    left = sorted(records, key=lambda r: r["removed_at_ms"])
+    pairs = []
+    for e in sorted(exp.removals, key=lambda r: r.at_ms):
+        rec = next((r for r in left if r.get("client_id") == e.client_id and r["removed_at_ms"] >= e.at_ms - 1000), None)
+        if rec is None:
+            v.fail("removals", f"no removal of {e.client_id} after '{e.action}' "
+                               f"(expected {e.cause}/{e.root_cause})")
+            continue
+        left.remove(rec)
+        pairs.append((e, rec))
+        v.removals_found += 1
+        if (rec.get("cause"), rec.get("root_cause")) == (e.cause, e.root_cause):
+            v.causes_right += 1
+        else:
+            v.fail("cause", f"{e.client_id} after '{e.action}': {rec.get('cause')}/{rec.get('root_cause')}, "
+                            f"expected {e.cause}/{e.root_cause} ({rec.get('evidence')})")
+        times = exp.removal_lines.get(rec.get("member_id"), [])
+        if not any(_near(rec["removed_at_ms"], t) for t in times):
+            v.fail("removals", f"{e.client_id}: removed_at_ms {rec['removed_at_ms']} matches no broker line "
+                               f"removing {rec.get('member_id')} ({times})")
+    for rec in left:
+        v.fail("extra", f"removal record not caused by the bed: {rec.get('client_id')} {rec.get('member_id')} "
+                        f"{rec.get('cause')}/{rec.get('root_cause')} at {rec['removed_at_ms']}")
+    return pairs
+
+
+def _check_metrics(v: Verdict, exp: Expected, reb_pairs: list, rem_pairs: list, samples: dict) -> None:
+    want: Counter = Counter()
+    for e in exp.rebalances:
+        rec = next((r for ee, r in reb_pairs if ee is e), None)
+        outcome = rec["outcome"] if rec is not None and rec.get("outcome") in e.outcomes else e.outcomes[0]
+        want[(e.trigger, outcome)] += 1
+    for (trigger, outcome), n in sorted(want.items()):
+        got = group_total(samples, "rebalance_monitor_rebalances_total", exp.group, trigger=trigger, outcome=outcome)
+        if got != n:
+            v.fail("metrics", f"rebalances_total{{trigger={trigger},outcome={outcome}}} {got:g}, expected {n}")
+    total = group_total(samples, "rebalance_monitor_rebalances_total", exp.group)
+    if total != sum(want.values()):
+        v.fail("metrics", f"rebalances_total of the group {total:g}, expected {sum(want.values())}")
+    rwant = Counter((e.cause, e.root_cause) for e in exp.removals)
+    for (cause, root), n in sorted(rwant.items()):
+        got = group_total(samples, "rebalance_monitor_member_removals_total", exp.group, cause=cause, root_cause=root)
+        if got != n:
+            v.fail("metrics", f"member_removals_total{{cause={cause},root_cause={root}}} {got:g}, expected {n}")
+    rtotal = group_total(samples, "rebalance_monitor_member_removals_total", exp.group)
+    if rtotal != sum(rwant.values()):
+        v.fail("metrics", f"member_removals_total of the group {rtotal:g}, expected {sum(rwant.values())}")
+    if exp.dead and group_total(samples, "rebalance_monitor_group_state", exp.group, state="Dead") != 1:
+        v.fail("dead", "group_state{state=Dead} is not 1 after the group was deleted / its offsets expired")
+
+
+def _latencies(v: Verdict, exp: Expected, reb_pairs: list, rem_pairs: list, watch) -> None:
+    if watch is None:
+        return
+    ends = sorted((e.end_ms or rec.get("ended_at_ms") or rec.get("started_at_ms") or 0) for e, rec in reb_pairs)
+    lat = [watch.first_reached("rebalance_monitor_rebalances_total", exp.group, n + 1) for n in range(len(ends))]
+    if ends and all(t is not None for t in lat):
+        v.rebalance_latency_s = round(max(t - e for t, e in zip(lat, ends)) / 1000, 1)
+        v.latency_span = (min(ends), max(lat))
+    rends = sorted(rec["removed_at_ms"] for _, rec in rem_pairs)
+    rlat = [watch.first_reached("rebalance_monitor_member_removals_total", exp.group, n + 1) for n in range(len(rends))]
+    if rends and all(t is not None for t in rlat):
+        v.removal_latency_s = round(max(t - e for t, e in zip(rlat, rends)) / 1000, 1)
+        lo, hi = v.latency_span or (min(rends), max(rlat))
+        v.latency_span = (min(lo, min(rends)), max(hi, max(rlat)))
+
+
+def judge(version: str, scenario: str, exp: Expected, sink: dict, samples: dict, watch=None,
+          quarantine: list | None = None) -> Verdict:
+    """`sink`: kind -> the group's records; `samples`: a parsed /metrics page; `quarantine`:
+    quarantine records attributed to this scenario (naming its group, or logged during it)."""
+    v = Verdict(version, scenario, exp.group, rebalances_expected=len(exp.rebalances),
+                removals_expected=len(exp.removals))
+    reb_pairs = _match_rebalances(v, exp, sink.get("rebalances", []))
+    rem_pairs = _match_removals(v, exp, sink.get("member_removals", []))
+    for a in sink.get("anomalies", []):
+        v.fail("anomaly", f"{a.get('kind')}: {a}")
+    for q in quarantine or []:
+        v.fail("quarantine", f"{q.get('reason')}: {(q.get('raw') or q.get('detail') or '')[:160]}")
+    _check_metrics(v, exp, reb_pairs, rem_pairs, samples)
+    _latencies(v, exp, reb_pairs, rem_pairs, watch)
+    return v.settle(known_for(version, scenario))

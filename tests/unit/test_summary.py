@@ -1,0 +1,121 @@
+"""The printed summary of the demo and replay (100 columns, diagnosis first, events per group in
+time order with dates) and the replay's progress line (streaming/app/progress.py)."""
+from __future__ import annotations
+
+import io
+import json
+import re
+
+from streaming.app.progress import LOG_AFTER_S, LOG_EVERY_S, ReplayProgress
+from streaming.app.summary import WIDTH, summary_lines
+from tests.support.report_pages import records
+
+DATED = re.compile(r"^  (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}) (rebalance|removed) ")
+
+
+def demo_records() -> tuple[list[dict], list[dict]]:
+    """The golden replays' records with the demo's cluster labels (both goldens say "default")."""
+    rebalances, removals = [], []
+    for r in records("rebalances.jsonl"):
+        rebalances.append(dict(r, cluster="kafka-4.0" if r["group"].startswith("k4-") else "kafka-2.7"))
+    for r in records("member_removals.jsonl"):
+        removals.append(dict(r, cluster="kafka-4.0" if r["group"].startswith("k4-") else "kafka-2.7"))
+    return rebalances, removals
+
+
+def test_summary_fits_100_columns_with_the_diagnosis_first():
+    rebalances, removals = demo_records()
+    lines = "\n".join(summary_lines(rebalances, removals, "56 groups", ["full records: /x/*.jsonl"])).splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert lines[0].startswith("DIAGNOSIS: 155 member removals in 56 groups (process_crash 3, process_pause 3,")
+    events_at = next(i for i, line in enumerate(lines) if line.startswith("EVENTS BY GROUP"))
+    diagnosis = "\n".join(lines[:events_at])
+    for r in removals:                   # every unplanned removal is in the diagnosis with its evidence
+        if r["root_cause"] != "graceful_shutdown":
+            assert f"{r['group']}  {r['cause']}" in diagnosis
+    assert "sc11-stuck-in-rebalance  1->2" in diagnosis and "rebalances that ran into their rebalance timeout (2)" \
+        in diagnosis
+    assert lines[-1] == "full records: /x/*.jsonl"
+
+
+def test_events_are_per_group_in_time_order_with_dates():
+    rebalances, removals = demo_records()
+    lines = summary_lines(rebalances, removals, "")
+    text = "\n".join(lines).splitlines()
+    start = next(i for i, line in enumerate(text) if line.startswith("EVENTS BY GROUP"))
+    groups: dict[str, list[str]] = {}
+    current = None
+    for line in text[start + 1:]:
+        if line.startswith(("kafka-2.7  ", "kafka-4.0  ")):
+            current = line.split("  (")[0]
+            assert current not in groups, f"{current} listed twice"
+            groups[current] = []
+        elif line.startswith("  ") and current is not None:
+            match = DATED.match(line)
+            assert match, line
+            groups[current].append(match.group(1))
+    assert len(groups) == 56
+    assert sum(len(v) for v in groups.values()) == len(rebalances) + len(removals)
+    for name, times in groups.items():
+        assert times == sorted(times), name
+    firsts = [times[0] for times in groups.values()]
+    assert firsts == sorted(firsts)       # groups in the order of their first event
+
+
+def test_long_names_are_cut_at_the_width_and_big_inputs_are_capped():
+    rebalances, removals = demo_records()
+    long_group = "x" * 240
+    rebalances.append(dict(rebalances[0], group=long_group))
+    removals.append(dict(next(r for r in removals if r["root_cause"] == "process_crash"), group=long_group))
+    lines = "\n".join(summary_lines(rebalances, removals, "", max_groups=5, max_events=2)).splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert any(line.endswith("…") for line in lines)
+    assert "... 52 more groups (fewer unplanned removals and rebalances): see the outputs" in lines
+    assert sum(1 for line in lines if re.match(r"  \.\.\. \d+ more events of this group", line)) == 5
+
+
+def _report(lines: int, pos: list[int], records_read: int, of: int) -> dict:
+    return {"sources": [
+        {"endOffset": {"source": "broker_log", "pos": pos, "lines": lines, "emitted": 0, "eof": False}},
+        {"endOffset": json.dumps({"source": "offsets", "i": records_read, "of": of, "eof": False})},   # JSON text
+    ]}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_line_in_a_log_only_for_long_replays():
+    clock, out = Clock(), io.StringIO()
+    meter = ReplayProgress(log_bytes=1000, stream=out, clock=clock, tty=False)
+    clock.now += LOG_AFTER_S - 1
+    meter.update(_report(100, [250, 0], 500, 2000))
+    assert out.getvalue() == ""                    # a short replay prints nothing
+    clock.now += 1
+    meter.update(_report(200, [250, 250], 1000, 2000))
+    # half the log bytes (200 of ~400 lines) and half the records: 1200 of 2400 rows, in 10 s
+    assert out.getvalue() == "replay: 1,200 rows read, 120 rows/s, 50%, ETA 0:00:10\n"
+    clock.now += LOG_EVERY_S - 1
+    meter.update(_report(300, [400, 350], 1500, 2000))
+    assert out.getvalue().count("\n") == 1         # not more often than every LOG_EVERY_S
+    clock.now += 1
+    meter.update(_report(400, [500, 500], 2000, 2000))
+    assert out.getvalue().splitlines()[-1] == "replay: 2,400 rows read, 60 rows/s, 100%"
+    meter.finish()
+    assert out.getvalue().count("\n") == 2
+
+
+def test_progress_line_on_a_terminal_is_rewritten_in_place():
+    clock, out = Clock(), io.StringIO()
+    meter = ReplayProgress(log_bytes=0, label="demo", stream=out, clock=clock, tty=True)
+    clock.now += 2
+    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 10, "of": 40, "eof": False}}]})
+    clock.now += 0.1
+    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 20, "of": 40, "eof": False}}]})
+    assert out.getvalue() == "\r\x1b[Kdemo: 10 rows read, 5 rows/s, 25%, ETA 0:00:06"
+    meter.finish()
+    assert out.getvalue().endswith("\r\x1b[Kdemo: 20 rows read, 10 rows/s, 50%, ETA 0:00:02\n")

@@ -125,11 +125,11 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
     return kafka.source
 
 
-def _stop_query(query: Any, gate: StopGate, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
+def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
     """Stop the query between two foreachBatch calls (collector.StopGate): wait (up to
     `drain_timeout_s`) for the running one to finish, then stop; a batch that reaches
     foreachBatch after that fails uncommitted and runs again at the next start."""
-    if not gate.close(drain_timeout_s):
+    if gate is not None and not gate.close(drain_timeout_s):
         LOG.warning("run: a micro-batch still ran %.0f s after the stop request; stopping it", drain_timeout_s)
     try:
         query.stop()

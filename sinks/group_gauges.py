@@ -9,9 +9,23 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from state.model import ALL_STATES
+from state.model import ALL_STATES, DEAD
 
 PREFIX = "rebalance_monitor"
+
+
+def _live_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+    started = GaugeMetricFamily(
+        f"{PREFIX}_group_rebalance_started_timestamp_seconds",
+        "Event time the group's open rebalance started (Unix seconds), labelled with its trigger; "
+        "live view: shown in the batch that read the line. Only groups with an open rebalance.",
+        labels=["cluster", "group", "protocol", "trigger"])
+    pending = GaugeMetricFamily(
+        f"{PREFIX}_group_pending_removals",
+        "Member removals seen whose record is not final yet (root cause pending: decision window, "
+        "watermark or cross-group correlation), by the cause the broker line gave.",
+        labels=["cluster", "group", "cause"])
+    return started, pending
 
 
 class GroupStateCollector(Collector):
@@ -23,6 +37,9 @@ class GroupStateCollector(Collector):
     def __init__(self, storm_window_ms: int = 600_000) -> None:
         self._lock = threading.Lock()
         self._snapshots: dict[tuple[str, str], dict[str, Any]] = {}
+        # Removals already final per group but held by the driver's cross-group correlator
+        # (state/diagnosis/correlate.py): still `pending` for the live view, by cause.
+        self._correlating: dict[tuple[str, str], dict[str, int]] = {}
         self.storm_window_ms = storm_window_ms
 
     def update(self, snapshot: dict[str, Any]) -> None:
@@ -33,6 +50,23 @@ class GroupStateCollector(Collector):
     def forget(self, key: tuple[str, str]) -> None:
         with self._lock:
             self._snapshots.pop(key, None)
+
+    def set_correlating(self, records: Iterable[dict[str, Any]]) -> None:
+        """The removal records the correlator holds now (replaces the previous set)."""
+        by_group: dict[tuple[str, str], dict[str, int]] = {}
+        for r in records:
+            causes = by_group.setdefault((r["cluster"], r["group"]), {})
+            causes[r["cause"]] = causes.get(r["cause"], 0) + 1
+        with self._lock:
+            self._correlating = by_group
+
+    def pending_by_cause(self, snap: dict[str, Any]) -> dict[str, int]:
+        """Removals of the group seen but not final yet (live view), by cause."""
+        with self._lock:
+            counts = dict(self._correlating.get((snap["cluster"], snap["group"]), {}))
+        for p in snap.get("pending_removals") or []:
+            counts[p["cause"]] = counts.get(p["cause"], 0) + 1
+        return counts
 
     def snapshots(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -70,6 +104,7 @@ class GroupStateCollector(Collector):
         member_total = GaugeMetricFamily(f"{PREFIX}_state_members",
                                          "Members held in the monitor's state, over all groups.",
                                          labels=["cluster"])
+        started, pending = _live_families()
         per_state: dict[tuple[str, str], int] = {}
         per_cluster_members: dict[str, int] = {}
         cluster_now: dict[str, int] = {}
@@ -77,6 +112,8 @@ class GroupStateCollector(Collector):
             if snap.get("last_event_ms") is not None:
                 cluster_now[snap["cluster"]] = max(cluster_now.get(snap["cluster"], 0), snap["last_event_ms"])
         for snap in sorted(snapshots, key=lambda s: (s["cluster"], s["group"])):
+            if snap["state"] == DEAD:
+                continue   # a Dead group has no gauge series (docs/metrics.md)
             per_cluster_members[snap["cluster"]] = per_cluster_members.get(snap["cluster"], 0) \
                 + int(snap.get("member_count") or 0)
             if snap.get("_over_cap"):
@@ -99,10 +136,20 @@ class GroupStateCollector(Collector):
             if now:
                 starts = snap.get("recent_rebalance_starts_ms") or []
                 in_window.add_metric(labels, float(sum(1 for t in starts if now - t < self.storm_window_ms)))
+            self._live(snap, labels, started, pending)
             k = (snap["cluster"], snap["state"])
             per_state[k] = per_state.get(k, 0) + 1
         for (cluster, name), count in sorted(per_state.items()):
             groups.add_metric([cluster, name], float(count))
         for cluster, count in sorted(per_cluster_members.items()):
             member_total.add_metric([cluster], float(count))
-        return [state, generation, members, since, groups, member_total, in_progress, timeout, in_window]
+        return [state, generation, members, since, groups, member_total, in_progress, timeout, in_window,
+                started, pending]
+
+    def _live(self, snap: dict[str, Any], labels: list[str], started: GaugeMetricFamily,
+              pending: GaugeMetricFamily) -> None:
+        o = snap.get("rebalance_in_progress")
+        if o and o.get("started_at_ms") is not None and o.get("completed_at_ms") is None:
+            started.add_metric(labels + [o.get("trigger") or "unknown"], o["started_at_ms"] / 1000.0)
+        for cause, n in sorted(self.pending_by_cause(snap).items()):
+            pending.add_metric([snap["cluster"], snap["group"], cause], float(n))

@@ -2,13 +2,26 @@
 gaps, late rows, state size, restarts. Fed from Spark's progress reports and the live service."""
 from __future__ import annotations
 
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 PREFIX = "rebalance_monitor"
 
 
+# The source event skew gauge is the largest lag seen within this much wall time.
+SKEW_WINDOW_SECONDS = 600.0
+
+
 class HealthMetrics:
-    def __init__(self, r: CollectorRegistry) -> None:
+    def __init__(self, r: CollectorRegistry, wall_clock: Callable[[], float] = time.time) -> None:
+        self._wall = wall_clock
+        self._newest_ms: dict[str, float] = {}     # newest event time per source
+        self._front_ms: dict[str, float] = {}      # newest event or caught-up tick per source
+        self._skews: dict[str, deque] = {}
         self.input_records = Counter(
             f"{PREFIX}_input_records_total",
             "Raw input rows read per source (log lines before the coordinator filter, offsets records).",
@@ -20,10 +33,16 @@ class HealthMetrics:
         self.batch_duration = Gauge(f"{PREFIX}_batch_duration_seconds",
                                     "Wall time of the last micro-batch.", registry=r)
         self.watermark_delay = Gauge(f"{PREFIX}_watermark_delay_seconds",
-                                     "Wall clock minus the query's event-time watermark.", registry=r)
+                                     "Wall clock minus the query's event-time watermark (NaN until the "
+                                     "query has one).", registry=r)
+        self.watermark_delay.set(math.nan)
         self.newest_event_age = Gauge(f"{PREFIX}_source_newest_event_age_seconds",
-                                      "Wall clock minus the newest event time seen per source.",
+                                      "Wall clock (at scrape time) minus the newest event time seen per source.",
                                       ["source"], registry=r)
+        self.event_skew = Gauge(f"{PREFIX}_source_event_skew_seconds",
+                                "Largest lag, over the last 10 minutes, of a source's rows behind the newest "
+                                "event time that source had already delivered (set lateness_seconds above it).",
+                                ["source"], registry=r)
         self.source_up = Gauge(f"{PREFIX}_source_up",
                                "1 when the last attempt to read the source worked, 0 when it failed.",
                                ["source"], registry=r)
@@ -41,6 +60,34 @@ class HealthMetrics:
                                 registry=r)
         self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
                                       "Times the streaming query failed and was restarted.", registry=r)
+
+    def saw_events(self, source: str, newest_ms: float | None, oldest_ms: float | None,
+                   tick_ms: float | None = None) -> None:
+        """A batch's event-time range of one source (and its caught-up tick, which moves its
+        watermark like an event): the newest-event age (computed at scrape time, so it keeps
+        growing while the source is quiet) and the source's skew: how far the batch's oldest row
+        is behind the event time the source had reached before it (the watermark trails that
+        front by lateness_seconds, so a skew above the lateness is a dropped row)."""
+        previous = self._front_ms.get(source)
+        if tick_ms is not None:
+            self._front_ms[source] = max(previous or tick_ms, tick_ms)
+        if newest_ms is not None:
+            self._front_ms[source] = max(self._front_ms.get(source) or newest_ms, newest_ms)
+        if oldest_ms is not None and previous is not None:
+            now = self._wall()
+            window = self._skews.setdefault(source, deque())
+            window.append((now, max(0.0, (previous - oldest_ms) / 1000.0)))
+            while window and window[0][0] < now - SKEW_WINDOW_SECONDS:
+                window.popleft()
+            self.event_skew.labels(source).set(max(v for _, v in window))
+        if newest_ms is None:
+            return
+        if source not in self._newest_ms:
+            self.newest_event_age.labels(source).set_function(lambda: self._age(source))
+        self._newest_ms[source] = max(self._newest_ms.get(source) or newest_ms, newest_ms)
+
+    def _age(self, source: str) -> float:
+        return max(0.0, self._wall() - self._newest_ms[source] / 1000.0)
 
     def count_input(self, source: str, rows: int) -> None:
         if rows:

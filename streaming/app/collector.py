@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -49,6 +51,42 @@ def _records_of(kind: OutputKind) -> Any:
     return property(lambda self: self.records[kind])
 
 
+class QueryStopping(RuntimeError):
+    """A micro-batch reached foreachBatch after the stop request: it fails, so Spark does not
+    commit it and the next start runs it again."""
+
+
+class StopGate:
+    """Lets `run` stop the query between two foreachBatch calls.
+
+    `query.stop()` interrupts the stream thread. Inside Spark's own code that is a clean stop;
+    inside the Python foreachBatch (a py4j callback running `collect()`) the InterruptedException
+    comes back wrapped in a Python error that Spark does not recognise as a stop: it logs it,
+    and matching its long message overflowed the stream thread's stack (issue 14). Under load
+    the next micro-batch starts as soon as one ends, so waiting for "no trigger active" is not
+    enough; the gate is held for exactly the foreachBatch part.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.closed = False
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        with self._lock:
+            if self.closed:
+                raise QueryStopping("rebalance-monitor is stopping; this micro-batch runs again at the next start")
+            yield
+
+    def close(self, timeout_s: float) -> bool:
+        """No foreachBatch runs from now on; False if the running one did not end in time."""
+        acquired = self._lock.acquire(timeout=timeout_s)
+        self.closed = True
+        if acquired:
+            self._lock.release()
+        return acquired
+
+
 @dataclass
 class RunCollector:
     """What the query produced, fanned out to the metrics sink and (optionally) durable files.
@@ -78,6 +116,7 @@ class RunCollector:
     # Last batch whose removals went through the correlator (restored from the state file): a
     # re-run batch at or below it neither feeds it again nor rewrites the event sink.
     correlated_through: int = -1
+    gate: StopGate = field(default_factory=StopGate)
 
     # The records kept per kind (replay, demo).
     rebalances = _records_of(OutputKind.REBALANCE)
@@ -120,7 +159,12 @@ class RunCollector:
         by_kind[OutputKind.REMOVAL] = self.correlator.advance(max(clocks) if clocks else None)
 
     def foreach_batch(self, df: Any, batch_id: int) -> None:
-        """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA)."""
+        """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA). Runs
+        inside the stop gate: `run` stops the query only while no foreachBatch runs."""
+        with self.gate.running():
+            self._apply_batch(df, batch_id)
+
+    def _apply_batch(self, df: Any, batch_id: int) -> None:
         if batch_id <= self.last_batch_id:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}
@@ -141,6 +185,7 @@ class RunCollector:
                 continue
             for record in by_kind.get(kind, []):
                 self.handle(kind, record)
+        self.metrics.groups.set_correlating(self.correlator.pending)
         if self.state_file is not None:
             self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
         self.correlated_through = max(self.correlated_through, batch_id)
@@ -163,6 +208,7 @@ class RunCollector:
         if self.state_file is not None:
             last, snapshots = self.state_file.load()
             self.correlator.load_state(self.state_file.load_extra())
+            self.metrics.groups.set_correlating(self.correlator.pending)
             self.correlated_through = last
             for snap in snapshots:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
@@ -178,12 +224,14 @@ class RunCollector:
         """End of a finite input: every removal still held by the correlator is decided."""
         for record in self.correlator.advance(2 ** 62):
             self.handle(OutputKind.REMOVAL, record)
+        self.metrics.groups.set_correlating(self.correlator.pending)
         self.warn_silent_sources(final=True)
 
     def count_progress(self, progress: dict) -> None:
         """Health metrics from one of Spark's progress reports (one per micro-batch)."""
         m = self.metrics.health
         now_ms = time.time() * 1000
+        ticks: dict[str, float] = {}
         if hasattr(progress, "json"):   # PySpark's StreamingQueryProgress (nested Rows): use its JSON
             progress = json.loads(progress.json)
         for source in progress.get("sources") or []:
@@ -200,6 +248,7 @@ class RunCollector:
                     rows -= 1   # the replay's end-of-input marker is not input
                 if end.get("tick") and end.get("tick") != start.get("tick"):
                     rows -= 1   # nor is a live source's caught-up marker
+                    ticks[kind] = float(end["tick"])
                 if "error" in end:   # live sources say whether Kafka answered
                     m.source_up.labels(kind).set(0 if end["error"] else 1)
                     if end["error"]:
@@ -214,12 +263,14 @@ class RunCollector:
         if duration is not None:
             m.batch_duration.set(duration / 1000.0)
         watermark = (progress.get("eventTime") or {}).get("watermark")
-        if watermark and not watermark.startswith(END_OF_INPUT_WATERMARK_YEAR):
+        # Before the first real watermark Spark reports epoch 0: no delay to show (not 1.8e9 s).
+        if watermark and not watermark.startswith((END_OF_INPUT_WATERMARK_YEAR, "1970-01-01T00:00:00")):
             m.watermark_delay.set(max(0.0, (now_ms - _iso_ms(watermark)) / 1000.0))
         for name, values in (progress.get("observedMetrics") or {}).items():
-            newest = (values or {}).get("newest_event_ms")
-            if name.startswith("source_") and newest is not None:
-                m.newest_event_age.labels(name[len("source_"):]).set(max(0.0, (now_ms - newest) / 1000.0))
+            if name.startswith("source_"):
+                kind = name[len("source_"):]
+                m.saw_events(kind, (values or {}).get("newest_event_ms"), (values or {}).get("oldest_event_ms"),
+                             ticks.get(kind))
         operators = progress.get("stateOperators") or []
         if operators:
             m.state_rows.set(sum(int(op.get("numRowsTotal") or 0) for op in operators))

@@ -19,7 +19,7 @@ from typing import Any
 
 from sinks.files import EventSink, GroupStateFile
 from sinks.metrics import MetricsSink
-from streaming.app.collector import RunCollector
+from streaming.app.collector import RunCollector, StopGate
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
@@ -27,6 +27,7 @@ from streaming.spark.sources.kafka_login import KafkaLoginFailed
 
 LOG = logging.getLogger("rebalance_monitor.run")
 MAX_RESTART_BACKOFF_S = 60.0
+STOP_DRAIN_TIMEOUT_S = 30.0     # longest wait for a running micro-batch at stop
 CHECK_TIMEOUT_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
 # (topics, stop) -> None when every topic exists, else why Kafka did not answer
@@ -125,7 +126,12 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
     return kafka.source
 
 
-def _stop_query(query: Any) -> None:
+def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
+    """Stop the query between two foreachBatch calls (collector.StopGate): wait (up to
+    `drain_timeout_s`) for the running one to finish, then stop; a batch that reaches
+    foreachBatch after that fails uncommitted and runs again at the next start."""
+    if gate is not None and not gate.close(drain_timeout_s):
+        LOG.warning("run: a micro-batch still ran %.0f s after the stop request; stopping it", drain_timeout_s)
     try:
         query.stop()
     except Exception as exc:
@@ -183,7 +189,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
                     stop.wait(1.0)
                     metrics.sweep()
                 if stop.is_set():
-                    _stop_query(query)
+                    _stop_query(query, collector.gate)
                     break
                 failure = query.exception()
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",

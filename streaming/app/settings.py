@@ -343,12 +343,20 @@ class DemoSettings(ReplaySettings, _Serving):
     max_rows_per_batch: int = Field(default=2000, ge=1, description="rows per micro-batch per source")
 
 
+RUN_LATENESS_SECONDS = 10.0
+RUN_TRIGGER_INTERVAL_SECONDS = 1.0
+
+
 class RunSettings(QuerySettings, _Serving):
     """`run`: the live service."""
     kafka: KafkaSettings
     checkpoint_location: str = Field(min_length=1, description="restarts resume from it")
     events_dir: str | None = Field(default=None, description="durable event sink (JSON lines per batch)")
-    trigger_interval_seconds: float = Field(default=10.0, gt=0)
+    # Live defaults (docs/configuration.md, "Live defaults"): the live view shows events in the
+    # batch that reads them, so the trigger bounds /metrics latency; the lateness only delays
+    # final records and must cover how far one broker's lines lag another's in the log topic.
+    lateness_seconds: float = Field(default=RUN_LATENESS_SECONDS, ge=0, description="watermark delay per source")
+    trigger_interval_seconds: float = Field(default=RUN_TRIGGER_INTERVAL_SECONDS, gt=0)
     group_allow: list[str] = Field(default_factory=list, description="regexes; empty = all groups")
     group_deny: list[str] = Field(default_factory=list, description="regexes")
     max_groups: int = Field(default=10_000, ge=1, description="cap on groups exported as series")

@@ -7,6 +7,8 @@ oldest held event (or the machine's next deadline) so the group is called again 
 watermark moves even if no new row arrives for it.
 
 The state is the group's model as versioned JSON (state/model.py) and the held event rows.
+The snapshot row of each touched group is its live view (state/live.py): the held events applied
+to a copy of the model, so /metrics shows them in the batch that read them; records stay final.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from state import events as E
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
 from state.model import DEAD, GroupModel
-from state.outputs import OutputKind, snapshot
+from state.live import live_snapshot
+from state.outputs import OutputKind
 from streaming.rows import (
     EVENT_COLUMNS, EVENT_DATA, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row,
     row_to_event
@@ -71,8 +74,12 @@ def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list
         out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
 
 
-def _run_machine(cluster: str, group: str, ready: list[list[Any]], watermark: int, model: GroupModel,
-                 diagnosis: DiagnosisSettings, out: list[tuple]) -> GroupStateMachine:
+def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list[list[Any]], watermark: int,
+                 model: GroupModel, diagnosis: DiagnosisSettings, out: list[tuple],
+                 new_rows: bool) -> GroupStateMachine:
+    """The final path (events the watermark passed -> records), then the group's snapshot: the
+    live view (state/live.py), i.e. the final model with the still-held events applied to a copy,
+    whenever anything changed for the group in this batch (new rows, applied events, records)."""
     machine = GroupStateMachine(model, diagnosis)
     events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
     for ev in events:
@@ -82,8 +89,9 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], watermark: in
         ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
             or record.get("started_at_ms")
         out.append((str(kind), cluster, group, ts, _dump(record)))
-    if events or machine.outputs:
-        out.append((str(OutputKind.SNAPSHOT), cluster, group, model.last_event_ms, _dump(snapshot(model))))
+    if events or machine.outputs or new_rows:
+        view = live_snapshot(model, (row_to_event(r) for r in waiting), diagnosis, watermark)
+        out.append((str(OutputKind.SNAPSHOT), cluster, group, view["last_event_ms"], _dump(view)))
     return machine
 
 
@@ -116,7 +124,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     watermark = state.getCurrentWatermarkMs()
     ready = [r for r in held if r[EVENT_TS] <= watermark]
     waiting = [r for r in held if r[EVENT_TS] > watermark]
-    machine = _run_machine(cluster, group, ready, watermark, model, diagnosis, out)
+    machine = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out, bool(incoming))
 
     deadlines = [min(r[EVENT_TS] for r in waiting)] if waiting else []
     machine_deadline = machine.next_deadline_ms()

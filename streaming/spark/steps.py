@@ -216,6 +216,7 @@ def observed(events: DataFrame, source_kind: str) -> DataFrame:
     return events.observe(
         f"source_{source_kind}",
         F.max(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias("newest_event_ms"),
+        F.min(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias("oldest_event_ms"),
         F.sum(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), 1).otherwise(0)).alias("events"),
         F.sum(F.when(F.col("kind") == F.lit(QUARANTINE), 1).otherwise(0)).alias("quarantined"),
     )

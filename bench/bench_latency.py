@@ -1,0 +1,159 @@
+"""Latency of `rebalance-monitor run` on a real Kafka cluster (issue 14), new defaults against
+the old ones in the same run.
+
+A 2-broker cluster of the real-Kafka bed (tests/support/kafkabed) ships its brokers' server.log
+into a log topic; the monitor reads it and __consumer_offsets. For each configuration in turn
+(new defaults: trigger 1 s, lateness 10 s; old: trigger 10 s, lateness 30 s) the bench starts
+the monitor, runs `--rounds` scripted rounds (tests/support/live_probe.scripted_round: a join, a
+join that waits for a slow member, a SIGKILLed member's heartbeat expiry, a LeaveGroup), scrapes
+/metrics every `--scrape-interval` and times, from the moment each broker line is acknowledged
+by the log topic:
+
+- live: the first scrape whose group gauges show it (rebalance start, JOIN end, rebalance end,
+  removal with its cause);
+- final: the first scrape whose counters count it: a rebalance record (timed from the line that
+  ended the rebalance, "Assignment received" or "is now empty"), a removal record (from the
+  removal line).
+
+The old configuration's final figures are what /metrics showed before the live view (the
+gauges came from the watermark path). Also: batch time (rebalance_monitor_batch_duration_seconds
+per scrape) and the CPU seconds of the monitor's process tree (driver, Spark JVM, Python
+workers) over the measured period. `--lag-seconds S` delays broker 2's shipper by S seconds.
+
+Last line: live_p95_seconds=… final_p95_seconds=… old_p95_seconds=… (and more key=value pairs).
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from tests.support.kafkabed import KafkaCluster, LogShipper
+from tests.support.kafkabed.runner import Runner
+from tests.support.live_probe import (
+    LineEvent, MonitorProcess, Scraper, Summary, latencies, line_events, percentile, rebalance_final_seconds,
+    scripted_round, summarize
+)
+
+CONFIGS = {"new": (None, None), "old": (10.0, 30.0)}    # (trigger s, lateness s); None = defaults
+KINDS = ("start", "join_end", "end", "empty", "removal")
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _row(label: str, s: Summary) -> str:
+    return (f"  {label:<22} n={s.n:<3} missing={s.missing:<2} min {_fmt(s.min):>7}  p50 {_fmt(s.p50):>7}  "
+            f"p95 {_fmt(s.p95):>7}  max {_fmt(s.max):>7}")
+
+
+def _counted(monitor: MonitorProcess, groups: list[str]) -> bool:
+    page = monitor.scrape()
+    for g in groups:
+        reb = sum(float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
+                  if line.startswith("rebalance_monitor_rebalances_total{") and f'group="{g}"' in line)
+        rem = sum(float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
+                  if line.startswith("rebalance_monitor_member_removals_total{") and f'group="{g}"' in line)
+        if reb < 4 or rem < 2:
+            return False
+    return True
+
+
+def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval: float,
+               final_wait: float) -> dict:
+    trigger, lateness = CONFIGS[name]
+    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / name, trigger_s=trigger,
+                             lateness_s=lateness).start()
+    scraper = Scraper(monitor, f"lb-{name}-", interval)
+    try:
+        monitor.wait_batches(2)
+        cpu0, t0 = monitor.cpu_seconds(), time.monotonic()
+        scraper.start()
+        since = shipper.mark()
+        groups = [f"lb-{name}-{i}" for i in range(rounds)]
+        with Runner(cluster, workdir / f"{name}-runner", shipper) as runner:
+            for group in groups:
+                scripted_round(runner, group, runner.topic(f"{group}-data", 2, 1))
+        deadline = time.monotonic() + final_wait
+        while time.monotonic() < deadline and not _counted(monitor, groups):
+            monitor.alive()
+            time.sleep(1.0)
+        time.sleep(max(1.0, 2 * interval))
+        cpu, wall = monitor.cpu_seconds() - cpu0, time.monotonic() - t0
+    finally:
+        scraper.stop()
+        monitor.stop()
+    events: list[LineEvent] = []
+    for group in groups:
+        events += latencies(line_events(shipper, group, since), scraper.scrapes)
+    batches = [s.batch_s for s in scraper.scrapes if s.batch_s is not None]
+    return {"events": events, "cpu": cpu, "wall": wall, "batch_p50": percentile(batches, 0.5),
+            "batch_max": max(batches) if batches else None, "trigger": trigger, "lateness": lateness}
+
+
+def report(name: str, r: dict) -> dict[str, Summary]:
+    evs: list[LineEvent] = r["events"]
+    out: dict[str, Summary] = {}
+    print(f"{name}: trigger {r['trigger'] or 'default'} s, lateness {r['lateness'] or 'default'} s; "
+          f"{r['wall']:.0f} s measured, process-tree CPU {r['cpu']:.1f} s ({r['cpu'] / max(r['wall'], 1):.2f} cores), "
+          f"batch time p50 {_fmt(r['batch_p50'])} s max {_fmt(r['batch_max'])} s")
+    for kind in KINDS:
+        out[f"live_{kind}"] = summarize([e.live_s for e in evs if e.what == kind])
+        print(_row(f"live {kind}", out[f"live_{kind}"]))
+    out["live"] = summarize([e.live_s for e in evs])
+    print(_row("live (all)", out["live"]))
+    out["final_rebalance"] = summarize(rebalance_final_seconds(evs))
+    out["final_removal"] = summarize([e.final_s for e in evs if e.what == "removal"])
+    print(_row("final rebalance record", out["final_rebalance"]))
+    print(_row("final removal record", out["final_removal"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/latency", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", default="4.4.0", help="Kafka version of the bed (4.x)")
+    p.add_argument("--rounds", type=int, default=3, help="scripted rounds (groups) per configuration")
+    p.add_argument("--scrape-interval", type=float, default=0.1)
+    p.add_argument("--final-wait", type=float, default=240.0, help="longest wait for the final records")
+    p.add_argument("--lag-seconds", type=float, default=0.0, help="delay of broker 2's log shipper")
+    p.add_argument("--configs", default="new,old")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    cluster = KafkaCluster(args.version, workdir=work / "cluster")
+    shipper = None
+    results: dict[str, dict[str, Summary]] = {}
+    extra: dict[str, dict] = {}
+    try:
+        cluster.start()
+        delay = {2: args.lag_seconds} if args.lag_seconds else None
+        shipper = LogShipper(cluster, "bench-broker-logs", delay_s=delay).start()
+        cluster.coordinator_of("bench-latency")   # creates __consumer_offsets, which `run` waits for
+        for name in args.configs.split(","):
+            r = run_config(name, cluster, shipper, work, args.rounds, args.scrape_interval, args.final_wait)
+            results[name], extra[name] = report(name, r), r
+    finally:
+        if shipper is not None:
+            shipper.stop(drain=False, timeout=10)
+        cluster.close(keep=False)
+    new, old = results.get("new"), results.get("old")
+    pairs = []
+    if new:
+        pairs += [("live_p95_seconds", new["live"].p95), ("live_max_seconds", new["live"].max),
+                  ("final_p95_seconds", new["final_rebalance"].p95),
+                  ("removal_final_p95_seconds", new["final_removal"].p95),
+                  ("live_missing", new["live"].missing),
+                  ("cpu_seconds", extra["new"]["cpu"]), ("batch_p50_seconds", extra["new"]["batch_p50"])]
+    if old:
+        pairs += [("old_live_p95_seconds", old["live"].p95), ("old_p95_seconds", old["final_rebalance"].p95),
+                  ("old_removal_p95_seconds", old["final_removal"].p95),
+                  ("old_cpu_seconds", extra["old"]["cpu"]), ("old_batch_p50_seconds", extra["old"]["batch_p50"])]
+    if args.lag_seconds:
+        pairs.append(("lag_seconds", args.lag_seconds))
+    print(" ".join(f"{k}={_fmt(v) if isinstance(v, float) or v is None else v}" for k, v in pairs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

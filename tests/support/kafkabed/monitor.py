@@ -272,8 +272,13 @@ class MetricsWatch(threading.Thread):
             with self._lock:
                 self.scrapes += 1
                 self.last = samples
-                self._batches = int(samples.get(("rebalance_monitor_batches_total", ()), 0))
-                if delay is not None and delay == delay:      # NaN before the first watermark
+                batches = int(samples.get(("rebalance_monitor_batches_total", ()), 0))
+                # The gauge is wall clock minus the watermark *when a batch ended*: only the first
+                # scrape after a new batch dates it (within one scrape interval); a later scrape
+                # would move the estimate ahead of the monitor's real event time.
+                fresh = batches != self._batches
+                self._batches = batches
+                if fresh and delay is not None and delay == delay:      # NaN before the first watermark
                     self._watermark = max(self._watermark, t - int(delay * 1000))
                 for (name, g), total in totals.items():
                     for n in range(1, int(total) + 1):

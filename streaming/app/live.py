@@ -88,8 +88,7 @@ def _stop_query(query: Any) -> None:
 def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
-    metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
-                                     dead_group_retention_seconds=settings.dead_group_retention_seconds)
+    metrics = metrics or MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
     server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)

@@ -35,8 +35,9 @@ def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
 def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],
            out_dir: str | None = None, collector: RunCollector | None = None,
            offsets_rows_per_batch: int | None = None) -> RunCollector:
-    collector = (collector or RunCollector(MetricsSink(settings.duration_buckets))).configure(
-        settings.diagnosis.to_settings())
+    if collector is None:
+        collector = RunCollector(MetricsSink(settings.duration_buckets, **settings.metrics_sink_options()))
+    collector.configure(settings.diagnosis.to_settings())
     outputs = replay_query(spark, settings.query_options(), [i.file() for i in logs], [i.file() for i in offsets],
                            offsets_rows_per_batch)
     run_to_end(spark, outputs, collector)

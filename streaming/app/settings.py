@@ -211,6 +211,15 @@ class _Settings(BaseSettings):
         return (init_settings, env_settings, _FileSource(settings_cls))
 
 
+def _check_regexes(value: list[str]) -> list[str]:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
+    return value
+
+
 # ---------------------------------------------------------------------------- per command
 class ParseLogsSettings(_Settings):
     """`parse-logs`: how to read broker log lines."""
@@ -235,6 +244,8 @@ class QuerySettings(ParseLogsSettings):
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
+    group_histograms: list[str] = Field(
+        default_factory=list, description="regexes of group ids that get their own duration histograms")
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
 
     @field_validator("duration_buckets")
@@ -243,6 +254,15 @@ class QuerySettings(ParseLogsSettings):
         if not value or any(b <= a for a, b in itertools.pairwise(value)) or value[0] <= 0:
             raise ValueError("buckets must be positive and strictly increasing")
         return value
+
+    @field_validator("group_histograms")
+    @classmethod
+    def _histogram_patterns(cls, value: list[str]) -> list[str]:
+        return _check_regexes(value)
+
+    def metrics_sink_options(self) -> dict[str, Any]:
+        """The MetricsSink arguments these settings determine."""
+        return {"group_histograms": tuple(self.group_histograms)}
 
     def query_options(self, **extra: Any) -> QueryOptions:
         return QueryOptions(lateness_seconds=self.lateness_seconds, parse_partitions=self.parse_partitions,
@@ -288,12 +308,11 @@ class RunSettings(QuerySettings, _Serving):
     @field_validator("group_allow", "group_deny")
     @classmethod
     def _regexes(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
-        return value
+        return _check_regexes(value)
+
+    def metrics_sink_options(self) -> dict[str, Any]:
+        return {**super().metrics_sink_options(), "max_groups": self.max_groups,
+                "dead_group_retention_seconds": self.dead_group_retention_seconds}
 
     def query_options(self, **extra: Any) -> QueryOptions:
         return super().query_options(group_allow=tuple(self.group_allow), group_deny=tuple(self.group_deny), **extra)

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from streaming.app.replay import replay
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
-    metrics = MetricsSink(settings.duration_buckets)
+    metrics = MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
     server, _ = serve(metrics.registry, settings.metrics_host, settings.metrics_port)
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "

@@ -20,7 +20,7 @@ import pandas as pd
 from state import events as E
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
-from state.model import DEAD, GroupModel
+from state.model import DEAD, GroupModel, pack, unpack
 from state.outputs import OutputKind, snapshot
 from streaming.rows import (
     EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row, row_to_event
@@ -105,7 +105,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     if state.exists:
         model_json, held_json = state.get
         model = GroupModel.from_json(model_json)
-        held = json.loads(held_json)
+        held = json.loads(unpack(held_json))
     else:
         model, held = GroupModel(cluster=cluster, group=group), []
     held.extend(incoming)
@@ -121,7 +121,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     if not deadlines and model.state == DEAD:
         state.remove()   # a dead group keeps no state; a new group with its id starts fresh
     else:
-        state.update((model.to_json(), _dump(waiting)))
+        state.update((model.to_json(), pack(_dump(waiting)) if waiting else "[]"))
         if deadlines:
             state.setTimeoutTimestamp(max(min(deadlines), watermark + 1))
     yield _frame(out)

@@ -23,15 +23,24 @@ from state.machine import GroupStateMachine
 from state.model import DEAD, GroupModel, pack, unpack
 from state.outputs import OutputKind, snapshot
 from streaming.rows import (
-    EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row, row_to_event
+    END_OF_INPUT_TS_MS, EVENT_COLUMNS, EVENT_DATA, EVENT_TS, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP,
+    row_to_event
 )
 
 
 def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
+    """The event rows of the call, column by column (`Series.tolist` gives Python values; only
+    float columns, the nullable integers, can hold NaN), not row by row through pandas."""
     rows: list[list[Any]] = []
     for pdf in pdfs:
-        for values in pdf[EVENT_COLUMNS].itertuples(index=False, name=None):
-            rows.append(clean_row(values))
+        columns = []
+        for name in EVENT_COLUMNS:
+            series = pdf[name]
+            values = series.tolist()
+            if series.dtype.kind == "f":
+                values = [None if v != v else v for v in values]
+            columns.append(values)
+        rows.extend(map(list, zip(*columns)))
     return rows
 
 
@@ -67,8 +76,18 @@ def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list
         out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
 
 
+# A group whose last applied events were offset commits only gets no snapshot for them (commits
+# change no gauge); it is called once more, with this timeout, when a replay's end-of-input marker
+# moves the watermark to END_OF_INPUT_TS_MS, so the final snapshot (groups.jsonl) has its commit
+# counters. A live watermark never gets there.
+FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
+_COMMIT_KINDS = frozenset({E.OFFSET_COMMIT})
+
+
 def _run_machine(cluster: str, group: str, ready: list[list[Any]], watermark: int, model: GroupModel,
-                 diagnosis: DiagnosisSettings, out: list[tuple]) -> GroupStateMachine:
+                 diagnosis: DiagnosisSettings, out: list[tuple]) -> tuple[GroupStateMachine, bool]:
+    """Apply the ready rows; returns the machine and whether commits changed the model without a
+    snapshot being sent."""
     machine = GroupStateMachine(model, diagnosis)
     events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
     for ev in events:
@@ -78,9 +97,11 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], watermark: in
         ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
             or record.get("started_at_ms")
         out.append((str(kind), cluster, group, ts, _dump(record)))
-    if events or machine.outputs:
+    changed = machine.outputs or any(ev.kind not in _COMMIT_KINDS for ev in events)
+    if changed or watermark >= FINAL_SNAPSHOT_TS_MS:
         out.append((str(OutputKind.SNAPSHOT), cluster, group, model.last_event_ms, _dump(snapshot(model))))
-    return machine
+        return machine, False
+    return machine, bool(events)
 
 
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
@@ -112,12 +133,14 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     watermark = state.getCurrentWatermarkMs()
     ready = [r for r in held if r[EVENT_TS] <= watermark]
     waiting = [r for r in held if r[EVENT_TS] > watermark]
-    machine = _run_machine(cluster, group, ready, watermark, model, diagnosis, out)
+    machine, unsent_commits = _run_machine(cluster, group, ready, watermark, model, diagnosis, out)
 
     deadlines = [min(r[EVENT_TS] for r in waiting)] if waiting else []
     machine_deadline = machine.next_deadline_ms()
     if machine_deadline is not None:
         deadlines.append(machine_deadline)
+    if unsent_commits and not deadlines:
+        deadlines.append(FINAL_SNAPSHOT_TS_MS)
     if not deadlines and model.state == DEAD:
         state.remove()   # a dead group keeps no state; a new group with its id starts fresh
     else:

@@ -99,7 +99,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark
-        spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+        spark = get_spark(settings.spark_master, settings.shuffle_partitions, driver_memory=settings.driver_memory)
         source = choose_kafka_source(spark_kafka_available(spark), settings.kafka)
         LOG.warning("run: reading Kafka with the %s source (%s)", source,
                     "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")

@@ -25,6 +25,7 @@ from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
 from streaming.logs.step import LogSourceSpec
 from streaming.logs.timeutil import zone
 from streaming.spark.query import KafkaRead, LogFile, OffsetsFile, QueryOptions
+from streaming.spark.session import DEFAULT_DRIVER_MEMORY
 
 # Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
 # max.poll.interval.ms and beyond (a stuck member holds the JOIN phase that long).
@@ -243,6 +244,8 @@ class QuerySettings(ParseLogsSettings):
         description="unknown coordinator lines kept in quarantine per logger and batch")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
+    driver_memory: str = Field(default=DEFAULT_DRIVER_MEMORY, pattern=r"^[1-9][0-9]*[kKmMgGtT]$",
+                               description="heap of the Spark driver JVM in local mode, e.g. 2g")
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
     group_histograms: list[str] = Field(
         default_factory=list, description="regexes of group ids that get their own duration histograms")

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
           f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions, driver_memory=settings.driver_memory)
     collector = RunCollector(metrics)
     collector.on_batch = lambda c, batch_id: print(
         f"demo: batch {batch_id}: {len(c.rebalances)} rebalances, {len(c.removals)} removals so far",

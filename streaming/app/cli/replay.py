@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     logs, offsets = inputs(settings, args)
     from streaming.app.replay import replay
     from streaming.spark.session import get_spark
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions, driver_memory=settings.driver_memory)
     started = time.monotonic()
     collector = replay(spark, settings, logs, offsets, out_dir=args.out)
     print(f"replay: {len(collector.rebalances)} rebalances, {len(collector.removals)} member removals, "

@@ -13,6 +13,7 @@ matter is known. Released candidates are kept for W more for later look-backs.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Any
 
@@ -63,7 +64,7 @@ class Correlator:
         if not ready:
             return []
         self.pending = [r for r in self.pending if not self.clock_ms > r["removed_at_ms"] + self.hold_ms]
-        pool = [r for r in self.recent + self.pending + ready if is_candidate(r)]
+        pool = _Pool([r for r in self.recent + self.pending + ready if is_candidate(r)])
         decided = []
         for rec in sorted(ready, key=_order):
             if is_candidate(rec):
@@ -80,13 +81,12 @@ class Correlator:
         session = rec.get("session_timeout_ms") or KIP848_DEFAULT_SESSION_MS
         return min(session, MAX_SESSION_LOOKAROUND_MS)
 
-    def _classify(self, rec: dict[str, Any], pool: list[dict[str, Any]]) -> None:
+    def _classify(self, rec: dict[str, Any], pool: _Pool) -> None:
         t, cluster = rec["removed_at_ms"], rec["cluster"]
         host = rec.get("client_host")
         if host is not None:
             w = self._host_window(rec)
-            same_host = [r for r in pool if r["cluster"] == cluster and r.get("client_host") == host
-                         and abs(r["removed_at_ms"] - t) <= w]
+            same_host = pool.around(("host", cluster, host), t, w)
             if len(same_host) >= self.s.host_wide_min_removals:
                 groups = sorted({r["group"] for r in same_host})
                 span = max(r["removed_at_ms"] for r in same_host) - min(r["removed_at_ms"] for r in same_host)
@@ -99,8 +99,7 @@ class Correlator:
         coordinator = rec.get("coordinator")
         if coordinator is not None:
             w = self.s.coordinator_wide_window_ms
-            same = [r for r in pool if r["cluster"] == cluster and r.get("coordinator") == coordinator
-                    and abs(r["removed_at_ms"] - t) <= w]
+            same = pool.around(("coordinator", cluster, coordinator), t, w)
             groups = sorted({r["group"] for r in same})
             hosts = {r.get("client_host") for r in same}
             if len(groups) >= self.s.coordinator_wide_min_groups \
@@ -117,6 +116,29 @@ class Correlator:
             return
         rec["evidence"] = f"{text} (per group: {rec.get('root_cause')}: {rec.get('evidence')})"
         rec["root_cause"] = root
+
+
+class _Pool:
+    """The candidate removals indexed by (cluster, host) and (cluster, coordinator), each sorted by
+    removal time: the records of one key within +-w of t are a bisected slice, so classifying n
+    removals costs n log n plus the bursts they find, not n x pool (issue 15: 10,000 expiries
+    decided at once took 74 s)."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        index: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in records:
+            if r.get("client_host") is not None:
+                index.setdefault(("host", r["cluster"], r["client_host"]), []).append(r)
+            if r.get("coordinator") is not None:
+                index.setdefault(("coordinator", r["cluster"], r["coordinator"]), []).append(r)
+        self._records = {k: sorted(v, key=lambda r: r["removed_at_ms"]) for k, v in index.items()}
+        self._times = {k: [r["removed_at_ms"] for r in v] for k, v in self._records.items()}
+
+    def around(self, key: tuple[Any, ...], t: int, w: int) -> list[dict[str, Any]]:
+        times = self._times.get(key)
+        if not times:
+            return []
+        return self._records[key][bisect_left(times, t - w):bisect_right(times, t + w)]
 
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:

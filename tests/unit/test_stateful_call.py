@@ -23,7 +23,7 @@ class FakeState:
     exists = property(lambda self: self.value is not None)
     get = property(lambda self: self.value)
 
-    def getCurrentWatermarkMs(self) -> int:  # noqa: N802 (Spark's name)
+    def getCurrentWatermarkMs(self) -> int:
         return self.watermark
 
     def update(self, value: tuple) -> None:
@@ -32,7 +32,7 @@ class FakeState:
     def remove(self) -> None:
         self.value = None
 
-    def setTimeoutTimestamp(self, ts: int) -> None:  # noqa: N802
+    def setTimeoutTimestamp(self, ts: int) -> None:
         self.timeout = ts
 
 

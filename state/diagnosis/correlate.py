@@ -71,7 +71,8 @@ class Correlator:
                 self._classify(rec, pool)
             decided.append(rec)
         self.recent = [r for r in self.recent + [r for r in ready if is_candidate(r)]
-                       if r["removed_at_ms"] >= self.clock_ms - self.hold_ms - self.window_ms]
+                       if r["removed_at_ms"] >= self.clock_ms - self.hold_ms - self.window_ms
+                       - self.s.coordinator_wide_baseline_ms]
         return decided
 
     # --- rules --------------------------------------------------------------------------------
@@ -99,16 +100,29 @@ class Correlator:
         coordinator = rec.get("coordinator")
         if coordinator is not None:
             w = self.s.coordinator_wide_window_ms
-            same = pool.around(("coordinator", cluster, coordinator), t, w)
+            key = ("coordinator", cluster, coordinator)
+            same = pool.around(key, t, w)
             groups = sorted({r["group"] for r in same})
             hosts = {r.get("client_host") for r in same}
+            background = self._background_groups(pool, key, t, w)
             if len(groups) >= self.s.coordinator_wide_min_groups \
-                    and len(hosts) >= self.s.coordinator_wide_min_groups:
+                    and len(hosts) >= self.s.coordinator_wide_min_groups \
+                    and len(groups) >= self.s.coordinator_wide_background_factor * background:
                 self._override(rec, "coordinator_wide",
                                f"{len(groups)} groups of coordinator broker {coordinator} lost members "
                                f"involuntarily within {w / 1000:.1f} s (threshold "
-                               f"{self.s.coordinator_wide_min_groups}), members on {len(hosts)} hosts: "
+                               f"{self.s.coordinator_wide_min_groups}; background {background:.1f} groups per "
+                               f"window), members on {len(hosts)} hosts: "
                                f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
+
+    def _background_groups(self, pool: _Pool, key: tuple[Any, ...], t: int, w: int) -> float:
+        """Groups of the coordinator expected to lose a member in a window of 2w anyway: their
+        rate over the baseline before [t - w, t + w] (from the first such removal on)."""
+        base = pool.between(key, t - w - self.s.coordinator_wide_baseline_ms, t - w)
+        if not base:
+            return 0.0
+        span: int = max(t - w - int(base[0]["removed_at_ms"]), w)
+        return len({r["group"] for r in base}) * 2 * w / span
 
     @staticmethod
     def _override(rec: dict[str, Any], root: str, text: str) -> None:
@@ -135,10 +149,18 @@ class _Pool:
         self._times = {k: [r["removed_at_ms"] for r in v] for k, v in self._records.items()}
 
     def around(self, key: tuple[Any, ...], t: int, w: int) -> list[dict[str, Any]]:
+        """The records of `key` in [t - w, t + w]."""
         times = self._times.get(key)
         if not times:
             return []
         return self._records[key][bisect_left(times, t - w):bisect_right(times, t + w)]
+
+    def between(self, key: tuple[Any, ...], start: int, end: int) -> list[dict[str, Any]]:
+        """The records of `key` in [start, end), oldest first."""
+        times = self._times.get(key)
+        if not times:
+            return []
+        return self._records[key][bisect_left(times, start):bisect_left(times, end)]
 
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:

@@ -168,6 +168,8 @@ class DiagnosisConfig(BaseModel):
                                             description="0: each removal's session timeout")
     coordinator_wide_min_groups: int = Field(default=_D.coordinator_wide_min_groups, ge=2)
     coordinator_wide_window_seconds: float = Field(default=_D.coordinator_wide_window_ms / 1000, gt=0)
+    coordinator_wide_background_factor: float = Field(default=_D.coordinator_wide_background_factor, ge=0)
+    coordinator_wide_baseline_seconds: float = Field(default=_D.coordinator_wide_baseline_ms / 1000, gt=0)
     storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
 
     def to_settings(self) -> DiagnosisSettings:
@@ -178,6 +180,8 @@ class DiagnosisConfig(BaseModel):
             host_wide_window_ms=int(self.host_wide_window_seconds * 1000),
             coordinator_wide_min_groups=self.coordinator_wide_min_groups,
             coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
+            coordinator_wide_background_factor=self.coordinator_wide_background_factor,
+            coordinator_wide_baseline_ms=int(self.coordinator_wide_baseline_seconds * 1000),
             storm_window_ms=int(self.storm_window_seconds * 1000))
 
 

@@ -17,7 +17,10 @@ C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'
 RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
 MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
+# Duration histograms are per (cluster, protocol, phase); per group there is the last duration of
+# each phase (docs/metrics.md, "Series per group").
 BUCKET = "rebalance_monitor_rebalance_duration_seconds_bucket"
+LAST = "rebalance_monitor_group_last_rebalance_duration_seconds"
 RT = f"rebalance_monitor_rebalance_timeouts_total{{{CG}}}"
 REBALANCING = "|".join(REBALANCING_STATES)
 STORM_WINDOW = str(DEFAULTS["stormWindow"])
@@ -76,22 +79,21 @@ def inputs_row() -> Row:
 
 
 def slowest(by: str, phase: str = "total", window: str = "$__range") -> str:
-    """Upper bound of the slowest rebalance's bucket (histogram_quantile(1, ...)): the histogram
-    has no max, so this is the best bound it gives (1800 for anything in +Inf)."""
-    return (f"histogram_quantile(1, sum by ({by}, le) "
-            f"(increase({BUCKET}{{{CG}, phase=\"{phase}\"}}[{window}])))")
+    """The longest last-rebalance duration of each group seen in the window: the gauge holds the
+    latest rebalance's phase duration, so its max over time is the slowest rebalance the scrapes
+    caught (one that is followed by another within a scrape interval is not seen)."""
+    return f"max by ({by}) (max_over_time({LAST}{{{CG}, phase=\"{phase}\"}}[{window}]))"
 
 
 def quantile(q: float, by: str, phase_filter: str = ', phase="total"', window: str = "$__rate_interval",
              func: str = "rate") -> str:
     return (f"histogram_quantile({q}, sum by ({by}, le) "
-            f"({func}({BUCKET}{{{CG}{phase_filter}}}[{window}])))")
+            f"({func}({BUCKET}{{{C}{phase_filter}}}[{window}])))")
 
 
 def build() -> Dashboard:
     top20 = f"topk(20, {slowest('cluster, group')})"
     by_state = "cluster, group, protocol, state"
-    p95_range = quantile(0.95, "cluster, group", window="$__range", func="increase")
     overview = Row("Overview", [
         stat("Rebalances", "Rebalances that ended in the selected time range (all triggers and outcomes).",
              "short", Query(f"sum(increase({RB}[$__range]))")),
@@ -144,16 +146,16 @@ def build() -> Dashboard:
                    Query(quantile(0.95, "cluster, phase", phase_filter=""), "{{cluster}} {{phase}}")),
         heatmap("Total duration distribution",
                 "How many rebalances fell into each duration bucket per interval (phase total).",
-                f'sum by (le) (increase({BUCKET}{{{CG}, phase="total"}}[$__rate_interval]))'),
+                f'sum by (le) (increase({BUCKET}{{{C}, phase="total"}}[$__rate_interval]))'),
         table("Slowest groups in the time range",
-              "The 20 groups whose slowest rebalance (upper bound of its histogram bucket) was longest "
-              "in the selected range, with their p95 and number of rebalances. Click a row for the group "
-              "drill-down.", "s",
+              "The 20 groups whose slowest rebalance (start to Stable or Empty, the largest value the "
+              "scrapes saw of the group's last-rebalance duration) was longest in the selected range, with "
+              "their number of rebalances. Per-group percentiles need the group in the group_histograms "
+              "setting (docs/metrics.md). Click a row for the group drill-down.", "s",
               Query(top20),
-              Query(f"{p95_range}\nand on (cluster, group) {top20}"),
-              Query(f'sum by (cluster, group) (increase(rebalance_monitor_rebalance_duration_seconds_count{{{CG}, phase="total"}}[$__range]))\n'
+              Query(f"sum by (cluster, group) (increase({RB}[$__range]))\n"
                     f"and on (cluster, group) {top20}"),
-              sort_by="slowest", rename={"Value #A": "slowest", "Value #B": "p95", "Value #C": "rebalances"},
+              sort_by="slowest", rename={"Value #A": "slowest", "Value #B": "rebalances"},
               links=GROUP_LINK,
               steps=((None, "green"), (60, "orange"), (300, "red"))),
     ])

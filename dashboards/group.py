@@ -14,13 +14,16 @@ from state.model import ALL_STATES
 CG = 'cluster=~"$cluster", group=~"$group"'
 RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
 MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
-DUR = "rebalance_monitor_rebalance_duration_seconds"
+# Per-group histograms exist only for the groups of the group_histograms setting; every group has
+# the last duration of each phase (docs/metrics.md, "Series per group").
+DUR = "rebalance_monitor_group_rebalance_duration_seconds"
+LAST = "rebalance_monitor_group_last_rebalance_duration_seconds"
 
 STATE_COLORS = {"Unknown": "text", "Empty": "blue", "PreparingRebalance": "orange",
                 "CompletingRebalance": "yellow", "Stable": "green", "Dead": "red",
                 "Assigning": "purple", "Reconciling": "super-light-purple"}
-# Numeric code per state (1..8, Kafka's order in state/model.py), so one series per group can carry
-# its state: the gauge is 1 for the current state and 0 for the others.
+# Numeric code per state (1..9, Kafka's order in state/model.py), so one series per group can carry
+# its state: the gauge has one series per group, value 1, with the current state as its label.
 STATE_CODES = {name: i + 1 for i, name in enumerate(ALL_STATES)}
 STATE_MAPPINGS = value_mappings({code: (name, STATE_COLORS.get(name, "text"))
                                  for name, code in STATE_CODES.items()})
@@ -97,25 +100,28 @@ def build() -> Dashboard:
                          "{{group}}"), width=6),
     ])
     phases = Row("Phase durations", [
-        timeseries("Mean phase duration", "Mean duration per phase of the rebalances that ended in each "
-                   "interval: join (start to JOIN end), sync (JOIN end to Stable), total.", "s",
-                   Query(f"sum by (group, phase) (rate({DUR}_sum{{{CG}}}[$__rate_interval]))\n/\n"
-                         f"sum by (group, phase) (rate({DUR}_count{{{CG}}}[$__rate_interval]))",
-                         "{{group}} {{phase}}")),
-        timeseries("p95 phase duration", "95th percentile per phase from the duration histogram.", "s",
+        timeseries("Last rebalance duration by phase", "Duration of each phase in the group's latest "
+                   "rebalance that had it: join (start to JOIN end), sync (JOIN end to Stable), total. A step "
+                   "is a new rebalance.", "s",
+                   Query(f"max by (group, phase) ({LAST}{{{CG}}})", "{{group}} {{phase}}")),
+        timeseries("p95 phase duration (groups in group_histograms)",
+                   "95th percentile per phase from the group's own duration histogram. Only groups that "
+                   "match the group_histograms setting have one (docs/configuration.md); every other group "
+                   "has the cluster-level histograms of the fleet dashboard only.", "s",
                    Query(f"histogram_quantile(0.95, sum by (group, phase, le) "
                          f"(rate({DUR}_bucket{{{CG}}}[$__rate_interval])))", "{{group}} {{phase}}")),
-        table("Phases in the time range", "Per phase in the selected range: the slowest rebalance (upper "
-              "bound of its bucket), the mean, and how many rebalances.", "s",
-              Query(f"histogram_quantile(1, sum by (cluster, group, phase, le) "
-                    f"(increase({DUR}_bucket{{{CG}}}[$__range])))"),
+        table("Phases in the time range", "Per phase in the selected range: the slowest rebalance the scrapes "
+              "saw (largest last-rebalance duration), and, for groups in group_histograms, the mean and how "
+              "many rebalances.", "s",
+              Query(f"max by (cluster, group, phase) (max_over_time({LAST}{{{CG}}}[$__range]))"),
               Query(f"sum by (cluster, group, phase) (increase({DUR}_sum{{{CG}}}[$__range]))\n/\n"
                     f"sum by (cluster, group, phase) (increase({DUR}_count{{{CG}}}[$__range]))"),
               Query(f"sum by (cluster, group, phase) (increase({DUR}_count{{{CG}}}[$__range]))"),
               rename={"Value #A": "slowest", "Value #B": "mean", "Value #C": "rebalances"}, sort_by="slowest",
               steps=((None, "green"), (60, "orange"), (300, "red"))),
-        heatmap("JOIN phase distribution", "Rebalances per JOIN-phase duration bucket and interval; the "
-                "JOIN phase is the one that grows to the rebalance timeout when a member does not rejoin.",
+        heatmap("JOIN phase distribution (groups in group_histograms)", "Rebalances per JOIN-phase duration "
+                "bucket and interval, from the group's own histogram (group_histograms setting); the JOIN "
+                "phase is the one that grows to the rebalance timeout when a member does not rejoin.",
                 f'sum by (le) (increase({DUR}_bucket{{{CG}, phase="join"}}[$__rate_interval]))'),
     ])
     removals = Row("Member removals", [

@@ -9,7 +9,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from state.model import ALL_STATES, DEAD
+from state.model import DEAD
 
 PREFIX = "rebalance_monitor"
 
@@ -75,7 +75,7 @@ class GroupStateCollector(Collector):
     def collect(self) -> Iterable[GaugeMetricFamily]:
         snapshots = self.snapshots()
         state = GaugeMetricFamily(f"{PREFIX}_group_state",
-                                  "1 for the group's current state, 0 for the others.",
+                                  "1, with the group's current state in the label `state` (one series per group).",
                                   labels=["cluster", "group", "protocol", "state"])
         generation = GaugeMetricFamily(f"{PREFIX}_group_generation",
                                        "Current generation (classic) or group epoch (consumer).",
@@ -121,8 +121,7 @@ class GroupStateCollector(Collector):
                 per_state[k] = per_state.get(k, 0) + 1
                 continue
             labels = [snap["cluster"], snap["group"], snap["protocol"]]
-            for name in ALL_STATES:
-                state.add_metric(labels + [name], 1.0 if snap["state"] == name else 0.0)
+            state.add_metric(labels + [snap["state"]], 1.0)
             if snap.get("generation") is not None:
                 generation.add_metric(labels, float(snap["generation"]))
             members.add_metric(labels, float(snap.get("member_count") or 0))

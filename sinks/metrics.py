@@ -9,9 +9,15 @@ Counters and histograms are fed once per output record, routed by its OutputKind
 are computed at scrape time from the latest snapshot of each group (snapshot-on-scrape). Every
 series of a group that has been Dead for `dead_group_retention_seconds` (processing time) is
 removed; groups beyond `max_groups` are folded into group="__other__".
+
+Series per group are bounded (docs/metrics.md, "Series per group"): the duration histograms are
+per (cluster, protocol, phase); a group has its own histogram only when its id matches one of the
+`group_histograms` patterns; per group there is the last duration of each phase as a gauge.
+`_created` samples are not exported (prometheus_client.disable_created_metrics).
 """
 from __future__ import annotations
 
+import re
 import statistics
 import threading
 import time
@@ -19,8 +25,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+from sinks.exposition import OTHER_GROUPS
 from sinks.group_gauges import PREFIX, GroupStateCollector
 from sinks.health import HealthMetrics
 from state.events import SOURCE_LOG, SOURCE_OFFSETS
@@ -31,7 +38,6 @@ from state.outputs import OutputKind
 # The clock-skew gauge is the median of this many latest observations per (cluster, source).
 CLOCK_SKEW_WINDOW = 15
 
-OTHER_GROUPS = "__other__"   # label for groups beyond max_groups
 
 # The documented reasons per quarantine source (docs/metrics.md). Their counters start at 0 for
 # every cluster the sink has seen, so the first bad input is an increase Prometheus can see:
@@ -50,11 +56,20 @@ QUARANTINE_REASONS = {
 }
 
 
+PHASES = ("join", "sync", "total")
+
+
 class MetricsSink:
     def __init__(self, duration_buckets: Iterable[float], registry: CollectorRegistry | None = None,
                  max_groups: int = 10_000, dead_group_retention_seconds: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic, log_silence_seconds: float = 1800.0):
+                 clock: Callable[[], float] = time.monotonic, log_silence_seconds: float = 1800.0,
+                 group_histograms: Iterable[str] = ()):
+        # `_created` samples would add one series per counter and histogram series; nothing reads
+        # them (docs/metrics.md).
+        disable_created_metrics()
         self.registry = registry or CollectorRegistry()
+        patterns = tuple(group_histograms)
+        self._histogram_groups = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
         self.max_groups = max_groups
         self.dead_group_retention_seconds = dead_group_retention_seconds
         self._clock = clock
@@ -63,12 +78,9 @@ class MetricsSink:
         self._series: dict[tuple[str, str], set[tuple[Any, tuple]]] = {}
         self._dead_since: dict[tuple[str, str], float] = {}
         self._clusters: set[str] = set()                      # clusters whose counters exist
+        self._over_cap: set[tuple[str, str]] = set()          # live groups folded into __other__
         r = self.registry
-        self.rebalance_duration = Histogram(
-            f"{PREFIX}_rebalance_duration_seconds",
-            "Rebalance phase durations: join (start to join end), sync (join end to Stable), "
-            "total (start to Stable, or to Empty).",
-            ["cluster", "group", "protocol", "phase"], buckets=tuple(duration_buckets), registry=r)
+        self._duration_metrics(tuple(duration_buckets))
         self.rebalance_timeouts = Counter(
             f"{PREFIX}_rebalance_timeouts_total",
             "Rebalances whose JOIN phase ran into the group's rebalance timeout (a member did not rejoin).",
@@ -78,7 +90,7 @@ class MetricsSink:
             ["cluster", "group", "protocol", "trigger", "outcome"], registry=r)
         self.removals = Counter(
             f"{PREFIX}_member_removals_total", "Members removed from a group, by cause.",
-            ["cluster", "group", "cause", "root_cause"], registry=r)
+            ["cluster", "group", "protocol", "cause", "root_cause"], registry=r)
         self.quarantined = Counter(
             f"{PREFIX}_quarantined_records_total", "Inputs that could not be used, by reason.",
             ["cluster", "source", "reason"], registry=r)
@@ -120,6 +132,24 @@ class MetricsSink:
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
         }
+
+    def _duration_metrics(self, buckets: tuple[float, ...]) -> None:
+        """Histograms per cluster; per group only for the allow-listed groups, and the last
+        duration of each phase (docs/metrics.md, "Series per group")."""
+        r = self.registry
+        self.rebalance_duration = Histogram(
+            f"{PREFIX}_rebalance_duration_seconds",
+            "Rebalance phase durations over all groups of a cluster: join (start to join end), sync "
+            "(join end to Stable), total (start to Stable, or to Empty).",
+            ["cluster", "protocol", "phase"], buckets=buckets, registry=r)
+        self.group_rebalance_duration = Histogram(
+            f"{PREFIX}_group_rebalance_duration_seconds",
+            "Rebalance phase durations of one group; only groups matching the group_histograms setting.",
+            ["cluster", "group", "protocol", "phase"], buckets=buckets, registry=r)
+        self.last_duration = Gauge(
+            f"{PREFIX}_group_last_rebalance_duration_seconds",
+            "Duration of the phase in the group's latest rebalance that had this phase (any protocol).",
+            ["cluster", "group", "phase"], registry=r)
 
     # ------------------------------------------------------------------ group series
     def _group_label(self, cluster: str, group: str) -> str:
@@ -165,17 +195,25 @@ class MetricsSink:
     def _rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])
         labels = (record["cluster"], self._group_label(*key), record["protocol"])
-        for phase in ("join", "sync", "total"):
+        own_histogram = (self._histogram_groups is not None and labels[1] != OTHER_GROUPS
+                         and self._histogram_groups.fullmatch(record["group"]) is not None)
+        for phase in PHASES:
             value = record.get(f"{phase}_seconds")
             if value is not None:
-                self._child(self.rebalance_duration, key, labels + (phase,)).observe(max(0.0, value))
+                value = max(0.0, value)
+                self.rebalance_duration.labels(record["cluster"], record["protocol"], phase).observe(value)
+                if labels[1] != OTHER_GROUPS:
+                    self._child(self.last_duration, key, labels[:2] + (phase,)).set(value)
+                if own_histogram:
+                    self._child(self.group_rebalance_duration, key, labels + (phase,)).observe(value)
         self._child(self.rebalances, key, labels + (record["trigger"], record["outcome"])).inc()
         if record.get("hit_rebalance_timeout"):
             self._child(self.rebalance_timeouts, key, labels[:2]).inc()
 
     def _removal(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])
-        labels = (record["cluster"], self._group_label(*key), record["cause"], record["root_cause"])
+        labels = (record["cluster"], self._group_label(*key), record.get("protocol") or "classic",
+                  record["cause"], record["root_cause"])
         self._child(self.removals, key, labels).inc()
 
     def _anomaly(self, record: dict[str, Any]) -> None:
@@ -209,18 +247,25 @@ class MetricsSink:
 
     def _snapshot(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])
-        if self._group_label(*key) == OTHER_GROUPS:
-            record = dict(record, _over_cap=True)
         with self._lock:
+            if self._group_label(*key) == OTHER_GROUPS:
+                record = dict(record, _over_cap=True)
+                self._over_cap.add(key)
+            else:
+                self._over_cap.discard(key)
             if record.get("state") == DEAD:
                 self._dead_since.setdefault(key, self._clock())
             else:
                 self._dead_since.pop(key, None)
         self.groups.update(record)
-        self.sweep()
+        if self._dead_since:
+            self.sweep()
+        else:
+            self.groups_over_cap.set(len(self._over_cap))
 
     def sweep(self) -> None:
-        """Drop every series of groups that have been Dead longer than the retention."""
+        """Drop every series of groups that have been Dead longer than the retention. Costs the
+        number of Dead groups held, not the number of groups."""
         now = self._clock()
         with self._lock:
             expired = [k for k, since in self._dead_since.items()
@@ -233,6 +278,7 @@ class MetricsSink:
                     except KeyError:
                         pass
                 self._exported.discard(key)
+                self._over_cap.discard(key)
                 self.groups.forget(key)
-            over = sum(1 for s in self.groups.snapshots() if s.get("_over_cap"))
+            over = len(self._over_cap)
         self.groups_over_cap.set(over)

@@ -6,9 +6,11 @@ release still loads (docs/design.md, "State versions").
 """
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 # Classic states (Kafka 2.0+; "AwaitingSync" before 1.1 is the same as CompletingRebalance).
@@ -166,40 +168,95 @@ class GroupModel:
     # Start times of recent rebalances (storm gauge), pruned to the storm window.
     rebalance_starts: list[int] = field(default_factory=list)
 
-    # --- serialisation (the Spark state stores this JSON string) -----------------------------
+    # --- serialisation (the Spark state stores this string) -----------------------------------
     def to_json(self) -> str:
-        raw = asdict(self)
+        """The stored form (version STATE_VERSION): JSON of the fields that differ from their
+        defaults (members without their id, which is the key), compressed by `pack`."""
+        raw = _compact(self)
+        if self.members:
+            raw["members"] = {k: _compact(v, skip="member_id") for k, v in self.members.items()}
+        if self.open_rebalance is not None:
+            raw["open_rebalance"] = _compact(self.open_rebalance)
         raw[VERSION_KEY] = STATE_VERSION
-        return json.dumps(raw, separators=(",", ":"), sort_keys=True)
+        return pack(_ENCODE(raw))
 
     @classmethod
     def from_json(cls, text: str) -> GroupModel:
         """The model from its stored form, whichever supported version wrote it."""
-        raw = json.loads(text)
+        raw = json.loads(unpack(text))
         version = raw.pop(VERSION_KEY, 1)
         if version > STATE_VERSION:
             raise ValueError(f"group state of schema version {version} was written by a newer release "
                              f"(this one reads versions 1-{STATE_VERSION})")
         for upgrade in _UPGRADES[version - 1:]:
             raw = upgrade(raw)
-        raw["members"] = {k: Member(**v) for k, v in raw.get("members", {}).items()}
+        raw["members"] = {k: Member(**{"member_id": k, **v}) for k, v in raw.get("members", {}).items()}
         if raw.get("open_rebalance") is not None:
             raw["open_rebalance"] = OpenRebalance(**raw["open_rebalance"])
         return cls(**raw)
 
 
 # The stored form's schema version (docs/design.md, "State versions"). Version 1 (commit 2a45599
-# and before) had no version key; version 2 adds the key and nothing else. A release that
-# renames, removes or re-types a field bumps STATE_VERSION and appends the upgrade from the
-# previous version to _UPGRADES, so every older checkpoint still loads.
+# and before) had no version key; version 2 adds the key and nothing else; version 3 leaves out
+# fields at their default and members' ids (the key of `members`), and compresses (`pack`). A
+# release that renames, removes or re-types a field bumps STATE_VERSION and appends the upgrade
+# from the previous version to _UPGRADES, so every older checkpoint still loads.
 VERSION_KEY = "schema_version"
-STATE_VERSION = 2
+STATE_VERSION = 3
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+# The default of every field of the stored dataclasses (default_factory called once).
+_DEFAULTS: dict[type, list[tuple[str, Any]]] = {
+    cls: [(f.name, f.default if f.default is not MISSING
+           else f.default_factory() if f.default_factory is not MISSING else MISSING)
+          for f in fields(cls)]
+    for cls in (GroupModel, Member, OpenRebalance)
+}
+
+
+def _compact(obj: Any, skip: str = "") -> dict[str, Any]:
+    """The fields of a dataclass that differ from their default, without copying them (the
+    values are JSON-native, or the nested dataclasses to_json handles)."""
+    out: dict[str, Any] = {}
+    for name, default in _DEFAULTS[type(obj)]:
+        if name == skip:
+            continue
+        value = getattr(obj, name)
+        if default is MISSING or value != default:
+            out[name] = value
+    return out
+
+
+# Packed strings start with this; JSON (versions 1 and 2, or a short version 3) starts with "{" or "[".
+PACKED = "z:"
+PACK_MIN_CHARS = 160     # below this compression does not pay for its header and base64
+
+
+def pack(text: str) -> str:
+    """A stored JSON string, zlib-compressed and base64-encoded when that makes it shorter (the
+    Spark state keeps strings; a group's members and held rows repeat ids and field names)."""
+    if len(text) < PACK_MIN_CHARS:
+        return text
+    packed = PACKED + base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")
+    return packed if len(packed) < len(text) else text
+
+
+def unpack(text: str) -> str:
+    """The JSON of a stored string, packed or not (every version)."""
+    if text.startswith(PACKED):
+        return zlib.decompress(base64.b64decode(text[len(PACKED):])).decode()
+    return text
 
 
 def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def _v2_to_v3(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 has every field and the members' ids; the loader fills defaults and ids either way."""
+    return raw
+
+
 # _UPGRADES[n - 1] turns the raw dict of version n into version n + 1.
-_UPGRADES: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2]
+_UPGRADES: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2, _v2_to_v3]
 assert len(_UPGRADES) == STATE_VERSION - 1

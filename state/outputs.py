@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict
 from enum import StrEnum
 from typing import Any
 
@@ -179,6 +178,12 @@ def clock_skew_record(model: GroupModel, source: str, pair: str, generation: int
             "skew_ms": log_ts_ms - record_ts_ms, "ts_ms": max(log_ts_ms, record_ts_ms)}
 
 
+def _plain(obj: Member | OpenRebalance) -> dict[str, Any]:
+    """A member or open rebalance as a dict, like dataclasses.asdict without its deep copy (their
+    fields are scalars and lists of strings: the lists are copied)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in vars(obj).items()}
+
+
 def snapshot(model: GroupModel) -> dict[str, Any]:
     """The current state of one group (groups.jsonl row; gauges are computed from it)."""
     o = model.open_rebalance
@@ -188,8 +193,8 @@ def snapshot(model: GroupModel) -> dict[str, Any]:
         "protocol_type": model.protocol_type, "assignor": model.selected_protocol,
         "coordinator": model.coordinator, "state_since_ms": model.state_since_ms,
         "member_count": len(model.members),
-        "members": [asdict(mm) for _, mm in sorted(model.members.items())],
-        "rebalance_in_progress": None if o is None else asdict(o),
+        "members": [_plain(mm) for _, mm in sorted(model.members.items())],
+        "rebalance_in_progress": None if o is None else _plain(o),
         "rebalances_total": model.rebalances_total, "removals_total": model.removals_total,
         "invalid_transitions": model.invalid_transitions,
         "last_commit_ms": model.last_commit_ms, "commits_total": model.commits_total,

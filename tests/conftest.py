@@ -58,6 +58,8 @@ def demo_server(tmp_path_factory):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     env.pop("REBALANCE_MONITOR_METRICS_PORT", None)
+    # Two groups with their own duration histograms (the group dashboard's per-group panels).
+    env["REBALANCE_MONITOR_GROUP_HISTOGRAMS"] = '["sc11-stuck-in-rebalance", "k4-sc09-.*"]'
     log = folder / "demo.stderr"
     with open(log, "w") as err, open(folder / "demo.stdout", "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "demo", "--port", str(port),

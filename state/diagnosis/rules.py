@@ -35,6 +35,11 @@ class DiagnosisSettings:
     # coordinator within the window around the removal.
     coordinator_wide_min_groups: int = 3
     coordinator_wide_window_ms: int = 10_000
+    # ... and at least this many times the groups of that coordinator that lose members in a window
+    # of that length in the background: the rate over the baseline before the window (from its
+    # first such removal on, if later). Independent expiries in a big fleet are not a burst.
+    coordinator_wide_background_factor: float = 3.0
+    coordinator_wide_baseline_ms: int = 600_000
     # Rebalance-storm gauge: rebalances started within this much event time.
     storm_window_ms: int = 600_000
 

@@ -144,9 +144,7 @@ def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float
 def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
-    metrics = metrics or MetricsSink(settings.duration_buckets, max_groups=settings.max_groups,
-                                     dead_group_retention_seconds=settings.dead_group_retention_seconds,
-                                     log_silence_seconds=settings.log_silence_seconds)
+    metrics = metrics or MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
     server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     collector = build_collector(settings, metrics)
@@ -161,7 +159,8 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark
-        spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
+        spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
+                          driver_memory=settings.driver_memory)
         source = choose_kafka_source(spark_kafka_available(spark), kafka, connector_package(spark))
         LOG.warning("run: reading Kafka with the %s source (%s)", source,
                     "Spark's built-in kafka connector" if source == "spark" else "kafka-python Data Source")

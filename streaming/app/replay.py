@@ -42,8 +42,9 @@ def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], 
            out_dir: str | None = None, collector: RunCollector | None = None,
            offsets_rows_per_batch: int | None = None, progress: ReplayProgress | None = None) -> RunCollector:
     """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`)."""
-    collector = (collector or RunCollector(MetricsSink(settings.duration_buckets))).configure(
-        settings.diagnosis.to_settings())
+    if collector is None:
+        collector = RunCollector(MetricsSink(settings.duration_buckets, **settings.metrics_sink_options()))
+    collector.configure(settings.diagnosis.to_settings())
     outputs = replay_query(spark, settings.query_options(), [i.file() for i in logs], [i.file() for i in offsets],
                            offsets_rows_per_batch)
     if progress is not None:

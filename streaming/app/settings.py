@@ -31,6 +31,7 @@ from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
 from streaming.logs.step import LogSourceSpec
 from streaming.logs.timeutil import zone
 from streaming.spark.query import KafkaRead, LogFile, OffsetsFile, QueryOptions
+from streaming.spark.session import DEFAULT_DRIVER_MEMORY
 
 # Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
 # max.poll.interval.ms and beyond (a stuck member holds the JOIN phase that long).
@@ -178,6 +179,8 @@ class DiagnosisConfig(BaseModel):
                                             description="0: each removal's session timeout")
     coordinator_wide_min_groups: int = Field(default=_D.coordinator_wide_min_groups, ge=2)
     coordinator_wide_window_seconds: float = Field(default=_D.coordinator_wide_window_ms / 1000, gt=0)
+    coordinator_wide_background_factor: float = Field(default=_D.coordinator_wide_background_factor, ge=0)
+    coordinator_wide_baseline_seconds: float = Field(default=_D.coordinator_wide_baseline_ms / 1000, gt=0)
     storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
 
     def to_settings(self) -> DiagnosisSettings:
@@ -188,6 +191,8 @@ class DiagnosisConfig(BaseModel):
             host_wide_window_ms=int(self.host_wide_window_seconds * 1000),
             coordinator_wide_min_groups=self.coordinator_wide_min_groups,
             coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
+            coordinator_wide_background_factor=self.coordinator_wide_background_factor,
+            coordinator_wide_baseline_ms=int(self.coordinator_wide_baseline_seconds * 1000),
             storm_window_ms=int(self.storm_window_seconds * 1000))
 
 
@@ -250,6 +255,15 @@ class _Settings(BaseSettings):
         return (init_settings, _EnvSource(settings_cls), _FileSource(settings_cls))
 
 
+def _check_regexes(value: list[str]) -> list[str]:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
+    return value
+
+
 # ---------------------------------------------------------------------------- per command
 class ParseLogsSettings(_Settings):
     """`parse-logs`: how to read broker log lines."""
@@ -276,7 +290,11 @@ class QuerySettings(ParseLogsSettings):
     # Spark settings for the session the monitor creates itself (not under spark-submit, which
     # takes --conf/--packages), e.g. spark.jars.packages for Spark's kafka connector.
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    driver_memory: str = Field(default=DEFAULT_DRIVER_MEMORY, pattern=r"^[1-9][0-9]*[kKmMgGtT]$",
+                               description="heap of the Spark driver JVM in local mode, e.g. 2g")
     duration_buckets: tuple[float, ...] = DEFAULT_DURATION_BUCKETS
+    group_histograms: list[str] = Field(
+        default_factory=list, description="regexes of group ids that get their own duration histograms")
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
 
     @field_validator("spark_conf")
@@ -293,6 +311,15 @@ class QuerySettings(ParseLogsSettings):
         if not value or any(b <= a for a, b in itertools.pairwise(value)) or value[0] <= 0:
             raise ValueError("buckets must be positive and strictly increasing")
         return value
+
+    @field_validator("group_histograms")
+    @classmethod
+    def _histogram_patterns(cls, value: list[str]) -> list[str]:
+        return _check_regexes(value)
+
+    def metrics_sink_options(self) -> dict[str, Any]:
+        """The MetricsSink arguments these settings determine."""
+        return {"group_histograms": tuple(self.group_histograms)}
 
     def query_options(self, **extra: Any) -> QueryOptions:
         return QueryOptions(lateness_seconds=self.lateness_seconds, parse_partitions=self.parse_partitions,
@@ -367,12 +394,11 @@ class RunSettings(QuerySettings, _Serving):
     @field_validator("group_allow", "group_deny")
     @classmethod
     def _regexes(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression {pattern!r}: {exc}") from None
-        return value
+        return _check_regexes(value)
+
+    def metrics_sink_options(self) -> dict[str, Any]:
+        return {**super().metrics_sink_options(), "max_groups": self.max_groups,
+                "dead_group_retention_seconds": self.dead_group_retention_seconds}
 
     def query_options(self, **extra: Any) -> QueryOptions:
         return super().query_options(group_allow=tuple(self.group_allow), group_deny=tuple(self.group_deny), **extra)

@@ -14,12 +14,19 @@ from streaming.spark.sources.log_replay import LogReplaySource
 from streaming.spark.sources.offsets_replay import OffsetsReplaySource
 
 
+# The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
+# starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
+# default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the
+# sizes measured per group count.
+DEFAULT_DRIVER_MEMORY = "2g"
+
+
 def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor",
-              conf: Mapping[str, str] | None = None) -> SparkSession:
+              conf: Mapping[str, str] | None = None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> SparkSession:
     """The session: local mode with loopback-only networking by default; under spark-submit the
-    master (k8s://, yarn, spark://) and networking come from spark-submit and are left alone.
-    `conf` (the `spark_conf` setting) goes on top, e.g. spark.jars.packages; settings Spark only
-    reads when its JVM starts have no effect on a session that already runs (spark-submit)."""
+    master (k8s://, yarn, spark://), networking and driver memory come from spark-submit and are
+    left alone. `conf` (the `spark_conf` setting) goes on top, e.g. spark.jars.packages; settings
+    Spark only reads when its JVM starts have no effect on a session that already runs (spark-submit)."""
     submitted = SparkConf().contains("spark.master")
     builder = SparkSession.builder.appName(app_name)
     if not submitted:
@@ -32,7 +39,8 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
                    .config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false"))
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.driver.memory", driver_memory))
     builder = (
         builder
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.

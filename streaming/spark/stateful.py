@@ -22,12 +22,12 @@ import pandas as pd
 from state import events as E
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
-from state.model import DEAD, GroupModel
+from state.model import DEAD, GroupModel, pack, unpack
 from state.live import live_snapshot
 from state.outputs import OutputKind
 from streaming.rows import (
-    EVENT_COLUMNS, EVENT_DATA, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, QUARANTINE_GROUP, STATS_GROUP, clean_row,
-    row_to_event
+    END_OF_INPUT_TS_MS, EVENT_COLUMNS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS,
+    QUARANTINE_GROUP, STATS_GROUP, row_to_event
 )
 
 _PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKind.DECODE_STATS,
@@ -35,10 +35,18 @@ _PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKin
 
 
 def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
+    """The event rows of the call, column by column (`Series.tolist` gives Python values; only
+    float columns, the nullable integers, can hold NaN), not row by row through pandas."""
     rows: list[list[Any]] = []
     for pdf in pdfs:
-        for values in pdf[EVENT_COLUMNS].itertuples(index=False, name=None):
-            rows.append(clean_row(values))
+        columns = []
+        for name in EVENT_COLUMNS:
+            series = pdf[name]
+            values = series.tolist()
+            if series.dtype.kind == "f":
+                values = [None if v != v else v for v in values]
+            columns.append(values)
+        rows.extend(map(list, zip(*columns)))
     return rows
 
 
@@ -74,12 +82,21 @@ def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list
         out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
 
 
+# A group whose last applied events were offset commits only gets no snapshot for them (commits
+# change no gauge); it is called once more, with this timeout, when a replay's end-of-input marker
+# moves the watermark to END_OF_INPUT_TS_MS, so the final snapshot (groups.jsonl) has its commit
+# counters. A live watermark never gets there.
+FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
+_COMMIT_KINDS = frozenset({E.OFFSET_COMMIT})
+
+
 def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list[list[Any]], watermark: int,
                  model: GroupModel, diagnosis: DiagnosisSettings, out: list[tuple],
-                 new_rows: bool) -> GroupStateMachine:
+                 new_rows: bool) -> tuple[GroupStateMachine, bool]:
     """The final path (events the watermark passed -> records), then the group's snapshot: the
     live view (state/live.py), i.e. the final model with the still-held events applied to a copy,
-    whenever anything changed for the group in this batch (new rows, applied events, records)."""
+    whenever anything but commits changed for the group in this batch (new rows, applied events,
+    records). Returns the machine and whether commits changed the model without a snapshot."""
     machine = GroupStateMachine(model, diagnosis)
     events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
     for ev in events:
@@ -89,10 +106,12 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
         ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
             or record.get("started_at_ms")
         out.append((str(kind), cluster, group, ts, _dump(record)))
-    if events or machine.outputs or new_rows:
+    changed = machine.outputs or new_rows or any(ev.kind not in _COMMIT_KINDS for ev in events)
+    if changed or watermark >= FINAL_SNAPSHOT_TS_MS:
         view = live_snapshot(model, (row_to_event(r) for r in waiting), diagnosis, watermark)
         out.append((str(OutputKind.SNAPSHOT), cluster, group, view["last_event_ms"], _dump(view)))
-    return machine
+        return machine, False
+    return machine, bool(events)
 
 
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
@@ -117,23 +136,27 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     if state.exists:
         model_json, held_json = state.get
         model = GroupModel.from_json(model_json)
-        held = json.loads(held_json)
+        held = json.loads(unpack(held_json))
     else:
         model, held = GroupModel(cluster=cluster, group=group), []
     held.extend(incoming)
     watermark = state.getCurrentWatermarkMs()
     ready = [r for r in held if r[EVENT_TS] <= watermark]
     waiting = [r for r in held if r[EVENT_TS] > watermark]
-    machine = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out, bool(incoming))
+    new_rows = any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
+    machine, unsent_commits = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out,
+                                           new_rows)
 
     deadlines = [min(r[EVENT_TS] for r in waiting)] if waiting else []
     machine_deadline = machine.next_deadline_ms()
     if machine_deadline is not None:
         deadlines.append(machine_deadline)
+    if unsent_commits and not deadlines:
+        deadlines.append(FINAL_SNAPSHOT_TS_MS)
     if not deadlines and model.state == DEAD:
         state.remove()   # a dead group keeps no state; a new group with its id starts fresh
     else:
-        state.update((model.to_json(), _dump(waiting)))
+        state.update((model.to_json(), pack(_dump(waiting)) if waiting else "[]"))
         if deadlines:
             state.setTimeoutTimestamp(max(min(deadlines), watermark + 1))
     yield _frame(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -59,11 +60,20 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     assert 'rebalance_monitor_rebalances_total{cluster="kafka-2.7",group="sc03-heartbeat-expiry",' \
            'outcome="stable",protocol="classic",trigger="heartbeat_expiry"} 1.0' in page
     assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
-           'group="k4-sc09-consumer-protocol",root_cause="process_crash"} 1.0' in page
+           'group="k4-sc09-consumer-protocol",protocol="consumer",root_cause="process_crash"} 1.0' in page
     assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
-           'group="k4-sc09-consumer-protocol",root_cause="process_pause"} 1.0' in page
-    assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",group="sc11-stuck-in-rebalance",' \
+           'group="k4-sc09-consumer-protocol",protocol="consumer",root_cause="process_pause"} 1.0' in page
+    # Duration histograms per cluster, protocol and phase; per group the last duration of each phase.
+    assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",' \
            'le="30.0",phase="join",protocol="classic"}' in page
+    assert 'rebalance_monitor_group_last_rebalance_duration_seconds{cluster="kafka-2.7",' \
+           'group="sc11-stuck-in-rebalance",phase="join"} 0.197' in page
+    # the groups of REBALANCE_MONITOR_GROUP_HISTOGRAMS (conftest.py) have their own histograms, no other
+    own = {re.search(r'group="([^"]*)"', line).group(1) for line in page.splitlines()
+           if line.startswith("rebalance_monitor_group_rebalance_duration_seconds_count")}
+    assert own == {"sc11-stuck-in-rebalance", "k4-sc09-consumer-protocol"}
+    assert 'rebalance_monitor_group_rebalance_duration_seconds_bucket{cluster="kafka-2.7",group="sc11-stuck-in-rebalance",' \
+           'le="30.0",phase="join",protocol="classic"} 4.0' in page
     # Error counters exist at 0 per cluster, so an increase() alert sees the first bad input.
     assert 'rebalance_monitor_quarantined_records_total{cluster="kafka-4.0",reason="corrupt_record",' \
            'source="offsets"} 0.0' in page

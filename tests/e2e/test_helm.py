@@ -206,6 +206,13 @@ def test_deployment_mode_runs_the_driver_in_local_mode():
     assert container["resources"]["requests"] and container["resources"]["limits"]
     settings = monitor_toml(render("deployment-values.yaml"))
     assert settings["spark_master"] == "local[2]"
+    # The heap reaches Spark as spark.driver.memory (get_spark); an -Xmx in JAVA_TOOL_OPTIONS would
+    # lose against spark-submit's own -Xmx (issue 15), so the chart puts none there.
+    assert settings["driver_memory"] == "2g"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert "-Xmx" not in env["JAVA_TOOL_OPTIONS"]
+    bigger = monitor_toml(render("deployment-values.yaml", "deployment.driverMemory=6g"))
+    assert bigger["driver_memory"] == "6g"
     assert kinds["PersistentVolumeClaim"][0]["spec"]["accessModes"] == ["ReadWriteOnce"]
     assert kinds["PersistentVolumeClaim"][0]["spec"]["storageClassName"] == "standard"
     assert kinds["PersistentVolumeClaim"][0]["spec"]["resources"]["requests"]["storage"] == "5Gi"

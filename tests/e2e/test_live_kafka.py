@@ -87,7 +87,8 @@ def _scrape(port: int) -> str:
 
 
 GROUP_FAMILIES = re.compile(r"^rebalance_monitor_(rebalances_total|member_removals_total|rebalance_duration_seconds_"
-                            r"(bucket|count|sum)|group_(state|generation|members|state_since_timestamp_seconds)|groups)\{")
+                            r"(bucket|count|sum)|group_(state|generation|members|state_since_timestamp_seconds|"
+                            r"last_rebalance_duration_seconds)|groups)\{")
 
 
 def _group_series(page: str) -> list[str]:

@@ -64,9 +64,12 @@ def test_every_panel_has_description_unit_datasource_and_queries(path):
             assert target["expr"].strip() and target["datasource"]["uid"] == "${datasource}", name
             # every group-level metric is filtered by the dashboard's variables
             for metric in re.findall(r"(rebalance_monitor_(?:rebalances|member_removals|rebalance_timeouts)_total|"
-                                     r"rebalance_monitor_group_\w+|rebalance_monitor_rebalance_duration_seconds_\w+)"
+                                     r"rebalance_monitor_group_\w+)"
                                      r"(\{[^}]*\})?", target["expr"]):
                 assert metric[1] and '$cluster' in metric[1] and '$group' in metric[1], (name, metric)
+            # the cluster-level histograms have no group label: filtered by cluster only
+            for metric in re.findall(r"rebalance_monitor_rebalance_duration_seconds_\w+(\{[^}]*\})?", target["expr"]):
+                assert '$cluster' in metric and "group" not in metric, (name, metric)
 
 
 @pytest.mark.parametrize("path", BOARDS, ids=lambda p: p.name)

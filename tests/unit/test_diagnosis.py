@@ -170,6 +170,67 @@ def test_synthetic_two_removals_are_below_the_thresholds():
         == {"process_crash"}
 
 
+def _brute_force(recs: list[dict], settings: DiagnosisSettings) -> list[tuple]:
+    """The cross-group rules by scanning every candidate for every removal (the correlator before
+    its index): the reference the indexed pool must equal."""
+    from state.diagnosis.correlate import _order, is_candidate
+    c = Correlator(settings)
+    pool = [r for r in recs if is_candidate(r)]
+    out = []
+    for rec in sorted(recs, key=_order):
+        t = rec["removed_at_ms"]
+        w = c._host_window(rec)
+        same_host = [r for r in pool if r["cluster"] == rec["cluster"] and r.get("client_host") == rec.get("client_host")
+                     and abs(r["removed_at_ms"] - t) <= w]
+        same = [r for r in pool if r["cluster"] == rec["cluster"] and r.get("coordinator") == rec.get("coordinator")
+                and abs(r["removed_at_ms"] - t) <= settings.coordinator_wide_window_ms]
+        root = rec["root_cause"]
+        if is_candidate(rec) and len(same_host) >= settings.host_wide_min_removals:
+            root = "host_wide"
+        elif is_candidate(rec) and len({r["group"] for r in same}) >= settings.coordinator_wide_min_groups \
+                and len({r.get("client_host") for r in same}) >= settings.coordinator_wide_min_groups:
+            root = "coordinator_wide"
+        out.append((rec["group"], root))
+    return out
+
+
+def test_indexed_correlator_equals_the_brute_force_rules_on_a_random_fleet():
+    import random
+    rng = random.Random(15)
+    specs = [(f"g{i}", f"/10.0.0.{rng.randrange(40)}", rng.randrange(1, 6), rng.randrange(600) * 1000)
+             for i in range(1500)]
+    recs = _copies(specs)
+    for r in recs[::7]:
+        r["cluster"] = "other"
+    settings = DiagnosisSettings(coordinator_wide_background_factor=0)   # the rules without the background
+    expected = _brute_force(copy.deepcopy(recs), settings)
+    got = [(r["group"], r["root_cause"]) for r in correlate_all(copy.deepcopy(recs), settings)]
+    assert got == expected
+    assert {root for _, root in got} >= {"host_wide", "coordinator_wide", "process_crash"}
+
+
+def test_independent_expiries_of_a_big_fleet_are_not_coordinator_wide_but_a_real_burst_is():
+    """10,000 groups on 5 coordinators, one member each expiring at a random time within 3 minutes
+    (each on its own host: about 220 groups per coordinator and 20 s), and in the middle of it a
+    coordinator losing members of 1,000 more groups within 5 s (a broker in trouble)."""
+    import random
+    rng = random.Random(7)
+    background = [(f"g{i}", f"/10.{i // 250}.{i % 250}.1", rng.randrange(1, 6), rng.randrange(180_000))
+                  for i in range(10_000)]
+    burst = [(f"burst{i}", f"/10.200.{i // 250}.{i % 250}", 3, 120_000 + i * 5) for i in range(1000)]
+    out = {r["group"]: r for r in correlate_all(_copies(background + burst))}
+    # background expiries of that coordinator within the burst's window are part of it
+    in_burst = {g for g, _, coordinator, dt in background if coordinator == 3 and 110_000 <= dt <= 135_000}
+    after_warmup = [g for g, _, _, dt in background if dt >= 30_000 and g not in in_burst]
+    wide = [g for g in after_warmup if out[g]["root_cause"] == "coordinator_wide"]
+    assert len(wide) <= len(after_warmup) // 100, len(wide)
+    assert {out[g]["root_cause"] for g, *_ in burst} == {"coordinator_wide"}
+    assert "background" in out["burst0"]["evidence"]
+    # without the background check (the rule before issue 15) nearly every expiry was coordinator_wide
+    plain = correlate_all(_copies(background[:2000]), DiagnosisSettings(coordinator_wide_background_factor=0))
+    assert sum(r["root_cause"] == "coordinator_wide" for r in plain) > 1500
+
+
 def test_correlator_is_independent_of_batching_and_survives_a_restart():
     recs = _copies([("orders", "/10.1.0.7", 1, 0), ("billing", "/10.1.0.7", 2, 1200), ("audit", "/10.1.0.7", 1, 4000)])
     t0 = recs[0]["removed_at_ms"]

@@ -2,11 +2,12 @@
 with a message that says so (docs/design.md, "State versions")."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from state.model import STATE_VERSION, VERSION_KEY, GroupModel, Member, OpenRebalance
+from state.model import PACKED, STATE_VERSION, VERSION_KEY, GroupModel, Member, OpenRebalance, pack, unpack
 
 
 def _model() -> GroupModel:
@@ -20,13 +21,13 @@ def _model() -> GroupModel:
 
 def test_round_trip_carries_the_version():
     m = _model()
-    raw = json.loads(m.to_json())
+    raw = json.loads(unpack(m.to_json()))
     assert raw[VERSION_KEY] == STATE_VERSION
     assert GroupModel.from_json(m.to_json()) == m
 
 
 def test_version_1_without_a_key_loads():
-    raw = json.loads(_model().to_json())
+    raw = json.loads(unpack(_model().to_json()))
     del raw[VERSION_KEY]
     assert GroupModel.from_json(json.dumps(raw)) == _model()
 
@@ -54,7 +55,40 @@ def test_a_version_1_model_as_2a45599_wrote_it_loads():
 
 
 def test_a_newer_version_is_refused_with_a_clear_message():
-    raw = json.loads(_model().to_json())
+    raw = json.loads(unpack(_model().to_json()))
     raw[VERSION_KEY] = STATE_VERSION + 1
     with pytest.raises(ValueError, match="written by a newer release"):
         GroupModel.from_json(json.dumps(raw))
+
+
+def test_a_version_2_model_loads():
+    """Version 2 (up to 5ad38f9): every field, members with their ids, plain JSON."""
+    raw = {**dataclasses.asdict(_model()), VERSION_KEY: 2}
+    assert GroupModel.from_json(json.dumps(raw, sort_keys=True)) == _model()
+
+
+def test_version_3_leaves_out_defaults_and_member_ids():
+    raw = json.loads(unpack(_model().to_json()))
+    assert raw["members"] == {"m1": {"client_id": "c1", "partitions": ["t:0"]}}
+    assert "leader" not in raw and "recent_joins" not in raw and raw["state"] == "Stable"
+    assert raw["open_rebalance"]["trigger"] == "member_join" and "removals" not in raw["open_rebalance"]
+
+
+def test_a_large_state_is_packed_and_a_small_one_is_not():
+    small = GroupModel(cluster="c", group="g", state="Empty")
+    assert small.to_json().startswith("{") and GroupModel.from_json(small.to_json()) == small
+    m = _model()
+    for i in range(30):
+        m.members[f"member-{i}"] = Member(member_id=f"member-{i}", client_id=f"client-{i}", client_host="/10.1.2.3",
+                                          session_timeout_ms=45_000, rebalance_timeout_ms=300_000)
+    stored = m.to_json()
+    assert stored.startswith(PACKED) and len(stored) < len(unpack(stored)) / 2
+    assert GroupModel.from_json(stored) == m
+
+
+def test_held_rows_of_every_version_load():
+    rows = [["c", "g", 5, "offsets", "__consumer_offsets-1", i, "offset_commit", None, None, None, None,
+             '{"count":1}'] for i in range(20)]
+    plain = json.dumps(rows, separators=(",", ":"))
+    assert json.loads(unpack(plain)) == rows          # versions 1 and 2 stored plain JSON
+    assert pack(plain).startswith(PACKED) and json.loads(unpack(pack(plain))) == rows

@@ -88,6 +88,7 @@ monitor.toml as a dict (docs/configuration.md): .Values.config plus what the cha
 {{- $_ := set $cfg "events_dir" (printf "%s/events" $p.data) }}
 {{- if eq .Values.mode "deployment" }}
 {{- $_ := set $cfg "spark_master" .Values.deployment.sparkMaster }}
+{{- $_ := set $cfg "driver_memory" .Values.deployment.driverMemory }}
 {{- end }}
 {{- range $key := list "max_groups" "shuffle_partitions" }}
 {{- if hasKey $cfg $key }}{{ $_ := set $cfg $key (int (get $cfg $key)) }}{{ end }}

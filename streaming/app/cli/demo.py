@@ -53,12 +53,13 @@ def run(args: argparse.Namespace) -> int:
     from streaming.app.replay import progress_line, replay
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
-    metrics = MetricsSink(settings.duration_buckets)
+    metrics = MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
     server = settings.serve_metrics(metrics.registry)
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
           f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
+                      driver_memory=settings.driver_memory)
     collector = RunCollector(metrics)
     out_dir = args.out or str(DEFAULT_OUT)
     replay(spark, settings, logs, offsets, out_dir=out_dir, collector=collector, progress=progress_line("demo", logs))

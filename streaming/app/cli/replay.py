@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from streaming.app.replay import progress_line, replay
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf)
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
+                      driver_memory=settings.driver_memory)
     started = time.monotonic()
     collector = replay(spark, settings, logs, offsets, out_dir=args.out, progress=progress_line("replay", logs))
     report = write_outputs_report(args.out)

@@ -1,0 +1,136 @@
+"""Inputs of N consumer groups built from one real captured group (bench/scale).
+
+The Kafka 2.7 capture's sc03 (tests/fixtures/kafka-2.7): a 3-member join, one member SIGKILLed
+(heartbeat expiry), the two others leaving, the group going Empty and then Dead; its 12
+group-coordinator log lines and its 43 `__consumer_offsets` records (GroupMetadata, offset commits
+of the auto-committing consumers, tombstones). Copy i renames the group `sc03-heartbeat-expiry`
+to `g<i:06d>-heartbeat-expiry` (a fixed-length prefix) in the log lines and inside each record key,
+puts its records on the `__consumer_offsets` partition the name hashes to, and shifts all of its
+times by i * spread / N plus up to 1 s of seeded jitter: N groups each going through the scenario
+once within `spread_seconds` (default 600 s: one rebalance per group per 10 minutes).
+
+Deterministic for (N, seed). `expected_per_group()` is what the monitor must find for every copy:
+the sc03 rebalances and removals of the golden replay (tests/fixtures/golden/kafka-2.7).
+"""
+from __future__ import annotations
+
+import base64
+import heapq
+import json
+import random
+import struct
+import zlib
+from datetime import datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CAPTURE = ROOT / "tests" / "fixtures" / "kafka-2.7"
+GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "kafka-2.7"
+GROUP = "sc03-heartbeat-expiry"
+PARTITIONS = 50
+LOG4J = "%Y-%m-%d %H:%M:%S,%f"
+
+
+def group_name(i: int) -> str:
+    return f"g{i:06d}-heartbeat-expiry"
+
+
+def _log_lines() -> list[tuple[datetime, str]]:
+    """sc03's group-coordinator lines of both brokers, with their header times."""
+    out = []
+    for path in sorted(CAPTURE.glob("broker*-server.log")):
+        for line in path.read_text().splitlines():
+            if GROUP in line and "(kafka.coordinator.group." in line:
+                out.append((datetime.strptime(line[1:24], LOG4J), line[26:]))
+    return sorted(out, key=lambda t: t[0])
+
+
+def _records() -> list[tuple[int, bytes, bytes | None]]:
+    """sc03's offsets records: (timestamp, key, value or None)."""
+    out = []
+    for line in (CAPTURE / "offsets-topic.jsonl").read_text().splitlines():
+        o = json.loads(line)
+        key = base64.b64decode(o["key_b64"])
+        length = struct.unpack_from(">h", key, 2)[0]
+        if key[4:4 + length] == GROUP.encode():
+            value = None if o["value_b64"] is None else base64.b64decode(o["value_b64"])
+            out.append((o["timestamp"], key, value))
+    return sorted(out, key=lambda r: r[0])
+
+
+def _rename_key(key: bytes, group: bytes) -> bytes:
+    length = struct.unpack_from(">h", key, 2)[0]
+    return key[:2] + struct.pack(">h", len(group)) + group + key[4 + length:]
+
+
+def generate(groups: int, out_dir: Path, seed: int = 15, spread_seconds: float = 600.0) -> dict[str, int]:
+    """Write `broker1-server.log` and `offsets-topic.jsonl` for `groups` copies into out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines, records = _log_lines(), _records()
+    rng = random.Random(seed)
+    shifts = [int(i * spread_seconds * 1000 / groups) + rng.randrange(1000) for i in range(groups)]
+    log_path, dump_path = out_dir / "broker1-server.log", out_dir / "offsets-topic.jsonl"
+
+    def log_entries(i: int):
+        name = group_name(i)
+        for ts, rest in lines:
+            yield ts + timedelta(milliseconds=shifts[i]), rest.replace(GROUP, name)
+
+    with open(log_path, "w") as handle:
+        merged = heapq.merge(*(log_entries(i) for i in range(groups)), key=lambda e: e[0])
+        n_lines = 0
+        for ts, rest in merged:
+            handle.write(f"[{ts.strftime(LOG4J)[:-3]}] {rest}\n")
+            n_lines += 1
+
+    def record_entries(i: int):
+        name = group_name(i).encode()
+        partition = zlib.crc32(name) % PARTITIONS
+        for ts, key, value in records:
+            yield ts + shifts[i], partition, _rename_key(key, name), value
+
+    next_offset = [0] * PARTITIONS
+    with open(dump_path, "w") as handle:
+        merged_records = heapq.merge(*(record_entries(i) for i in range(groups)), key=lambda e: e[0])
+        n_records = 0
+        for ts, partition, key, value in merged_records:
+            handle.write(json.dumps({"partition": partition, "offset": next_offset[partition], "timestamp": ts,
+                                     "key_b64": base64.b64encode(key).decode(),
+                                     "value_b64": None if value is None else base64.b64encode(value).decode()})
+                         + "\n")
+            next_offset[partition] += 1
+            n_records += 1
+    return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records}
+
+
+def expected_per_group() -> dict[str, list]:
+    """The sc03 records of the golden replay, as compared per copy (times differ, names differ)."""
+    def of(name: str, fields: tuple[str, ...]) -> list:
+        rows = [json.loads(line) for line in (GOLDEN / name).read_text().splitlines()]
+        return sorted(tuple(r[f] for f in fields) for r in rows if r["group"] == GROUP)
+    return {"rebalances": of("rebalances.jsonl", ("generation", "trigger", "outcome")),
+            "removals": of("member_removals.jsonl", ("generation", "cause"))}
+
+
+def check_outputs(out: Path, groups: int) -> list[str]:
+    """Problems of a replay's output directory: every copy must have exactly the sc03 rebalances
+    and removals, and nothing else may be there. Empty list: all found."""
+    expected = expected_per_group()
+    found: dict[str, dict[str, list]] = {group_name(i): {"rebalances": [], "removals": []} for i in range(groups)}
+    problems = []
+    for kind, name, fields in (("rebalances", "rebalances.jsonl", ("generation", "trigger", "outcome")),
+                               ("removals", "member_removals.jsonl", ("generation", "cause"))):
+        for line in (out / name).read_text().splitlines():
+            r = json.loads(line)
+            if r["group"] not in found:
+                problems.append(f"unexpected group {r['group']} in {name}")
+                continue
+            found[r["group"]][kind].append(tuple(r[f] for f in fields))
+    for group, kinds in found.items():
+        for kind, rows in kinds.items():
+            if sorted(rows) != expected[kind]:
+                problems.append(f"{group}: {kind} {sorted(rows)} != {expected[kind]}")
+    anomalies = (out / "anomalies.jsonl").read_text().splitlines() if (out / "anomalies.jsonl").exists() else []
+    if anomalies:
+        problems.append(f"{len(anomalies)} anomalies (the capture has none for sc03)")
+    return problems

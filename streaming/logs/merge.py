@@ -13,7 +13,7 @@ from streaming.logs.envelope import (
 )
 from streaming.logs.header import PREFIXED_JSON_RE, read_header
 from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, HEADER_RE
-from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms, zone
+from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms_or_none, zone
 from streaming.rows import END_OF_INPUT_TS_MS
 
 # Every coordinator marker (COORDINATOR_LOGGER_MARKERS) contains this core: one bytes.find pass
@@ -33,15 +33,6 @@ SAMPLE_LINES = 20
 # How many lines from the top of a file decide whether it names loggers in full (file_uses_full_names).
 SNIFF_LINES = 200
 _SNIFF_BYTES = 256 << 10
-
-
-def _time_of(text: str | None, tz) -> int | None:
-    if text is None:
-        return None
-    try:
-        return to_epoch_ms(text, tz)
-    except ValueError:
-        return None
 
 
 def _doc(text: str) -> dict | None:
@@ -67,13 +58,13 @@ def _plain_ts(line: str, tz) -> int | None:
         if doc is not None:
             return _json_ts(doc, tz, nested=True)
     header = read_header(line)
-    return None if header is None else _time_of(header.ts, tz)
+    return None if header is None else to_epoch_ms_or_none(header.ts, tz)
 
 
 def _json_ts(doc: dict, tz, nested: bool) -> int | None:
     fields = json_layout_fields(doc)
     if fields is not None:
-        return _time_of(fields.ts, tz)
+        return to_epoch_ms_or_none(fields.ts, tz)
     message = _message_line(doc)
     if message is None:
         return None

@@ -28,7 +28,7 @@ from streaming.logs.layout import (
     HEADER_RE, NON_GROUP_RUNTIME_PREFIXES, full_logger_family, has_coordinator_marker, is_continuation,
     logger_families, split_coordinator_prefix
 )
-from streaming.logs.timeutil import to_epoch_ms
+from streaming.logs.timeutil import to_epoch_ms, to_epoch_ms_or_none
 from streaming.logs.values import EVENT_ATTRIBUTES, FIELD_CONVERTERS, PRESENCE_FLAGS
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
@@ -76,15 +76,6 @@ def _quarantine(reason: str, detail: str, line: str, source_id: str, seq: int,
                 ts_ms: int | None = None) -> Quarantined:
     return Quarantined(source=SOURCE_LOG, source_id=source_id, seq=seq, reason=reason, detail=detail,
                        raw=line[:RAW_LIMIT], ts_ms=ts_ms)
-
-
-def _ts_or_none(text: str | None, tz: tzinfo) -> int | None:
-    if text is None:
-        return None
-    try:
-        return to_epoch_ms(text, tz)
-    except ValueError:
-        return None
 
 
 def _no_header(line: str, source_id: str, seq: int) -> LineParse:
@@ -162,11 +153,11 @@ def _parse_message(line: str, ts_text: str | None, level: str, message: str, log
             return LineParse(OUTCOME_UNKNOWN_LAYOUT, _quarantine(
                 UNPARSEABLE_LINE, "line carries a group-coordinator prefix, but its layout is not understood "
                 "(the text from the prefix on matches no catalog entry; docs/broker-logs.md, \"Layouts\")",
-                line, source_id, seq, _ts_or_none(ts_text, tz)), None, layout, logger)
+                line, source_id, seq, to_epoch_ms_or_none(ts_text, tz)), None, layout, logger)
         named = logger or "/".join(families)
         return LineParse(OUTCOME_UNKNOWN, _quarantine(
             UNKNOWN_COORDINATOR_LINE, f"no catalog entry matches this {level} message of {named}",
-            line, source_id, seq, _ts_or_none(ts_text, tz)), None, layout, logger)
+            line, source_id, seq, to_epoch_ms_or_none(ts_text, tz)), None, layout, logger)
     kind = entry.kind
     if kind is None:
         return LineParse(OUTCOME_IGNORED, None, entry, layout, logger)

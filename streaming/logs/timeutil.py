@@ -101,6 +101,16 @@ def to_epoch_ms(text: str, tz: tzinfo = UTC) -> int:
     return base + int(seconds) * 1000 + ms
 
 
+def to_epoch_ms_or_none(text: str | None, tz: tzinfo = UTC) -> int | None:
+    """`to_epoch_ms`, or None for a missing or unreadable time."""
+    if text is None:
+        return None
+    try:
+        return to_epoch_ms(text, tz)
+    except ValueError:
+        return None
+
+
 def header_timestamp_ms(line: str, tz: tzinfo = UTC) -> int | None:
     """Epoch ms of a `[yyyy-MM-dd HH:mm:ss,SSS] ...` line, or None for any other line."""
     if len(line) < 25 or line[0] != "[" or line[24] != "]":

@@ -150,14 +150,13 @@ class ModernHandlers(CommonHandlers):
             # The epoch record sorted first and opened this epoch already: the log line only
             # brings an earlier start, the reason and the group's type.
             self.become_epoch_based(ev)
-            if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation \
-                    and o.completed_at_ms is not None:
-                # The last member's leave bumped this epoch (_emptied): Kafka's line dates it.
-                o.started_at_ms = ev.ts_ms
-                self.emit_emptied(o, max(ev.ts_ms, o.completed_at_ms))
-            elif o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation \
-                    and o.started_at_ms is not None:
-                o.started_at_ms = min(o.started_at_ms, ev.ts_ms)
+            if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation:
+                if o.completed_at_ms is not None:
+                    # The last member's leave bumped this epoch (_emptied): Kafka's line dates it.
+                    o.started_at_ms = ev.ts_ms
+                    self.emit_emptied(o, max(ev.ts_ms, o.completed_at_ms))
+                elif o.started_at_ms is not None:
+                    o.started_at_ms = min(o.started_at_ms, ev.ts_ms)
             return
         self.start_epoch(ev, ev.generation)
 

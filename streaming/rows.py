@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from state import events as E
@@ -134,8 +134,17 @@ def quarantine_row(q: Quarantined, cluster: str, ts_hint_ms: int | None, host: s
 
 
 def is_missing(value: Any) -> bool:
-    """None, or the NaN pandas puts in a numeric column for null."""
-    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+    """None, pandas' NA, or the NaN pandas puts in a numeric column for null.
+
+    pandas is not imported by this module: the replay sources' driver-side readers import it in a
+    fresh process per query, where importing pandas costs more than reading a small input. pd.NA
+    can only be here if pandas is loaded already."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return value != value
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is pandas.NA
 
 
 def marker_row(source: str, ts_ms: int | None) -> tuple:

@@ -222,8 +222,14 @@ def _fields_column(pdf: pd.DataFrame) -> Iterable[Header | None]:
     if "layout_field" not in pdf:
         return [None] * len(pdf)
     return [None if is_missing(layout) else Header(layout, None if is_missing(ts) else ts, level, logger, "")
-            for layout, ts, level, logger in zip(pdf["layout_field"], pdf["ts_field"], pdf["level_field"],
-                                                 pdf["logger_field"])]
+            for layout, ts, level, logger in zip(*_columns(pdf, "layout_field", "ts_field", "level_field",
+                                                           "logger_field"))]
+
+
+def _columns(pdf: pd.DataFrame, *names: str) -> list[list]:
+    """Columns as Python lists: iterating a pandas Series boxes every value (about 10 % of the
+    parse step's time when it iterated the Series)."""
+    return [pdf[name].tolist() for name in names]
 
 
 def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSourceSpec],
@@ -232,8 +238,8 @@ def log_rows_to_events(batches: Iterator[pd.DataFrame], specs: dict[str, LogSour
     sampler = UnknownLineSampler(unknown_sample)     # one per task: partition of a micro-batch
     stats = LogSourceStats()
     for pdf in batches:
-        rows = zip(pdf["source_id"], pdf["seq"], pdf["line"], pdf["raw"], pdf["broker_hint"],
-                   pdf["host_hint"], pdf["ts_hint_ms"], pdf["eof"], _fields_column(pdf))
+        rows = zip(*_columns(pdf, "source_id", "seq", "line", "raw", "broker_hint", "host_hint", "ts_hint_ms", "eof"),
+                   _fields_column(pdf))
         yield _frame(parse_log_rows(rows, specs, sampler, default_spec, stats))
     summary = sampler.summary_rows() + stats.rows()
     if summary:

@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from tests.support.capture_expectations import FIXTURES
-from tests.support.kafkabed.expect import broker_client_id, epoch_line_rebalances, expected_removals, group_lines
+from tests.support.kafkabed.expect import (
+    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, group_lines
+)
+from tests.support.kafkabed.verdict import judge
 
 
 def _capture(name: str) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -74,3 +77,16 @@ def test_streams_group_rebalances_and_removals(name, group):
 def test_a_streams_instance_is_named_by_its_thread_consumer():
     assert broker_client_id({"client_id": "g-a", "library": "java-streams"}) == "g-a-StreamThread-1-consumer"
     assert broker_client_id({"client_id": "g-a", "library": "java-share"}) == "g-a"
+
+
+def test_a_removal_of_another_protocol_than_the_groups_fails_the_verdict():
+    exp = Expected("g", "share", removals=[ExpRemoval("g-b", "heartbeat_expiry", "process_crash", "kill", 1000)],
+                   removal_lines={"m": [7000]})
+    rec = {"group": "g", "client_id": "g-b", "member_id": "m", "removed_at_ms": 7000, "cause": "heartbeat_expiry",
+           "root_cause": "process_crash"}
+
+    def removal_failures(protocol):
+        return [f for f in judge("4.4.0", "share_group", exp, {"member_removals": [{**rec, "protocol": protocol}]},
+                                 {}).failures if f[0] == "removals"]
+    assert removal_failures("share") == []
+    assert removal_failures("consumer") == [("removals", "g-b: protocol consumer, expected share")]

@@ -136,6 +136,8 @@ def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
         else:
             v.fail("cause", f"{e.client_id} after '{e.action}': {rec.get('cause')}/{rec.get('root_cause')}, "
                             f"expected {e.cause}/{e.root_cause} ({rec.get('evidence')})")
+        if rec.get("protocol") != exp.protocol:
+            v.fail("removals", f"{e.client_id}: protocol {rec.get('protocol')}, expected {exp.protocol}")
         times = exp.removal_lines.get(rec.get("member_id"), [])
         if not any(_near(rec["removed_at_ms"], t) for t in times):
             v.fail("removals", f"{e.client_id}: removed_at_ms {rec['removed_at_ms']} matches no broker line "

@@ -2,7 +2,9 @@
 monitor's output.
 
 - Rebalances: one per rebalance the broker started for the group: a "Preparing to rebalance"
-  line (classic) or a "Bumped group epoch" line (KIP-848, share, streams). Its start and end are
+  line (classic), a "Bumped group epoch" line (KIP-848, share, streams), and for share and
+  streams groups also the session-fence and leave lines, whose epoch bump the broker does not
+  log (`epoch_line_rebalances`). Its start and end are
   the times of the broker's own lines (the end: "Assignment received ... generation N" for
   stable, "... generation N is now empty" for empty; KIP-848 groups end on an offsets record,
   so only their start is a line). Its trigger is what the bed did last before that line (the
@@ -15,7 +17,10 @@ monitor's output.
   within the pause window -> heartbeat_expiry/process_pause; a stalled poll loop ->
   poll_timeout/slow_processing; close -> leave_group/graceful_shutdown; a static member closed or
   killed -> heartbeat_expiry/graceful_shutdown; a static member restarted within its session ->
-  static_member_fenced/graceful_shutdown (the replaced member id; no rebalance).
+  static_member_fenced/graceful_shutdown (the replaced member id; no rebalance); a Kafka Streams
+  instance closed (it sends no leave) or killed -> heartbeat_expiry/unknown (the broker's records
+  cannot tell the two apart), process_pause if it came back. A removal names the client id the
+  broker records (`broker_client_id`: a Streams instance's is its thread's consumer's).
 """
 from __future__ import annotations
 
@@ -83,6 +88,7 @@ REMOVAL_LINES = [
     r"while old member id (\S+) will be removed",
     r"\[GroupId {g}\] (?:Streams |Share )?[Mm]ember (\S+) fenced from the group",
     r"\[GroupId {g}\] Member (\S+) left the (?:consumer|share|streams) group",
+    r"\[GroupId {g}\]\[MemberId \S+\] Member (\S+) left the streams group",
     r"Pending member (\S+) in group {g} has been removed",
 ]
 
@@ -242,6 +248,100 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
     return out
 
 
+# Share (KIP-932) and streams (KIP-1071) groups: what the group coordinator logs and when it bumps
+# the epoch, read in its code (GroupMetadataManager: the 4.2.1 and 4.3.1 sources, the 4.4.0
+# bytecode; 4.2.2 and 4.4.0 publish no sources jar):
+# - shareGroupHeartbeat / streamsGroupHeartbeat bump the epoch and log "Bumped (streams )?group
+#   epoch to N": for a join (a new member's subscription or topology; its "Member M joins the
+#   share/streams group" line comes in the same heartbeat, before or after the bump's line in the
+#   same millisecond) and, with no member change, when the group's metadata or topology changed
+#   or (share groups) when share partitions the share coordinator has initialised are not all in
+#   the target assignment (initializedAssignmentPending: the first assignment comes before the
+#   partitions are initialised, so it holds none and the broker bumps again once they are). 4.2
+#   checks that on every heartbeat, so the heartbeat after a fence or leave of a member that
+#   held partitions bumps once more; 4.3+ only when no new assignment is pending.
+# - A session fence ("Member M fenced from the group because the member session expired", share;
+#   "Streams member M fenced ...", streams) and a leave ("Member M left the share group"; "...
+#   Member M left the streams group") go through shareGroupFenceMember / streamsGroupFenceMember,
+#   which write the member's tombstones and the epoch record of epoch + 1 and log no "Bumped"
+#   line: that rebalance starts at the fence or leave line, and empties the group when the member
+#   was the last one.
+# So one rebalance per Bumped line (member_join when a join line of the same heartbeat is
+# unpaired, else group_epoch_bump: the broker bumped on its own) and one per fence line
+# (heartbeat_expiry) and leave line (member_leave), in the order of the broker's lines.
+EPOCH_LINES = {
+    "join": (r"\[GroupId {g}\] Member (\S+) joins the share group",
+             r"\[GroupId {g}\]\[MemberId (\S+)\] Member joins the streams group"),
+    "bumped": (BUMPED,),
+    "fence": (r"\[GroupId {g}\] (?:Streams )?[Mm]ember (\S+) fenced from the group because (.*)",),
+    "leave": (r"\[GroupId {g}\] Member (\S+) left the share group",
+              r"\[GroupId {g}\]\[MemberId \S+\] Member (\S+) left the streams group"),
+}
+EPOCH_LINE_ORDER = {"join": 0, "bumped": 1, "fence": 1, "leave": 1}   # a join's line first within its ms
+
+
+def _epoch_events(lines: list[GLine], group: str) -> list[tuple]:
+    rx = [(kind, _rx(p, group)) for kind, pats in EPOCH_LINES.items() for p in pats]
+    out = []
+    for k, ln in enumerate(lines):
+        for kind, r in rx:
+            if m := r.search(ln.text):
+                out.append((ln.ts_ms, EPOCH_LINE_ORDER[kind], k, kind, m, ln))
+                break
+    out.sort(key=lambda e: e[:3])
+    return out
+
+
+def _last_action(timeline: list, ts_ms: int, group: str, actions: tuple) -> dict | None:
+    prior = [e for e in timeline if e["action"] in actions and e["ts_ms"] <= ts_ms and e.get("group") in (group, None)]
+    return prior[-1] if prior else None
+
+
+def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protocol: str,
+                          settle_ms: int = 2000) -> list[ExpRebalance]:
+    """Share and streams groups: one rebalance per epoch bump the broker's lines show (above).
+    A bump followed by the next one within `settle_ms`, or by the bed taking a member out (kill,
+    pause, close: a Streams instance's close sends nothing) before it could reconcile, may end
+    stable or superseded; a fence or leave of the last member ends `empty`."""
+    out: list[ExpRebalance] = []
+    members: set = set()
+    unpaired_joins: list = []
+    epoch: int | None = None
+    for ts, _, _, kind, m, ln in _epoch_events(lines, group):
+        if kind == "join":
+            members.add(m.group(1))
+            unpaired_joins.append(m.group(1))
+            continue
+        if kind == "bumped":
+            epoch = int(m.group(1))
+            if unpaired_joins:
+                trigger, why = "member_join", f"join of member {unpaired_joins.pop(0)}"
+            else:
+                trigger = "group_epoch_bump"
+                why = ("the broker itself (share partitions initialised)" if protocol == "share"
+                       else "the broker itself (metadata or topology changed)")
+            out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch, start_line=ln.text))
+            continue
+        members.discard(m.group(1).rstrip(".,"))
+        epoch = epoch + 1 if epoch is not None else None          # the line-less bump
+        if kind == "fence":
+            trigger = "heartbeat_expiry" if "session expired" in m.group(2) else "rebalance_timeout"
+            why = _describe(_last_action(timeline, ts, group, ("kill", "pause", "leave", "stop_polling")))
+        else:
+            trigger, why = "member_leave", _describe(_last_action(timeline, ts, group, ("leave",)))
+        out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch,
+                                outcomes=("empty",) if not members else ("stable",), start_line=ln.text))
+    for k, reb in enumerate(out):
+        if reb.outcomes == ("empty",):
+            continue
+        nxt = out[k + 1].start_ms if k + 1 < len(out) else None
+        stalled = any(e["action"] in ("kill", "pause", "leave", "stop_polling") and e.get("group") in (group, None)
+                      and 0 <= e["ts_ms"] - (reb.start_ms or 0) < settle_ms for e in timeline)
+        if (nxt is not None and nxt - (reb.start_ms or 0) < settle_ms) or stalled:
+            reb.outcomes = ("stable", "superseded")
+    return out
+
+
 def group_protocol(timeline: list) -> str:
     protos = {e.get("protocol") for e in timeline if e["action"] == "start"}
     libs = {e.get("library") for e in timeline if e["action"] == "start"}
@@ -250,6 +350,20 @@ def group_protocol(timeline: list) -> str:
     if "streams" in protos:
         return "streams"
     return "consumer" if "consumer" in protos else "classic"
+
+
+STREAMS_THREADS = 1      # BedStreams sets num.stream.threads=1
+
+
+def broker_client_id(entry: dict) -> str:
+    """The client id the broker records for this bed member. Kafka Streams' group member is its
+    stream thread's consumer, whose client id Streams derives from client.id (BedStreams sets it
+    to the bed's client id): `<client.id>-StreamThread-<n>-consumer` (StreamThread.create:
+    clientId + "-StreamThread-" + n; ClientUtils.consumerClientId: + "-consumer")."""
+    cid = entry["client_id"]
+    if entry.get("library") == "java-streams":
+        return f"{cid}-StreamThread-{STREAMS_THREADS}-consumer"
+    return cid
 
 
 def expected_removals(timeline: list, version: str, protocol: str, pause_window_ms: int,
@@ -272,22 +386,29 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
             continue
         later = timeline[k + 1:]
         static = _static(e) and protocol == "classic"
+        bcid = broker_client_id(e)
         if a == "kill" and static and _restarted_within_session(e, later):
-            out.append(ExpRemoval(cid, "static_member_fenced", "graceful_shutdown", "kill+restart", e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "static_member_fenced", "graceful_shutdown", "kill+restart", e["ts_ms"]))
             continue      # the new instance takes the member's place: still in the group
         in_group[cid] = False
-        if (a == "kill" and static) or (a == "leave" and _no_leave_on_close(e, protocol)):
-            out.append(ExpRemoval(cid, "heartbeat_expiry", "graceful_shutdown", a, e["ts_ms"]))
+        if protocol == "streams" and (a in ("kill", "pause") or (a == "leave" and _no_leave_on_close(e, protocol))):
+            # Kafka Streams sends no leave when it closes (KIP-1092's default): a close and a crash
+            # both end in a session fence, which the broker's records cannot tell apart unless the
+            # member comes back (docs/diagnosis.md: unknown, or process_pause).
+            back = _rejoined(cid, e["ts_ms"], later, pause_window_ms)
+            out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_pause" if back else "unknown", a, e["ts_ms"]))
+        elif (a == "kill" and static) or (a == "leave" and _no_leave_on_close(e, protocol)):
+            out.append(ExpRemoval(bcid, "heartbeat_expiry", "graceful_shutdown", a, e["ts_ms"]))
         elif a == "kill" or a == "pause":
             back = _rejoined(cid, e["ts_ms"], later, pause_window_ms)
-            out.append(ExpRemoval(cid, "heartbeat_expiry", "process_pause" if back else "process_crash", a, e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_pause" if back else "process_crash", a, e["ts_ms"]))
         elif a == "stop_polling":
-            out.append(ExpRemoval(cid, "poll_timeout", "slow_processing", a, e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "poll_timeout", "slow_processing", a, e["ts_ms"]))
         elif cid in expired and cid not in left:
             # closed, but its LeaveGroup never reached the broker, which expired it (under load)
-            out.append(ExpRemoval(cid, "heartbeat_expiry", "process_crash", a, e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_crash", a, e["ts_ms"]))
         else:
-            out.append(ExpRemoval(cid, "leave_group", "graceful_shutdown", a, e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "leave_group", "graceful_shutdown", a, e["ts_ms"]))
     return out
 
 
@@ -326,6 +447,8 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
                    removal_lines=removal_line_times(lines, group))
     if protocol == "classic":
         exp.rebalances = classic_rebalances(lines, group, timeline)
+    elif protocol in ("share", "streams"):
+        exp.rebalances = epoch_line_rebalances(lines, group, timeline, protocol)
     else:
         exp.rebalances = consumer_rebalances(lines, group, timeline, protocol)
         last = exp.rebalances[-1] if exp.rebalances else None

@@ -229,7 +229,11 @@ def share_group(r: Runner, ctx: Ctx) -> None:
 def streams_group(r: Runner, ctx: Ctx) -> None:
     r.cluster.create_topic(f"{ctx.group}-out", 1, 1)
     (a,) = _start_all(r, [_spec(ctx, "a", library="java-streams", protocol="streams")])
+    since = r.shipper.mark()
     r.leave(a)
+    # Kafka Streams sends no leave when it closes: the broker fences the member when its session
+    # (6 s) expires. Wait for that line, so the fence and its epoch bump belong to the scenario.
+    r.wait_log(ST_FENCED.replace("{g}", re.escape(ctx.group)), 30, since)
 
 
 def _classic(ctx: Ctx, *extra: Expect) -> list:
@@ -257,7 +261,9 @@ SCENARIOS = [
              min_version=(4, 0), quick=True),
     Scenario("share_group", share_group, lambda c: [Expect("joined", S_JOINED, 2)], min_version=(4, 2),
              needs=("java",)),
-    Scenario("streams_group", streams_group, lambda c: [Expect("joined", ST_JOINED, 1)], min_version=(4, 2),
+    Scenario("streams_group", streams_group, lambda c: [Expect("joined", ST_JOINED, 1, "consumer_member_joined"),
+                                                        Expect("fenced", ST_FENCED, 1, "consumer_member_fenced")],
+             min_version=(4, 2),
              needs=("streams",)),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}

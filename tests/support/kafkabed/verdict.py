@@ -32,18 +32,6 @@ KNOWN_FAILURES: list[Known] = [
     Known("poll_timeout", ("trigger", "metrics"), "brokers before 3.2 log no client reason (KIP-800): the poll "
           "timeout is only known when the client rejoins, after the rebalance record was emitted (member_leave); "
           "the removal is right (inferred poll_timeout)", until=(3, 2)),
-    Known("share_group", ("trigger", "rebalances", "extra", "metrics"), "the bed's expectation, not the monitor: "
-          "it reads one rebalance per 'Bumped group epoch' line and gives it the bed's last action, but 4.2+ "
-          "bumps a share group once more with no member change (share-partition initialisation, logged like a "
-          "join's bump) and logs no 'Bumped' line for the fence and leave bumps; the monitor's records follow the "
-          "broker's lines (group_epoch_bump, then heartbeat_expiry at the fence line, member_leave -> empty)",
-          since=(4, 2)),
-    Known("streams_group", ("removals", "cause", "extra", "metrics"), "a Kafka Streams instance's member is named by its "
-          "thread's client id (<app>-StreamThread-1-consumer), which the bed does not map to the instance; its "
-          "close sends no leave, so the member is fenced at session expiry: the monitor records heartbeat_expiry "
-          "and the fence's epoch bump (empty), and cannot tell a clean close from a crash without a rejoin (root "
-          "cause unknown, or coordinator_wide with the bed's few groups) where the bed expects graceful_shutdown",
-          since=(4, 2)),
 ]
 
 
@@ -148,6 +136,8 @@ def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
         else:
             v.fail("cause", f"{e.client_id} after '{e.action}': {rec.get('cause')}/{rec.get('root_cause')}, "
                             f"expected {e.cause}/{e.root_cause} ({rec.get('evidence')})")
+        if rec.get("protocol") != exp.protocol:
+            v.fail("removals", f"{e.client_id}: protocol {rec.get('protocol')}, expected {exp.protocol}")
         times = exp.removal_lines.get(rec.get("member_id"), [])
         if not any(_near(rec["removed_at_ms"], t) for t in times):
             v.fail("removals", f"{e.client_id}: removed_at_ms {rec['removed_at_ms']} matches no broker line "

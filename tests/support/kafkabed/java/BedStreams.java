@@ -13,6 +13,9 @@ public final class BedStreams {
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, c.args.get("group"));
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, c.args.get("bootstrap"));
         p.put(StreamsConfig.CLIENT_ID_CONFIG, c.args.get("client-id"));
+        // One stream thread: its consumer, <client-id>-StreamThread-1-consumer, is the group's
+        // member (expect.py, broker_client_id).
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         p.put(StreamsConfig.STATE_DIR_CONFIG, c.get("state-dir", "/tmp/kafkabed-streams"));
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArray().getClass());
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArray().getClass());

@@ -335,9 +335,14 @@ class ReplaySettings(QuerySettings):
     """`replay`: the query over files."""
     max_rows_per_batch: int = Field(default=QueryOptions.max_rows_per_batch, ge=1,
                                     description="rows per micro-batch per source")
+    # A replay's outputs are its final state: applying the still-held events to a copy of every
+    # changed group's model (state/live.py) would only cost CPU. The demo, which serves /metrics
+    # while it replays, turns it on.
+    live_view: bool = Field(default=False, description="snapshots include the events still held")
 
     def query_options(self, **extra: Any) -> QueryOptions:
-        return super().query_options(max_rows_per_batch=self.max_rows_per_batch, **extra)
+        return super().query_options(**{"max_rows_per_batch": self.max_rows_per_batch, "live_view": self.live_view,
+                                        **extra})
 
 
 class _Serving(_Settings):
@@ -368,6 +373,7 @@ class DemoSettings(ReplaySettings, _Serving):
     """`demo`: a replay of the bundled captures that serves /metrics."""
     # Small batches, so /metrics fills in while you watch.
     max_rows_per_batch: int = Field(default=2000, ge=1, description="rows per micro-batch per source")
+    live_view: bool = Field(default=True, description="snapshots include the events still held")
 
 
 RUN_LATENESS_SECONDS = 10.0

@@ -33,6 +33,7 @@ class QueryOptions:
     diagnosis: DiagnosisSettings = DEFAULT_SETTINGS
     group_allow: tuple[str, ...] = ()
     group_deny: tuple[str, ...] = ()
+    live_view: bool = True      # snapshots apply the still-held events (state/live.py)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offs
                .option("maxRowsPerBatch", str(offsets_rows_per_batch or o.max_rows_per_batch)).load())
         parts.append(with_watermark(observed(offsets_events(raw, clusters), SOURCE_KIND_OFFSETS),
                                     o.lateness_seconds))
-    return group_state_machine(reduce(DataFrame.unionByName, parts), diagnosis=o.diagnosis)
+    return group_state_machine(reduce(DataFrame.unionByName, parts), diagnosis=o.diagnosis, live_view=o.live_view)
 
 
 # ---------------------------------------------------------------------------- live (Kafka)

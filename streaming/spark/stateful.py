@@ -92,11 +92,13 @@ _COMMIT_KINDS = frozenset({E.OFFSET_COMMIT})
 
 def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list[list[Any]], watermark: int,
                  model: GroupModel, diagnosis: DiagnosisSettings, out: list[tuple],
-                 new_rows: bool) -> tuple[GroupStateMachine, bool]:
+                 new_rows: bool, live_view: bool = True) -> tuple[GroupStateMachine, bool]:
     """The final path (events the watermark passed -> records), then the group's snapshot: the
     live view (state/live.py), i.e. the final model with the still-held events applied to a copy,
     whenever anything but commits changed for the group in this batch (new rows, applied events,
-    records). Returns the machine and whether commits changed the model without a snapshot."""
+    records). Without `live_view` (a replay) the snapshot is the final model alone, sent when
+    applied events or records changed it. Returns the machine and whether commits changed the
+    model without a snapshot."""
     machine = GroupStateMachine(model, diagnosis)
     events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
     for ev in events:
@@ -106,9 +108,9 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
         ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
             or record.get("started_at_ms")
         out.append((str(kind), cluster, group, ts, _dump(record)))
-    changed = machine.outputs or new_rows or any(ev.kind not in _COMMIT_KINDS for ev in events)
+    changed = machine.outputs or (live_view and new_rows) or any(ev.kind not in _COMMIT_KINDS for ev in events)
     if changed or watermark >= FINAL_SNAPSHOT_TS_MS:
-        view = live_snapshot(model, (row_to_event(r) for r in waiting), diagnosis, watermark)
+        view = live_snapshot(model, (row_to_event(r) for r in waiting) if live_view else (), diagnosis, watermark)
         out.append((str(OutputKind.SNAPSHOT), cluster, group, view["last_event_ms"], _dump(view)))
         return machine, False
     return machine, bool(events)
@@ -116,7 +118,7 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
 
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                   group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
-                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS) -> Iterator[pd.DataFrame]:
+                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
     cluster, group = key
     if group is None or (group != QUARANTINE_GROUP and (group_allow or group_deny)
                          and not group_selected(group, group_allow, group_deny)):
@@ -145,7 +147,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     waiting = [r for r in held if r[EVENT_TS] > watermark]
     new_rows = any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
     machine, unsent_commits = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out,
-                                           new_rows)
+                                           new_rows, live_view)
 
     deadlines = [min(r[EVENT_TS] for r in waiting)] if waiting else []
     machine_deadline = machine.next_deadline_ms()

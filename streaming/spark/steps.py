@@ -228,14 +228,14 @@ def with_watermark(events: DataFrame, lateness_seconds: float) -> DataFrame:
 
 
 def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), group_deny: Sequence[str] = (),
-                        diagnosis: DiagnosisSettings | None = None) -> DataFrame:
+                        diagnosis: DiagnosisSettings | None = None, live_view: bool = True) -> DataFrame:
     # No filter before the stateful step: Spark's optimizer pushes a filter on `group` below the
     # watermark operator, and the rows it removes (end-of-input markers, denied groups) would
     # no longer move their source's event time. process_group skips them instead.
     function: Any = process_group
-    if group_allow or group_deny or diagnosis is not None:
+    if group_allow or group_deny or diagnosis is not None or not live_view:
         function = partial(process_group, group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
-                           diagnosis=diagnosis or DEFAULT_SETTINGS)
+                           diagnosis=diagnosis or DEFAULT_SETTINGS, live_view=live_view)
     return (events.groupBy("cluster", "group")
             .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                     GroupStateTimeout.EventTimeTimeout))

@@ -124,3 +124,32 @@ def test_live_gauges_on_metrics(events):
     # not counted yet: counters see final records only
     assert not [line for line in page.splitlines()
                 if line.startswith("rebalance_monitor_member_removals_total{") and f'group="{SC01}"' in line]
+
+
+def test_a_replay_without_the_live_view_ends_in_the_same_records_and_snapshots(events):
+    """`replay` turns the live view off (ReplaySettings.live_view): no snapshot applies held events
+    (removals the final model holds for their decision window still show as pending), fewer
+    snapshots are sent, and the records and each group's last snapshot equal those of a run with it."""
+    from functools import partial
+
+    from streaming.spark.stateful import process_group
+
+    def run(live_view):
+        driver = StatefulDriver(30_000)
+        function = partial(process_group, live_view=live_view)
+        per_batch = [driver.batch(b, function) for b in _by_second(events)]
+        per_batch.append(driver.batch([], function))
+        driver.newest_ms = FAR_FUTURE
+        per_batch.append(driver.batch([], function))
+        per_batch.append(driver.batch([], function))
+        snaps = [r for out in per_batch for k, r in out if k == OutputKind.SNAPSHOT]
+        last = {r["group"]: r for r in snaps}
+        return _records(per_batch), snaps, last
+
+    records_live, snaps_live, last_live = run(True)
+    records_final, snaps_final, last_final = run(False)
+    assert records_final == records_live and len(records_live) > 80
+    assert last_final == last_live
+    assert not [s for s in snaps_final if "provisional_events" in s]
+    assert [s for s in snaps_live if "provisional_events" in s]
+    assert len(snaps_final) < len(snaps_live)

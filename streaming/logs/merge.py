@@ -378,15 +378,23 @@ class LogMergeCursor:
     def _scanners(self, pos: list, seq: list, last_ts: list, max_rows: int) -> list:
         args = [(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i], self.keep_all,
                  self.full_names[i]) for i, f in enumerate(self.files)]
-        unread = [max(0, os.path.getsize(f["path"]) - pos[i]) for i, f in enumerate(self.files)]
-        workers = min(sum(1 for u in unread if u), os.cpu_count() or 1)
-        if (not self.scan_ahead or workers < 2 or sum(unread) < PARALLEL_MIN_BYTES
-                or max_rows < PARALLEL_MIN_ROWS or sys.platform == "win32"):
-            return [_KeptLines(*a) for a in args]
-        try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                scanned = list(pool.map(_scan_file, args, [max_rows] * len(args)))
-        except (OSError, BrokenProcessPool):       # no fork here (limits, memory): read in this process
-            self.scan_ahead = False
+        scanned = self._scan_ahead(args, pos, max_rows)
+        if scanned is None:
             return [_KeptLines(*a) for a in args]
         return [_ScannedLines(items, total) for items, total in scanned]
+
+    def _scan_ahead(self, args: list, pos: list, max_rows: int) -> list | None:
+        """Every file's kept lines scanned in parallel (_scan_file), or None where that does not pay
+        or cannot fork."""
+        if not self.scan_ahead or max_rows < PARALLEL_MIN_ROWS or sys.platform == "win32":
+            return None
+        unread = [max(0, os.path.getsize(f["path"]) - pos[i]) for i, f in enumerate(self.files)]
+        workers = min(sum(1 for u in unread if u), os.cpu_count() or 1)
+        if workers < 2 or sum(unread) < PARALLEL_MIN_BYTES:
+            return None
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                return list(pool.map(_scan_file, args, [max_rows] * len(args)))
+        except (OSError, BrokenProcessPool):       # no fork here (limits, memory): read in this process
+            self.scan_ahead = False
+            return None

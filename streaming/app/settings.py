@@ -341,8 +341,7 @@ class ReplaySettings(QuerySettings):
     live_view: bool = Field(default=False, description="snapshots include the events still held")
 
     def query_options(self, **extra: Any) -> QueryOptions:
-        return super().query_options(**{"max_rows_per_batch": self.max_rows_per_batch, "live_view": self.live_view,
-                                        **extra})
+        return super().query_options(max_rows_per_batch=self.max_rows_per_batch, live_view=self.live_view, **extra)
 
 
 class _Serving(_Settings):

@@ -173,9 +173,13 @@ def action_trigger(entry: dict, protocol: str) -> str:
 NAMED_MEMBER = re.compile(r"\(reason: (Adding new member|removing member) (\S+?)[ ,;)]")
 
 
+def _actions_before(timeline: list, ts_ms: int, group: str, actions: tuple) -> list[dict]:
+    """The bed's `actions` on the group (or the cluster) up to `ts_ms`, in order."""
+    return [e for e in timeline if e["action"] in actions and e["ts_ms"] <= ts_ms and e.get("group") in (group, None)]
+
+
 def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dict | None:
-    prior = [e for e in timeline if e["action"] in CAUSE_ACTIONS and e["ts_ms"] <= ts_ms
-             and e.get("group") in (group, None)]
+    prior = _actions_before(timeline, ts_ms, group, CAUSE_ACTIONS)
     # The broker's reason names the member (2.4+): take that member's last action, not the bed's
     # last action (a member started before another one's close can join after it, under load).
     named = NAMED_MEMBER.search(line)
@@ -293,8 +297,12 @@ def _epoch_events(lines: list[GLine], group: str) -> list[tuple]:
 
 
 def _last_action(timeline: list, ts_ms: int, group: str, actions: tuple) -> dict | None:
-    prior = [e for e in timeline if e["action"] in actions and e["ts_ms"] <= ts_ms and e.get("group") in (group, None)]
+    prior = _actions_before(timeline, ts_ms, group, actions)
     return prior[-1] if prior else None
+
+
+# What the bed does that takes a member out of a share or streams group (a Streams close sends nothing).
+TAKES_MEMBER_OUT = ("kill", "pause", "leave", "stop_polling")
 
 
 def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protocol: str,
@@ -326,7 +334,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
         epoch = epoch + 1 if epoch is not None else None          # the line-less bump
         if kind == "fence":
             trigger = "heartbeat_expiry" if "session expired" in m.group(2) else "rebalance_timeout"
-            why = _describe(_last_action(timeline, ts, group, ("kill", "pause", "leave", "stop_polling")))
+            why = _describe(_last_action(timeline, ts, group, TAKES_MEMBER_OUT))
         else:
             trigger, why = "member_leave", _describe(_last_action(timeline, ts, group, ("leave",)))
         out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch,
@@ -335,7 +343,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
         if reb.outcomes == ("empty",):
             continue
         nxt = out[k + 1].start_ms if k + 1 < len(out) else None
-        stalled = any(e["action"] in ("kill", "pause", "leave", "stop_polling") and e.get("group") in (group, None)
+        stalled = any(e["action"] in TAKES_MEMBER_OUT and e.get("group") in (group, None)
                       and 0 <= e["ts_ms"] - (reb.start_ms or 0) < settle_ms for e in timeline)
         if (nxt is not None and nxt - (reb.start_ms or 0) < settle_ms) or stalled:
             reb.outcomes = ("stable", "superseded")

@@ -47,8 +47,11 @@ RUN --mount=type=secret,id=pip_cert \
 # What is copied is listed in .dockerignore: the packages, README.md, the two scripts and the
 # demo's captures.
 COPY . /opt/rebalance-monitor/
+# The .pth file of streaming/spark/zip_imports.py: Spark's Python processes import the compiled
+# pyspark of site-packages instead of compiling the one in SPARK_HOME's pyspark.zip each time.
 RUN pip install --no-deps --no-build-isolation -e /opt/rebalance-monitor \
  && python3 -m compileall -q /opt/rebalance-monitor/state /opt/rebalance-monitor/streaming /opt/rebalance-monitor/sinks \
+ && python3 -m streaming.spark.zip_imports "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
  && SPARK_HOME="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \
  && ln -s "$SPARK_HOME" /opt/spark
 

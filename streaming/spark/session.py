@@ -50,7 +50,7 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         # instead of having its rows dropped as late (docs/design.md).
         .config("spark.sql.streaming.multipleWatermarkPolicy", "min")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # Bigger Arrow batches for mapInArrow/mapInPandas: the offsets decoder aggregates commits
+        # Bigger Arrow batches for mapInArrow: the offsets decoder aggregates commits
         # per batch, so more rows per batch means fewer output rows and less per-batch overhead
         # (bench/offsets: about 2x the in-process rate of 10,000-row batches).
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")

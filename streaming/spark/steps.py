@@ -1,5 +1,5 @@
 """The steps of the query between its sources and its output, as Spark operators: the JVM-side
-coordinator filter and envelope step, the log parse (mapInPandas), the offsets decode
+coordinator filter and envelope step, the log parse (mapInArrow), the offsets decode
 (mapInArrow), per-source figures, watermarks, and the per-group stateful step."""
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: 
                              "raw", specs, default_spec)
     kept = unwrapped.where(keep | F.col("line").isNull() | coordinator_line_filter("line")
                            | coordinator_line_filter("logger_field"))
-    return kept.mapInPandas(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,
+    return kept.mapInArrow(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,
                                     default_spec=default_spec),
                             EVENT_SCHEMA)
 

@@ -18,7 +18,7 @@ STREAMING_BASE = ("streaming.rows", "streaming.quarantine", "streaming.inputs")
 # (module prefix, project modules it may import, third-party packages it may import); first match wins.
 LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("state", ("state",), ()),
-    ("streaming.logs", ("state", "streaming.logs", "streaming.offsets", *STREAMING_BASE), ("pandas",)),
+    ("streaming.logs", ("state", "streaming.logs", "streaming.offsets", *STREAMING_BASE), ("pyarrow",)),
     ("streaming.offsets", ("state", "streaming.offsets", "streaming.logs", *STREAMING_BASE),
      ("numpy", "pandas", "pyarrow", "cramjam", "crc32c")),
     ("streaming.rows", ("state", *STREAMING_BASE), ("numpy", "pandas", "pyarrow")),

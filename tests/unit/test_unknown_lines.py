@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pyarrow as pa
 
 from sinks.exposition import text
 from sinks.metrics import MetricsSink
@@ -20,17 +21,23 @@ def _line(i: int, logger: str) -> str:
     return f"[2026-11-21 19:22:55,{i % 1000:03d}] WARN {prefix}Frobnicated group g{i} ({logger})"
 
 
-def _frame(lines: list[str], first_seq: int = 1) -> pd.DataFrame:
-    return pd.DataFrame({"source_id": "c:b1.log", "seq": range(first_seq, first_seq + len(lines)),
+def _frame(lines: list[str], first_seq: int = 1) -> pa.RecordBatch:
+    """One Arrow batch of raw rows, as the JVM hands it to the parse step (mapInArrow)."""
+    return pa.RecordBatch.from_pandas(pd.DataFrame({"source_id": "c:b1.log", "seq": range(first_seq, first_seq + len(lines)),
                          "line": lines, "raw": lines,
                          "broker_hint": pd.array([None] * len(lines), dtype="Int32"),
-                         "host_hint": [None] * len(lines), "ts_hint_ms": 1795289000000, "eof": False})
+                         "host_hint": pd.array([None] * len(lines), dtype="string"),
+                                                    "ts_hint_ms": 1795289000000, "eof": False}), preserve_index=False)
+
+
+def _frames(batches) -> list[pd.DataFrame]:
+    return [b.to_pandas() for b in batches]
 
 
 def test_sample_per_logger_and_batch_with_counts():
     lines = [_line(i, GC) for i in range(25)] + [_line(100 + i, GMM) for i in range(3)]
     # two Arrow batches in one task: the sampler spans them
-    frames = list(log_rows_to_events(iter([_frame(lines[:12]), _frame(lines[12:], 13)]),
+    frames = _frames(log_rows_to_events(iter([_frame(lines[:12]), _frame(lines[12:], 13)]),
                                      {"c:b1.log": LogSourceSpec(cluster="c")}, unknown_sample=10))
     all_rows = [dict(zip(EVENT_COLUMNS, r)) for f in frames for r in f.itertuples(index=False, name=None)]
     rows = [r for r in all_rows if r["kind"] == "quarantine"]
@@ -65,7 +72,7 @@ def test_without_a_sampler_every_unknown_line_is_kept():
 
 def test_sample_zero_keeps_only_counts():
     lines = [_line(i, GC) for i in range(4)]
-    frames = list(log_rows_to_events(iter([_frame(lines)]), {"c:b1.log": LogSourceSpec(cluster="c")},
+    frames = _frames(log_rows_to_events(iter([_frame(lines)]), {"c:b1.log": LogSourceSpec(cluster="c")},
                                      unknown_sample=0))
     records = [json.loads(r) for f in frames for r, kind in zip(f["data_json"], f["kind"]) if kind == "quarantine"]
     assert [(q["count"], q.get("sampled_out")) for q in records] == [(4, True)]
@@ -76,7 +83,7 @@ def test_unknown_layout_lines_are_sampled_and_counted_apart():
     unknown templates) and counted as class unknown_layout, not as an unknown template."""
     odd = [f"<{i}> something [GroupCoordinator 1]: no time here ({GC})" for i in range(13)]
     known = [_line(0, GC)]
-    frames = list(log_rows_to_events(iter([_frame(odd + known)]), {"c:b1.log": LogSourceSpec(cluster="c")},
+    frames = _frames(log_rows_to_events(iter([_frame(odd + known)]), {"c:b1.log": LogSourceSpec(cluster="c")},
                                      unknown_sample=10))
     rows = [dict(zip(EVENT_COLUMNS, r)) for f in frames for r in f.itertuples(index=False, name=None)]
     quarantine = [json.loads(r["data_json"]) for r in rows if r["kind"] == "quarantine"]

@@ -1,11 +1,13 @@
 """Same-run A/B of a bench against another commit: `bench/ab REF NAME [bench args]`.
 
 Checks REF out into a worktree outside the repo (~/.cache/rebalance-monitor/bench-ab/<sha>),
-then runs `bench/NAME` in that tree and in this one alternately (REF, HEAD, REF, HEAD, ...;
+then runs the bench on that tree's code and on this one's alternately (REF, HEAD, REF, HEAD, ...;
 `--rounds`, default 2), so a change in the machine's load hits both alike. Both use this
 checkout's virtualenv; PYTHONPATH points each run (and its Spark Python workers) at its own
-tree. Prints the last line of every run, then one line per figure with the median of each side
-and their ratio, and last:
+tree. Both sides run this checkout's bench script (`--bench-of head`, the default), so the two
+differ only in the code measured, not in how it is measured; `--bench-of each` runs each tree's
+own script instead. Prints the last line of every run, then one line per figure with the median
+of each side and their ratio, and last:
 
     bench=NAME ref=<sha> <figure>_ref=... <figure>_head=... <figure>_ratio=... ...
 """
@@ -16,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,20 +36,22 @@ def _worktree(ref: str) -> tuple[str, Path]:
     return sha, tree
 
 
-def _command(tree: Path, name: str, args: list[str]) -> list[str]:
+def _run(tree: Path, name: str, args: list[str], bench_of_head: bool) -> dict[str, float]:
     python = str(ROOT / ".venv" / "bin" / "python")
-    if (tree / "bench" / "__init__.py").exists():      # bench/ as a package
-        return [python, "-m", f"bench.bench_{name}", *args]
-    return [python, str(tree / "bench" / f"bench_{name}.py"), *args]
-
-
-def _run(tree: Path, name: str, args: list[str]) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(tree), PYSPARK_PYTHON=str(ROOT / ".venv" / "bin" / "python"),
-               PYSPARK_DRIVER_PYTHON=str(ROOT / ".venv" / "bin" / "python"), SPARK_LOCAL_IP="127.0.0.1")
-    result = subprocess.run(_command(tree, name, args), cwd=tree, env=env, capture_output=True, text=True)
+    env = dict(os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
+    with tempfile.TemporaryDirectory(prefix="bench-ab-") as scripts:
+        if bench_of_head:
+            # `python -m` puts the working directory first on sys.path: this checkout's bench/
+            # from there, everything else (streaming/, state/, sinks/) from `tree`.
+            os.symlink(ROOT / "bench", Path(scripts) / "bench")
+            cwd, env["PYTHONPATH"] = scripts, os.pathsep.join([scripts, str(tree)])
+        else:
+            cwd, env["PYTHONPATH"] = str(tree), str(tree)
+        result = subprocess.run([python, "-m", f"bench.bench_{name}", *args], cwd=cwd, env=env,
+                                capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     if result.returncode != 0 or not lines:
-        sys.exit(f"bench/ab: {name} failed in {tree} (exit {result.returncode}):\n{result.stderr[-3000:]}")
+        sys.exit(f"bench/ab: {name} failed on {tree} (exit {result.returncode}):\n{result.stderr[-3000:]}")
     figures = {}
     for pair in lines[-1].split():
         key, _, value = pair.partition("=")
@@ -63,12 +68,14 @@ def main() -> int:
     parser.add_argument("ref", help="the commit to compare with (e.g. the base of a change)")
     parser.add_argument("name", choices=["logs", "offsets"], help="bench/logs or bench/offsets")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs per side (default 2)")
+    parser.add_argument("--bench-of", choices=["head", "each"], default="head",
+                        help="whose bench script measures both sides: this checkout's (default) or each tree's own")
     args, bench_args = parser.parse_known_args()
     sha, tree = _worktree(args.ref)
     runs: dict[str, list[dict[str, float]]] = {"ref": [], "head": []}
     for _ in range(args.rounds):
-        runs["ref"].append(_run(tree, args.name, bench_args))
-        runs["head"].append(_run(ROOT, args.name, bench_args))
+        runs["ref"].append(_run(tree, args.name, bench_args, args.bench_of == "head"))
+        runs["head"].append(_run(ROOT, args.name, bench_args, args.bench_of == "head"))
     summary = [f"bench={args.name}", f"ref={sha[:12]}"]
     for key in runs["head"][0]:
         ref = statistics.median(r[key] for r in runs["ref"] if key in r)

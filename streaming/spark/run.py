@@ -6,7 +6,7 @@ import json
 import shutil
 import tempfile
 import threading
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
@@ -29,6 +29,8 @@ class ProgressCounter(StreamingQueryListener):
     (100) reports, so reading it after a long replay lost the input counts of earlier batches.
     Listener events of a query arrive in order, and its terminated event comes last: `wait_done`
     returns once every report has been counted.
+
+    Spark calls it through `_ProgressJson` (below), not PySpark's own wrapper.
     """
 
     def __init__(self, sink: BatchSink) -> None:
@@ -37,12 +39,18 @@ class ProgressCounter(StreamingQueryListener):
         self.final_watermark_seen = False
         self._done = threading.Event()
         self._lock = threading.Lock()
+        self._java: Any = None
 
-    def onQueryStarted(self, event) -> None:
-        pass
+    @property
+    def _jlistener(self) -> Any:     # what StreamingQueryManager.addListener registers
+        if self._java is None:
+            from pyspark import SparkContext
+            self._java = SparkContext._jvm.PythonStreamingQueryListenerWrapper(  # type: ignore[union-attr]
+                _ProgressJson(self))
+        return self._java
 
-    def onQueryProgress(self, event) -> None:
-        progress = json.loads(event.progress.json)
+    def count_progress_json(self, text: str) -> None:
+        progress = json.loads(text)
         if self.query_id is not None and progress.get("id") != self.query_id:
             return   # another query of the session
         with self._lock:
@@ -50,18 +58,54 @@ class ProgressCounter(StreamingQueryListener):
             watermark = (progress.get("eventTime") or {}).get("watermark", "")
             self.final_watermark_seen |= watermark.startswith(END_OF_INPUT_WATERMARK_YEAR)
 
+    def terminated(self, query_id: str) -> None:
+        if self.query_id is None or query_id == self.query_id:
+            self._done.set()
+
+    # The StreamingQueryListener interface, for callers that hand it PySpark's event objects.
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        self.count_progress_json(event.progress.json)
+
     def onQueryIdle(self, event) -> None:
         pass
 
     def onQueryTerminated(self, event) -> None:
-        if self.query_id is None or str(event.id) == self.query_id:
-            self._done.set()
+        self.terminated(str(event.id))
 
     def watch(self, query) -> None:
         self.query_id = str(query.id)
 
     def wait_done(self, timeout_s: float = 30.0) -> bool:
         return self._done.wait(timeout_s)
+
+
+class _ProgressJson:
+    """The py4j callback Spark's listener bus calls for a ProgressCounter: each progress report
+    crosses into Python as its JSON, one call. PySpark's own callback rebuilds the report field by
+    field first, and turns each observed-metrics row into Python through a class name that py4j
+    resolves by trying every imported package, each miss a scan of every jar on the classpath:
+    about a fifth of the live monitor's JVM CPU at a 1 s trigger (docs/benchmarks.md, "Latency")."""
+
+    def __init__(self, counter: ProgressCounter) -> None:
+        self.counter = counter
+
+    def onQueryStarted(self, jevent) -> None:
+        pass
+
+    def onQueryProgress(self, jevent) -> None:
+        self.counter.count_progress_json(jevent.progress().json())
+
+    def onQueryIdle(self, jevent) -> None:
+        pass
+
+    def onQueryTerminated(self, jevent) -> None:
+        self.counter.terminated(jevent.id().toString())
+
+    class Java:
+        implements: ClassVar[list[str]] = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
 def run_to_end(spark: SparkSession, outputs: DataFrame, sink: BatchSink,

@@ -29,6 +29,7 @@ from streaming.rows import (
     END_OF_INPUT_TS_MS, EVENT_COLUMNS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS,
     QUARANTINE_GROUP, STATS_GROUP, row_to_event
 )
+from streaming.spark.worker_gc import freeze_worker_heap
 
 _PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKind.DECODE_STATS,
                  LOG_STATS_GROUP: OutputKind.LOG_STATS}
@@ -119,6 +120,7 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                   group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
                   diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
+    freeze_worker_heap()
     cluster, group = key
     if group is None or (group != QUARANTINE_GROUP and (group_allow or group_deny)
                          and not group_selected(group, group_allow, group_deny)):

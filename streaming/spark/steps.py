@@ -3,7 +3,7 @@ coordinator filter and envelope step, the log parse (mapInArrow), the offsets de
 (mapInArrow), per-source figures, watermarks, and the per-group stateful step."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial, reduce
 from typing import Any
 
@@ -23,6 +23,7 @@ from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.spark.stateful import process_group
+from streaming.spark.worker_gc import freeze_worker_heap
 
 QUARANTINE = str(OutputKind.QUARANTINE)
 # Live log topics: one record in this many (by offset) reaches the parse step whatever it holds, so
@@ -199,7 +200,7 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: 
                              "raw", specs, default_spec)
     kept = unwrapped.where(keep | F.col("line").isNull() | coordinator_line_filter("line")
                            | coordinator_line_filter("logger_field"))
-    return kept.mapInArrow(partial(log_rows_to_events, specs=specs, unknown_sample=unknown_sample,
+    return kept.mapInArrow(partial(_parse_logs, specs=specs, unknown_sample=unknown_sample,
                                     default_spec=default_spec),
                             EVENT_SCHEMA)
 
@@ -207,7 +208,18 @@ def log_events(raw: DataFrame, specs: dict[str, LogSourceSpec], unknown_sample: 
 def offsets_events(raw: DataFrame, clusters: dict[str, str]) -> DataFrame:
     """Decode in Arrow batches: commits vectorised and pre-aggregated, the rest per record
     (streaming/offsets/vectorised/). Live topics pass a ClusterNames with the cluster as fallback."""
-    return raw.mapInArrow(partial(offsets_arrow_to_events, clusters=clusters), EVENT_SCHEMA)
+    return raw.mapInArrow(partial(_decode_offsets, clusters=clusters), EVENT_SCHEMA)
+
+
+# What the Python workers run: the pure steps, after freeze_worker_heap (worker_gc.py).
+def _parse_logs(batches: Iterator[Any], **options: Any) -> Iterator[Any]:
+    freeze_worker_heap()
+    yield from log_rows_to_events(batches, **options)
+
+
+def _decode_offsets(batches: Iterator[Any], **options: Any) -> Iterator[Any]:
+    freeze_worker_heap()
+    yield from offsets_arrow_to_events(batches, **options)
 
 
 def observed(events: DataFrame, source_kind: str) -> DataFrame:

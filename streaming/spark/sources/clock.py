@@ -19,6 +19,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.kafka import TickPartition, tick_row
+from streaming.spark.worker_gc import freeze_worker_heap
 
 CLOCK_SOURCE_NAME = "rebalance_clock"
 
@@ -42,6 +43,7 @@ class ClockStreamReader(DataSourceStreamReader):
         return []
 
     def read(self, partition) -> Iterator[tuple]:
+        freeze_worker_heap()
         yield tick_row(self.kind, partition.tick_ms)
 
     def commit(self, end: dict) -> None:

@@ -34,6 +34,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.kafka_login import KafkaLoginFailed, probe_login
+from streaming.spark.worker_gc import freeze_worker_heap
 
 KAFKA_SOURCE_NAME = "rebalance_kafka"
 LOG = logging.getLogger("rebalance_monitor.kafka_source")
@@ -184,6 +185,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return out
 
     def read(self, partition) -> Iterator[tuple]:
+        freeze_worker_heap()
         if isinstance(partition, TickPartition):
             yield self._marker(partition.tick_ms)
             return

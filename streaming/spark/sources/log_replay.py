@@ -18,6 +18,7 @@ from streaming.logs.merge import LogMergeCursor
 from streaming.rows import RAW_LOG_ARROW_SCHEMA, rows_to_arrow
 from streaming.spark.schema import RAW_LOG_SCHEMA
 from streaming.spark.sources.base import RowsPartition, rows_allowed
+from streaming.spark.worker_gc import freeze_worker_heap
 
 LOG_SOURCE_NAME = "rebalance_log_replay"
 ARROW_BATCH_ROWS = 10_000
@@ -64,6 +65,7 @@ class LogReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return split_rows(rows, self.num_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        freeze_worker_heap()
         rows = cast(RowsPartition, partition).rows   # this reader's partitions carry their rows
         # One Arrow batch per chunk instead of tuples: PySpark converts tuples value by value.
         for start in range(0, len(rows), ARROW_BATCH_ROWS):

@@ -15,6 +15,7 @@ from streaming.offsets.reader import OffsetsRowReader
 from streaming.rows import END_OF_INPUT_TS_MS
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.base import RowsPartition, rows_allowed
+from streaming.spark.worker_gc import freeze_worker_heap
 
 OFFSETS_SOURCE_NAME = "rebalance_offsets_replay"
 
@@ -50,6 +51,7 @@ class OffsetsReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         return [RowsPartition(rows)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        freeze_worker_heap()
         yield from cast(RowsPartition, partition).rows   # this reader's partitions carry their rows
 
     def commit(self, end: dict) -> None:

@@ -51,7 +51,7 @@ COPY . /opt/rebalance-monitor/
 # pyspark of site-packages instead of compiling the one in SPARK_HOME's pyspark.zip each time.
 RUN pip install --no-deps --no-build-isolation -e /opt/rebalance-monitor \
  && python3 -m compileall -q /opt/rebalance-monitor/state /opt/rebalance-monitor/streaming /opt/rebalance-monitor/sinks \
- && python3 -m streaming.spark.zip_imports "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+ && python3 -c 'from streaming.spark.zip_imports import install_pth; install_pth()' \
  && SPARK_HOME="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \
  && ln -s "$SPARK_HOME" /opt/spark
 

@@ -62,7 +62,7 @@ class ProgressCounter(StreamingQueryListener):
         if self.query_id is None or query_id == self.query_id:
             self._done.set()
 
-    # The StreamingQueryListener interface, for callers that hand it PySpark's event objects.
+    # The abstract StreamingQueryListener interface. Spark itself calls _ProgressJson instead.
     def onQueryStarted(self, event) -> None:
         pass
 

@@ -11,13 +11,12 @@ image), the same sources sit next to the zip in site-packages, compiled at insta
 the zip behind site-packages makes those processes import them from there. Any other SPARK_HOME
 (a Spark distribution, a cluster's image) keeps its order: its zip may hold a different pyspark.
 
-Called at interpreter start by the .pth file scripts/bootstrap and the image install
+Called at interpreter start by the .pth file that `install_pth` writes
 (`rebalance_monitor_pyspark.pth`): it must be cheap and must never raise.
 """
 from __future__ import annotations
 
 import os
-import sys
 
 PTH_NAME = "rebalance_monitor_pyspark.pth"
 # One line: .pth files run lines that start with "import"; the guard keeps a venv without this
@@ -43,7 +42,7 @@ def prefer_compiled_pyspark(path: list[str]) -> list[str]:
     """Move the pyspark.zip entries of `path` that belong to the installed pyspark package to the
     end of `path` (in place); returns the moved entries."""
     try:
-        moved = [p for p in path if p.endswith("pyspark.zip") and _own_package_zip(p, path)]
+        moved = [p for p in path if _own_package_zip(p, path)]
         for p in moved:
             path.remove(p)
         path.extend(moved)
@@ -52,8 +51,12 @@ def prefer_compiled_pyspark(path: list[str]) -> list[str]:
         return []
 
 
-def install_pth(site_packages: str) -> str:
-    """Write the .pth file into `site_packages` (idempotent); returns its path."""
+def install_pth(site_packages: str | None = None) -> str:
+    """Write the .pth file into `site_packages` (default: this interpreter's; idempotent);
+    returns its path. Run by scripts/bootstrap and the Dockerfile."""
+    if site_packages is None:
+        import sysconfig     # here, not at the top: the .pth imports this module at every start
+        site_packages = sysconfig.get_paths()["purelib"]
     target = os.path.join(site_packages, PTH_NAME)
     try:
         with open(target, encoding="utf-8") as handle:
@@ -65,8 +68,3 @@ def install_pth(site_packages: str) -> str:
         handle.write(PTH_LINE)
     return target
 
-
-if __name__ == "__main__":      # python -m streaming.spark.zip_imports SITE_PACKAGES
-    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
-        sys.exit("usage: python -m streaming.spark.zip_imports SITE_PACKAGES_DIR")
-    print(install_pth(sys.argv[1]))

@@ -163,6 +163,8 @@ def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], 
             .option("kind", kind).option("startingOffsets", kafka.starting_offsets)
             .option("clientConfig", json.dumps(kafka.client_config))
             .option("maxRowsPerBatch", str(kafka.max_rows_per_batch or ""))
+            # One read task per core: more only adds per-task cost (sources/kafka.py).
+            .option("readTasks", str(spark.sparkContext.defaultParallelism))
             .option("idleFlush", "true" if kafka.idle_flush else "false").load())
 
 

@@ -1,7 +1,10 @@
 """Live source: Kafka topics read with kafka-python, as a Python streaming Data Source.
 
-One input partition per Kafka partition per micro-batch; Spark tracks the offsets (they are in
-the checkpoint), so a restarted query reads exactly the ranges it had planned. The rows have the
+Spark tracks the offsets (they are in the checkpoint), so a restarted query reads exactly the
+ranges it had planned. A micro-batch reads its partition ranges in at most `readTasks` tasks
+(balanced by record count), and each Python worker keeps its KafkaConsumer from one batch to the
+next: a consumer per Kafka partition and batch cost a bootstrap connection and a metadata round
+trip each, most of a quiet batch's time (docs/benchmarks.md, "Latency"). The rows have the
 same shape as the replay sources (RAW_LOG_SCHEMA for a log topic, RAW_OFFSETS_SCHEMA for
 `__consumer_offsets`), so the rest of the query does not know where rows come from.
 
@@ -78,6 +81,48 @@ class TickPartition(InputPartition):
     tick_ms: int
 
 
+@dataclass
+class KafkaTask(InputPartition):
+    """What one task reads: ranges of several Kafka partitions, then the marker if any."""
+    ranges: list[KafkaRange]
+    tick_ms: int | None = None
+
+
+def split_ranges(ranges: list[KafkaRange], tasks: int) -> list[list[KafkaRange]]:
+    """At most `tasks` groups of ranges with about the same number of records (largest first,
+    each to the group with the fewest so far); each group in topic/partition order."""
+    groups: list[list[KafkaRange]] = [[] for _ in range(max(1, min(tasks, len(ranges))))]
+    sizes = [0] * len(groups)
+    for r in sorted(ranges, key=lambda r: (-(r.end - r.start), r.topic, r.partition)):
+        i = sizes.index(min(sizes))
+        groups[i].append(r)
+        sizes[i] += r.end - r.start
+    return [sorted(g, key=lambda r: (r.topic, r.partition)) for g in groups if g]
+
+
+# KafkaConsumers of this Python worker, kept across tasks (Spark reuses its workers), by config.
+_WORKER_CONSUMERS: dict[str, Any] = {}
+
+
+def _worker_consumer(options: Mapping[str, str]) -> Any:
+    key = json.dumps([options.get("kind"), options.get("bootstrapServers"), options.get("clientConfig")])
+    consumer = _WORKER_CONSUMERS.get(key)
+    if consumer is None:
+        consumer = _WORKER_CONSUMERS[key] = _consumer(options, max_poll_records=5000)
+    return consumer
+
+
+def _drop_worker_consumers() -> None:
+    """After a failed read: the next task starts with a new consumer."""
+    consumers = list(_WORKER_CONSUMERS.values())
+    _WORKER_CONSUMERS.clear()
+    for consumer in consumers:
+        try:
+            consumer.close()
+        except Exception:
+            pass
+
+
 class KafkaStreamReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
         self.options = options
@@ -86,6 +131,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.starting = options.get("startingOffsets", "earliest")
         self.max_rows = int(options["maxRowsPerBatch"]) if options.get("maxRowsPerBatch") else None
         self.idle_flush = options.get("idleFlush", "true") == "true"
+        self.read_tasks = max(1, int(options.get("readTasks") or 2))
         self._consumer = None
         self._backoff = 0.0
 
@@ -173,55 +219,66 @@ class KafkaStreamReader(DataSourceStreamReader):
         return {"source": self.kind, "topics": topics, "tick": tick, "gap": gap, "error": None}
 
     def partitions(self, start: dict, end: dict) -> list:
-        out: list = []
+        ranges: list[KafkaRange] = []
         before = start.get("topics") or {}
         for topic, parts in (end.get("topics") or {}).items():
             for key, stop in parts.items():
                 begin = (before.get(topic) or {}).get(key, stop)
                 if stop > begin:
-                    out.append(KafkaRange(topic, int(key), int(begin), int(stop)))
-        if end.get("tick") and end.get("tick") != start.get("tick"):
-            out.append(TickPartition(int(end["tick"])))
-        return out
+                    ranges.append(KafkaRange(topic, int(key), int(begin), int(stop)))
+        tick = int(end["tick"]) if end.get("tick") and end.get("tick") != start.get("tick") else None
+        tasks: list = [KafkaTask(group) for group in split_ranges(ranges, self.read_tasks)]
+        if tick is not None:
+            if tasks:
+                tasks[0].tick_ms = tick
+            else:
+                tasks.append(KafkaTask([], tick))
+        return tasks
 
     def read(self, partition) -> Iterator[tuple]:
         freeze_worker_heap()
-        if isinstance(partition, TickPartition):
+        if isinstance(partition, TickPartition):       # planned by an older version (checkpoint)
             yield self._marker(partition.tick_ms)
             return
-        yield from self._read_range(partition)
+        task = partition if isinstance(partition, KafkaTask) else KafkaTask([partition])
+        if task.ranges:
+            try:
+                consumer = _worker_consumer(self.options)
+                for r in task.ranges:
+                    yield from self._read_range(consumer, r)
+            except BaseException:
+                _drop_worker_consumers()
+                raise
+        if task.tick_ms is not None:
+            yield self._marker(task.tick_ms)
 
     def _marker(self, ts_ms: int) -> tuple:
         return tick_row(self.kind, ts_ms)
 
-    def _read_range(self, r: KafkaRange) -> Iterator[tuple]:
+    def _read_range(self, consumer: Any, r: KafkaRange) -> Iterator[tuple]:
         from kafka import TopicPartition
         tp = TopicPartition(r.topic, r.partition)
         source_id = f"{r.topic}-{r.partition}"
         deadline = time.monotonic() + READ_TIMEOUT_S
-        consumer = _consumer(self.options, max_poll_records=5000)
-        try:
-            consumer.assign([tp])
-            consumer.seek(tp, r.start)
-            position = r.start
-            while position < r.end:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{source_id}: read {position - r.start} of "
-                                       f"{r.end - r.start} records in {READ_TIMEOUT_S:.0f} s")
-                batch = consumer.poll(timeout_ms=1000).get(tp, [])
-                if not batch:
-                    # Compacted or transactional ranges end before `end` without records.
-                    if consumer.position(tp) >= r.end:
-                        break
-                    continue
-                for rec in batch:
-                    if rec.offset >= r.end:
-                        position = r.end
-                        break
-                    position = rec.offset + 1
-                    yield self._row(source_id, rec)
-        finally:
-            consumer.close()
+        consumer.assign([tp])
+        consumer.seek(tp, r.start)
+        position = r.start
+        while position < r.end:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{source_id}: read {position - r.start} of "
+                                   f"{r.end - r.start} records in {READ_TIMEOUT_S:.0f} s")
+            batch = consumer.poll(timeout_ms=1000).get(tp, [])
+            if not batch:
+                # Compacted or transactional ranges end before `end` without records.
+                if consumer.position(tp) >= r.end:
+                    break
+                continue
+            for rec in batch:
+                if rec.offset >= r.end:
+                    position = r.end
+                    break
+                position = rec.offset + 1
+                yield self._row(source_id, rec)
 
     def _row(self, source_id: str, rec) -> tuple:
         if self.kind == SOURCE_KIND_OFFSETS:

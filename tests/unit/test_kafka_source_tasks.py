@@ -1,0 +1,124 @@
+"""The kafka-python source's tasks: ranges grouped into at most `readTasks` tasks, the marker
+with them, and one KafkaConsumer per Python worker kept across tasks (sources/kafka.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from streaming.spark.sources import kafka as source
+from streaming.spark.sources.kafka import KafkaRange, KafkaStreamReader, KafkaTask, TickPartition, split_ranges
+
+
+@dataclass
+class Record:
+    offset: int
+    partition: int
+    timestamp: int = 1_700_000_000_000
+    key: bytes | None = None
+    value: bytes | None = b"line"
+
+
+class FakeConsumer:
+    """Partitions of 100 records each at offsets 0..99; poll returns up to 7 from the position."""
+    made = 0
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        FakeConsumer.made += 1
+        self.fail_on = fail_on
+        self.assigned: list = []
+        self.pos: dict = {}
+        self.closed = False
+
+    def assign(self, tps: list) -> None:
+        self.assigned = list(tps)
+
+    def seek(self, tp, offset: int) -> None:
+        self.pos[tp] = offset
+
+    def position(self, tp) -> int:
+        return self.pos[tp]
+
+    def poll(self, timeout_ms: int = 0) -> dict:
+        out = {}
+        for tp in self.assigned:
+            if tp.partition == self.fail_on:
+                raise ConnectionError("broker gone")
+            start = self.pos[tp]
+            recs = [Record(o, tp.partition) for o in range(start, min(100, start + 7))]
+            self.pos[tp] = start + len(recs)
+            out[tp] = recs
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def reader(monkeypatch):
+    FakeConsumer.made = 0
+    made: list[FakeConsumer] = []
+
+    def consumer(options, **extra):
+        made.append(FakeConsumer(int(options["failOn"]) if options.get("failOn") else None))
+        return made[-1]
+    monkeypatch.setattr(source, "_consumer", consumer)
+    monkeypatch.setattr(source, "_WORKER_CONSUMERS", {})
+    r = KafkaStreamReader({"bootstrapServers": "127.0.0.1:1", "topics": "logs", "kind": "broker_log",
+                           "readTasks": "2"})
+    r.made = made
+    return r
+
+
+def _ranges(sizes: list[int]) -> list[KafkaRange]:
+    return [KafkaRange("t", i, 10, 10 + n) for i, n in enumerate(sizes)]
+
+
+def test_ranges_are_split_into_at_most_the_task_count_with_balanced_records():
+    ranges = _ranges([50, 40, 30, 20, 10, 5, 1])
+    groups = split_ranges(ranges, 2)
+    assert len(groups) == 2
+    assert sorted(r.partition for g in groups for r in g) == list(range(7))     # each range once
+    sizes = [sum(r.end - r.start for r in g) for g in groups]
+    assert max(sizes) - min(sizes) <= 10
+    assert all(g == sorted(g, key=lambda r: r.partition) for g in groups)
+    assert split_ranges(ranges[:1], 4) == [ranges[:1]]
+    assert split_ranges([], 2) == []
+
+
+def test_the_marker_rides_with_the_first_task_or_alone(reader):
+    start = {"topics": {"logs": {"0": 0, "1": 5, "2": 9}}, "tick": 1}
+    end = {"topics": {"logs": {"0": 4, "1": 5, "2": 12}}, "tick": 2}
+    tasks = reader.partitions(start, end)
+    assert len(tasks) == 2 and all(isinstance(t, KafkaTask) for t in tasks)
+    assert [t.tick_ms for t in tasks] == [2, None]
+    assert sorted((r.partition, r.start, r.end) for t in tasks for r in t.ranges) == [(0, 0, 4), (2, 9, 12)]
+    idle = reader.partitions({"topics": {"logs": {"0": 4}}, "tick": 2}, {"topics": {"logs": {"0": 4}}, "tick": 3})
+    assert [(t.ranges, t.tick_ms) for t in idle] == [([], 3)]
+    assert reader.partitions({"topics": {}, "tick": 3}, {"topics": {}, "tick": 3}) == []
+
+
+def test_one_consumer_serves_every_task_of_the_worker(reader):
+    first = list(reader.read(KafkaTask([KafkaRange("logs", 0, 0, 20), KafkaRange("logs", 1, 95, 100)], 77)))
+    second = list(reader.read(KafkaTask([KafkaRange("logs", 0, 20, 30)])))
+    assert [(r[0], r[1]) for r in first[:-1]] == [("logs-0", o) for o in range(20)] + [("logs-1", o) for o in range(95, 100)]
+    assert first[-1][0] == "tick" and first[-1][3] == 77          # the marker last
+    assert [r[1] for r in second] == list(range(20, 30))
+    assert len(reader.made) == 1 and not reader.made[0].closed
+
+
+def test_a_failed_read_closes_the_consumer_and_the_next_task_makes_a_new_one(reader):
+    reader.options = {**reader.options, "failOn": "3"}
+    with pytest.raises(ConnectionError):
+        list(reader.read(KafkaTask([KafkaRange("logs", 3, 0, 5)])))
+    assert reader.made[0].closed and source._WORKER_CONSUMERS == {}
+    reader.options = {k: v for k, v in reader.options.items() if k != "failOn"}
+    assert [r[1] for r in reader.read(KafkaTask([KafkaRange("logs", 0, 0, 3)]))] == [0, 1, 2]
+    assert len(reader.made) == 2
+
+
+def test_partitions_planned_by_the_previous_version_are_still_read(reader):
+    """A checkpoint's planned batch is re-planned on restart from its offsets, but the old
+    partition types must still read if Spark hands them over."""
+    assert [r[1] for r in reader.read(KafkaRange("logs", 0, 5, 8))] == [5, 6, 7]
+    assert [r[0] for r in reader.read(TickPartition(9))] == ["tick"]

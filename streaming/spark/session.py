@@ -21,6 +21,35 @@ from streaming.spark.sources.offsets_replay import OffsetsReplaySource
 DEFAULT_DRIVER_MEMORY = "2g"
 
 
+def is_local_path(location: str) -> bool:
+    """A checkpoint on this machine's file system (a plain path or file:)."""
+    scheme = location.split(":", 1)[0] if "://" in location or location.startswith("file:") else ""
+    return scheme in ("", "file")
+
+
+def live_conf(checkpoint_location: str) -> dict[str, str]:
+    """Spark settings of the live query, for micro-batches of well under a second
+    (docs/benchmarks.md, "Latency"; the `spark_conf` setting overrides each).
+
+    - Whole-stage code generation off: the live batches hold a few rows, and generating the
+      code of the log envelope step's large expressions again for every micro-batch cost more
+      than evaluating them.
+    - A local checkpoint is written through Hadoop's FileSystem API on its raw local file system.
+      The default, FileContext on the checksummed local file system, starts a `readlink` process
+      for every path it resolves and a `chmod` for every file it creates (Hadoop without its
+      native library): about 15 processes per micro-batch, 80 ms of each batch's commit. The raw
+      file system writes no `.crc` side files (old ones are ignored); rename is still atomic.
+    """
+    conf = {"spark.sql.codegen.wholeStage": "false"}
+    if is_local_path(checkpoint_location):
+        conf.update({
+            "spark.sql.streaming.checkpointFileManagerClass":
+                "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+            "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+        })
+    return conf
+
+
 def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor",
               conf: Mapping[str, str] | None = None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> SparkSession:
     """The session: local mode with loopback-only networking by default; under spark-submit the

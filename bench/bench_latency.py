@@ -62,10 +62,10 @@ def _counted(monitor: MonitorProcess, groups: list[str]) -> bool:
 
 
 def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval: float,
-               final_wait: float) -> dict:
+               final_wait: float, monitor_toml: str = "") -> dict:
     trigger, lateness = CONFIGS[name]
     monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / name, trigger_s=trigger,
-                             lateness_s=lateness).start()
+                             lateness_s=lateness, extra_toml=monitor_toml).start()
     scraper = Scraper(monitor, f"lb-{name}-", interval)
     try:
         monitor.wait_batches(2)
@@ -104,6 +104,8 @@ def report(name: str, r: dict) -> dict[str, Summary]:
         print(_row(f"live {kind}", out[f"live_{kind}"]))
     out["live"] = summarize([e.live_s for e in evs])
     print(_row("live (all)", out["live"]))
+    slowest = sorted((e for e in evs if e.live_s is not None), key=lambda e: -(e.live_s or 0))[:3]
+    print("  slowest live: " + "; ".join(f"{e.what} {e.group} gen {e.generation} {e.live_s:.2f} s" for e in slowest))
     out["final_rebalance"] = summarize(rebalance_final_seconds(evs))
     out["final_removal"] = summarize([e.final_s for e in evs if e.what == "removal"])
     print(_row("final rebalance record", out["final_rebalance"]))
@@ -119,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--final-wait", type=float, default=240.0, help="longest wait for the final records")
     p.add_argument("--lag-seconds", type=float, default=0.0, help="delay of broker 2's log shipper")
     p.add_argument("--configs", default="new,old")
+    p.add_argument("--monitor-toml", default="",
+                   help="more TOML for both monitors' config file, after its [kafka] table (e.g. '[spark_conf]...')")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
     cluster = KafkaCluster(args.version, workdir=work / "cluster")
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         shipper = LogShipper(cluster, "bench-broker-logs", delay_s=delay).start()
         cluster.coordinator_of("bench-latency")   # creates __consumer_offsets, which `run` waits for
         for name in args.configs.split(","):
-            r = run_config(name, cluster, shipper, work, args.rounds, args.scrape_interval, args.final_wait)
+            r = run_config(name, cluster, shipper, work, args.rounds, args.scrape_interval, args.final_wait,
+                           args.monitor_toml.replace('\\n', '\n'))
             results[name], extra[name] = report(name, r), r
     finally:
         if shipper is not None:

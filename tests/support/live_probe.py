@@ -252,8 +252,14 @@ def _live(e: LineEvent, s: Scrape) -> bool:
     if e.what == "join_end":
         return gen is not None and e.generation is not None and gen >= e.generation
     if e.what == "end":
-        return gen is not None and e.generation is not None and (
-            gen > e.generation or (gen == e.generation and s.state(g) not in REBALANCING))
+        if gen is None or e.generation is None or gen < e.generation:
+            return False
+        if gen > e.generation or s.state(g) not in REBALANCING:
+            return True
+        # Rebalancing again in the same generation: a rebalance that began at or after the end
+        # (a member joining right after the assignment; the view may never show Stable between).
+        since = s.one("group_state_since_timestamp_seconds", g)
+        return s.state(g) == "PreparingRebalance" and since is not None and since * 1000 >= e.ts_ms - 1
     if e.what == "empty":
         since = s.one("group_state_since_timestamp_seconds", g)
         return since is not None and since * 1000 >= e.ts_ms - 1

@@ -4,10 +4,11 @@ the old ones in the same run.
 A 2-broker cluster of the real-Kafka bed (tests/support/kafkabed) ships its brokers' server.log
 into a log topic; the monitor reads it and __consumer_offsets. For each configuration in turn
 (new defaults: trigger 1 s, lateness 10 s; old: trigger 10 s, lateness 30 s) the bench starts
-the monitor, runs `--rounds` scripted rounds (tests/support/live_probe.scripted_round: a join, a
-join that waits for a slow member, a SIGKILLed member's heartbeat expiry, a LeaveGroup), scrapes
-/metrics every `--scrape-interval` and times, from the moment each broker line is acknowledged
-by the log topic:
+the monitor, lets it run `--warmup-seconds` (30 s of micro-batches: the JVM is still compiling
+its per-batch planning code before that), runs `--rounds` scripted rounds
+(tests/support/live_probe.scripted_round: a join, a join that waits for a slow member, a
+SIGKILLed member's heartbeat expiry, a LeaveGroup), scrapes /metrics every `--scrape-interval`
+and times, from the moment each broker line is acknowledged by the log topic:
 
 - live: the first scrape whose group gauges show it (rebalance start, JOIN end, rebalance end,
   removal with its cause);
@@ -25,10 +26,12 @@ Last line: live_p95_seconds=… final_p95_seconds=… old_p95_seconds=… (and m
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import time
 from pathlib import Path
 
+from streaming.app.settings import RUN_TRIGGER_INTERVAL_SECONDS
 from tests.support.kafkabed import KafkaCluster, LogShipper
 from tests.support.kafkabed.runner import Runner
 from tests.support.live_probe import (
@@ -62,13 +65,16 @@ def _counted(monitor: MonitorProcess, groups: list[str]) -> bool:
 
 
 def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval: float,
-               final_wait: float, monitor_toml: str = "") -> dict:
+               final_wait: float, monitor_toml: str = "", warmup_s: float = 30.0) -> dict:
     trigger, lateness = CONFIGS[name]
     monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / name, trigger_s=trigger,
                              lateness_s=lateness, extra_toml=monitor_toml).start()
     scraper = Scraper(monitor, f"lb-{name}-", interval)
     try:
-        monitor.wait_batches(2)
+        # Steady state: the JVM compiles the per-batch planning code over the first ~30 batches
+        # (1.0-1.5 s batches, then 0.5 s at a 1 s trigger); both configurations get the same time.
+        monitor.wait_batches(max(2, math.ceil(warmup_s / (trigger or RUN_TRIGGER_INTERVAL_SECONDS))),
+                             timeout=warmup_s + 240)
         cpu0, t0 = monitor.cpu_seconds(), time.monotonic()
         scraper.start()
         since = shipper.mark()
@@ -121,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--final-wait", type=float, default=240.0, help="longest wait for the final records")
     p.add_argument("--lag-seconds", type=float, default=0.0, help="delay of broker 2's log shipper")
     p.add_argument("--configs", default="new,old")
+    p.add_argument("--warmup-seconds", type=float, default=30.0,
+                   help="the monitor runs this long (in micro-batches) before the first round")
     p.add_argument("--monitor-toml", default="",
                    help="more TOML for both monitors' config file, after its [kafka] table (e.g. '[spark_conf]...')")
     args = p.parse_args(argv)
@@ -136,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.coordinator_of("bench-latency")   # creates __consumer_offsets, which `run` waits for
         for name in args.configs.split(","):
             r = run_config(name, cluster, shipper, work, args.rounds, args.scrape_interval, args.final_wait,
-                           args.monitor_toml.replace('\\n', '\n'))
+                           args.monitor_toml.replace('\\n', '\n'), args.warmup_seconds)
             results[name], extra[name] = report(name, r), r
     finally:
         if shipper is not None:

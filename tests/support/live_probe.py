@@ -52,6 +52,7 @@ class MonitorProcess:
     trigger_s: float | None = None       # None: the defaults of RunSettings
     lateness_s: float | None = None
     offsets: bool = True
+    offsets_topic: str = "__consumer_offsets"
     cluster: str = "bed"
     extra_toml: str = ""                 # more top-level TOML (tables go after [kafka])
     proc: subprocess.Popen | None = None
@@ -71,7 +72,7 @@ class MonitorProcess:
                           f'checkpoint_location = "{self.workdir / "checkpoint"}"\n'
                           f'events_dir = "{self.workdir / "events"}"\n'
                           f'[kafka]\nbootstrap_servers = "{self.bootstrap}"\nlog_topics = ["{self.log_topic}"]\n'
-                          f'offsets_topic = "{"__consumer_offsets" if self.offsets else ""}"\nsource = "python"\n'
+                          f'offsets_topic = "{self.offsets_topic if self.offsets else ""}"\nsource = "python"\n'
                           f'{self.extra_toml}')
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                    SPARK_LOCAL_IP="127.0.0.1")

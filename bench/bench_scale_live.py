@@ -1,0 +1,269 @@
+"""The live path at many groups (issues 14 and 15): `rebalance-monitor run` on a real Kafka broker
+fed in real time, new defaults against the old in one run.
+
+bench/scale_inputs.py generates N copies of the 2.7 capture's sc03 group spread over `--spread`
+seconds (one scenario per group per 10 minutes by default). The bench starts a 1-broker Kafka
+4.4.0 of the real-Kafka bed and, for each configuration in turn (new defaults: trigger 1 s,
+lateness 10 s; old: trigger 10 s, lateness 30 s), creates a log topic and a 50-partition offsets
+topic, starts the monitor on them (`offsets_topic`), and produces the first `--window` seconds of
+the generated traffic at its own pace, every line and record stamped with the wall clock (log
+line headers rewritten, record timestamps set). Meanwhile it polls /metrics (only the batch
+families) every 0.25 s and records each micro-batch's duration; the CPU seconds of the monitor's
+process tree are taken over the window. Before any figure it checks that every group whose
+scenario was produced in full has its sc03 rebalances counted on /metrics.
+
+Last line: groups=N new_batch_p50_seconds=… new_batch_max_seconds=… new_cpu_cores=…
+old_batch_p50_seconds=… old_cpu_cores=… rows_per_second=…
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.scale_inputs import LOG4J, expected_per_group, generate
+from bench.bench_latency import CONFIGS
+from tests.support.kafkabed import KafkaCluster
+from tests.support.kafkabed.admin import create_topic
+from tests.support.live_probe import MonitorProcess, percentile
+
+BATCH_FAMILIES = ("rebalance_monitor_batches_total", "rebalance_monitor_batch_duration_seconds",
+                  "rebalance_monitor_watermark_delay_seconds")
+HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (.*)$")
+
+
+def load_traffic(inputs: Path, window_s: float) -> tuple[list[tuple[int, str, object]], set[str]]:
+    """(ms from the first row, "log"|"offsets", payload) in time order for the first `window_s`,
+    and the groups whose every row is inside the window."""
+    rows: list[tuple[int, str, object]] = []
+    for line in (inputs / "broker1-server.log").read_text().splitlines():
+        m = HEADER.match(line)
+        if m:
+            ts = datetime.strptime(m.group(1), LOG4J).replace(tzinfo=timezone.utc)
+            rows.append((int(ts.timestamp() * 1000), "log", m.group(2)))
+    for line in (inputs / "offsets-topic.jsonl").read_text().splitlines():
+        o = json.loads(line)
+        rows.append((o["timestamp"], "offsets", o))
+    rows.sort(key=lambda r: r[0])
+    first = rows[0][0]
+    last_of: dict[str, int] = {}
+    for ts, _kind, payload in rows:
+        for g in re.findall(r"g\d{6}-heartbeat-expiry", payload if isinstance(payload, str)
+                            else json.dumps(payload)):
+            last_of[g] = ts
+    horizon = first + int(window_s * 1000)
+    complete = {g for g, ts in last_of.items() if ts <= horizon}
+    return [(ts - first, kind, p) for ts, kind, p in rows if ts <= horizon], complete
+
+
+def produce_paced(bootstrap: str, log_topic: str, offsets_topic: str, traffic, start_ms: int) -> None:
+    import base64
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1"})
+    for rel_ms, kind, payload in traffic:
+        due = start_ms + rel_ms
+        wait = due / 1000.0 - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        if kind == "log":
+            stamp = datetime.fromtimestamp(due / 1000.0, tz=timezone.utc).strftime(LOG4J)[:-3]
+            producer.produce(log_topic, f"[{stamp}] {payload}".encode(), timestamp=due)
+        else:
+            o = payload   # type: ignore[assignment]
+            value = None if o["value_b64"] is None else base64.b64decode(o["value_b64"])
+            producer.produce(offsets_topic, value, key=base64.b64decode(o["key_b64"]),
+                             partition=o["partition"], timestamp=due)
+        producer.poll(0)
+    producer.flush(60)
+
+
+class BatchPoller(threading.Thread):
+    """Each micro-batch's duration, from /metrics limited to the batch families."""
+
+    def __init__(self, monitor: MonitorProcess, interval_s: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.monitor, self.interval_s = monitor, interval_s
+        self.durations: list[float] = []
+        self.delays: list[float] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        query = "&".join(f"name[]={n}" for n in BATCH_FAMILIES)
+        last = None
+        while not self._halt.wait(self.interval_s):
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{self.monitor.port}/metrics?{query}",
+                                              timeout=10).read().decode()
+            except OSError:
+                continue
+            values = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) (\S+)$", page, re.M)}
+            batches = values.get("rebalance_monitor_batches_total")
+            if batches is not None and batches != last and last is not None:
+                self.durations.append(values.get("rebalance_monitor_batch_duration_seconds", float("nan")))
+                self.delays.append(values.get("rebalance_monitor_watermark_delay_seconds", float("nan")))
+            last = batches
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(15)
+
+
+def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
+    page = urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_rebalances_total",
+                                  timeout=60).read().decode()
+    total = 0
+    for m in re.finditer(r'^rebalance_monitor_rebalances_total\{([^}]*)\} (\S+)$', page, re.M):
+        g = re.search(r'group="([^"]*)"', m.group(1))
+        if g and g.group(1) in groups:
+            total += int(float(m.group(2)))
+    return total
+
+
+def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float) -> dict:
+    trigger, lateness = CONFIGS[name]
+    log_topic, offsets_topic = f"scale-logs-{name}", f"scale-offsets-{name}"
+    create_topic(cluster.admin(), log_topic, 1, 1)
+    create_topic(cluster.admin(), offsets_topic, 50, 1)
+    monitor = MonitorProcess(cluster.bootstrap, log_topic, work / name, trigger_s=trigger, lateness_s=lateness,
+                             offsets_topic=offsets_topic, cluster="scale").start()
+    poller = BatchPoller(monitor)
+    try:
+        monitor.wait_batches(2)
+        poller.start()
+        cpu0, t0 = monitor.cpu_seconds(), time.monotonic()
+        produce_paced(cluster.bootstrap, log_topic, offsets_topic, traffic, int(time.time() * 1000) + 500)
+        cpu, wall = monitor.cpu_seconds() - cpu0, time.monotonic() - t0
+        expected = len(expected_per_group()["rebalances"]) * len(complete)
+        deadline = time.monotonic() + final_wait
+        found = counted_rebalances(monitor, complete)
+        while found < expected and time.monotonic() < deadline:
+            monitor.alive()
+            time.sleep(2.0)
+            found = counted_rebalances(monitor, complete)
+    finally:
+        poller.stop()
+        monitor.stop()
+    return {"cpu": cpu, "wall": wall, "batches": poller.durations, "delays": poller.delays,
+            "found": found, "expected": expected, "trigger": trigger, "lateness": lateness}
+
+
+def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int) -> dict:
+    """`records` offsets records already in a 50-partition topic (the generated groups' records,
+    times shifted to end now); the monitor starts on it at the new defaults. Returns the seconds
+    from starting the process to the batch that applied them all, and the groups it then tracks."""
+    import base64
+    from confluent_kafka import Producer
+    inputs = work / "cold-inputs"
+    per_group = 43                              # sc03's records (scale_inputs)
+    generate(-(-records // per_group), inputs, seed=seed)
+    rows = [json.loads(line) for line in (inputs / "offsets-topic.jsonl").read_text().splitlines()[:records]]
+    shift = int(time.time() * 1000) - rows[-1]["timestamp"]
+    create_topic(cluster.admin(), "cold-logs", 1, 1)
+    create_topic(cluster.admin(), "cold-offsets", 50, 1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50, "acks": "1",
+                         "queue.buffering.max.messages": 1_000_000})
+    t = time.monotonic()
+    for o in rows:
+        value = None if o["value_b64"] is None else base64.b64decode(o["value_b64"])
+        while True:
+            try:
+                producer.produce("cold-offsets", value, key=base64.b64decode(o["key_b64"]),
+                                 partition=o["partition"], timestamp=o["timestamp"] + shift)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    producer.flush(120)
+    print(f"cold start: {len(rows):,} records produced in {time.monotonic() - t:.1f} s", flush=True)
+    groups = len({o["key_b64"] for o in rows})   # an upper bound; the gauge below is what counts
+    monitor = MonitorProcess(cluster.bootstrap, "cold-logs", work / "cold", offsets_topic="cold-offsets",
+                             cluster="scale")
+    t0 = time.monotonic()
+    monitor.start()
+    try:
+        read = 0.0
+        deadline = t0 + 600
+        while read < len(rows):
+            monitor.alive()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"cold start: {read:.0f} of {len(rows)} records applied after 600 s")
+            time.sleep(0.25)
+            page = urllib.request.urlopen(
+                f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_input_records_total",
+                timeout=30).read().decode()
+            m = re.search(r'^rebalance_monitor_input_records_total\{source="offsets"\} (\S+)$', page, re.M)
+            read = float(m.group(1)) if m else 0.0
+        seconds = time.monotonic() - t0
+        page = urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_groups",
+                                      timeout=60).read().decode()
+        tracked = sum(float(v) for v in re.findall(r"^rebalance_monitor_groups\{[^}]*\} (\S+)$", page, re.M))
+        cpu = monitor.cpu_seconds()
+    finally:
+        monitor.stop()
+    del groups
+    return {"records": len(rows), "seconds": seconds, "groups": tracked, "cpu": cpu}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/scale-live", description=__doc__.split("\n\n")[0])
+    p.add_argument("--groups", type=int, default=10000)
+    p.add_argument("--spread", type=float, default=600.0, help="seconds over which the groups' scenarios start")
+    p.add_argument("--window", type=float, default=150.0, help="seconds of that traffic produced per configuration")
+    p.add_argument("--configs", default="new,old")
+    p.add_argument("--final-wait", type=float, default=180.0)
+    p.add_argument("--version", default="4.4.0")
+    p.add_argument("--seed", type=int, default=15)
+    p.add_argument("--cold-start-records", type=int, default=0,
+                   help="instead: time `run` rebuilding its state from this many offsets records")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-live-"))
+    if args.cold_start_records:
+        with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
+            r = cold_start(cluster, work, args.cold_start_records, args.seed)
+        print(f"cold start: {r['records']:,} offsets records applied {r['seconds']:.1f} s after the monitor "
+              f"started (JVM start included); {r['groups']:.0f} groups tracked; CPU {r['cpu']:.1f} s")
+        print(f"cold_start_records={r['records']} cold_start_seconds={r['seconds']:.1f} groups={r['groups']:.0f} "
+              f"cpu_seconds={r['cpu']:.1f}")
+        return 0
+    inputs = work / "inputs"
+    generate(args.groups, inputs, seed=args.seed, spread_seconds=args.spread)
+    traffic, complete = load_traffic(inputs, args.window)
+    rows = len(traffic)
+    print(f"groups={args.groups}: {rows} rows in the first {args.window:.0f} s ({rows / args.window:,.0f} rows/s), "
+          f"{len(complete)} groups complete in it", flush=True)
+    cluster = KafkaCluster(args.version, brokers=1, workdir=work / "cluster")
+    results = {}
+    try:
+        cluster.start()
+        for name in args.configs.split(","):
+            r = results[name] = run_config(name, cluster, work, traffic, complete, args.final_wait)
+            if r["found"] < r["expected"]:
+                print(f"bench/scale-live: {name}: {r['found']} of {r['expected']} rebalances of the complete "
+                      f"groups counted within {args.final_wait:.0f} s", file=sys.stderr)
+                return 1
+            b = r["batches"]
+            print(f"{name}: trigger {r['trigger'] or 'default'} s, lateness {r['lateness'] or 'default'} s: all "
+                  f"{r['expected']} rebalances of the {len(complete)} complete groups counted; {len(b)} batches, "
+                  f"batch time p50 {percentile(b, 0.5):.2f} s p95 {percentile(b, 0.95):.2f} s max {max(b):.2f} s; "
+                  f"watermark delay p50 {percentile(r['delays'], 0.5):.1f} s; CPU {r['cpu']:.1f} s in "
+                  f"{r['wall']:.0f} s = {r['cpu'] / r['wall']:.2f} cores", flush=True)
+    finally:
+        cluster.close()
+    last = [f"groups={args.groups}", f"rows_per_second={rows / args.window:.0f}"]
+    for name, r in results.items():
+        last += [f"{name}_batch_p50_seconds={percentile(r['batches'], 0.5):.2f}",
+                 f"{name}_batch_max_seconds={max(r['batches']):.2f}",
+                 f"{name}_cpu_cores={r['cpu'] / r['wall']:.2f}"]
+    print(" ".join(last))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

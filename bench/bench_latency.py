@@ -3,7 +3,7 @@ the old ones in the same run.
 
 A 2-broker cluster of the real-Kafka bed (tests/support/kafkabed) ships its brokers' server.log
 into a log topic; the monitor reads it and __consumer_offsets. For each configuration in turn
-(new defaults: trigger 1 s, lateness 10 s; old: trigger 10 s, lateness 30 s) the bench starts
+(new defaults: trigger 0.5 s, lateness 10 s; old: trigger 10 s, lateness 30 s) the bench starts
 the monitor, lets it run `--warmup-seconds` (30 s of micro-batches: the JVM is still compiling
 its per-batch planning code before that), runs `--rounds` scripted rounds
 (tests/support/live_probe.scripted_round: a join, a join that waits for a slow member, a
@@ -39,7 +39,7 @@ from tests.support.live_probe import (
     scripted_round, summarize
 )
 
-CONFIGS = {"new": (None, None), "old": (10.0, 30.0)}    # (trigger s, lateness s); None = defaults
+CONFIGS = {"new": (None, None), "old": (10.0, 30.0), "half": (0.5, None)}    # (trigger s, lateness s); None = defaults
 KINDS = ("start", "join_end", "end", "empty", "removal")
 
 
@@ -72,7 +72,7 @@ def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval
     scraper = Scraper(monitor, f"lb-{name}-", interval)
     try:
         # Steady state: the JVM compiles the per-batch planning code over the first ~30 batches
-        # (1.0-1.5 s batches, then 0.5 s at a 1 s trigger); both configurations get the same time.
+        # (1.0-1.5 s batches, then about 0.5 s); both configurations get the same time.
         monitor.wait_batches(max(2, math.ceil(warmup_s / (trigger or RUN_TRIGGER_INTERVAL_SECONDS))),
                              timeout=warmup_s + 240)
         cpu0, t0 = monitor.cpu_seconds(), time.monotonic()

@@ -3,7 +3,7 @@ fed in real time, new defaults against the old in one run.
 
 bench/scale_inputs.py generates N copies of the 2.7 capture's sc03 group spread over `--spread`
 seconds (one scenario per group per 10 minutes by default). The bench starts a 1-broker Kafka
-4.4.0 of the real-Kafka bed and, for each configuration in turn (new defaults: trigger 1 s,
+4.4.0 of the real-Kafka bed and, for each configuration in turn (new defaults: trigger 0.5 s,
 lateness 10 s; old: trigger 10 s, lateness 30 s), creates a log topic and a 50-partition offsets
 topic, starts the monitor on them (`offsets_topic`), and produces the first `--window` seconds of
 the generated traffic at its own pace, every line and record stamped with the wall clock (log

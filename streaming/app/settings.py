@@ -376,7 +376,7 @@ class DemoSettings(ReplaySettings, _Serving):
 
 
 RUN_LATENESS_SECONDS = 10.0
-RUN_TRIGGER_INTERVAL_SECONDS = 1.0
+RUN_TRIGGER_INTERVAL_SECONDS = 0.5
 
 
 class RunSettings(QuerySettings, _Serving):

@@ -39,7 +39,7 @@ from tests.support.live_probe import (
     scripted_round, summarize
 )
 
-CONFIGS = {"new": (None, None), "old": (10.0, 30.0), "half": (0.5, None)}    # (trigger s, lateness s); None = defaults
+CONFIGS = {"new": (None, None), "old": (10.0, 30.0), "one": (1.0, None)}    # (trigger s, lateness s); None = defaults
 KINDS = ("start", "join_end", "end", "empty", "removal")
 
 
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scrape-interval", type=float, default=0.1)
     p.add_argument("--final-wait", type=float, default=240.0, help="longest wait for the final records")
     p.add_argument("--lag-seconds", type=float, default=0.0, help="delay of broker 2's log shipper")
-    p.add_argument("--configs", default="new,old")
+    p.add_argument("--configs", default="new,old", help="of: new, old, one (the new defaults at a 1 s trigger)")
     p.add_argument("--warmup-seconds", type=float, default=30.0,
                    help="the monitor runs this long (in micro-batches) before the first round")
     p.add_argument("--monitor-toml", default="",

@@ -18,7 +18,6 @@ old_batch_p50_seconds=… old_cpu_cores=… rows_per_second=…
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import re
 import sys
@@ -42,7 +41,8 @@ HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (.*)$")
 
 def load_traffic(inputs: Path, window_s: float) -> tuple[list[tuple[int, str, object]], set[str]]:
     """(ms from the first row, "log"|"offsets", payload) in time order for the first `window_s`,
-    and the groups whose every row is inside the window."""
+    and the groups whose rebalances are all inside the window: their "is now empty" line is (the
+    Dead transition comes minutes later)."""
     rows: list[tuple[int, str, object]] = []
     for line in (inputs / "broker1-server.log").read_text().splitlines():
         m = HEADER.match(line)
@@ -54,17 +54,15 @@ def load_traffic(inputs: Path, window_s: float) -> tuple[list[tuple[int, str, ob
         rows.append((o["timestamp"], "offsets", o))
     rows.sort(key=lambda r: r[0])
     first = rows[0][0]
-    last_of: dict[str, int] = {}
-    for ts, kind, payload in rows:
-        text = payload if kind == "log" else base64.b64decode(payload["key_b64"]).decode("latin-1")  # type: ignore[index]
-        for g in re.findall(r"g\d{6}-heartbeat-expiry", text):   # type: ignore[arg-type]
-            last_of[g] = ts
     horizon = first + int(window_s * 1000)
-    complete = {g for g, ts in last_of.items() if ts <= horizon}
+    complete = {m.group(1) for ts, kind, payload in rows if kind == "log" and ts <= horizon
+                for m in [re.search(r"Group (g\d{6}-heartbeat-expiry) with generation \d+ is now empty",
+                                    str(payload))] if m}
     return [(ts - first, kind, p) for ts, kind, p in rows if ts <= horizon], complete
 
 
 def produce_paced(bootstrap: str, log_topic: str, offsets_topic: str, traffic, start_ms: int) -> None:
+    import base64
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1"})
     for rel_ms, kind, payload in traffic:
@@ -159,6 +157,7 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int) -> di
     times shifted to end now); the monitor starts on it at the new defaults. Returns the seconds
     from starting the process to the batch that applied them all, and the state rows it then
     holds (one per group)."""
+    import base64
     from confluent_kafka import Producer
     inputs = work / "cold-inputs"
     per_group = 43                              # sc03's records (scale_inputs)
@@ -235,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     generate(args.groups, inputs, seed=args.seed, spread_seconds=args.spread)
     traffic, complete = load_traffic(inputs, args.window)
     rows = len(traffic)
+    if not complete:
+        print(f"bench/scale-live: no group's rebalances fall within the first {args.window:.0f} s; "
+              "raise --window", file=sys.stderr)
+        return 2
     print(f"groups={args.groups}: {rows} rows in the first {args.window:.0f} s ({rows / args.window:,.0f} rows/s), "
           f"{len(complete)} groups complete in it", flush=True)
     cluster = KafkaCluster(args.version, brokers=1, workdir=work / "cluster")

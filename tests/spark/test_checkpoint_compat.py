@@ -63,3 +63,43 @@ def test_resume_from_a_checkpoint_of_the_previous_version(spark, replay_capture,
     assert resumed[0] == expected
     assert resumed[1] == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
     assert resumed[2] == _group_metrics(collector.metrics.registry)
+
+
+RESUME_LIVE = """
+import json, sys
+from pathlib import Path
+from streaming.spark.session import get_spark, live_conf
+from tests.spark.test_checkpoint_compat import _run
+workdir = Path(sys.argv[1])
+spark = get_spark("local[2]", 2, conf=live_conf(str(workdir / "checkpoint")))
+records, snapshots, metrics = _run(spark, workdir)
+Path(sys.argv[2]).write_text(json.dumps([records, snapshots, metrics]))
+"""
+
+
+def test_resume_under_the_live_settings(replay_capture, tmp_path):
+    """`run`'s Spark settings (session.live_conf: FileSystem checkpoint manager on Hadoop's raw local
+    file system, no .crc files) resume a checkpoint the default settings wrote (with .crc files),
+    and give the records of an uninterrupted run. A fresh process: the file system is chosen when
+    the session's SparkContext starts."""
+    import os
+    import subprocess
+    import sys
+    root = FIXTURES.parents[1]
+    resumed_dir = tmp_path / "resumed"
+    shutil.copytree(FIXTURES / "checkpoint-v1", resumed_dir)
+    out = tmp_path / "resumed.json"
+    done = subprocess.run([sys.executable, "-c", RESUME_LIVE, str(resumed_dir), str(out)], cwd=root,
+                          env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records, snapshots, metrics = json.loads(out.read_text())
+    collector, _ = replay_capture("kafka-2.7")
+    by_kind = {"rebalance": collector.rebalances, "removal": collector.removals, "anomaly": collector.anomalies,
+               "quarantine": collector.quarantine, "clock_skew": collector.clock_skew}
+    assert records == {kind: sorted(json.dumps(r, sort_keys=True) for r in by_kind[kind]) for kind in KINDS}
+    assert snapshots == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
+    assert metrics == _group_metrics(collector.metrics.registry)
+    offsets = resumed_dir / "checkpoint" / "query" / "offsets"
+    written = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+    assert written[-1] > 3                                       # batches after the fixture's
+    assert not (offsets / f".{written[-1]}.crc").exists()        # written by the raw file system

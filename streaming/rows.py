@@ -100,6 +100,17 @@ EVENT_TS = EVENT_COLUMNS.index("ts_ms")
 EVENT_KIND = EVENT_COLUMNS.index("kind")
 EVENT_DATA = EVENT_COLUMNS.index("data_json")
 
+# The stateful step's input (streaming/spark/steps.py group_state_machine): the key columns, and
+# the rest of each event row as one JSON object, as Spark's to_json(struct(...)) writes it (null
+# fields left out); Spark adds event_time, which its event-time timeout needs. PySpark turns every
+# column of every group into a pandas Series before the call: two columns instead of eleven take
+# most of the per-group cost of a call away (issue 15).
+STATE_INPUT_KEYS = ("cluster", "group")
+PACKED_EVENT = "event_json"
+PACKED_FIELDS = EVENT_COLUMNS[len(STATE_INPUT_KEYS):]
+STATE_INPUT_COLUMNS = [*STATE_INPUT_KEYS, PACKED_EVENT]
+assert EVENT_COLUMNS[:len(STATE_INPUT_KEYS)] == list(STATE_INPUT_KEYS)
+
 
 def arrow_schema(columns: Sequence[Column], nullable: bool = False) -> pa.Schema:
     """The Arrow schema of a row contract; `nullable` marks every field nullable (the batches the
@@ -180,6 +191,22 @@ def _clean(value: Any) -> Any:
 def clean_row(values: Sequence[Any]) -> list[Any]:
     """A row read back from pandas: NaN -> None, NumPy scalars -> Python values."""
     return [_clean(v) for v in values]
+
+
+def pack_event_row(row: Sequence[Any]) -> str:
+    """An event row's PACKED_EVENT text, as the JVM builds it (tests drive the stateful step with it)."""
+    return json.dumps({name: value for name, value in zip(PACKED_FIELDS, row[len(STATE_INPUT_KEYS):])
+                       if value is not None}, separators=(",", ":"))
+
+
+def unpack_event_rows(cluster: str, group: str, texts: Sequence[str]) -> list[list[Any]]:
+    """PACKED_EVENT texts of one group -> event rows in EVENT_COLUMNS order."""
+    loads = json.loads
+    rows = []
+    for text in texts:
+        fields = loads(text)
+        rows.append([cluster, group, *[fields.get(name) for name in PACKED_FIELDS]])
+    return rows
 
 
 def row_to_event(row: Sequence[Any]) -> E.Event:

@@ -26,8 +26,8 @@ from state.model import DEAD, GroupModel, pack, unpack
 from state.live import live_snapshot
 from state.outputs import OutputKind
 from streaming.rows import (
-    END_OF_INPUT_TS_MS, EVENT_COLUMNS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS,
-    QUARANTINE_GROUP, STATS_GROUP, row_to_event
+    END_OF_INPUT_TS_MS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
+    QUARANTINE_GROUP, STATS_GROUP, row_to_event, unpack_event_rows
 )
 from streaming.spark.worker_gc import freeze_worker_heap
 
@@ -35,19 +35,11 @@ _PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKin
                  LOG_STATS_GROUP: OutputKind.LOG_STATS}
 
 
-def _rows(pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
-    """The event rows of the call, column by column (`Series.tolist` gives Python values; only
-    float columns, the nullable integers, can hold NaN), not row by row through pandas."""
+def _rows(cluster: str, group: str, pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
+    """The event rows of the call (STATE_INPUT_COLUMNS frames: the packed column holds each row)."""
     rows: list[list[Any]] = []
     for pdf in pdfs:
-        columns = []
-        for name in EVENT_COLUMNS:
-            series = pdf[name]
-            values = series.tolist()
-            if series.dtype.kind == "f":
-                values = [None if v != v else v for v in values]
-            columns.append(values)
-        rows.extend(map(list, zip(*columns)))
+        rows.extend(unpack_event_rows(cluster, group, pdf[PACKED_EVENT].tolist()))
     return rows
 
 
@@ -130,7 +122,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
             pass
         yield _frame([_clock_row(cluster, state)])
         return
-    incoming = _rows(pdfs)
+    incoming = _rows(cluster, group, pdfs)
     out: list[tuple] = [_clock_row(cluster, state)]
     if group in _PASS_THROUGH:
         _pass_through(cluster, group, incoming, out)

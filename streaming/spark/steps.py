@@ -21,6 +21,7 @@ from streaming.logs.header import PREFIXED_JSON
 from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
+from streaming.rows import PACKED_EVENT, PACKED_FIELDS, STATE_INPUT_KEYS
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 from streaming.spark.stateful import process_group
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -248,6 +249,9 @@ def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), grou
     if group_allow or group_deny or diagnosis is not None or not live_view:
         function = partial(process_group, group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
                            diagnosis=diagnosis or DEFAULT_SETTINGS, live_view=live_view)
-    return (events.groupBy("cluster", "group")
+    # One packed column besides the key (streaming/rows.py STATE_INPUT_COLUMNS), and event_time:
+    # Spark refuses an event-time timeout unless a watermarked column reaches the step.
+    packed = events.select(*STATE_INPUT_KEYS, F.to_json(F.struct(*PACKED_FIELDS)).alias(PACKED_EVENT), "event_time")
+    return (packed.groupBy(*STATE_INPUT_KEYS)
             .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                     GroupStateTimeout.EventTimeTimeout))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from streaming.rows import EVENT_COLUMNS, event_row
+from streaming.rows import STATE_INPUT_COLUMNS, event_row, pack_event_row
 
 
 @dataclass
@@ -72,7 +72,8 @@ class StatefulDriver:
         for key in list(by_key) + due:
             state = self.states.setdefault(key, FakeGroupState(self.watermark_ms))
             state.watermark_ms = self.watermark_ms
-            frames = [pd.DataFrame.from_records(by_key[key], columns=EVENT_COLUMNS)] if key in by_key else []
+            frames = [pd.DataFrame.from_records([(r[0], r[1], pack_event_row(r)) for r in by_key[key]],
+                                                columns=STATE_INPUT_COLUMNS)] if key in by_key else []
             for frame in function(key, iter(frames), state):
                 for kind, _cluster, _group, _ts, record_json in frame.itertuples(index=False, name=None):
                     out.append((kind, json.loads(record_json)))

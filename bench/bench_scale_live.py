@@ -152,7 +152,7 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             "found": found, "expected": expected, "trigger": trigger, "lateness": lateness}
 
 
-def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int) -> dict:
+def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monitor_toml: str = "") -> dict:
     """`records` offsets records already in a 50-partition topic (the generated groups' records,
     times shifted to end now); the monitor starts on it at the new defaults. Returns the seconds
     from starting the process to the batch that applied them all, and the state rows it then
@@ -182,7 +182,7 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int) -> di
     producer.flush(120)
     print(f"cold start: {len(rows):,} records produced in {time.monotonic() - t:.1f} s", flush=True)
     monitor = MonitorProcess(cluster.bootstrap, "cold-logs", work / "cold", offsets_topic="cold-offsets",
-                             cluster="scale")
+                             cluster="scale", extra_toml=monitor_toml)
     t0 = time.monotonic()
     monitor.start()
     try:
@@ -220,11 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--cold-start-records", type=int, default=0,
                    help="instead: time `run` rebuilding its state from this many offsets records")
+    p.add_argument("--monitor-toml", default="",
+                   help="cold start: more monitor TOML, e.g. a [spark_conf] table for an event log (\\n = newline)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-scale-live-"))
     if args.cold_start_records:
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
-            r = cold_start(cluster, work, args.cold_start_records, args.seed)
+            r = cold_start(cluster, work, args.cold_start_records, args.seed, args.monitor_toml.replace('\\n', '\n'))
         print(f"cold start: {r['records']:,} offsets records applied {r['seconds']:.1f} s after the monitor "
               f"started (JVM start included); {r['groups']:.0f} state rows (groups); CPU {r['cpu']:.1f} s")
         print(f"cold_start_records={r['records']} cold_start_seconds={r['seconds']:.1f} groups={r['groups']:.0f} "

@@ -120,6 +120,7 @@ def arrow_schema(columns: Sequence[Column], nullable: bool = False) -> pa.Schema
 
 EVENT_ARROW_SCHEMA = arrow_schema(EVENT_COLUMNS_SPEC, nullable=True)
 RAW_LOG_ARROW_SCHEMA = arrow_schema(RAW_LOG_COLUMNS)
+RAW_OFFSETS_ARROW_SCHEMA = arrow_schema(RAW_OFFSETS_COLUMNS)
 
 # json.dumps with arguments builds a new encoder per call; one shared encoder is ~1.5x faster.
 DATA_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str).encode

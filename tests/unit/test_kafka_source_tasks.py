@@ -5,9 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources import kafka as source
 from streaming.spark.sources.kafka import KafkaRange, KafkaStreamReader, KafkaTask, TickPartition, split_ranges
+
+
+def _rows(batches) -> list[tuple]:
+    """The rows of the Arrow batches a read task yields, checked against the schema PySpark
+    compares them with (DATA_SOURCE_RETURN_SCHEMA_MISMATCH otherwise)."""
+    rows = []
+    for batch in batches:
+        assert batch.schema.equals(to_arrow_schema(RAW_LOG_SCHEMA, timezone="UTC"))
+        assert batch.num_rows <= source.READ_BATCH_ROWS
+        rows.extend(tuple(r.values()) for r in batch.to_pylist())
+    return rows
 
 
 @dataclass
@@ -99,8 +112,8 @@ def test_the_marker_rides_with_the_first_task_or_alone(reader):
 
 
 def test_one_consumer_serves_every_task_of_the_worker(reader):
-    first = list(reader.read(KafkaTask([KafkaRange("logs", 0, 0, 20), KafkaRange("logs", 1, 95, 100)], 77)))
-    second = list(reader.read(KafkaTask([KafkaRange("logs", 0, 20, 30)])))
+    first = _rows(reader.read(KafkaTask([KafkaRange("logs", 0, 0, 20), KafkaRange("logs", 1, 95, 100)], 77)))
+    second = _rows(reader.read(KafkaTask([KafkaRange("logs", 0, 20, 30)])))
     assert [(r[0], r[1]) for r in first[:-1]] == [("logs-0", o) for o in range(20)] + [("logs-1", o) for o in range(95, 100)]
     assert first[-1][0] == "tick" and first[-1][3] == 77          # the marker last
     assert [r[1] for r in second] == list(range(20, 30))
@@ -110,15 +123,26 @@ def test_one_consumer_serves_every_task_of_the_worker(reader):
 def test_a_failed_read_closes_the_consumer_and_the_next_task_makes_a_new_one(reader):
     reader.options = {**reader.options, "failOn": "3"}
     with pytest.raises(ConnectionError):
-        list(reader.read(KafkaTask([KafkaRange("logs", 3, 0, 5)])))
+        _rows(reader.read(KafkaTask([KafkaRange("logs", 3, 0, 5)])))
     assert reader.made[0].closed and source._WORKER_CONSUMERS == {}
     reader.options = {k: v for k, v in reader.options.items() if k != "failOn"}
-    assert [r[1] for r in reader.read(KafkaTask([KafkaRange("logs", 0, 0, 3)]))] == [0, 1, 2]
+    assert [r[1] for r in _rows(reader.read(KafkaTask([KafkaRange("logs", 0, 0, 3)])))] == [0, 1, 2]
     assert len(reader.made) == 2
 
 
 def test_partitions_planned_by_the_previous_version_are_still_read(reader):
     """A checkpoint's planned batch is re-planned on restart from its offsets, but the old
     partition types must still read if Spark hands them over."""
-    assert [r[1] for r in reader.read(KafkaRange("logs", 0, 5, 8))] == [5, 6, 7]
-    assert [r[0] for r in reader.read(TickPartition(9))] == ["tick"]
+    assert [r[1] for r in _rows(reader.read(KafkaRange("logs", 0, 5, 8)))] == [5, 6, 7]
+    assert [r[0] for r in _rows(reader.read(TickPartition(9)))] == ["tick"]
+
+
+def test_offsets_rows_come_in_batches_of_the_schema_spark_checks(reader, monkeypatch):
+    monkeypatch.setattr(source, "READ_BATCH_ROWS", 8)
+    reader.kind = source.SOURCE_KIND_OFFSETS
+    batches = list(reader.read(KafkaTask([KafkaRange("offsets", 0, 0, 20)], 5)))
+    assert [b.num_rows for b in batches] == [8, 8, 5]
+    assert all(b.schema.equals(to_arrow_schema(RAW_OFFSETS_SCHEMA, timezone="UTC")) for b in batches)
+    rows = [r for b in batches for r in b.to_pylist()]
+    assert [r["offset"] for r in rows[:-1]] == list(range(20)) and rows[0]["value"] == b"line"
+    assert rows[-1]["source_id"] == "tick" and rows[-1]["eof"] and rows[-1]["timestamp_ms"] == 5

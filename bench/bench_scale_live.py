@@ -124,13 +124,17 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
     return total
 
 
-def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float) -> dict:
+def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
+               groups: int) -> dict:
     trigger, lateness = CONFIGS[name]
     log_topic, offsets_topic = f"scale-logs-{name}", f"scale-offsets-{name}"
     create_topic(cluster.admin(), log_topic, 1, 1)
     create_topic(cluster.admin(), offsets_topic, 50, 1)
+    # Every group with its own series (max_groups above the group count), so that each one's
+    # rebalances can be checked; at the default 10,000 the rest are folded into "__other__".
     monitor = MonitorProcess(cluster.bootstrap, log_topic, work / name, trigger_s=trigger, lateness_s=lateness,
-                             offsets_topic=offsets_topic, cluster="scale").start()
+                             offsets_topic=offsets_topic, cluster="scale",
+                             top_toml=f"max_groups = {groups + 1}\n").start()
     poller = BatchPoller(monitor)
     try:
         monitor.wait_batches(2)
@@ -247,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster.start()
         for name in args.configs.split(","):
-            r = results[name] = run_config(name, cluster, work, traffic, complete, args.final_wait)
+            r = results[name] = run_config(name, cluster, work, traffic, complete, args.final_wait, args.groups)
             if r["found"] < r["expected"]:
                 print(f"bench/scale-live: {name}: {r['found']} of {r['expected']} rebalances of the complete "
                       f"groups counted within {args.final_wait:.0f} s", file=sys.stderr)

@@ -54,7 +54,8 @@ class MonitorProcess:
     offsets: bool = True
     offsets_topic: str = "__consumer_offsets"
     cluster: str = "bed"
-    extra_toml: str = ""                 # more top-level TOML (tables go after [kafka])
+    extra_toml: str = ""                 # more TOML after the [kafka] table (further tables)
+    top_toml: str = ""                   # more top-level keys (before any table)
     proc: subprocess.Popen | None = None
     port: int | None = None
     cpu_at_stop: float = 0.0
@@ -68,7 +69,7 @@ class MonitorProcess:
         config = self.workdir / "monitor.toml"
         top = "".join(f"{k} = {v}\n" for k, v in (("trigger_interval_seconds", self.trigger_s),
                                                    ("lateness_seconds", self.lateness_s)) if v is not None)
-        config.write_text(f'{top}cluster = "{self.cluster}"\nmetrics_host = "127.0.0.1"\nmetrics_port = 0\n'
+        config.write_text(f'{top}{self.top_toml}cluster = "{self.cluster}"\nmetrics_host = "127.0.0.1"\nmetrics_port = 0\n'
                           f'checkpoint_location = "{self.workdir / "checkpoint"}"\n'
                           f'events_dir = "{self.workdir / "events"}"\n'
                           f'[kafka]\nbootstrap_servers = "{self.bootstrap}"\nlog_topics = ["{self.log_topic}"]\n'

@@ -62,12 +62,17 @@ def _clock_row(cluster: str, state: Any) -> tuple:
     return (str(OutputKind.CLOCK), cluster, None, watermark, _dump({"watermark_ms": watermark}))
 
 
+_OUTPUT_INDEX = pd.Index(OUTPUT_COLUMNS)
+
+
 def _frame(rows: list[tuple]) -> pd.DataFrame:
-    """Object columns as they are: half the cost of DataFrame.from_records, which infers a dtype
-    per column, for every call (Arrow gets the ints and None as they are)."""
-    columns = zip(*rows)
-    return pd.DataFrame({name: np.array(values, dtype=object) for name, values in zip(OUTPUT_COLUMNS, columns)},
-                        copy=False)
+    """One object block, as it is: DataFrame.from_records inferred a dtype per column and built
+    the column index, for every call (11 % of the stateful step; Arrow takes the ints and None
+    as they are)."""
+    block = np.empty((len(rows), len(OUTPUT_COLUMNS)), dtype=object)
+    for i, row in enumerate(rows):
+        block[i] = row
+    return pd.DataFrame(block, columns=_OUTPUT_INDEX, copy=False)
 
 
 def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list[tuple]) -> None:

@@ -36,7 +36,7 @@ from tests.support.kafkabed import KafkaCluster, LogShipper
 from tests.support.kafkabed.runner import Runner
 from tests.support.live_probe import (
     LineEvent, MonitorProcess, Scraper, Summary, latencies, line_events, percentile, rebalance_final_seconds,
-    scripted_round, summarize
+    scripted_round, summarize, toml_text
 )
 
 CONFIGS = {"new": (None, None), "old": (10.0, 30.0), "one": (1.0, None)}    # (trigger s, lateness s); None = defaults
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configs", default="new,old", help="of: new, old, one (the new defaults at a 1 s trigger)")
     p.add_argument("--warmup-seconds", type=float, default=30.0,
                    help="the monitor runs this long (in micro-batches) before the first round")
-    p.add_argument("--monitor-toml", default="",
+    p.add_argument("--monitor-toml", default="", type=toml_text,
                    help="more TOML for both monitors' config file, after its [kafka] table (e.g. '[spark_conf]...')")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.coordinator_of("bench-latency")   # creates __consumer_offsets, which `run` waits for
         for name in args.configs.split(","):
             r = run_config(name, cluster, shipper, work, args.rounds, args.scrape_interval, args.final_wait,
-                           args.monitor_toml.replace('\\n', '\n'), args.warmup_seconds)
+                           args.monitor_toml, args.warmup_seconds)
             results[name], extra[name] = report(name, r), r
     finally:
         if shipper is not None:

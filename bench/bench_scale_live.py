@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from bench.scale_inputs import LOG4J, expected_per_group, generate
 from bench.bench_latency import CONFIGS
 from tests.support.kafkabed import KafkaCluster
 from tests.support.kafkabed.admin import create_topic
-from tests.support.live_probe import MonitorProcess, percentile
+from tests.support.live_probe import MonitorProcess, percentile, sample_value, toml_text
 
 BATCH_FAMILIES = ("rebalance_monitor_batches_total", "rebalance_monitor_batch_duration_seconds",
                   "rebalance_monitor_watermark_delay_seconds")
@@ -93,12 +92,10 @@ class BatchPoller(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
-        query = "&".join(f"name[]={n}" for n in BATCH_FAMILIES)
         last = None
         while not self._halt.wait(self.interval_s):
             try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{self.monitor.port}/metrics?{query}",
-                                              timeout=10).read().decode()
+                page = self.monitor.scrape(*BATCH_FAMILIES, timeout=10)
             except OSError:
                 continue
             values = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) (\S+)$", page, re.M)}
@@ -114,8 +111,7 @@ class BatchPoller(threading.Thread):
 
 
 def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
-    page = urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_rebalances_total",
-                                  timeout=60).read().decode()
+    page = monitor.scrape("rebalance_monitor_rebalances_total", timeout=60)
     total = 0
     for m in re.finditer(r'^rebalance_monitor_rebalances_total\{([^}]*)\} (\S+)$', page, re.M):
         g = re.search(r'group="([^"]*)"', m.group(1))
@@ -197,37 +193,27 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
             if time.monotonic() > deadline:
                 raise AssertionError(f"cold start: {read:.0f} of {len(rows)} records applied after 600 s")
             time.sleep(0.25)
-            page = urllib.request.urlopen(
-                f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_input_records_total",
-                timeout=30).read().decode()
-            m = re.search(r'^rebalance_monitor_input_records_total\{source="offsets"\} (\S+)$', page, re.M)
-            read = float(m.group(1)) if m else 0.0
+            page = monitor.scrape("rebalance_monitor_input_records_total", timeout=30)
+            read = sample_value(page, 'rebalance_monitor_input_records_total{source="offsets"}') or 0.0
         seconds = time.monotonic() - t0
-        page = urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_state_rows"
-                                      "&name[]=rebalance_monitor_batches_total", timeout=60).read().decode()
-        m = re.search(r"^rebalance_monitor_state_rows (\S+)$", page, re.M)
-        tracked = float(m.group(1)) if m else float("nan")
+        page = monitor.scrape("rebalance_monitor_state_rows", "rebalance_monitor_batches_total", timeout=60)
+        tracked = sample_value(page, "rebalance_monitor_state_rows")
         # The batch that read the records holds them (the watermark is that of the batch before);
         # the next one, which Spark runs as soon as the watermark moved, applies them.
-        read_batches = batches = _batches_total(page)
+        read_batches = batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
         while batches <= read_batches:
             monitor.alive()
             if time.monotonic() > deadline:
                 raise AssertionError("cold start: the batch after the reading one did not end within 600 s")
             time.sleep(0.25)
-            batches = _batches_total(urllib.request.urlopen(
-                f"http://127.0.0.1:{monitor.port}/metrics?name[]=rebalance_monitor_batches_total", timeout=30
-            ).read().decode())
+            page = monitor.scrape("rebalance_monitor_batches_total", timeout=30)
+            batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
         applied = time.monotonic() - t0
         cpu = monitor.cpu_seconds()
     finally:
         monitor.stop()
-    return {"records": len(rows), "seconds": seconds, "applied": applied, "groups": tracked, "cpu": cpu}
-
-
-def _batches_total(page: str) -> float:
-    m = re.search(r"^rebalance_monitor_batches_total (\S+)$", page, re.M)
-    return float(m.group(1)) if m else 0.0
+    return {"records": len(rows), "seconds": seconds, "applied": applied,
+            "groups": float("nan") if tracked is None else tracked, "cpu": cpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,13 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--cold-start-records", type=int, default=0,
                    help="instead: time `run` rebuilding its state from this many offsets records")
-    p.add_argument("--monitor-toml", default="",
+    p.add_argument("--monitor-toml", default="", type=toml_text,
                    help="cold start: more monitor TOML, e.g. a [spark_conf] table for an event log (\\n = newline)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-scale-live-"))
     if args.cold_start_records:
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
-            r = cold_start(cluster, work, args.cold_start_records, args.seed, args.monitor_toml.replace('\\n', '\n'))
+            r = cold_start(cluster, work, args.cold_start_records, args.seed, args.monitor_toml)
         print(f"cold start: {r['records']:,} offsets records in state {r['seconds']:.1f} s after the monitor "
               f"started (JVM start included; {r['groups']:.0f} state rows, one per group, and every group's live "
               f"view on /metrics); applied by the next batch at {r['applied']:.1f} s; CPU {r['cpu']:.1f} s")

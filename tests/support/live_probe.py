@@ -102,18 +102,19 @@ class MonitorProcess:
         if self.proc is not None and self.proc.poll() is not None:
             raise AssertionError(f"monitor exited ({self.proc.returncode}):\n{self.tail()}")
 
-    def scrape(self) -> str:
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read().decode()
+    def scrape(self, *names: str, timeout: float = 5.0) -> str:
+        """The /metrics page; with `names`, only those families (`?name[]=`), so that polling
+        does not render every group's series."""
+        query = "?" + "&".join(f"name[]={n}" for n in names) if names else ""
+        return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics{query}", timeout=timeout).read().decode()
 
     def wait_batches(self, n: int, timeout: float = 240.0) -> None:
         """Until the query has applied `n` micro-batches (Spark up, first offsets read)."""
         deadline = time.monotonic() + timeout
-        rx = re.compile(r"^rebalance_monitor_batches_total (\S+)$", re.M)
         while True:
             self.alive()
             try:
-                m = rx.search(self.scrape())
-                if m and float(m.group(1)) >= n:
+                if (sample_value(self.scrape(), "rebalance_monitor_batches_total") or 0.0) >= n:
                     return
             except OSError:
                 pass
@@ -306,6 +307,18 @@ def rebalance_final_seconds(events: list[LineEvent]) -> list[float | None]:
         else:
             out.append(max(0.0, (e.final_ms - closing.acked_ms) / 1000.0))
     return out
+
+
+def sample_value(page: str, series: str) -> float | None:
+    """The value of one series of an exposition page, `series` as printed before the value
+    (name and labels, e.g. 'rebalance_monitor_input_records_total{source="offsets"}')."""
+    m = re.search(rf"^{re.escape(series)} (\S+)$", page, re.M)
+    return float(m.group(1)) if m else None
+
+
+def toml_text(arg: str) -> str:
+    """A bench's --monitor-toml argument: `\\n` written on the command line is a newline."""
+    return arg.replace("\\n", "\n")
 
 
 def percentile(values: list[float], q: float) -> float | None:

@@ -10,6 +10,11 @@ rebalances and removals, no anomalies) before it reports anything, and prints pe
   the process tree (driver, JVM, Python workers), peak RSS of the driver, the JVM and the Python
   workers (sampled every 0.25 s), series per group on metrics.prom (max and mean over the groups).
 
+Then the read-only ceiling (bench/replay_ceiling.py, this tree): the same session and query up to
+the stateful step (read, filter, parse, decode, watermarks) into Spark's noop sink, as a child
+process the same way; its rows/s is what a replay end to end could at best reach with Spark and
+these sources on this machine.
+
 `state_bytes_per_group` is the stored size (both state columns) of one generated group at its
 idle Stable moment with one lateness window of commit rows held, with this tree's encoder (as
 tests/unit/test_state_budget.py measures it).
@@ -20,7 +25,8 @@ first 3 batches as live_batch_seconds. It reads the generated files, not Kafka: 
 own fixed cost per batch is not in it.
 
 Last line: groups=N live_batch_seconds=... replay_rows_per_second=... state_bytes_per_group=...
-series_per_group=... (the largest N; live_batch_seconds=nan without --paced).
+series_per_group=... ceiling_rows_per_second=... (the largest N; live_batch_seconds=nan without
+--paced).
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -106,12 +113,17 @@ class PeakRss(threading.Thread):
         return False
 
 
-def run_replay(tree: Path, inputs: Path, out: Path) -> dict:
-    """`<tree>/rebalance-monitor replay` over the generated files; wall, CPU, peak RSS."""
+def run_replay(tree: Path, inputs: Path, out: Path, ceiling: bool = False) -> dict:
+    """`<tree>/rebalance-monitor replay` over the generated files (with `ceiling`, this tree's
+    bench/replay_ceiling.py instead); wall, CPU, peak RSS."""
     if out.exists():
         shutil.rmtree(out)
-    command = [str(tree / "rebalance-monitor"), "replay", "--broker-log", str(inputs / "broker1-server.log"),
-               "--offsets", str(inputs / "offsets-topic.jsonl"), "--out", str(out), "--cluster", "bench"]
+    log, offsets = str(inputs / "broker1-server.log"), str(inputs / "offsets-topic.jsonl")
+    command = [str(tree / "rebalance-monitor"), "replay", "--broker-log", log,
+               "--offsets", offsets, "--out", str(out), "--cluster", "bench"]
+    if ceiling:
+        out.mkdir(parents=True)
+        command = [str(tree / ".venv" / "bin" / "python"), "-m", "bench.replay_ceiling", log, offsets]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "PYTHONPATH"))}
     started = time.monotonic()
     with open(out.with_suffix(".log"), "w") as log:
@@ -127,7 +139,7 @@ def run_replay(tree: Path, inputs: Path, out: Path) -> dict:
     if proc.returncode != 0:
         tail = out.with_suffix(".log").read_text()[-2000:]
         raise SystemExit(f"bench/scale: replay in {tree} failed (exit {proc.returncode}):\n{tail}")
-    return {"wall": wall, "cpu": cpu, "rss": sampler.peak}
+    return {"wall": wall, "cpu": cpu, "rss": sampler.peak, "output": out.with_suffix(".log").read_text()}
 
 
 def series_stats(out: Path) -> tuple[int, float, float]:
@@ -197,6 +209,15 @@ def main() -> int:
         if "base" in results:
             print(f"  head/base: wall {results['head']['wall'] / results['base']['wall']:.2f}, "
                   f"CPU {results['head']['cpu'] / results['base']['cpu']:.2f}", flush=True)
+        ceiling = run_replay(ROOT, inputs, DATA / f"scale-{n}-out-ceiling", ceiling=True)
+        read = re.search(r"read-only ceiling: (\d+) source rows", ceiling["output"])
+        if read is None or int(read.group(1)) < rows:
+            print(f"bench/scale: the read-only ceiling read {read.group(1) if read else 'no'} rows of {rows}",
+                  file=sys.stderr)
+            return 1
+        print(f"  read-only ceiling (no state machine, noop sink): wall {ceiling['wall']:.1f} s, "
+              f"{rows / ceiling['wall']:,.0f} rows/s, CPU {ceiling['cpu']:.1f} s; head/ceiling wall "
+              f"{results['head']['wall'] / ceiling['wall']:.2f}", flush=True)
         live = float("nan")
         if args.paced:
             # 10 s of event time per micro-batch: the generator spreads n scenarios over 600 s
@@ -208,7 +229,8 @@ def main() -> int:
                   f"max {max(steady):.2f} s", flush=True)
         smax, _, _ = series_stats(DATA / f"scale-{n}-out-head")
         last = (f"groups={n} live_batch_seconds={live:.2f} replay_rows_per_second={rows / results['head']['wall']:.0f} "
-                f"state_bytes_per_group={state_bytes} series_per_group={smax}")
+                f"state_bytes_per_group={state_bytes} series_per_group={smax} "
+                f"ceiling_rows_per_second={rows / ceiling['wall']:.0f}")
     print(json.dumps({"state_bytes_per_group": state_bytes}))
     print(last)
     return 0

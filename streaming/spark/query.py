@@ -81,6 +81,14 @@ def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offs
     `offsets_rows_per_batch` overrides the per-batch cap for the offsets source (tests use it to
     interleave the sources differently).
     """
+    return group_state_machine(replay_events(spark, o, logs, offsets, offsets_rows_per_batch),
+                               diagnosis=o.diagnosis, live_view=o.live_view)
+
+
+def replay_events(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
+                  offsets_rows_per_batch: int | None = None) -> DataFrame:
+    """The event rows of a replay (sources, parse and decode, watermarks), before the stateful
+    step: replay_query's input, and bench/scale's read-only ceiling."""
     if not logs and not offsets:
         raise ValueError("replay needs at least one broker log or offsets input")
     parts = []
@@ -96,7 +104,7 @@ def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offs
                .option("maxRowsPerBatch", str(offsets_rows_per_batch or o.max_rows_per_batch)).load())
         parts.append(with_watermark(observed(offsets_events(raw, clusters), SOURCE_KIND_OFFSETS),
                                     o.lateness_seconds))
-    return group_state_machine(reduce(DataFrame.unionByName, parts), diagnosis=o.diagnosis, live_view=o.live_view)
+    return reduce(DataFrame.unionByName, parts)
 
 
 # ---------------------------------------------------------------------------- live (Kafka)

@@ -111,6 +111,20 @@ PACKED_FIELDS = EVENT_COLUMNS[len(STATE_INPUT_KEYS):]
 STATE_INPUT_COLUMNS = [*STATE_INPUT_KEYS, PACKED_EVENT]
 assert EVENT_COLUMNS[:len(STATE_INPUT_KEYS)] == list(STATE_INPUT_KEYS)
 
+# With state buckets (streaming/spark/stateful.py process_bucket) the key is the cluster and the
+# bucket of the group (a hash of its id, modulo the bucket count), and the group is a column. The
+# key column's name carries the bucket count, so a checkpoint's own state schema says which layout
+# and count wrote it (streaming/spark/state_layout.py).
+STATE_BUCKET_PREFIX = "state_bucket_of_"
+
+
+def state_bucket_column(buckets: int) -> str:
+    return f"{STATE_BUCKET_PREFIX}{buckets}"
+
+
+def bucketed_input_columns(buckets: int) -> list[str]:
+    return ["cluster", state_bucket_column(buckets), "group", PACKED_EVENT]
+
 
 def arrow_schema(columns: Sequence[Column], nullable: bool = False) -> pa.Schema:
     """The Arrow schema of a row contract; `nullable` marks every field nullable (the batches the

@@ -170,12 +170,16 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
                 spark, kafka.bootstrap_servers, dict(kafka.spark_options), topics, stop=stop))
             if stop.is_set():
                 return 0
+        try:
+            options = settings.query_options().for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
+        except ValueError as exc:
+            raise ConfigError(f"checkpoint_location: {exc}") from None
         counter = ProgressCounter(collector)
         spark.streams.addListener(counter)
         backoff = 1.0
         while not stop.is_set():
             try:
-                outputs = live_query(spark, settings.query_options(), kafka.read(), settings.log_spec(), source)
+                outputs = live_query(spark, options, kafka.read(), settings.log_spec(), source)
                 query = (outputs.writeStream
                          .foreachBatch(collector.foreach_batch)
                          .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))

@@ -285,6 +285,9 @@ class QuerySettings(ParseLogsSettings):
     unknown_lines_sample_per_logger: int = Field(
         default=QueryOptions.unknown_lines_sample_per_logger, ge=0,
         description="unknown coordinator lines kept in quarantine per logger and batch")
+    state_buckets: int = Field(
+        default=QueryOptions.state_buckets, ge=0, le=1_000_000,
+        description="state keys the groups of a cluster share (0: one per group); a checkpoint keeps its own")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
     # Spark settings for the session the monitor creates itself (not under spark-submit, which
@@ -324,7 +327,7 @@ class QuerySettings(ParseLogsSettings):
     def query_options(self, **extra: Any) -> QueryOptions:
         return QueryOptions(lateness_seconds=self.lateness_seconds, parse_partitions=self.parse_partitions,
                             unknown_lines_sample_per_logger=self.unknown_lines_sample_per_logger,
-                            diagnosis=self.diagnosis.to_settings(), **extra)
+                            diagnosis=self.diagnosis.to_settings(), state_buckets=self.state_buckets, **extra)
 
     def log_spec(self) -> LogSourceSpec:
         """How to read the lines of a log source that has no per-file settings (a live topic)."""

@@ -4,7 +4,7 @@ state machine. Replay (files) and live (Kafka topics) differ only in their sourc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any
 
@@ -20,6 +20,7 @@ from streaming.spark.sources.clock import CLOCK_SOURCE_NAME
 from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME
 from streaming.spark.sources.log_replay import LOG_SOURCE_NAME
 from streaming.spark.sources.offsets_replay import OFFSETS_SOURCE_NAME
+from streaming.spark.state_layout import state_buckets_for
 from streaming.spark.steps import group_state_machine, log_events, observed, offsets_events, with_watermark
 
 
@@ -34,6 +35,13 @@ class QueryOptions:
     group_allow: tuple[str, ...] = ()
     group_deny: tuple[str, ...] = ()
     live_view: bool = True      # snapshots apply the still-held events (state/live.py)
+    # Groups per stateful key: PySpark's fixed cost per call (about 1 ms) is paid per bucket, and
+    # a micro-batch makes at most this many calls per cluster (0: one key per group).
+    state_buckets: int = 1024
+
+    def for_checkpoint(self, query_checkpoint: str) -> QueryOptions:
+        """These options with the state layout an existing checkpoint was written with."""
+        return replace(self, state_buckets=state_buckets_for(query_checkpoint, self.state_buckets))
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,7 @@ def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offs
     interleave the sources differently).
     """
     return group_state_machine(replay_events(spark, o, logs, offsets, offsets_rows_per_batch),
-                               diagnosis=o.diagnosis, live_view=o.live_view)
+                               diagnosis=o.diagnosis, live_view=o.live_view, state_buckets=o.state_buckets)
 
 
 def replay_events(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
@@ -189,4 +197,5 @@ def live_query(spark: SparkSession, o: QueryOptions, kafka: KafkaRead, spec: Log
         events = offsets_events(raw_of(spark, kafka, [kafka.offsets_topic], SOURCE_KIND_OFFSETS),
                                 ClusterNames({}, spec.cluster))
         parts.append(with_watermark(observed(events, SOURCE_KIND_OFFSETS), o.lateness_seconds))
-    return group_state_machine(reduce(DataFrame.unionByName, parts), o.group_allow, o.group_deny, o.diagnosis)
+    return group_state_machine(reduce(DataFrame.unionByName, parts), o.group_allow, o.group_deny, o.diagnosis,
+                               state_buckets=o.state_buckets)

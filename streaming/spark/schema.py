@@ -28,3 +28,9 @@ STATE_SCHEMA = T.StructType([
     T.StructField("model_json", T.StringType(), False),   # GroupModel.to_json()
     T.StructField("held_json", T.StringType(), False),    # event rows waiting for the watermark
 ])
+
+# The state of one bucket of groups (stateful.py process_bucket; QueryOptions.state_buckets > 0):
+# every group of the bucket, as stateful.py bucket_json writes it (versioned).
+STATE_SCHEMA_BUCKETED = T.StructType([
+    T.StructField("groups_json", T.StringType(), False),
+])

@@ -6,7 +6,10 @@ cut into micro-batches or which source arrived first. The event-time timeout is 
 oldest held event (or the machine's next deadline) so the group is called again when the
 watermark moves even if no new row arrives for it.
 
-The state is the group's model as versioned JSON (state/model.py) and the held event rows.
+The state is the group's model as versioned JSON (state/model.py) and the held event rows. The
+groups of a cluster share QueryOptions.state_buckets keys (process_bucket: the state of a bucket
+holds each of its groups' model, held rows and timeout); checkpoints written before keep one key
+per group (process_group). Both give each group the same turn (_step_group).
 The snapshot row of each touched group is its live view (state/live.py): the held events applied
 to a copy of the model, so /metrics shows them in the batch that read them; records stay final.
 """
@@ -55,10 +58,9 @@ def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) ->
     return not any(re.search(p, group) for p in deny)
 
 
-def _clock_row(cluster: str, state: Any) -> tuple:
+def _clock_row(cluster: str, watermark: int) -> tuple:
     """Every call reports the batch watermark: the driver's cross-group correlator
     (state/diagnosis/correlate.py) learns event-time progress from it."""
-    watermark = state.getCurrentWatermarkMs()
     return (str(OutputKind.CLOCK), cluster, None, watermark, _dump({"watermark_ms": watermark}))
 
 
@@ -119,34 +121,24 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
     return machine, bool(events)
 
 
-def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
-                  group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
-                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
-    freeze_worker_heap()
-    cluster, group = key
-    if group is None or (group != QUARANTINE_GROUP and (group_allow or group_deny)
-                         and not group_selected(group, group_allow, group_deny)):
-        # End-of-input markers and groups the configuration leaves out: they only moved the
-        # watermark on their way here. No output, no state.
-        for _ in pdfs:
-            pass
-        yield _frame([_clock_row(cluster, state)])
-        return
-    incoming = _rows(cluster, group, pdfs)
-    out: list[tuple] = [_clock_row(cluster, state)]
-    if group in _PASS_THROUGH:
-        _pass_through(cluster, group, incoming, out)
-        yield _frame(out)
-        return
+def _skipped(group: str | None, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:
+    """End-of-input markers and groups the configuration leaves out: they only moved the watermark
+    on their way here. No output, no state."""
+    return group is None or (group != QUARANTINE_GROUP and bool(allow or deny)
+                             and not group_selected(group, allow, deny))
 
-    if state.exists:
-        model_json, held_json = state.get
+
+def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tuple | None, watermark: int,
+                diagnosis: DiagnosisSettings, live_view: bool, out: list[tuple]) -> tuple[tuple | None, int | None]:
+    """One group's turn: its held rows plus `incoming`, the watermark -> outputs appended to `out`.
+    Returns the group's new stored state (None: drop it) and its event-time timeout (None: none)."""
+    if stored is not None:
+        model_json, held_json = stored
         model = GroupModel.from_json(model_json)
         held = json.loads(unpack(held_json))
     else:
         model, held = GroupModel(cluster=cluster, group=group), []
     held.extend(incoming)
-    watermark = state.getCurrentWatermarkMs()
     ready = [r for r in held if r[EVENT_TS] <= watermark]
     waiting = [r for r in held if r[EVENT_TS] > watermark]
     new_rows = any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
@@ -160,9 +152,101 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     if unsent_commits and not deadlines:
         deadlines.append(FINAL_SNAPSHOT_TS_MS)
     if not deadlines and model.state == DEAD:
-        state.remove()   # a dead group keeps no state; a new group with its id starts fresh
+        return None, None   # a dead group keeps no state; a new group with its id starts fresh
+    stored = (model.to_json(), pack(_dump(waiting)) if waiting else "[]")
+    return stored, (max(min(deadlines), watermark + 1) if deadlines else None)
+
+
+def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
+                  group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
+                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
+    """One group per call (the key is (cluster, group)): checkpoints written before state buckets."""
+    freeze_worker_heap()
+    cluster, group = key
+    watermark = state.getCurrentWatermarkMs()
+    out: list[tuple] = [_clock_row(cluster, watermark)]
+    if _skipped(group, group_allow, group_deny):
+        for _ in pdfs:
+            pass
+        yield _frame(out)
+        return
+    incoming = _rows(cluster, group, pdfs)
+    if group in _PASS_THROUGH:
+        _pass_through(cluster, group, incoming, out)
+        yield _frame(out)
+        return
+    stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
+                                  diagnosis, live_view, out)
+    if stored is None:
+        state.remove()
     else:
-        state.update((model.to_json(), pack(_dump(waiting)) if waiting else "[]"))
-        if deadlines:
-            state.setTimeoutTimestamp(max(min(deadlines), watermark + 1))
+        state.update(stored)
+        if timeout is not None:
+            state.setTimeoutTimestamp(timeout)
     yield _frame(out)
+
+
+def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
+                   group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
+                   diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
+    """The groups of one state bucket per call (the key is (cluster, bucket); streaming/rows.py
+    BUCKETED_INPUT_COLUMNS): PySpark's own cost per call (each column and the state to pandas and
+    back) is paid per bucket, not per group. Each group takes the same turn as in process_group:
+    the groups with rows, then every other group whose own timeout the watermark has passed (the
+    rule Spark applies to a key: set and below the watermark); the bucket's timeout is the
+    earliest of its groups'."""
+    freeze_worker_heap()
+    cluster = key[0]
+    watermark = state.getCurrentWatermarkMs()
+    out: list[tuple] = [_clock_row(cluster, watermark)]
+    texts: dict[str, list[str]] = {}
+    for pdf in pdfs:
+        for group, text in zip(pdf["group"].tolist(), pdf[PACKED_EVENT].tolist()):
+            if not _skipped(group, group_allow, group_deny):
+                texts.setdefault(group, []).append(text)
+    groups = bucket_groups(state.get[0]) if state.exists else {}
+    for group, group_texts in texts.items():
+        incoming = unpack_event_rows(cluster, group, group_texts)
+        if group in _PASS_THROUGH:
+            _pass_through(cluster, group, incoming, out)
+            continue
+        entry = groups.get(group)
+        _keep(groups, group, _step_group(cluster, group, incoming, tuple(entry[:2]) if entry else None, watermark,
+                                         diagnosis, live_view, out))
+    for group, entry in list(groups.items()):
+        if group not in texts and entry[2] is not None and entry[2] < watermark:
+            _keep(groups, group, _step_group(cluster, group, [], (entry[0], entry[1]), watermark,
+                                             diagnosis, live_view, out))
+    if not groups:
+        state.remove()
+    else:
+        state.update((bucket_json(groups),))
+        timeouts = [entry[2] for entry in groups.values() if entry[2] is not None]
+        if timeouts:
+            state.setTimeoutTimestamp(min(timeouts))
+    yield _frame(out)
+
+
+# The stored form of a bucket (STATE_SCHEMA_BUCKETED): {"v": 1, "groups": {group: [model_json,
+# held_json, timeout_ms or null]}}; model_json carries its own version (state/model.py).
+BUCKET_STATE_VERSION = 1
+
+
+def bucket_groups(text: str) -> dict[str, list[Any]]:
+    raw = json.loads(text)
+    if raw.get("v", 1) > BUCKET_STATE_VERSION:
+        raise ValueError(f"state bucket of version {raw['v']} was written by a newer release "
+                         f"(this one reads version {BUCKET_STATE_VERSION})")
+    return raw["groups"]
+
+
+def bucket_json(groups: dict[str, list[Any]]) -> str:
+    return json.dumps({"v": BUCKET_STATE_VERSION, "groups": groups}, separators=(",", ":"))
+
+
+def _keep(groups: dict[str, list[Any]], group: str, turn: tuple[tuple | None, int | None]) -> None:
+    stored, timeout = turn
+    if stored is None:
+        groups.pop(group, None)
+    else:
+        groups[group] = [stored[0], stored[1], timeout]

@@ -21,9 +21,9 @@ from streaming.logs.header import PREFIXED_JSON
 from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
-from streaming.rows import PACKED_EVENT, PACKED_FIELDS, STATE_INPUT_KEYS
-from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
-from streaming.spark.stateful import process_group
+from streaming.rows import PACKED_EVENT, PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column
+from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA, STATE_SCHEMA_BUCKETED
+from streaming.spark.stateful import process_bucket, process_group
 from streaming.spark.worker_gc import freeze_worker_heap
 
 QUARANTINE = str(OutputKind.QUARANTINE)
@@ -241,17 +241,29 @@ def with_watermark(events: DataFrame, lateness_seconds: float) -> DataFrame:
 
 
 def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), group_deny: Sequence[str] = (),
-                        diagnosis: DiagnosisSettings | None = None, live_view: bool = True) -> DataFrame:
+                        diagnosis: DiagnosisSettings | None = None, live_view: bool = True,
+                        state_buckets: int = 0) -> DataFrame:
+    """The per-group state machine. `state_buckets` > 0: the groups share that many keys per
+    cluster (process_bucket); 0: one key per group (process_group, checkpoints written before)."""
     # No filter before the stateful step: Spark's optimizer pushes a filter on `group` below the
     # watermark operator, and the rows it removes (end-of-input markers, denied groups) would
-    # no longer move their source's event time. process_group skips them instead.
-    function: Any = process_group
+    # no longer move their source's event time. The function skips them instead.
+    function: Any = process_bucket if state_buckets else process_group
     if group_allow or group_deny or diagnosis is not None or not live_view:
-        function = partial(process_group, group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
+        function = partial(function, group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
                            diagnosis=diagnosis or DEFAULT_SETTINGS, live_view=live_view)
     # One packed column besides the key (streaming/rows.py STATE_INPUT_COLUMNS), and event_time:
     # Spark refuses an event-time timeout unless a watermarked column reaches the step.
-    packed = events.select(*STATE_INPUT_KEYS, F.to_json(F.struct(*PACKED_FIELDS)).alias(PACKED_EVENT), "event_time")
-    return (packed.groupBy(*STATE_INPUT_KEYS)
-            .applyInPandasWithState(function, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+    packed_event = F.to_json(F.struct(*PACKED_FIELDS)).alias(PACKED_EVENT)
+    if state_buckets:
+        bucket = state_bucket_column(state_buckets)
+        keys: tuple[str, ...] = ("cluster", bucket)
+        packed = events.select("cluster", F.pmod(F.xxhash64("group"), F.lit(state_buckets)).cast("int").alias(bucket),
+                               "group", packed_event, "event_time")
+        state_schema = STATE_SCHEMA_BUCKETED
+    else:
+        keys, state_schema = STATE_INPUT_KEYS, STATE_SCHEMA
+        packed = events.select(*STATE_INPUT_KEYS, packed_event, "event_time")
+    return (packed.groupBy(*keys)
+            .applyInPandasWithState(function, OUTPUT_SCHEMA, state_schema, "append",
                                     GroupStateTimeout.EventTimeTimeout))

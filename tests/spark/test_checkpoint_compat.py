@@ -17,24 +17,47 @@ ROWS_PER_BATCH = 60   # as the fixture was written
 KINDS = ("rebalance", "removal", "anomaly", "quarantine", "clock_skew")
 
 
-def _run(spark, workdir):
+class _Stopped(Exception):
+    pass
+
+
+def _run(spark, workdir, state_buckets=None, stop_at_batch=None):
     """The live service's collector (state file + event sink) over the replay sources, from the
-    checkpoint in `workdir` (if any) to the end of the input."""
+    checkpoint in `workdir` (if any) to the end of the input (or to the failure of batch
+    `stop_at_batch`, which leaves the batches before it committed)."""
     from sinks.files import EventSink, GroupStateFile
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
     from streaming.app.settings import ReplaySettings, load
     from streaming.spark.query import replay_query
     from streaming.spark.run import run_to_end
-    settings = load(ReplaySettings, max_rows_per_batch=ROWS_PER_BATCH)
+    settings = load(ReplaySettings, max_rows_per_batch=ROWS_PER_BATCH,
+                    **({"state_buckets": state_buckets} if state_buckets is not None else {}))
     collector = RunCollector(MetricsSink(settings.duration_buckets), keep_records=False,
                              event_sink=EventSink(str(workdir / "events")),
                              state_file=GroupStateFile(str(workdir / "checkpoint" / "rebalance-monitor" / "groups.json"))
                              ).configure(settings.diagnosis.to_settings())
     collector.restore()
     logs, offsets = capture_inputs("kafka-2.7")
-    outputs = replay_query(spark, settings.query_options(), [i.file() for i in logs], [i.file() for i in offsets])
-    run_to_end(spark, outputs, collector, checkpoint_dir=str(workdir / "checkpoint" / "query"))
+    # As `run` does: a checkpoint that holds state keeps the layout it was written with (the
+    # fixture: one key per group).
+    options = settings.query_options().for_checkpoint(str(workdir / "checkpoint" / "query"))
+    outputs = replay_query(spark, options, [i.file() for i in logs], [i.file() for i in offsets])
+    sink = collector
+    if stop_at_batch is not None:
+        class _StopAt:
+            def foreach_batch(self, df, batch_id):
+                if batch_id == stop_at_batch:
+                    raise _Stopped(f"stopped at batch {batch_id}")
+                collector.foreach_batch(df, batch_id)
+
+            def __getattr__(self, name):
+                return getattr(collector, name)
+        sink = _StopAt()
+        with pytest.raises(Exception, match="stopped at batch"):
+            run_to_end(spark, outputs, sink, checkpoint_dir=str(workdir / "checkpoint" / "query"))
+        return None
+    run_to_end(spark, outputs, sink, checkpoint_dir=str(workdir / "checkpoint" / "query"))
     final = collector.correlator.advance(2 ** 62)    # removals the correlator still holds
     records = {kind: sorted(json.dumps(r, sort_keys=True) for r in collector.event_sink.records(kind))
                for kind in KINDS}
@@ -61,6 +84,26 @@ def test_resume_from_a_checkpoint_of_the_previous_version(spark, replay_capture,
     expected = {kind: sorted(json.dumps(r, sort_keys=True) for r in by_kind[kind]) for kind in KINDS}
     assert len(expected["rebalance"]) == 82 and len(expected["removal"]) == 76
     assert resumed[0] == expected
+    assert resumed[1] == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
+    assert resumed[2] == _group_metrics(collector.metrics.registry)
+
+
+def test_a_bucketed_checkpoint_resumes_with_its_own_bucket_count(spark, replay_capture, tmp_path):
+    """A checkpoint written with 4 state buckets and stopped after batch 2, resumed while the
+    setting says 1024 (the default): it keeps its 4 buckets, and the records, snapshots and group
+    metrics equal an uninterrupted run."""
+    from streaming.spark.state_layout import checkpoint_state_buckets
+    workdir = tmp_path / "bucketed"
+    assert _run(spark, workdir, state_buckets=4, stop_at_batch=3) is None
+    state_file = json.loads((workdir / "checkpoint" / "rebalance-monitor" / "groups.json").read_text())
+    assert state_file["batch_id"] == 2
+    assert checkpoint_state_buckets(str(workdir / "checkpoint" / "query")) == 4
+    resumed = _run(spark, workdir)
+    assert checkpoint_state_buckets(str(workdir / "checkpoint" / "query")) == 4
+    collector, _ = replay_capture("kafka-2.7")
+    by_kind = {"rebalance": collector.rebalances, "removal": collector.removals, "anomaly": collector.anomalies,
+               "quarantine": collector.quarantine, "clock_skew": collector.clock_skew}
+    assert resumed[0] == {kind: sorted(json.dumps(r, sort_keys=True) for r in by_kind[kind]) for kind in KINDS}
     assert resumed[1] == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
     assert resumed[2] == _group_metrics(collector.metrics.registry)
 

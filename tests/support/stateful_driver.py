@@ -10,12 +10,13 @@ batch by batch (the live view) in milliseconds instead of starting a query.
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from streaming.rows import STATE_INPUT_COLUMNS, event_row, pack_event_row
+from streaming.rows import STATE_INPUT_COLUMNS, bucketed_input_columns, event_row, pack_event_row
 
 
 @dataclass
@@ -49,31 +50,46 @@ class FakeGroupState:
 
 @dataclass
 class StatefulDriver:
+    """`buckets` > 0: the bucketed layout (process_bucket, keys (cluster, crc32(group) % buckets));
+    0: one key per group (process_group)."""
     lateness_ms: int
     watermark_ms: int = 0
     newest_ms: int = 0
     states: dict[tuple, FakeGroupState] = field(default_factory=dict)
     late_rows: int = 0
+    buckets: int = 0
+
+    def _key(self, row: tuple) -> tuple:
+        if not self.buckets:
+            return (row[0], row[1])
+        return (row[0], zlib.crc32((row[1] or "").encode()) % self.buckets)
+
+    def _frame(self, key: tuple, rows: list[tuple]) -> pd.DataFrame:
+        if not self.buckets:
+            return pd.DataFrame.from_records([(r[0], r[1], pack_event_row(r)) for r in rows],
+                                             columns=STATE_INPUT_COLUMNS)
+        return pd.DataFrame.from_records([(r[0], key[1], r[1], pack_event_row(r)) for r in rows],
+                                         columns=bucketed_input_columns(self.buckets))
 
     def batch(self, events: list, function=None) -> list[tuple[str, dict[str, Any]]]:
         """One micro-batch of Events (or event rows); returns its output (kind, record) pairs."""
-        from streaming.spark.stateful import process_group
-        function = function or process_group
+        from streaming.spark.stateful import process_bucket, process_group
+        function = function or (process_bucket if self.buckets else process_group)
         rows = [e if isinstance(e, tuple) else event_row(e) for e in events]
         by_key: dict[tuple, list[tuple]] = {}
         for r in rows:
             if r[2] <= self.watermark_ms:
                 self.late_rows += 1
                 continue
-            by_key.setdefault((r[0], r[1]), []).append(r)
+            by_key.setdefault(self._key(r), []).append(r)
         due = [k for k, s in self.states.items() if s.exists and s.timeout_ms is not None
-               and s.timeout_ms <= self.watermark_ms and k not in by_key]
+               and s.timeout_ms < self.watermark_ms and k not in by_key]     # Spark's rule
         out: list[tuple[str, dict[str, Any]]] = []
         for key in list(by_key) + due:
             state = self.states.setdefault(key, FakeGroupState(self.watermark_ms))
             state.watermark_ms = self.watermark_ms
-            frames = [pd.DataFrame.from_records([(r[0], r[1], pack_event_row(r)) for r in by_key[key]],
-                                                columns=STATE_INPUT_COLUMNS)] if key in by_key else []
+            state.timeout_ms = None      # Spark resets a key's timeout on every call
+            frames = [self._frame(key, by_key[key])] if key in by_key else []
             for frame in function(key, iter(frames), state):
                 for kind, _cluster, _group, _ts, record_json in frame.itertuples(index=False, name=None):
                     out.append((kind, json.loads(record_json)))

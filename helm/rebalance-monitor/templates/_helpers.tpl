@@ -90,7 +90,7 @@ monitor.toml as a dict (docs/configuration.md): .Values.config plus what the cha
 {{- $_ := set $cfg "spark_master" .Values.deployment.sparkMaster }}
 {{- $_ := set $cfg "driver_memory" .Values.deployment.driverMemory }}
 {{- end }}
-{{- range $key := list "max_groups" "shuffle_partitions" }}
+{{- range $key := list "max_groups" "shuffle_partitions" "state_buckets" }}
 {{- if hasKey $cfg $key }}{{ $_ := set $cfg $key (int (get $cfg $key)) }}{{ end }}
 {{- end }}
 {{- if not $cfg.duration_buckets }}{{ $_ := unset $cfg "duration_buckets" }}{{ end }}

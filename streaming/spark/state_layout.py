@@ -1,0 +1,50 @@
+"""Which state layout a checkpoint holds, so a restart keeps it.
+
+The stateful step keys its state by (cluster, group) in checkpoints written before state buckets,
+and by (cluster, bucket of the group) since (QueryOptions.state_buckets). Spark refuses to resume
+a checkpoint with another key schema, and a different bucket count would look each group up in
+the wrong bucket: a checkpoint that already holds state keeps the layout and count it was
+written with, whatever the setting says now. Spark writes the key schema of the operator's state
+next to its first partition; the bucket column's name carries the count (streaming/rows.py).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from streaming.rows import STATE_BUCKET_PREFIX
+
+LOG = logging.getLogger(__name__)
+_BUCKETS = re.compile(r'"name"\s*:\s*"' + re.escape(STATE_BUCKET_PREFIX) + r'(\d+)"')
+_GROUP = re.compile(r'"name"\s*:\s*"group"')
+
+
+def checkpoint_state_buckets(query_checkpoint: str) -> int | None:
+    """The bucket count the checkpoint's state was written with (0: one key per group), None when
+    it holds no state yet."""
+    path = os.path.join(query_checkpoint, "state", "0", "0", "_metadata", "schema")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    found = _BUCKETS.search(text)
+    if found:
+        return int(found.group(1))
+    if _GROUP.search(text):
+        return 0
+    raise ValueError(f"{path}: the checkpoint's state has a key schema this release does not know; "
+                     f"was it written by another program?")
+
+
+def state_buckets_for(query_checkpoint: str, configured: int) -> int:
+    """`configured` for a new checkpoint, the checkpoint's own count for one that has state."""
+    existing = checkpoint_state_buckets(query_checkpoint)
+    if existing is None:
+        return configured
+    if existing != configured:
+        LOG.warning("state_buckets: the checkpoint in %s was written with %s; keeping it (the setting says %d; "
+                    "a new checkpoint location starts with the setting)", query_checkpoint,
+                    f"{existing} state buckets" if existing else "one state key per group", configured)
+    return existing

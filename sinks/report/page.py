@@ -82,7 +82,8 @@ def header(report: Report) -> str:
     span = f"{utc(min(starts))} to {utc(max(starts))} UTC" if starts else "no events"
     timeouts = sum(1 for r in rebalances if r.get("hit_rebalance_timeout"))
     hidden = (f" {report.hidden_groups} more groups matched and are not drawn (the report keeps the ones with "
-              f"the most unplanned removals and rebalances; narrow it with --group or --since/--until).") \
+              f"the most unplanned removals and rebalances; `rebalance-monitor report --max-groups N` draws more, "
+              f"--group or --since/--until narrow it).") \
         if report.hidden_groups else ""
     return (f"<h1>Kafka consumer-group rebalances</h1>"
             f'<p class="meta">{len(rebalances)} rebalances and {len(removals)} member removals in '

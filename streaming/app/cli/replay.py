@@ -67,9 +67,9 @@ def write_outputs_report(out_dir: str) -> str:
     """report.html of a replay's output directory; returns its path."""
     from pathlib import Path
 
-    from sinks.report import write_report
+    from sinks.report import DEFAULT_MAX_GROUPS, write_report
     path = Path(out_dir) / "report.html"
-    write_report([Path(out_dir)], path)
+    write_report([Path(out_dir)], path, max_groups=DEFAULT_MAX_GROUPS)
     return str(path)
 
 

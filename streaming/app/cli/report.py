@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from sinks.report import DEFAULT_MAX_GROUPS
 from streaming.app.settings import ConfigError
 
 
@@ -55,9 +56,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--since", type=_time, metavar="TIME",
                    help="only events at or after TIME (ISO 8601, UTC unless it has an offset, or epoch ms)")
     p.add_argument("--until", type=_time, metavar="TIME", help="only events at or before TIME (as --since)")
-    p.add_argument("--max-groups", type=_positive, default=200, metavar="N",
+    p.add_argument("--max-groups", type=_positive, default=DEFAULT_MAX_GROUPS, metavar="N",
                    help="draw at most N groups, those with the most unplanned removals and rebalances "
-                        "(default 200)")
+                        f"(default {DEFAULT_MAX_GROUPS})")
     p.add_argument("--storm-rebalances", type=_positive, default=10, metavar="N",
                    help="a group storm is more than N rebalances of one group within the storm window "
                         "(default 10, as the KafkaConsumerGroupRebalanceStorm alert)")

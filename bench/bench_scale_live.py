@@ -155,13 +155,14 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
 def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monitor_toml: str = "") -> dict:
     """`records` offsets records already in a 50-partition topic (the generated groups' records,
     times shifted to end now); the monitor starts on it at the new defaults. Returns the seconds
-    from starting the process to the batch that applied them all, and the state rows it then
-    holds (one per group)."""
+    from starting the process to the batch that read them all (into state) and to the batch that
+    applied them, the groups of the input and the state rows (state buckets) that hold them."""
     import base64
     from confluent_kafka import Producer
     inputs = work / "cold-inputs"
     per_group = 43                              # sc03's records (scale_inputs)
-    generate(-(-records // per_group), inputs, seed=seed)
+    groups = -(-records // per_group)
+    generate(groups, inputs, seed=seed)
     rows = [json.loads(line) for line in (inputs / "offsets-topic.jsonl").read_text().splitlines()[:records]]
     shift = int(time.time() * 1000) - rows[-1]["timestamp"]
     create_topic(cluster.admin(), "cold-logs", 1, 1)
@@ -196,8 +197,11 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
             page = monitor.scrape("rebalance_monitor_input_records_total", timeout=30)
             read = sample_value(page, 'rebalance_monitor_input_records_total{source="offsets"}') or 0.0
         seconds = time.monotonic() - t0
-        page = monitor.scrape("rebalance_monitor_state_rows", "rebalance_monitor_batches_total", timeout=60)
-        tracked = sample_value(page, "rebalance_monitor_state_rows")
+        page = monitor.scrape("rebalance_monitor_state_rows", "rebalance_monitor_groups",
+                              "rebalance_monitor_batches_total", timeout=60)
+        state_rows = sample_value(page, "rebalance_monitor_state_rows")
+        live = sum(float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
+                   if line.startswith("rebalance_monitor_groups{"))
         # The batch that read the records holds them (the watermark is that of the batch before);
         # the next one, which Spark runs as soon as the watermark moved, applies them.
         read_batches = batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
@@ -212,8 +216,8 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
         cpu = monitor.cpu_seconds()
     finally:
         monitor.stop()
-    return {"records": len(rows), "seconds": seconds, "applied": applied,
-            "groups": float("nan") if tracked is None else tracked, "cpu": cpu}
+    return {"records": len(rows), "seconds": seconds, "applied": applied, "groups": groups, "live_groups": live,
+            "state_rows": float("nan") if state_rows is None else state_rows, "cpu": cpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
             r = cold_start(cluster, work, args.cold_start_records, args.seed, args.monitor_toml)
         print(f"cold start: {r['records']:,} offsets records in state {r['seconds']:.1f} s after the monitor "
-              f"started (JVM start included; {r['groups']:.0f} state rows, one per group, and every group's live "
-              f"view on /metrics); applied by the next batch at {r['applied']:.1f} s; CPU {r['cpu']:.1f} s")
+              f"started (JVM start included; the {r['groups']:,} groups' records held in {r['state_rows']:.0f} state "
+              f"rows, {r['live_groups']:.0f} groups not Dead in their live view on /metrics); applied by the next "
+              f"batch at {r['applied']:.1f} s; CPU {r['cpu']:.1f} s")
         print(f"cold_start_records={r['records']} cold_start_seconds={r['seconds']:.1f} "
               f"applied_seconds={r['applied']:.1f} groups={r['groups']:.0f} cpu_seconds={r['cpu']:.1f}")
         return 0

@@ -189,12 +189,12 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
 def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                    group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
                    diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
-    """The groups of one state bucket per call (the key is (cluster, bucket); streaming/rows.py
-    BUCKETED_INPUT_COLUMNS): PySpark's own cost per call (each column and the state to pandas and
-    back) is paid per bucket, not per group. Each group takes the same turn as in process_group:
-    the groups with rows, then every other group whose own timeout the watermark has passed (the
-    rule Spark applies to a key: set and below the watermark); the bucket's timeout is the
-    earliest of its groups'."""
+    """The groups of one state bucket per call (the key is (cluster, bucket); the columns are
+    streaming/rows.py bucketed_input_columns): PySpark's own cost per call (each column and the
+    state to pandas and back) is paid per bucket, not per group. Each group takes the same turn
+    as in process_group: the groups with rows, then every other group whose own timeout the
+    watermark has passed (the rule Spark applies to a key: set and below the watermark); the
+    bucket's timeout is the earliest of its groups'."""
     freeze_worker_heap()
     cluster = key[0]
     watermark = state.getCurrentWatermarkMs()

@@ -27,7 +27,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.scale_inputs import LOG4J, expected_per_group, generate
+import heapq
+
+from bench.scale_inputs import LOG4J, expected_per_group, generate, steady_commits
 from bench.bench_latency import CONFIGS
 from tests.support.kafkabed import KafkaCluster
 from tests.support.kafkabed.admin import create_topic
@@ -229,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--final-wait", type=float, default=180.0)
     p.add_argument("--version", default="4.4.0")
     p.add_argument("--seed", type=int, default=15)
+    p.add_argument("--commit-every", type=float, default=0.0, metavar="S",
+                   help="the steady state: every group also commits an offset every S seconds (auto-commit's 5)")
     p.add_argument("--cold-start-records", type=int, default=0,
                    help="instead: time `run` rebuilding its state from this many offsets records")
     p.add_argument("--monitor-toml", default="", type=toml_text,
@@ -248,6 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     inputs = work / "inputs"
     generate(args.groups, inputs, seed=args.seed, spread_seconds=args.spread)
     traffic, complete = load_traffic(inputs, args.window)
+    if args.commit_every:
+        commits = [(ms, "offsets", record) for ms, record in steady_commits(args.groups, args.window,
+                                                                           args.commit_every, args.seed)]
+        print(f"steady state: {len(commits):,} more offset commits, one per group every {args.commit_every:g} s",
+              flush=True)
+        traffic = list(heapq.merge(traffic, commits, key=lambda r: r[0]))
     rows = len(traffic)
     if not complete:
         print(f"bench/scale-live: no group's rebalances fall within the first {args.window:.0f} s; "
@@ -273,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['wall']:.0f} s = {r['cpu'] / r['wall']:.2f} cores", flush=True)
     finally:
         cluster.close()
-    last = [f"groups={args.groups}", f"rows_per_second={rows / args.window:.0f}"]
+    last = [f"groups={args.groups}", f"rows_per_second={rows / args.window:.0f}",
+            f"commit_every_seconds={args.commit_every:g}"]
     for name, r in results.items():
         last += [f"{name}_batch_p50_seconds={percentile(r['batches'], 0.5):.2f}",
                  f"{name}_batch_max_seconds={max(r['batches']):.2f}",

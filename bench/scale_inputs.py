@@ -103,6 +103,26 @@ def generate(groups: int, out_dir: Path, seed: int = 15, spread_seconds: float =
     return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records}
 
 
+def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15) -> list[tuple[int, dict]]:
+    """The steady state of auto-committing consumers: every one of the `groups` groups commits one
+    offset every `every_s` seconds over `window_s` (its first at a seeded phase): sc03's first
+    offset commit record, renamed and put on the group's partition as `generate` does. Returns
+    (ms from the window's start, record as in offsets-topic.jsonl without offset and timestamp);
+    a group's records share one dict."""
+    key, value = next((k, v) for _, k, v in _records() if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    rng = random.Random(seed)
+    period = int(every_s * 1000)
+    out: list[tuple[int, dict]] = []
+    for i in range(groups):
+        name = group_name(i).encode()
+        record = {"partition": zlib.crc32(name) % PARTITIONS,
+                  "key_b64": base64.b64encode(_rename_key(key, name)).decode(),
+                  "value_b64": base64.b64encode(value).decode()}
+        out += [(ms, record) for ms in range(rng.randrange(period), int(window_s * 1000), period)]
+    out.sort(key=lambda r: r[0])
+    return out
+
+
 def expected_per_group() -> dict[str, list]:
     """The sc03 records of the golden replay, as compared per copy (times differ, names differ)."""
     def of(name: str, fields: tuple[str, ...]) -> list:

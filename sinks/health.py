@@ -56,8 +56,8 @@ class HealthMetrics:
         self.late_rows = Counter(f"{PREFIX}_late_rows_total",
                                  "Events Spark dropped because they arrived after the watermark had "
                                  "passed them (raise lateness_seconds if this grows).", registry=r)
-        self.state_rows = Gauge(f"{PREFIX}_state_rows", "Rows in Spark's state store (one per state bucket that holds a group).",
-                                registry=r)
+        self.state_rows = Gauge(f"{PREFIX}_state_rows",
+                                "Rows in Spark's state store (one per state bucket that holds a group).", registry=r)
         self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
                                       "Times the streaming query failed and was restarted.", registry=r)
 

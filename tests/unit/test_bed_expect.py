@@ -90,3 +90,42 @@ def test_a_removal_of_another_protocol_than_the_groups_fails_the_verdict():
                                  {}).failures if f[0] == "removals"]
     assert removal_failures("share") == []
     assert removal_failures("consumer") == [("removals", "g-b: protocol consumer, expected share")]
+
+
+# A CI run's consumer group (Kafka 4.4.0, scenario kip848): b is killed and fenced when its
+# session expires; the fence's epoch bump was logged 10 ms after the fence, in the millisecond the
+# bed sent a's leave. The broker's lines and the bed's actions as they were.
+KIP848_LINES = [
+    ("18:18,732", "Member CHzbuMSNQQ2ZwTuBU7M4xA joins the consumer group using the consumer protocol."),
+    ("18:18,747", "Bumped group epoch to 2 with metadata hash -7330219749643732322."),
+    ("18:18,790", "Member mVZjA/8gRmqW+TPJvPLyRA joins the consumer group using the consumer protocol."),
+    ("18:18,790", "Bumped group epoch to 3 with metadata hash -7330219749643732322."),
+    ("18:19,938", "Member rqevUoZMQRywQ2lw4vTDAw joins the consumer group using the consumer protocol."),
+    ("18:19,939", "Bumped group epoch to 4 with metadata hash -7330219749643732322."),
+    ("18:26,279", "Member mVZjA/8gRmqW+TPJvPLyRA fenced from the group because the member session expired."),
+    ("18:26,289", "Bumped group epoch to 5 with metadata hash -7330219749643732322."),
+    ("18:26,398", "Member CHzbuMSNQQ2ZwTuBU7M4xA left the consumer group."),
+    ("18:26,398", "Bumped group epoch to 6 with metadata hash -7330219749643732322."),
+    ("18:26,461", "Member rqevUoZMQRywQ2lw4vTDAw left the consumer group."),
+    ("18:26,461", "Bumped group epoch to 7 with metadata hash 0."),
+]
+KIP848_ACTIONS = [("start", "a", 898469), ("start", "b", 898472), ("start", "j", 898475), ("joined", "a", 898797),
+                  ("joined", "b", 900275), ("joined", "j", 900130), ("kill", "b", 900309), ("leave", "a", 906289),
+                  ("closed", "a", 906409), ("leave", "j", 906453), ("closed", "j", 906480)]
+
+
+def test_a_consumer_bump_is_caused_by_the_action_before_its_member_change():
+    from tests.support.kafkabed.expect import consumer_rebalances
+    group = "m440-kip848"
+    shipped = [SimpleNamespace(text=f"[2026-11-26 21:{ts}] INFO [GroupCoordinator id=2 topic=__consumer_offsets "
+                                    f"partition=4] [GroupId {group}] {text} "
+                                    f"(org.apache.kafka.coordinator.group.GroupMetadataManager)",
+                               broker_id=2, read_ms=None) for ts, text in KIP848_LINES]
+    timeline = [{"action": action, "group": group, "ts_ms": 1795727000000 + ms, "member": f"{group}-{m}",
+                 "client_id": f"{group}-{m}", "library": "java" if m == "j" else "confluent", "protocol": "consumer"}
+                for action, m, ms in KIP848_ACTIONS]
+    lines = group_lines(shipped, group)
+    assert lines[7].ts_ms == timeline[7]["ts_ms"]     # the fence's bump and a's leave: the same millisecond
+    got = [(r.generation, r.trigger) for r in consumer_rebalances(lines, group, timeline, "consumer")]
+    assert got == [(2, "member_join"), (3, "member_join"), (4, "member_join"), (5, "heartbeat_expiry"),
+                   (6, "member_leave"), (7, "member_leave")]

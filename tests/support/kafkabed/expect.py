@@ -229,17 +229,34 @@ def classic_rebalances(lines: list[GLine], group: str, timeline: list) -> list[E
     return out
 
 
+# A consumer group's member change that bumps its epoch (4.x), and how long before the bump its
+# line may be.
+C_MEMBER_CHANGE = (r"\[GroupId {g}\] Member \S+ (?:joins the consumer group|left the consumer group"
+                   r"|fenced from the group)")
+REASON_WINDOW_MS = 1000
+
+
 def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol: str,
                         settle_ms: int = 2000) -> list[ExpRebalance]:
     """One per epoch bump. The end is an offsets record (members reconciled), not a line: a bump
     followed by the next one within `settle_ms` (a heartbeat round or two) may end either way;
     otherwise every member had time to reconcile (stable). The last bump of an emptied group
     ends it empty."""
-    rx = _rx(BUMPED, group)
-    bumps = [(ln, int(m.group(1))) for ln in lines if (m := rx.search(ln.text))]
+    rx, reason_rx = _rx(BUMPED, group), _rx(C_MEMBER_CHANGE, group)
+    bumps, reason = [], None
+    for ln in lines:
+        if (m := rx.search(ln.text)):
+            bumps.append((ln, int(m.group(1)), reason))
+            reason = None
+        elif reason_rx.search(ln.text):
+            reason = ln
     out = []
-    for k, (ln, epoch) in enumerate(bumps):
-        cause = _cause_before(timeline, ln.ts_ms, group)
+    for k, (ln, epoch, why) in enumerate(bumps):
+        # The bed's cause is its last action before the member change the bump follows (logged
+        # just before it, in the same coordinator step), not before the bump: under load a fence
+        # bumped 10 ms after its line, in the millisecond the bed sent the next member's leave.
+        changed_ms = why.ts_ms if why is not None and 0 <= ln.ts_ms - why.ts_ms <= REASON_WINDOW_MS else ln.ts_ms
+        cause = _cause_before(timeline, changed_ms, group)
         nxt = bumps[k + 1][0].ts_ms if k + 1 < len(bumps) else None
         # A member killed or frozen before it could reconcile holds the epoch open until its
         # fence bumps it again (no line for that bump in 4.x): superseded then.

@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources import base
 from streaming.spark.sources import kafka as source
 from streaming.spark.sources.kafka import KafkaRange, KafkaStreamReader, KafkaTask, TickPartition, split_ranges
 
@@ -18,7 +19,7 @@ def _rows(batches) -> list[tuple]:
     rows = []
     for batch in batches:
         assert batch.schema.equals(to_arrow_schema(RAW_LOG_SCHEMA, timezone="UTC"))
-        assert batch.num_rows <= source.READ_BATCH_ROWS
+        assert batch.num_rows <= base.ARROW_BATCH_ROWS
         rows.extend(tuple(r.values()) for r in batch.to_pylist())
     return rows
 
@@ -138,7 +139,7 @@ def test_partitions_planned_by_the_previous_version_are_still_read(reader):
 
 
 def test_offsets_rows_come_in_batches_of_the_schema_spark_checks(reader, monkeypatch):
-    monkeypatch.setattr(source, "READ_BATCH_ROWS", 8)
+    monkeypatch.setattr(base, "ARROW_BATCH_ROWS", 8)
     reader.kind = source.SOURCE_KIND_OFFSETS
     batches = list(reader.read(KafkaTask([KafkaRange("offsets", 0, 0, 20)], 5)))
     assert [b.num_rows for b in batches] == [8, 8, 5]

@@ -15,13 +15,12 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from streaming.logs.merge import LogMergeCursor
-from streaming.rows import RAW_LOG_ARROW_SCHEMA, rows_to_arrow
+from streaming.rows import RAW_LOG_ARROW_SCHEMA
 from streaming.spark.schema import RAW_LOG_SCHEMA
-from streaming.spark.sources.base import RowsPartition, rows_allowed
+from streaming.spark.sources.base import RowsPartition, arrow_batches, rows_allowed
 from streaming.spark.worker_gc import freeze_worker_heap
 
 LOG_SOURCE_NAME = "rebalance_log_replay"
-ARROW_BATCH_ROWS = 10_000
 
 
 def split_rows(rows: list, parts: int) -> list:
@@ -66,10 +65,8 @@ class LogReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         freeze_worker_heap()
-        rows = cast(RowsPartition, partition).rows   # this reader's partitions carry their rows
-        # One Arrow batch per chunk instead of tuples: PySpark converts tuples value by value.
-        for start in range(0, len(rows), ARROW_BATCH_ROWS):
-            yield rows_to_arrow(rows[start:start + ARROW_BATCH_ROWS], RAW_LOG_ARROW_SCHEMA)
+        # This reader's partitions carry their rows.
+        yield from arrow_batches(cast(RowsPartition, partition).rows, RAW_LOG_ARROW_SCHEMA)
 
     def commit(self, end: dict) -> None:
         pass

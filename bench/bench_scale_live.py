@@ -18,6 +18,7 @@ old_batch_p50_seconds=… old_cpu_cores=… rows_per_second=…
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import re
 import sys
@@ -26,8 +27,6 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-
-import heapq
 
 from bench.scale_inputs import LOG4J, expected_per_group, generate, steady_commits
 from bench.bench_latency import CONFIGS
@@ -206,14 +205,8 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
                    if line.startswith("rebalance_monitor_groups{"))
         # The batch that read the records holds them (the watermark is that of the batch before);
         # the next one, which Spark runs as soon as the watermark moved, applies them.
-        read_batches = batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
-        while batches <= read_batches:
-            monitor.alive()
-            if time.monotonic() > deadline:
-                raise AssertionError("cold start: the batch after the reading one did not end within 600 s")
-            time.sleep(0.25)
-            page = monitor.scrape("rebalance_monitor_batches_total", timeout=30)
-            batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
+        read_batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
+        monitor.wait_batches(read_batches + 1, timeout=deadline - time.monotonic(), poll_s=0.25)
         applied = time.monotonic() - t0
         cpu = monitor.cpu_seconds()
     finally:

@@ -58,6 +58,11 @@ def _records() -> list[tuple[int, bytes, bytes | None]]:
     return sorted(out, key=lambda r: r[0])
 
 
+def _partition(group: bytes) -> int:
+    """The `__consumer_offsets` partition a generated group's records go to."""
+    return zlib.crc32(group) % PARTITIONS
+
+
 def _rename_key(key: bytes, group: bytes) -> bytes:
     length = struct.unpack_from(">h", key, 2)[0]
     return key[:2] + struct.pack(">h", len(group)) + group + key[4 + length:]
@@ -85,7 +90,7 @@ def generate(groups: int, out_dir: Path, seed: int = 15, spread_seconds: float =
 
     def record_entries(i: int):
         name = group_name(i).encode()
-        partition = zlib.crc32(name) % PARTITIONS
+        partition = _partition(name)
         for ts, key, value in records:
             yield ts + shifts[i], partition, _rename_key(key, name), value
 
@@ -115,7 +120,7 @@ def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15)
     out: list[tuple[int, dict]] = []
     for i in range(groups):
         name = group_name(i).encode()
-        record = {"partition": zlib.crc32(name) % PARTITIONS,
+        record = {"partition": _partition(name),
                   "key_b64": base64.b64encode(_rename_key(key, name)).decode(),
                   "value_b64": base64.b64encode(value).decode()}
         out += [(ms, record) for ms in range(rng.randrange(period), int(window_s * 1000), period)]

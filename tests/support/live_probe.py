@@ -37,6 +37,7 @@ from pathlib import Path
 from bench.proc_cpu import tree_cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
+BATCHES = "rebalance_monitor_batches_total"
 SERIES = re.compile(r'^rebalance_monitor_(\w+)\{([^}]*)\} (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 KEEP = {"group_state", "group_generation", "group_state_since_timestamp_seconds", "group_pending_removals",
@@ -108,19 +109,23 @@ class MonitorProcess:
         query = "?" + "&".join(f"name[]={n}" for n in names) if names else ""
         return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics{query}", timeout=timeout).read().decode()
 
-    def wait_batches(self, n: int, timeout: float = 240.0) -> None:
+    def batches(self) -> float:
+        """Micro-batches the query has applied so far."""
+        return sample_value(self.scrape(BATCHES), BATCHES) or 0.0
+
+    def wait_batches(self, n: float, timeout: float = 240.0, poll_s: float = 0.5) -> None:
         """Until the query has applied `n` micro-batches (Spark up, first offsets read)."""
         deadline = time.monotonic() + timeout
         while True:
             self.alive()
             try:
-                if (sample_value(self.scrape(), "rebalance_monitor_batches_total") or 0.0) >= n:
+                if self.batches() >= n:
                     return
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise AssertionError(f"fewer than {n} micro-batches within {timeout:.0f} s:\n{self.tail()}")
-            time.sleep(0.5)
+                raise AssertionError(f"fewer than {n:.0f} micro-batches within {timeout:.0f} s:\n{self.tail()}")
+            time.sleep(poll_s)
 
     def cpu_seconds(self) -> float:
         return tree_cpu_seconds(self.proc.pid) if self.proc is not None else 0.0

@@ -18,6 +18,7 @@ old_batch_p50_seconds=… old_cpu_cores=… rows_per_second=…
 from __future__ import annotations
 
 import argparse
+import base64
 import heapq
 import json
 import re
@@ -61,8 +62,20 @@ def load_traffic(inputs: Path, window_s: float) -> tuple[list[tuple[int, str, ob
     return [(ts - first, kind, p) for ts, kind, p in rows if ts <= horizon], complete
 
 
+def produce_offsets_record(producer, topic: str, record: dict, timestamp: int) -> None:
+    """One record of an offsets-topic.jsonl dump (bench/scale_inputs.py) onto its partition,
+    waiting for room when the producer's queue is full."""
+    value = None if record["value_b64"] is None else base64.b64decode(record["value_b64"])
+    while True:
+        try:
+            producer.produce(topic, value, key=base64.b64decode(record["key_b64"]), partition=record["partition"],
+                             timestamp=timestamp)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
 def produce_paced(bootstrap: str, log_topic: str, offsets_topic: str, traffic, start_ms: int) -> None:
-    import base64
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1"})
     for rel_ms, kind, payload in traffic:
@@ -74,10 +87,7 @@ def produce_paced(bootstrap: str, log_topic: str, offsets_topic: str, traffic, s
             stamp = datetime.fromtimestamp(due / 1000.0, tz=timezone.utc).strftime(LOG4J)[:-3]
             producer.produce(log_topic, f"[{stamp}] {payload}".encode(), timestamp=due)
         else:
-            o = payload   # type: ignore[assignment]
-            value = None if o["value_b64"] is None else base64.b64decode(o["value_b64"])
-            producer.produce(offsets_topic, value, key=base64.b64decode(o["key_b64"]),
-                             partition=o["partition"], timestamp=due)
+            produce_offsets_record(producer, offsets_topic, payload, due)
         producer.poll(0)
     producer.flush(60)
 
@@ -158,7 +168,6 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
     times shifted to end now); the monitor starts on it at the new defaults. Returns the seconds
     from starting the process to the batch that read them all (into state) and to the batch that
     applied them, the groups of the input and the state rows (state buckets) that hold them."""
-    import base64
     from confluent_kafka import Producer
     inputs = work / "cold-inputs"
     per_group = 43                              # sc03's records (scale_inputs)
@@ -172,14 +181,7 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
                          "queue.buffering.max.messages": 1_000_000})
     t = time.monotonic()
     for o in rows:
-        value = None if o["value_b64"] is None else base64.b64decode(o["value_b64"])
-        while True:
-            try:
-                producer.produce("cold-offsets", value, key=base64.b64decode(o["key_b64"]),
-                                 partition=o["partition"], timestamp=o["timestamp"] + shift)
-                break
-            except BufferError:
-                producer.poll(0.1)
+        produce_offsets_record(producer, "cold-offsets", o, o["timestamp"] + shift)
         producer.poll(0)
     producer.flush(120)
     print(f"cold start: {len(rows):,} records produced in {time.monotonic() - t:.1f} s", flush=True)

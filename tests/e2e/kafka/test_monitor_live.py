@@ -92,7 +92,8 @@ def test_scenario_as_the_monitor_reports_it(live, version, scenario):
     v = verdicts[scenario]
     detail = "\n  ".join(f"{c}: {t}" for c, t in v.failures)
     assert v.status == "PASS", (f"{scenario} on Kafka {version}: {v.status} {v.note}\n  {detail}\n"
-                                f"(records and timelines under {live.out / version})")
+                                f"(monitor's late rows: {info.get('late_rows', 0):g}; records and "
+                                f"timelines under {live.out / version})")
     if scenario != "(cluster)":
         assert v.rebalances_expected > 0 and v.rebalances_found == v.rebalances_expected
 

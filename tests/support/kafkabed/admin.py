@@ -16,10 +16,13 @@ def make_admin(bootstrap: str, extra: dict | None = None):
 
 
 def create_topic(adm, name: str, partitions: int, rf: int, config: dict | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, assignment: list[list[int]] | None = None) -> None:
+    """`assignment`: the replicas of each partition, its preferred leader first (then `rf` is
+    the length of each list)."""
     from confluent_kafka.admin import NewTopic
-    fut = adm.create_topics([NewTopic(name, partitions, rf, config=config or {})],
-                            operation_timeout=timeout)[name]
+    topic = (NewTopic(name, partitions, rf, config=config or {}) if assignment is None else
+             NewTopic(name, partitions, replica_assignment=assignment, config=config or {}))
+    fut = adm.create_topics([topic], operation_timeout=timeout)[name]
     try:
         fut.result(timeout)
     except Exception as exc:

@@ -284,8 +284,9 @@ class KafkaCluster:
         return [i for i, n in self.brokers.items() if n.proc is not None and n.proc.alive()]
 
     # ---------------------------------------------------------------- admin shortcuts
-    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:
-        admin.create_topic(self.admin(), name, partitions, rf, config)
+    def create_topic(self, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None,
+                     assignment: list[list[int]] | None = None) -> None:
+        admin.create_topic(self.admin(), name, partitions, rf, config, assignment=assignment)
 
     def coordinator_of(self, group: str, timeout: float = 30.0) -> int:
         live = ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.running_brokers())

@@ -141,6 +141,8 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
         run.expectations(items)
         info["hold_wait_s"] = round(run.wait_quiet(items), 1)
         verdicts = run.judge(items)
+        # Rows the watermark had passed (a shipper that held lines back): named in every failure.
+        info["late_rows"] = run.watch.samples().get(("rebalance_monitor_late_rows_total", ()), 0)
         for ev in info.get("faults", []):
             if ev["fault"] == "kill_monitor" and "restart_s" in ev:
                 down = (ev["ts_ms"], ev["ts_ms"] + int(ev["restart_s"] * 1000))

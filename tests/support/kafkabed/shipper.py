@@ -6,8 +6,8 @@ every new line into a log topic, as Filebeat would.
 - Rotation: log4j renames server.log (time or size policy) and opens a new file; the tailer
   drains the old file, then follows the new one (inode change). A truncated file (size below
   our position) is read again from its start.
-- Record: key = broker id, partition = broker's index (ordering per broker), value = the line
-  or a Filebeat-style JSON envelope. Record timestamp = produce time (CreateTime).
+- Record: key = broker id, partition = broker's index (ordering per broker; that broker leads
+  it), value = the line or a Filebeat-style JSON envelope. Record timestamp = produce time (CreateTime).
 - `delay_s` per broker holds lines back before producing them (a lagging shipper).
 - Every shipped line keeps `read_ms`, `produced_ms`, `acked_ms` (wall clock, epoch ms) for
   latency measurements.
@@ -49,6 +49,11 @@ def filebeat_envelope(line: str, broker_id: int, path: str, offset: int, ts_ms: 
     return json.dumps({"@timestamp": stamp, "message": line, "host": {"name": f"broker-{broker_id}"},
                        "log": {"file": {"path": path}, "offset": offset},
                        "fields": {"broker_id": broker_id}, "input": {"type": "filestream"}})
+
+
+def self_led_assignment(ids: list[int], rf: int) -> list[list[int]]:
+    """Partition k (broker ids[k]'s lines) on ids[k] first, then the next brokers in turn."""
+    return [[ids[(k + j) % len(ids)] for j in range(rf)] for k in range(len(ids))]
 
 
 class _Tailer(threading.Thread):
@@ -142,9 +147,17 @@ class LogShipper:
         self.bootstrap = bootstrap or cluster.bootstrap
         ids = sorted(cluster.brokers)
         if create_topic:
-            cluster.create_topic(topic, len(ids), min(2, len(ids)))
+            # Each broker's partition is led by that broker: stopping one broker (the failover
+            # scenario) never holds back the lines of the others, above all the new coordinator's.
+            cluster.create_topic(topic, len(ids), assignment=self_led_assignment(ids, min(2, len(ids))))
+        # Not idempotent: in a CI failover (2.8.2) the idempotent producer held back both
+        # partitions' lines, the new leader's too, from the broker's stop until it was back
+        # (29 s; it waits out requests in flight to the stopping broker before it moves on), and
+        # the monitor rightly dropped them as late. One request in flight keeps the lines in
+        # order across retries; a retry may ship a line twice, as Filebeat can.
         conf = {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5,
-                "enable.idempotence": True, "log_level": 2}
+                "enable.idempotence": False, "max.in.flight.requests.per.connection": 1,
+                "log_level": 2}
         conf.update(producer_conf or {})
         self._producer = Producer(conf)
         self._lock = threading.Lock()

@@ -152,8 +152,8 @@ class LogShipper:
             cluster.create_topic(topic, len(ids), assignment=self_led_assignment(ids, min(2, len(ids))))
         # Not idempotent: in a CI failover (2.8.2) the idempotent producer held back both
         # partitions' lines, the new leader's too, from the broker's stop until it was back
-        # (29 s; it waits out requests in flight to the stopping broker before it moves on), and
-        # the monitor rightly dropped them as late. One request in flight keeps the lines in
+        # (9 s; apparently it settles the requests in flight to a broker before it moves on),
+        # and the monitor rightly dropped them as late. One request in flight keeps the lines in
         # order across retries; a retry may ship a line twice, as Filebeat can.
         conf = {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5,
                 "enable.idempotence": False, "max.in.flight.requests.per.connection": 1,

@@ -184,8 +184,12 @@ def test_every_layout_of_a_real_broker_gives_the_default_layouts_events(version,
                 ctx = with_group(Ctx(version, "", ""), scenario, "layouts")
                 res = run_scenario(cluster, shipper, scenario, ctx, tmp_path / "out")
                 assert res.passed, res.error
-                # Compare the entries up to a whole second before now: every file holds them all
-                cut_ms = now_ms() // 1000 * 1000 - 1
+                # Compare the entries up to the end of the second the scenario ended in (whole
+                # seconds: Strimzi 4.x's layout has no milliseconds), once that second is over, so
+                # every file holds them all, the scenario's last lines included. (The cut was the
+                # second before: an expiry and the scenario's end in one second left the expiry out.)
+                cut_ms = (now_ms() // 1000 + 1) * 1000 - 1
+                wait_for(lambda: now_ms() > cut_ms, 5, "the scenario's last second to end", interval=0.05)
                 shippers = {"default": shipper, **layout_shippers}
                 written = {(name, b): len((cluster.server_log_path(b) if name == "default" else
                                            cluster.extra_log_path(b, name)).read_text().splitlines())

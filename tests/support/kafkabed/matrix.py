@@ -142,7 +142,7 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
         info["hold_wait_s"] = round(run.wait_quiet(items), 1)
         verdicts = run.judge(items)
         # Rows the watermark had passed (a shipper that held lines back): named in every failure.
-        info["late_rows"] = run.watch.samples().get(("rebalance_monitor_late_rows_total", ()), 0)
+        info["late_rows"] = late_rows(run)
         for ev in info.get("faults", []):
             if ev["fault"] == "kill_monitor" and "restart_s" in ev:
                 down = (ev["ts_ms"], ev["ts_ms"] + int(ev["restart_s"] * 1000))
@@ -160,6 +160,11 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
         if shipper is not None:
             shipper.stop(drain=False, timeout=10)
         cluster.close(keep=True)
+
+
+def late_rows(run: LiveRun) -> float:
+    """The monitor's rebalance_monitor_late_rows_total as last scraped."""
+    return run.watch.samples().get(("rebalance_monitor_late_rows_total", ()), 0)
 
 
 def reference_verdict(run: LiveRun, items: list, out: Path, info: dict) -> Verdict:
@@ -191,7 +196,7 @@ def reference_verdict(run: LiveRun, items: list, out: Path, info: dict) -> Verdi
             v.fail("twice", f"{kind}: {rec[:300]}")
     for line in faults.compare_metrics(run.monitor.scrape(), ref, groups):
         v.fail("metrics", line)
-    late = run.watch.samples().get(("rebalance_monitor_late_rows_total", ()), 0)
+    late = late_rows(run)
     if late:
         v.fail("late", f"rebalance_monitor_late_rows_total {late:g}: rows dropped behind the watermark")
     return v.settle([])

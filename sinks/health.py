@@ -58,8 +58,23 @@ class HealthMetrics:
                                  "passed them (raise lateness_seconds if this grows).", registry=r)
         self.state_rows = Gauge(f"{PREFIX}_state_rows",
                                 "Rows in Spark's state store (one per state bucket that holds a group).", registry=r)
+        # The stateful step's work (the clock row of each call, streaming/spark/stateful.py).
+        self.stateful_calls = Counter(f"{PREFIX}_stateful_calls_total",
+                                      "Calls of the stateful step (one per state bucket with work).", registry=r)
+        self.group_turns = Counter(f"{PREFIX}_group_turns_total",
+                                   "State-machine turns: groups with coordinator events or something due.",
+                                   registry=r)
+        self.commit_folds = Counter(f"{PREFIX}_commit_folds_total",
+                                    "Groups whose rows in a batch were only offset commits, folded into "
+                                    "their commit digest without a state-machine turn.", registry=r)
         self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
                                       "Times the streaming query failed and was restarted.", registry=r)
+
+    def count_stateful_work(self, clocks: list[dict]) -> None:
+        """A batch's clock rows: one per stateful call, with the turns and folds it gave."""
+        self.stateful_calls.inc(len(clocks))
+        self.group_turns.inc(sum(int(c.get("turns") or 0) for c in clocks))
+        self.commit_folds.inc(sum(int(c.get("folds") or 0) for c in clocks))
 
     def saw_events(self, source: str, newest_ms: float | None, oldest_ms: float | None,
                    tick_ms: float | None = None) -> None:

@@ -110,6 +110,9 @@ PACKED_EVENT = "event_json"
 PACKED_FIELDS = EVENT_COLUMNS[len(STATE_INPUT_KEYS):]
 STATE_INPUT_COLUMNS = [*STATE_INPUT_KEYS, PACKED_EVENT]
 assert EVENT_COLUMNS[:len(STATE_INPUT_KEYS)] == list(STATE_INPUT_KEYS)
+# Names of a packed event's fields the stateful step reads without unpacking the row.
+PACKED_TS, PACKED_KIND, PACKED_DATA = "ts_ms", "kind", "data_json"
+assert {PACKED_TS, PACKED_KIND, PACKED_DATA} <= set(PACKED_FIELDS)
 
 # With state buckets (streaming/spark/stateful.py process_bucket) the key is the cluster and the
 # bucket of the group (a hash of its id, modulo the bucket count), and the group is a column. The

@@ -180,6 +180,8 @@ class RunCollector:
                 # (the correlator state of the previous batch is what the state file holds).
                 self.event_sink.write_batch(batch_id, by_kind)
         replayed = batch_id <= self.counted_through
+        if not replayed:
+            self.metrics.health.count_stateful_work(by_kind.get(OutputKind.CLOCK) or [])
         for kind in RECORD_KINDS + (OutputKind.SNAPSHOT,):
             if replayed and kind != OutputKind.SNAPSHOT:
                 continue

@@ -31,7 +31,8 @@ from state.live import live_snapshot
 from state.outputs import OutputKind
 from streaming.rows import (
     END_OF_INPUT_TS_MS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
-    QUARANTINE_GROUP, STATS_GROUP, row_to_event, unpack_event_rows
+    PACKED_DATA, PACKED_FIELDS, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, row_to_event,
+    unpack_event_rows
 )
 from streaming.spark.worker_gc import freeze_worker_heap
 
@@ -58,10 +59,12 @@ def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) ->
     return not any(re.search(p, group) for p in deny)
 
 
-def _clock_row(cluster: str, watermark: int) -> tuple:
+def _clock_row(cluster: str, watermark: int, turns: int, folds: int = 0) -> tuple:
     """Every call reports the batch watermark: the driver's cross-group correlator
-    (state/diagnosis/correlate.py) learns event-time progress from it."""
-    return (str(OutputKind.CLOCK), cluster, None, watermark, _dump({"watermark_ms": watermark}))
+    (state/diagnosis/correlate.py) learns event-time progress from it. With it, how many groups
+    took a state-machine turn and how many only folded commits (the health counters)."""
+    record = {"watermark_ms": watermark, "turns": turns, "folds": folds}
+    return (str(OutputKind.CLOCK), cluster, None, watermark, _dump(record))
 
 
 _OUTPUT_INDEX = pd.Index(OUTPUT_COLUMNS)
@@ -129,15 +132,22 @@ def _skipped(group: str | None, allow: tuple[str, ...], deny: tuple[str, ...]) -
 
 
 def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tuple | None, watermark: int,
-                diagnosis: DiagnosisSettings, live_view: bool, out: list[tuple]) -> tuple[tuple | None, int | None]:
+                diagnosis: DiagnosisSettings, live_view: bool, out: list[tuple],
+                digest: dict[str, Any] | None = None, may_fold: bool = False) -> tuple[tuple | None, int | None]:
     """One group's turn: its held rows plus `incoming`, the watermark -> outputs appended to `out`.
-    Returns the group's new stored state (None: drop it) and its event-time timeout (None: none)."""
+    `digest`: the commits folded without a turn since the last one, merged first. `may_fold` (the
+    bucketed layout): a group that has seen the offsets source keeps its waiting commits in a new
+    digest instead of its held rows, so they set no timer and later commits can fold.
+    Returns the group's new stored state (None: drop it; else model_json, held_json and the new
+    digest, None when the group may not fold) and its event-time timeout (None: none)."""
     if stored is not None:
-        model_json, held_json = stored
+        model_json, held_json = stored[:2]
         model = GroupModel.from_json(model_json)
         held = json.loads(unpack(held_json))
     else:
         model, held = GroupModel(cluster=cluster, group=group), []
+    if digest:
+        held.extend(merge_commit_digest(model, digest, cluster, group))
     held.extend(incoming)
     ready = [r for r in held if r[EVENT_TS] <= watermark]
     waiting = [r for r in held if r[EVENT_TS] > watermark]
@@ -145,7 +155,18 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
     machine, unsent_commits = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out,
                                            new_rows, live_view)
 
-    deadlines = [min(r[EVENT_TS] for r in waiting)] if waiting else []
+    new_digest: dict[str, Any] | None = None
+    if may_fold and model.state != DEAD and (E.SOURCE_OFFSETS in model.seen_sources or not model.generation_checks):
+        new_digest = {}
+        commits = [r for r in waiting if r[EVENT_KIND] in _COMMIT_KINDS]
+        if commits:
+            new_digest["w"] = [packed_fields(r) for r in commits]
+            waiting = [r for r in waiting if r[EVENT_KIND] not in _COMMIT_KINDS]
+            unsent_commits = True
+    # Spark calls a key when the watermark is above its timeout, and a held event is ready when the
+    # watermark reaches it: its timer is one below it, so it is applied in the first batch that
+    # can (not only when some other timer of the group happens to call it then).
+    deadlines = [min(r[EVENT_TS] for r in waiting) - 1] if waiting else []
     machine_deadline = machine.next_deadline_ms()
     if machine_deadline is not None:
         deadlines.append(machine_deadline)
@@ -153,7 +174,7 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
         deadlines.append(FINAL_SNAPSHOT_TS_MS)
     if not deadlines and model.state == DEAD:
         return None, None   # a dead group keeps no state; a new group with its id starts fresh
-    stored = (model.to_json(), pack(_dump(waiting)) if waiting else "[]")
+    stored = (model.to_json(), pack(_dump(waiting)) if waiting else "[]", new_digest)
     return stored, (max(min(deadlines), watermark + 1) if deadlines else None)
 
 
@@ -164,7 +185,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     freeze_worker_heap()
     cluster, group = key
     watermark = state.getCurrentWatermarkMs()
-    out: list[tuple] = [_clock_row(cluster, watermark)]
+    out: list[tuple] = [_clock_row(cluster, watermark, 0)]
     if _skipped(group, group_allow, group_deny):
         for _ in pdfs:
             pass
@@ -175,12 +196,13 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         _pass_through(cluster, group, incoming, out)
         yield _frame(out)
         return
+    out[0] = _clock_row(cluster, watermark, 1)
     stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
                                   diagnosis, live_view, out)
     if stored is None:
         state.remove()
     else:
-        state.update(stored)
+        state.update(stored[:2])
         if timeout is not None:
             state.setTimeoutTimestamp(timeout)
     yield _frame(out)
@@ -191,32 +213,41 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                    diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
     """The groups of one state bucket per call (the key is (cluster, bucket); the columns are
     streaming/rows.py bucketed_input_columns): PySpark's own cost per call (each column and the
-    state to pandas and back) is paid per bucket, not per group. Each group takes the same turn
-    as in process_group: the groups with rows, then every other group whose own timeout the
-    watermark has passed (the rule Spark applies to a key: set and below the watermark); the
-    bucket's timeout is the earliest of its groups'."""
+    state to pandas and back) is paid per bucket, not per group. A group whose rows are all offset
+    commits, and that has nothing due, folds them into its commit digest without a turn
+    (fold_commits); every other group with rows, then every group whose own timeout the watermark
+    has passed (the rule Spark applies to a key: set and below the watermark), takes the turn
+    process_group gives it. The bucket's timeout is the earliest of its groups'. The clock row
+    counts the turns and the folds (docs/design.md, "Commits without a turn")."""
     freeze_worker_heap()
     cluster = key[0]
     watermark = state.getCurrentWatermarkMs()
-    out: list[tuple] = [_clock_row(cluster, watermark)]
+    out: list[tuple] = []
     texts: dict[str, list[str]] = {}
     for pdf in pdfs:
         for group, text in zip(pdf["group"].tolist(), pdf[PACKED_EVENT].tolist()):
             if not _skipped(group, group_allow, group_deny):
                 texts.setdefault(group, []).append(text)
     groups = bucket_groups(state.get[0]) if state.exists else {}
+    turns = folds = 0
+    loads = json.loads
     for group, group_texts in texts.items():
-        incoming = unpack_event_rows(cluster, group, group_texts)
+        fields = [loads(text) for text in group_texts]
         if group in _PASS_THROUGH:
-            _pass_through(cluster, group, incoming, out)
+            _pass_through(cluster, group, event_rows_of(cluster, group, fields), out)
             continue
         entry = groups.get(group)
-        _keep(groups, group, _step_group(cluster, group, incoming, tuple(entry[:2]) if entry else None, watermark,
-                                         diagnosis, live_view, out))
+        if entry is not None and fold_commits(entry, fields, watermark):
+            folds += 1
+            continue
+        turns += 1
+        _keep(groups, group, _step_group(cluster, group, event_rows_of(cluster, group, fields),
+                                         _stored(entry), watermark, diagnosis, live_view, out, _digest(entry), True))
     for group, entry in list(groups.items()):
         if group not in texts and entry[2] is not None and entry[2] < watermark:
-            _keep(groups, group, _step_group(cluster, group, [], (entry[0], entry[1]), watermark,
-                                             diagnosis, live_view, out))
+            turns += 1
+            _keep(groups, group, _step_group(cluster, group, [], _stored(entry), watermark,
+                                             diagnosis, live_view, out, _digest(entry), True))
     if not groups:
         state.remove()
     else:
@@ -224,19 +255,22 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         timeouts = [entry[2] for entry in groups.values() if entry[2] is not None]
         if timeouts:
             state.setTimeoutTimestamp(min(timeouts))
+    out.insert(0, _clock_row(cluster, watermark, turns, folds))
     yield _frame(out)
 
 
-# The stored form of a bucket (STATE_SCHEMA_BUCKETED): {"v": 1, "groups": {group: [model_json,
-# held_json, timeout_ms or null]}}; model_json carries its own version (state/model.py).
-BUCKET_STATE_VERSION = 1
+# The stored form of a bucket (STATE_SCHEMA_BUCKETED): {"v": 2, "groups": {group: [model_json,
+# held_json, timeout_ms or null, commit digest or null]}}; model_json carries its own version
+# (state/model.py). Version 1 had no digest (three fields): it loads as a group that takes a turn
+# for its next commits, after which it folds them like any other.
+BUCKET_STATE_VERSION = 2
 
 
 def bucket_groups(text: str) -> dict[str, list[Any]]:
     raw = json.loads(text)
     if raw.get("v", 1) > BUCKET_STATE_VERSION:
         raise ValueError(f"state bucket of version {raw['v']} was written by a newer release "
-                         f"(this one reads version {BUCKET_STATE_VERSION})")
+                         f"(this one reads versions 1-{BUCKET_STATE_VERSION})")
     return raw["groups"]
 
 
@@ -244,9 +278,121 @@ def bucket_json(groups: dict[str, list[Any]]) -> str:
     return json.dumps({"v": BUCKET_STATE_VERSION, "groups": groups}, separators=(",", ":"))
 
 
+def _stored(entry: list[Any] | None) -> tuple | None:
+    return None if entry is None else (entry[0], entry[1])
+
+
+def _digest(entry: list[Any] | None) -> dict[str, Any] | None:
+    return entry[3] if entry is not None and len(entry) > 3 else None
+
+
 def _keep(groups: dict[str, list[Any]], group: str, turn: tuple[tuple | None, int | None]) -> None:
     stored, timeout = turn
     if stored is None:
         groups.pop(group, None)
     else:
-        groups[group] = [stored[0], stored[1], timeout]
+        groups[group] = [stored[0], stored[1], timeout, stored[2]]
+
+
+def event_rows_of(cluster: str, group: str, fields: list[dict[str, Any]]) -> list[list[Any]]:
+    """Parsed PACKED_EVENT texts of one group -> event rows in EVENT_COLUMNS order."""
+    return [[cluster, group, *[f.get(name) for name in PACKED_FIELDS]] for f in fields]
+
+
+def packed_fields(row: list[Any]) -> dict[str, Any]:
+    """An event row's packed fields (the parsed PACKED_EVENT text): event_rows_of's inverse."""
+    return {name: value for name, value in zip(PACKED_FIELDS, row[2:]) if value is not None}
+
+
+# ---------------------------------------------------------------- commits without a turn
+# A group's commit digest (the fourth field of its bucket entry; null: the group may not fold: it
+# is Dead, or a log/offsets cross-check of a generation waits for the offsets source, which a
+# commit would bring: crosscheck.both_sources). Its offset commits wait here, not among its held
+# rows, so they set no timer:
+#   "w": the packed fields of the commits the watermark has not passed yet, in arrival order;
+#   "pc": newest commit time per "topic:partition", "last": newest commit time, "n": commits,
+#   "ev": newest record time, of the commits the watermark has passed.
+# Folding the passed ones is what GroupStateMachine.on_offset_commit does to the model (max, max,
+# sum, max), so it commutes; the group's next turn merges the digest into the model before any of
+# its own events, all of which are later than the watermark at the fold (fold_commits says why).
+
+def fold_commits(entry: list[Any], fields: list[dict[str, Any]], watermark: int) -> bool:
+    """Fold a group's incoming rows into its commit digest instead of giving it a turn, when that
+    is the same as the turn: every row is an offset commit, the group may fold (its model has seen
+    the offsets source), and nothing of the group is due (its timeout, which is at or below its
+    oldest held event and its machine's next deadline, is above the watermark). Then the turn
+    would apply only commits older than anything still held, before every deadline: they emit
+    nothing (commits change no gauge, so they send no snapshot either) and only the commit fields
+    of the model change. False: the group takes its turn."""
+    digest = entry[3] if len(entry) > 3 else None
+    timeout = entry[2]
+    if digest is None or (timeout is not None and timeout <= watermark):
+        return False
+    if any(f.get(PACKED_KIND) != E.OFFSET_COMMIT for f in fields):
+        return False
+    digest.setdefault("w", []).extend(fields)
+    _fold_passed(digest, watermark)
+    if timeout is None:
+        # The replay's end-of-input watermark then gives the group the turn that merges the digest
+        # and sends its final snapshot (FINAL_SNAPSHOT_TS_MS); a live watermark never gets there.
+        entry[2] = FINAL_SNAPSHOT_TS_MS
+    return True
+
+
+def _fold_passed(digest: dict[str, Any], watermark: int) -> None:
+    """Fold the digest's waiting commits that the watermark has passed."""
+    waiting = digest.get("w", [])
+    still = [f for f in waiting if f[PACKED_TS] > watermark]
+    if len(still) < len(waiting):
+        _fold(digest, [f for f in waiting if f[PACKED_TS] <= watermark])
+    if still:
+        digest["w"] = still
+    else:
+        digest.pop("w", None)
+
+
+def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
+    partitions = digest.setdefault("pc", {})
+    last, n, newest = digest.get("last"), digest.get("n", 0), digest.get("ev")
+    for f in fields:
+        data = json.loads(f[PACKED_DATA]) if f.get(PACKED_DATA) else {}
+        ts = int(f[PACKED_TS])
+        commit_ts = data.get("commit_ts_ms") or ts
+        last = commit_ts if last is None else max(last, commit_ts)
+        n += int(data.get("count") or 1)
+        newest = ts if newest is None else max(newest, ts)
+        if data.get("topic") is not None and data.get("partition") is not None:
+            key = f"{data['topic']}:{data['partition']}"
+            partitions[key] = max(partitions.get(key, commit_ts), commit_ts)
+    digest.update(last=last, n=n, ev=newest)
+
+
+def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str, group: str) -> list[list[Any]]:
+    """The digest's passed commits into the model (as the machine would have applied them); returns
+    the event rows of its commits still waiting for the watermark, to hold like any other row."""
+    if digest.get("n"):
+        last = digest["last"]
+        model.last_commit_ms = last if model.last_commit_ms is None else max(model.last_commit_ms, last)
+        model.commits_total += digest["n"]
+        for key, commit_ts in digest.get("pc", {}).items():
+            model.partition_commits[key] = max(model.partition_commits.get(key, commit_ts), commit_ts)
+        newest = digest["ev"]
+        model.last_event_ms = newest if model.last_event_ms is None else max(model.last_event_ms, newest)
+        if E.SOURCE_OFFSETS not in model.seen_sources:
+            model.seen_sources = sorted(model.seen_sources + [E.SOURCE_OFFSETS])
+    return event_rows_of(cluster, group, digest.get("w", []))
+
+
+def settled_group_state(cluster: str, group: str, entry: list[Any], watermark: int | None = None) -> tuple[str, str]:
+    """A bucket entry's (model_json, held_json) with its digest merged: what the group's next turn
+    starts from, and what one key per group stores once the watermark (if given) has reached the
+    group's waiting commits (there each commit has its own timer; here they fold at the next visit)."""
+    digest = _digest(entry)
+    if not digest:
+        return entry[0], entry[1]
+    if watermark is not None:
+        digest = json.loads(json.dumps(digest))
+        _fold_passed(digest, watermark)
+    model = GroupModel.from_json(entry[0])
+    held = json.loads(unpack(entry[1])) + merge_commit_digest(model, digest, cluster, group)
+    return model.to_json(), pack(_dump(held)) if held else "[]"

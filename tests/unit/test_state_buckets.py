@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from state.model import unpack
 from state.outputs import OutputKind
 from streaming.app.local import capture_events
-from streaming.spark.stateful import BUCKET_STATE_VERSION, bucket_groups, bucket_json
+from streaming.spark.stateful import BUCKET_STATE_VERSION, bucket_groups, bucket_json, settled_group_state
 from streaming.spark.state_layout import checkpoint_state_buckets, state_buckets_for
 from tests.support.capture_expectations import capture_inputs
 from tests.support.stateful_driver import StatefulDriver
@@ -44,10 +45,17 @@ def test_buckets_give_every_batch_the_outputs_of_one_key_per_group(capture, buck
     records = sum(1 for out in expected for text in out if json.loads(text)[0] == OutputKind.REBALANCE)
     assert records > 10
     assert len([k for k, s in bucketed.states.items() if s.exists]) <= buckets
-    # The stored state: every group one key per group keeps, with the same model and held rows.
-    kept = {group: entry[:2] for state in bucketed.states.values() if state.exists
-            for group, entry in bucket_groups(state.get[0]).items()}
-    assert kept == {key[1]: list(state.get) for key, state in per_group.states.items() if state.exists}
+    # The stored state: every group one key per group keeps, with the same model and held rows
+    # once the commits it folded without a turn are merged.
+    # (held rows in any order: a turn sorts them).
+    kept = {group: _comparable(settled_group_state("default", group, entry)) for state in bucketed.states.values()
+            if state.exists for group, entry in bucket_groups(state.get[0]).items()}
+    assert kept == {key[1]: _comparable(state.get) for key, state in per_group.states.items() if state.exists}
+
+
+def _comparable(stored):
+    model_json, held_json = stored
+    return model_json, sorted(json.dumps(row) for row in json.loads(unpack(held_json)))
 
 
 def test_a_bucket_calls_only_the_groups_whose_timeout_passed():
@@ -91,3 +99,140 @@ def test_a_checkpoint_of_another_program_is_named(tmp_path):
     other = _schema(tmp_path, ["key", "value"])
     with pytest.raises(ValueError, match="key schema this release does not know"):
         checkpoint_state_buckets(other)
+
+
+# ------------------------------------------------------------------ commits without a turn
+def _commit(group, ts, partition, topic="orders"):
+    from state import events as E
+    return E.Event(group=group, ts_ms=ts, source=E.SOURCE_OFFSETS, source_id="__consumer_offsets-7", seq=ts,
+                   kind=E.OFFSET_COMMIT, cluster="default",
+                   data={"commit_ts_ms": ts, "count": 2, "offset": ts // 10, "partition": partition, "topic": topic})
+
+
+def _with_steady_commits(events, every_ms=500):
+    """The capture plus a commit on two partitions of every committing group every `every_ms`, from
+    its first event to its last: most batches of small windows then hold only commits for it."""
+    span: dict[str, list[int]] = {}
+    for e in events:
+        if e.group:
+            span.setdefault(e.group, [e.ts_ms, e.ts_ms])[1] = e.ts_ms
+    extra = [_commit(g, ts + p, p) for g, (first, last) in span.items()
+             for ts in range(first + 1, last, every_ms) for p in (0, 1)]
+    return sorted(events + extra, key=lambda e: e.sort_key())
+
+
+def _turns_and_folds(outputs):
+    clocks = [r for k, r in outputs if k == OutputKind.CLOCK]
+    return sum(r["turns"] for r in clocks), sum(r["folds"] for r in clocks)
+
+
+@pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
+@pytest.mark.parametrize("window_ms", [100, 700])
+def test_groups_that_fold_their_commits_give_the_outputs_and_state_of_turns(capture, window_ms):
+    """Folding commits without a turn (stateful.fold_commits) changes nothing a turn would give:
+    every batch's records and snapshots, and the stored state once the digest is merged, equal
+    those of one key per group (which always takes its turns), with commits cut into batches of
+    100 and 700 ms around the captures' rebalances, leaves and expiries."""
+    events = _with_steady_commits(sorted(capture_events(*capture_inputs(capture)), key=lambda e: e.sort_key()))
+    batches = _batches(events, window_ms)
+    per_group = StatefulDriver(10_000)
+    expected = _outputs(per_group, batches)
+    bucketed = StatefulDriver(10_000, buckets=4)
+    per_batch = [bucketed.batch(b) for b in batches] + [bucketed.tick(FAR_FUTURE), bucketed.batch([])]
+    assert [sorted(json.dumps([k, r], sort_keys=True) for k, r in out if k != OutputKind.CLOCK)
+            for out in per_batch] == expected
+    turns, folds = _turns_and_folds([o for out in per_batch for o in out])
+    assert folds > 100 and folds > turns / 4      # the path is taken, often
+    kept = {group: _comparable(settled_group_state("default", group, entry)) for state in bucketed.states.values()
+            if state.exists for group, entry in bucket_groups(state.get[0]).items()}
+    assert kept == {key[1]: _comparable(state.get) for key, state in per_group.states.items() if state.exists}
+
+
+def _stable_groups(names):
+    """Groups of one member each, Stable at generation 1 (the 2.7 capture's sc01 up to its first
+    GroupMetadata record), renamed."""
+    import dataclasses
+    events = sorted(capture_events(*capture_inputs("kafka-2.7")), key=lambda e: e.sort_key())
+    template = [e for e in events if e.group == "sc01-single-join-leave"][:4]
+    assert [e.kind for e in template][-1] == "group_metadata"
+    return [dataclasses.replace(e, group=name) for name in names for e in template], template[-1].ts_ms
+
+
+class _Twin:
+    """The same batches through the bucketed step and one key per group; after each batch the
+    bucketed groups' settled state must equal the other's (the models, commit fields and all)."""
+    def __init__(self, lateness_ms, buckets):
+        self.bucketed, self.per_group = StatefulDriver(lateness_ms, buckets=buckets), StatefulDriver(lateness_ms)
+
+    def batch(self, events):
+        watermark = self.bucketed.watermark_ms
+        out = self.bucketed.batch(events)
+        self.per_group.batch(events)
+        settled = {group: _comparable(settled_group_state("default", group, entry, watermark))
+                   for state in self.bucketed.states.values() if state.exists
+                   for group, entry in bucket_groups(state.get[0]).items()}
+        assert settled == {k[1]: _comparable(s.get) for k, s in self.per_group.states.items() if s.exists}
+        return out
+
+    def tick(self, now_ms):
+        self.bucketed.newest_ms = self.per_group.newest_ms = max(self.bucketed.newest_ms, now_ms)
+        return self.batch([])
+
+
+def test_only_groups_with_coordinator_events_or_due_deadlines_take_a_turn():
+    """The turns a batch gives: the groups with a coordinator event and the groups with something
+    due, never a group whose rows are all commits (those fold), counted on the clock rows."""
+    from state import events as E
+    names = ["a", "b", "c", "d"]
+    setup, t0 = _stable_groups(names)
+    driver = _Twin(2_000, buckets=2)
+    driver.batch(setup)
+    driver.tick(t0 + 60_000)
+    now = t0 + 60_000
+    # first commits of each group: a turn each (nothing says yet that the group may fold)
+    assert _turns_and_folds(driver.batch([_commit(g, now + 10, 0) for g in names])) == (4, 0)
+    for step in range(1, 6):
+        now += 1000
+        # partition 0 also gets an older commit after the newer one (two members' commits, say)
+        out = driver.batch([c for g in names for c in (_commit(g, now + 10, 0), _commit(g, now + 10, 1),
+                                                      _commit(g, now + 5, 0))])
+        assert _turns_and_folds(out) == (0, 4), step
+    # a coordinator event for "a" (a member joins: a rebalance starts): "a" takes a turn, the others fold
+    join = E.Event(group="a", ts_ms=now + 500, source=E.SOURCE_LOG, source_id="b1", seq=1, kind=E.PREPARE_REBALANCE,
+                   cluster="default", generation=1, reason="Adding new member m-2 with group instance id None")
+    out = driver.batch([join] + [_commit(g, now + 510, 0) for g in names])
+    assert _turns_and_folds(out) == (1, 3)
+    # "a" holds its rebalance event until the watermark reaches it (a batch runs with the watermark
+    # its previous batch left: newest event minus 2 s); meanwhile its commits fold too. Then it is
+    # due and takes its turn, commits and all.
+    held_batches = 0
+    while driver.bucketed.watermark_ms < join.ts_ms:
+        now += 1_000
+        assert _turns_and_folds(driver.batch([_commit(g, now, 0) for g in names])) == (0, 4)
+        held_batches += 1
+    assert held_batches == 3
+    now += 1_000
+    assert _turns_and_folds(driver.batch([_commit(g, now, 0) for g in names])) == (1, 3)
+    # the commits folded without a turn are in the group's counters at its next turn
+    out = driver.tick(FAR_FUTURE) + driver.batch([])
+    snaps = {r["group"]: r for k, r in out if k == OutputKind.SNAPSHOT}
+    assert snaps["b"]["commits_total"] == 2 * (1 + 5 * 3 + 1 + 3 + 1)    # 21 commits of count 2
+    assert snaps["b"]["last_commit_ms"] == now
+
+
+def test_a_bucket_of_version_1_loads_and_its_groups_fold_after_one_turn():
+    """Buckets written before the commit digest (version 1: three fields per group) resume: the
+    group's first commits take a turn, which stores the digest; its next ones fold."""
+    setup, t0 = _stable_groups(["a"])
+    driver = StatefulDriver(2_000, buckets=1)
+    driver.batch(setup)
+    driver.tick(t0 + 60_000)
+    state = driver.states[("default", 0)]
+    entry = bucket_groups(state.value[0])["a"]
+    v1 = json.dumps({"v": 1, "groups": {"a": entry[:3]}})
+    state.value = (v1,)
+    now = t0 + 60_000
+    assert _turns_and_folds(driver.batch([_commit("a", now, 0)])) == (1, 0)
+    assert json.loads(state.value[0])["v"] == BUCKET_STATE_VERSION == 2
+    assert len(bucket_groups(state.value[0])["a"]) == 4
+    assert _turns_and_folds(driver.batch([_commit("a", now + 1000, 0)])) == (0, 1)

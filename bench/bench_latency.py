@@ -65,20 +65,27 @@ def _counted(monitor: MonitorProcess, groups: list[str]) -> bool:
 
 
 def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval: float,
-               final_wait: float, monitor_toml: str = "", warmup_s: float = 30.0) -> dict:
+               final_wait: float, monitor_toml: str = "", warmup_s: float = 30.0, root: Path | None = None,
+               label: str = "", rss=None) -> dict:
+    """The rounds on `run` of `root` (default: this tree) at configuration `name`; `label` tells runs
+    apart (groups, work folder); `rss(pid)`: a peak-memory sampler as in bench_scale_live.run_config."""
     trigger, lateness = CONFIGS[name]
-    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / name, trigger_s=trigger,
-                             lateness_s=lateness, extra_toml=monitor_toml).start()
-    scraper = Scraper(monitor, f"lb-{name}-", interval)
+    run = f"{name}{label}"
+    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / run, trigger_s=trigger,
+                             lateness_s=lateness, extra_toml=monitor_toml, **({"root": root} if root else {})).start()
+    scraper = Scraper(monitor, f"lb-{run}-", interval)
+    sampler = None
     try:
         # Steady state: the JVM compiles the per-batch planning code over the first ~30 batches
         # (1.0-1.5 s batches, then about 0.5 s); both configurations get the same time.
         monitor.wait_batches(max(2, math.ceil(warmup_s / (trigger or RUN_TRIGGER_INTERVAL_SECONDS))),
                              timeout=warmup_s + 240)
+        if rss is not None and monitor.proc is not None:
+            sampler = rss(monitor.proc.pid)
         cpu0, t0 = monitor.cpu_seconds(), time.monotonic()
         scraper.start()
         since = shipper.mark()
-        groups = [f"lb-{name}-{i}" for i in range(rounds)]
+        groups = [f"lb-{run}-{i}" for i in range(rounds)]
         with Runner(cluster, workdir / f"{name}-runner", shipper) as runner:
             for group in groups:
                 scripted_round(runner, group, runner.topic(f"{group}-data", 2, 1))
@@ -90,13 +97,16 @@ def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval
         cpu, wall = monitor.cpu_seconds() - cpu0, time.monotonic() - t0
     finally:
         scraper.stop()
+        if sampler is not None:
+            sampler.done.set()
         monitor.stop()
     events: list[LineEvent] = []
     for group in groups:
         events += latencies(line_events(shipper, group, since), scraper.scrapes)
     batches = [s.batch_s for s in scraper.scrapes if s.batch_s is not None]
     return {"events": events, "cpu": cpu, "wall": wall, "batch_p50": percentile(batches, 0.5),
-            "batch_max": max(batches) if batches else None, "trigger": trigger, "lateness": lateness}
+            "batch_max": max(batches) if batches else None, "trigger": trigger, "lateness": lateness,
+            "rss": sampler.peak if sampler is not None else None}
 
 
 def report(name: str, r: dict) -> dict[str, Summary]:

@@ -65,11 +65,14 @@ def load_traffic(inputs: Path, window_s: float) -> tuple[list[tuple[int, str, ob
 def produce_offsets_record(producer, topic: str, record: dict, timestamp: int) -> None:
     """One record of an offsets-topic.jsonl dump (bench/scale_inputs.py) onto its partition,
     waiting for room when the producer's queue is full."""
-    value = None if record["value_b64"] is None else base64.b64decode(record["value_b64"])
+    if "key" in record:             # decoded already (scale_inputs.steady_commits)
+        key, value = record["key"], record["value"]
+    else:
+        key = base64.b64decode(record["key_b64"])
+        value = None if record["value_b64"] is None else base64.b64decode(record["value_b64"])
     while True:
         try:
-            producer.produce(topic, value, key=base64.b64decode(record["key_b64"]), partition=record["partition"],
-                             timestamp=timestamp)
+            producer.produce(topic, value, key=key, partition=record["partition"], timestamp=timestamp)
             return
         except BufferError:
             producer.poll(0.1)
@@ -77,7 +80,8 @@ def produce_offsets_record(producer, topic: str, record: dict, timestamp: int) -
 
 def produce_paced(bootstrap: str, log_topic: str, offsets_topic: str, traffic, start_ms: int) -> None:
     from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1"})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1",
+                         "queue.buffering.max.messages": 1_000_000})
     for rel_ms, kind, payload in traffic:
         due = start_ms + rel_ms
         wait = due / 1000.0 - time.time()
@@ -132,20 +136,29 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
 
 
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
-               groups: int) -> dict:
+               groups: int, root: Path | None = None, label: str = "", rss=None, source: str = "python",
+               extra_toml: str = "") -> dict:
+    """`run` of `root` (default: this tree) at configuration `name` on the traffic, produced in real
+    time; `label` tells runs apart (topics, work folder); `rss(pid)` -> a started sampler with a
+    `peak` dict and a `done` event (bench_scale.PeakRss), for the peak memory per component."""
     trigger, lateness = CONFIGS[name]
-    log_topic, offsets_topic = f"scale-logs-{name}", f"scale-offsets-{name}"
+    run = f"{name}{label}"
+    log_topic, offsets_topic = f"scale-logs-{run}", f"scale-offsets-{run}"
     create_topic(cluster.admin(), log_topic, 1, 1)
     create_topic(cluster.admin(), offsets_topic, 50, 1)
     # Every group with its own series (max_groups above the group count), so that each one's
     # rebalances can be checked; at the default 10,000 the rest are folded into "__other__".
-    monitor = MonitorProcess(cluster.bootstrap, log_topic, work / name, trigger_s=trigger, lateness_s=lateness,
+    monitor = MonitorProcess(cluster.bootstrap, log_topic, work / run, trigger_s=trigger, lateness_s=lateness,
                              offsets_topic=offsets_topic, cluster="scale",
-                             top_toml=f"max_groups = {groups + 1}\n").start()
+                             top_toml=f"max_groups = {groups + 1}\n", source=source, extra_toml=extra_toml,
+                             **({"root": root} if root else {})).start()
     poller = BatchPoller(monitor)
+    sampler = None
     try:
         monitor.wait_batches(2)
         poller.start()
+        if rss is not None and monitor.proc is not None:
+            sampler = rss(monitor.proc.pid)
         cpu0, t0 = monitor.cpu_seconds(), time.monotonic()
         produce_paced(cluster.bootstrap, log_topic, offsets_topic, traffic, int(time.time() * 1000) + 500)
         cpu, wall = monitor.cpu_seconds() - cpu0, time.monotonic() - t0
@@ -158,9 +171,12 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             found = counted_rebalances(monitor, complete)
     finally:
         poller.stop()
+        if sampler is not None:
+            sampler.done.set()
         monitor.stop()
     return {"cpu": cpu, "wall": wall, "batches": poller.durations, "delays": poller.delays,
-            "found": found, "expected": expected, "trigger": trigger, "lateness": lateness}
+            "found": found, "expected": expected, "trigger": trigger, "lateness": lateness,
+            "rss": sampler.peak if sampler is not None else None}
 
 
 def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monitor_toml: str = "") -> dict:
@@ -228,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--commit-every", type=float, default=0.0, metavar="S",
                    help="the steady state: every group also commits an offset every S seconds (auto-commit's 5)")
+    p.add_argument("--commit-partitions", type=int, default=1, metavar="N",
+                   help="with --commit-every: each commit covers N partitions (N records), as a consumer of N")
     p.add_argument("--cold-start-records", type=int, default=0,
                    help="instead: time `run` rebuilding its state from this many offsets records")
     p.add_argument("--monitor-toml", default="", type=toml_text,
@@ -248,10 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     generate(args.groups, inputs, seed=args.seed, spread_seconds=args.spread)
     traffic, complete = load_traffic(inputs, args.window)
     if args.commit_every:
-        commits = [(ms, "offsets", record) for ms, record in steady_commits(args.groups, args.window,
-                                                                           args.commit_every, args.seed)]
-        print(f"steady state: {len(commits):,} more offset commits, one per group every {args.commit_every:g} s",
-              flush=True)
+        commits = [(ms, "offsets", record) for ms, record in steady_commits(
+            args.groups, args.window, args.commit_every, args.seed, args.commit_partitions)]
+        print(f"steady state: {len(commits):,} more offset commit records, {args.commit_partitions} per group every "
+              f"{args.commit_every:g} s", flush=True)
         traffic = list(heapq.merge(traffic, commits, key=lambda r: r[0]))
     rows = len(traffic)
     if not complete:

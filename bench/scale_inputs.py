@@ -108,22 +108,25 @@ def generate(groups: int, out_dir: Path, seed: int = 15, spread_seconds: float =
     return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records}
 
 
-def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15) -> list[tuple[int, dict]]:
-    """The steady state of auto-committing consumers: every one of the `groups` groups commits one
-    offset every `every_s` seconds over `window_s` (its first at a seeded phase): sc03's first
-    offset commit record, renamed and put on the group's partition as `generate` does. Returns
-    (ms from the window's start, record as in offsets-topic.jsonl without offset and timestamp);
-    a group's records share one dict."""
+def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15,
+                   partitions: int = 1) -> list[tuple[int, dict]]:
+    """The steady state of auto-committing consumers: every one of the `groups` groups commits
+    `partitions` offsets (one per partition of its topic, as an auto-commit does) every `every_s`
+    seconds over `window_s` (its first at a seeded phase): sc03's first offset commit record,
+    renamed, its partition set, and put on the group's partition as `generate` does. Returns (ms
+    from the window's start, record as in offsets-topic.jsonl without offset and timestamp, with
+    its key and value bytes decoded under "key" and "value"); a group's records share their dicts."""
     key, value = next((k, v) for _, k, v in _records() if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
     rng = random.Random(seed)
     period = int(every_s * 1000)
     out: list[tuple[int, dict]] = []
     for i in range(groups):
         name = group_name(i).encode()
-        record = {"partition": _partition(name),
-                  "key_b64": base64.b64encode(_rename_key(key, name)).decode(),
-                  "value_b64": base64.b64encode(value).decode()}
-        out += [(ms, record) for ms in range(rng.randrange(period), int(window_s * 1000), period)]
+        renamed = _rename_key(key, name)
+        records = [{"partition": _partition(name), "key": renamed[:-4] + struct.pack(">i", p), "value": value,
+                    "key_b64": None, "value_b64": None} for p in range(partitions)]
+        out += [(ms, record) for ms in range(rng.randrange(period), int(window_s * 1000), period)
+                for record in records]
     out.sort(key=lambda r: r[0])
     return out
 

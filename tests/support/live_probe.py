@@ -57,6 +57,8 @@ class MonitorProcess:
     cluster: str = "bed"
     extra_toml: str = ""                 # more TOML after the [kafka] table (further tables)
     top_toml: str = ""                   # more top-level keys (before any table)
+    source: str = "python"               # kafka.source: the kafka-python source or Spark's connector
+    root: Path = ROOT                    # the checkout to run (a bench's base tree), with its .venv
     proc: subprocess.Popen | None = None
     port: int | None = None
     cpu_at_stop: float = 0.0
@@ -74,15 +76,15 @@ class MonitorProcess:
                           f'checkpoint_location = "{self.workdir / "checkpoint"}"\n'
                           f'events_dir = "{self.workdir / "events"}"\n'
                           f'[kafka]\nbootstrap_servers = "{self.bootstrap}"\nlog_topics = ["{self.log_topic}"]\n'
-                          f'offsets_topic = "{self.offsets_topic if self.offsets else ""}"\nsource = "python"\n'
+                          f'offsets_topic = "{self.offsets_topic if self.offsets else ""}"\nsource = "{self.source}"\n'
                           f'{self.extra_toml}')
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-                   SPARK_LOCAL_IP="127.0.0.1")
+        python = sys.executable if self.root == ROOT else str(self.root / ".venv" / "bin" / "python")
+        env = dict(os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
         for key in [k for k in env if k.startswith("REBALANCE_MONITOR_")]:
             env.pop(key)
         with open(self.log, "a") as handle:
-            self.proc = subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "run", "--config", str(config)],
-                                         cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen([python, "-m", "streaming.app.cli", "run", "--config", str(config)],
+                                         cwd=self.root, env=env, stdout=handle, stderr=subprocess.STDOUT,
                                          start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:

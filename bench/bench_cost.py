@@ -1,0 +1,258 @@
+"""Cost per record (issue 25): `bench/cost [--base TREE] [...]`, this tree against a base tree in
+one run, every figure checked before it is reported.
+
+1. Steady state (`steady_*`): a 1-broker Kafka 4.4 of the real-Kafka bed. `--groups` generated
+   copies of the real sc03 group (bench/scale_inputs.py, scenarios spread over 600 s) and, for every
+   group, an auto-commit of `--partitions` partitions every `--commit-every` seconds, produced in
+   real time for `--window` seconds into a log topic and a 50-partition offsets topic; `run` at its
+   defaults reads them (bench_scale_live.run_config). Every rebalance of the groups whose scenario
+   lies within the window must be counted on /metrics, or the bench stops. Figures: input rows/s,
+   batch time p95 (rebalance_monitor_batch_duration_seconds at each batch), CPU of the monitor's
+   process tree over the window in cores, peak RSS of the driver, the JVM and the Python workers.
+2. Highest steady rate (`max_steady_rows_per_second`, this tree only): the same at `--max-steps`
+   higher commit rates (the partitions per commit doubled each step, a shorter window); the highest
+   input rate whose batches keep up (p95 at most `--keep-up-seconds`, every rebalance counted).
+3. Quiet cluster (`quiet_*`, `live_p95_seconds`): bench/latency's cluster (2 brokers shipping their
+   server.log into a log topic, scripted rounds of joins, a slow member, a SIGKILLed member, a
+   leave) after 30 s of warm-up; CPU cores of the monitor over the rounds and the p95 of the time
+   from each broker line to the /metrics scrape that shows it (bench_latency.run_config).
+4. Replay (`replay_*`, `read_ceiling_rows_per_second`): `rebalance-monitor replay` of `--replay-groups`
+   generated groups end to end, Spark's start included, outputs checked (bench_scale.run_replay,
+   check_outputs); the read-only ceiling of this tree (bench/replay_ceiling.py).
+
+The base tree is `--base` or, by default, a worktree of `--base-commit` under bench/.data with its own
+.venv (made on first use). Last line:
+  steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C max_steady_rows_per_second=M
+  quiet_cpu_cores=Q live_p95_seconds=L replay_rows_per_second=R read_ceiling_rows_per_second=X
+then the base's figures with a `base_` prefix.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.bench_scale import DATA, PeakRss, run_replay
+from bench.scale_inputs import check_outputs, generate, steady_commits
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE_COMMIT = "44e1eeb"      # main before issue 25
+
+
+def base_tree(commit: str) -> Path:
+    """A worktree of `commit` under bench/.data with its own .venv (scripts/bootstrap), made once."""
+    tree = DATA / f"base-{commit}"
+    if not (tree / ".venv" / "bin" / "python").exists():
+        if not tree.exists():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit], check=True)
+        subprocess.run([str(tree / "scripts" / "bootstrap"), "test"], check=True)
+    return tree
+
+
+def sampler(pid: int) -> PeakRss:
+    s = PeakRss(pid)
+    s.start()
+    return s
+
+
+def _mb(rss: dict | None) -> str:
+    if not rss:
+        return "-"
+    return f"driver {rss['driver']:.0f} MB / JVM {rss['jvm']:.0f} MB / workers {rss['workers']:.0f} MB"
+
+
+def _p95(values: list[float]) -> float:
+    from tests.support.live_probe import percentile
+    return percentile(values, 0.95) if values else float("nan")
+
+
+def steady_traffic(groups: int, window: float, partitions: int, every: float, seed: int, work: Path):
+    from bench.bench_scale_live import load_traffic
+    inputs = work / f"steady-inputs-{groups}"
+    if not inputs.exists():
+        generate(groups, inputs, seed=seed)
+    traffic, complete = load_traffic(inputs, window)
+    commits = [(ms, "offsets", r) for ms, r in steady_commits(groups, window, every, seed, partitions)]
+    return list(heapq.merge(traffic, commits, key=lambda r: r[0])), complete
+
+
+def source_options(source: str) -> dict:
+    """run_config's options for a live source: "python" (kafka-python) or "spark" (Spark's connector,
+    its jars from the Maven cache, scripts/spark-connector)."""
+    if source != "spark":
+        return {"source": source}
+    import pyspark
+
+    from tests.support.kafkabed.jars import fetch_spark_connector, spark_jars
+    jars = spark_jars(fetch_spark_connector(pyspark.__version__))
+    return {"source": "spark", "extra_toml": f'[spark_conf]\n"spark.jars" = "{jars}"\n'}
+
+
+def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]:
+    from bench.bench_scale_live import run_config
+    traffic, complete = steady_traffic(args.groups, args.window, args.partitions, args.commit_every, args.seed, work)
+    rate = len(traffic) / args.window
+    print(f"steady: {args.groups:,} groups, {args.partitions} partitions committed every {args.commit_every:g} s: "
+          f"{len(traffic):,} rows in {args.window:.0f} s ({rate:,.0f} rows/s), {len(complete)} groups' scenarios "
+          f"complete in it", flush=True)
+    out = {}
+    for name, tree in trees.items():
+        r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups, root=tree,
+                       label=f"-steady-{name}", rss=sampler, **source_options(args.source[name]))
+        if r["found"] < r["expected"]:
+            raise SystemExit(f"bench/cost: steady {name}: {r['found']} of {r['expected']} rebalances counted")
+        out[name] = {"rows_per_second": rate, "batch_p95": _p95(r["batches"]), "cores": r["cpu"] / r["wall"],
+                     "rss": r["rss"], "delay_p50": _p50(r["delays"])}
+        print(f"  {name}: all {r['expected']} rebalances counted; {len(r['batches'])} batches, p95 "
+              f"{out[name]['batch_p95']:.2f} s, max {max(r['batches']):.2f} s; watermark delay p50 "
+              f"{out[name]['delay_p50']:.1f} s; {out[name]['cores']:.2f} cores; peak {_mb(r['rss'])}", flush=True)
+    return out
+
+
+def _p50(values: list[float]) -> float:
+    from tests.support.live_probe import percentile
+    return percentile(values, 0.5) if values else float("nan")
+
+
+def max_steady(cluster, args, work: Path, first: dict) -> float:
+    """The highest steady input rate of this tree that keeps up, from the steady run up."""
+    from bench.bench_scale_live import run_config
+    best = first["rows_per_second"] if first["batch_p95"] <= args.keep_up_seconds else 0.0
+    partitions = args.partitions
+    for step in range(args.max_steps):
+        if not best:
+            break
+        partitions *= 2
+        traffic, complete = steady_traffic(args.groups, args.step_window, partitions, args.commit_every, args.seed,
+                                           work)
+        rate = len(traffic) / args.step_window
+        r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups, root=ROOT,
+                       label=f"-max{step}", **source_options(args.source["head"]))
+        p95 = _p95(r["batches"])
+        kept = r["found"] >= r["expected"] and p95 <= args.keep_up_seconds
+        print(f"  max steady step {step + 1}: {partitions} partitions, {rate:,.0f} rows/s: batch p95 {p95:.2f} s, "
+              f"{r['found']} of {r['expected']} rebalances counted, {r['cpu'] / r['wall']:.2f} cores: "
+              f"{'keeps up' if kept else 'does not keep up'}", flush=True)
+        if not kept:
+            break
+        best = rate
+    return best
+
+
+def quiet(trees: dict[str, Path], args, work: Path) -> dict[str, dict]:
+    from bench.bench_latency import report, run_config
+    from tests.support.kafkabed import KafkaCluster, LogShipper
+    out = {}
+    cluster = KafkaCluster(args.version, workdir=work / "quiet-cluster")
+    shipper = None
+    try:
+        cluster.start()
+        shipper = LogShipper(cluster, "cost-broker-logs").start()
+        cluster.coordinator_of("bench-cost")
+        for name, tree in trees.items():
+            r = run_config("new", cluster, shipper, work, args.rounds, 0.1, 240.0, root=tree, label=f"-{name}",
+                           rss=sampler)
+            summary = report(f"quiet {name}", r)
+            live = summary["live"]
+            if live.missing:
+                raise SystemExit(f"bench/cost: quiet {name}: {live.missing} broker lines never shown on /metrics")
+            out[name] = {"cores": r["cpu"] / r["wall"], "live_p95": live.p95, "rss": r["rss"]}
+            print(f"  {name}: {out[name]['cores']:.2f} cores, live p95 {live.p95:.2f} s; peak {_mb(r['rss'])}",
+                  flush=True)
+    finally:
+        if shipper is not None:
+            shipper.stop(drain=False, timeout=10)
+        cluster.close(keep=False)
+    return out
+
+
+def replay(trees: dict[str, Path], args) -> dict[str, dict]:
+    import re
+    n = args.replay_groups
+    inputs = DATA / f"scale-{n}-seed{args.seed}"
+    counts = generate(n, inputs, seed=args.seed)
+    rows = counts["log_lines"] + counts["offsets_records"]
+    print(f"replay: {n:,} groups, {rows:,} rows", flush=True)
+    out = {}
+    for name, tree in trees.items():
+        dest = DATA / f"cost-replay-{name}"
+        r = run_replay(tree, inputs, dest)
+        problems = check_outputs(dest, n)
+        if problems:
+            raise SystemExit(f"bench/cost: replay {name}: {len(problems)} problems, e.g. {problems[:3]}")
+        out[name] = {"rows_per_second": rows / r["wall"], "rss": r["rss"], "cpu": r["cpu"]}
+        print(f"  {name}: every group's rebalances and removals found; {r['wall']:.1f} s, "
+              f"{rows / r['wall']:,.0f} rows/s, CPU {r['cpu']:.1f} s; peak {_mb(r['rss'])}", flush=True)
+    ceiling = run_replay(ROOT, inputs, DATA / "cost-replay-ceiling", ceiling=True)
+    read = re.search(r"read-only ceiling: (\d+) source rows", ceiling["output"])
+    if read is None or int(read.group(1)) < rows:
+        raise SystemExit(f"bench/cost: the read-only ceiling read {read.group(1) if read else 'no'} rows of {rows}")
+    out["ceiling"] = {"rows_per_second": rows / ceiling["wall"], "rss": ceiling["rss"]}
+    print(f"  read-only ceiling (this tree): {ceiling['wall']:.1f} s, {rows / ceiling['wall']:,.0f} rows/s; "
+          f"peak {_mb(ceiling['rss'])}", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/cost", description=__doc__.split("\n\n")[0])
+    p.add_argument("--base", type=Path, help="the base checkout (default: a worktree of --base-commit)")
+    p.add_argument("--base-commit", default=BASE_COMMIT)
+    p.add_argument("--version", default="4.4.0", help="Kafka version of the bed")
+    p.add_argument("--groups", type=int, default=10_000)
+    p.add_argument("--partitions", type=int, default=10, help="partitions per auto-commit")
+    p.add_argument("--commit-every", type=float, default=5.0)
+    p.add_argument("--window", type=float, default=90.0, help="seconds of steady traffic per tree")
+    p.add_argument("--step-window", type=float, default=45.0, help="seconds of traffic per higher-rate step")
+    p.add_argument("--max-steps", type=int, default=2)
+    p.add_argument("--keep-up-seconds", type=float, default=2.0, help="batch p95 that counts as keeping up")
+    p.add_argument("--final-wait", type=float, default=120.0)
+    p.add_argument("--rounds", type=int, default=3, help="scripted rounds of the quiet cluster")
+    p.add_argument("--replay-groups", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=15)
+    p.add_argument("--only", default="steady,max,quiet,replay", help="of: steady, max, quiet, replay")
+    p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
+                   "head:base (e.g. spark:python)")
+    args = p.parse_args(argv)
+    head_source, _, base_source = args.source.partition(":")
+    args.source = {"head": head_source, "base": base_source or head_source}
+    only = set(args.only.split(","))
+    trees = {"base": (args.base or base_tree(args.base_commit)).resolve(), "head": ROOT}
+    work = Path(tempfile.mkdtemp(prefix="bench-cost-"))
+    started = time.monotonic()
+    figures: dict[str, float] = {}
+    base: dict[str, float] = {}
+    if only & {"steady", "max"}:
+        from tests.support.kafkabed import KafkaCluster
+        with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
+            s = steady(cluster, trees, args, work)
+            figures.update(steady_rows_per_second=s["head"]["rows_per_second"],
+                           steady_batch_p95_seconds=s["head"]["batch_p95"], steady_cpu_cores=s["head"]["cores"])
+            base.update(steady_batch_p95_seconds=s["base"]["batch_p95"], steady_cpu_cores=s["base"]["cores"])
+            if "max" in only:
+                figures["max_steady_rows_per_second"] = max_steady(cluster, args, work, s["head"])
+    if "quiet" in only:
+        q = quiet(trees, args, work)
+        figures.update(quiet_cpu_cores=q["head"]["cores"], live_p95_seconds=q["head"]["live_p95"])
+        base.update(quiet_cpu_cores=q["base"]["cores"], live_p95_seconds=q["base"]["live_p95"])
+    if "replay" in only:
+        r = replay(trees, args)
+        figures.update(replay_rows_per_second=r["head"]["rows_per_second"],
+                       read_ceiling_rows_per_second=r["ceiling"]["rows_per_second"])
+        base.update(replay_rows_per_second=r["base"]["rows_per_second"])
+    print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
+    order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
+             "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second")
+
+    def fmt(v: float) -> str:
+        return f"{v:.0f}" if v >= 100 else f"{v:.2f}"
+    print(" ".join([f"{k}={fmt(figures[k])}" for k in order if k in figures]
+                   + [f"base_{k}={fmt(base[k])}" for k in order if k in base]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,6 +53,12 @@ STREAMS_TOPOLOGY = "streams_topology"                # data: topology_epoch, rea
 
 # --- kinds from __consumer_offsets -------------------------------------------------------------
 OFFSET_COMMIT = "offset_commit"            # data: topic, partition, offset, commit_ts_ms, count
+# The decode step packs the commits of one group written in the same millisecond to one source
+# partition (an OffsetCommit request: every partition of an auto-commit) into one event, after
+# reducing them per partition: data.commits = [[topic, partition, offset, commit_ts_ms, count],
+# ...] sorted by topic and partition (COMMIT_FIELDS); seq is the latest record's.
+OFFSET_COMMITS = "offset_commits"
+COMMIT_FIELDS = ("topic", "partition", "offset", "commit_ts_ms", "count")
 OFFSET_TOMBSTONE = "offset_tombstone"      # data: topic, partition
 GROUP_METADATA = "group_metadata"          # generation; data: protocol_type, protocol, leader,
                                            #   current_state_ts_ms, members[...]
@@ -71,6 +77,15 @@ TRIGGERS = (
     "group_epoch_bump", "group_conversion", "assignment_store_failed", "unknown",
 )
 
+
+
+def commits_of(ev: Event) -> list[dict[str, Any]]:
+    """The per-partition commits of an OFFSET_COMMIT or OFFSET_COMMITS event, as OFFSET_COMMIT data."""
+    if ev.kind == OFFSET_COMMITS:
+        return [dict(zip(COMMIT_FIELDS, entry)) for entry in ev.data.get("commits") or []]
+    return [ev.data]
+
+
 # --- control -----------------------------------------------------------------------------------
 END_OF_INPUT = "end_of_input"              # replay only: moves the watermark past the last event
 
@@ -82,7 +97,7 @@ LOG_KINDS = frozenset({
     TARGET_ASSIGNMENT, GROUP_CONVERTED, MEMBER_ASSIGNMENT_STATE, REBALANCE_REQUESTED, STREAMS_TOPOLOGY,
 })
 OFFSETS_KINDS = frozenset({
-    OFFSET_COMMIT, OFFSET_TOMBSTONE, GROUP_METADATA, GROUP_TOMBSTONE, CG_EPOCH, CG_MEMBER,
+    OFFSET_COMMIT, OFFSET_COMMITS, OFFSET_TOMBSTONE, GROUP_METADATA, GROUP_TOMBSTONE, CG_EPOCH, CG_MEMBER,
     CG_TARGET_EPOCH, CG_TARGET_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER,
 })
 ALL_KINDS = LOG_KINDS | OFFSETS_KINDS | {END_OF_INPUT}

@@ -206,7 +206,7 @@ class MachineBase:
             # Anything but that generation's metadata record closes the wait as well.
             due = not (closing_event.kind == E.GROUP_METADATA
                        and closing_event.generation == o.generation) \
-                and closing_event.kind not in (E.OFFSET_COMMIT, E.OFFSET_TOMBSTONE,
+                and closing_event.kind not in (E.OFFSET_COMMIT, E.OFFSET_COMMITS, E.OFFSET_TOMBSTONE,
                                                E.ASSIGNMENT_RECEIVED)
         if due:
             self.emit_rebalance(o, "stable", o.completed_at_ms, len(self.m.members) or None)

@@ -50,13 +50,15 @@ class CommonHandlers(MachineBase):
             self.transition_to(STABLE if ev.data["members"] else EMPTY, ev, table=None)
 
     def on_offset_commit(self, ev: E.Event) -> None:
+        """One commit, or a pack of one group's commits of one millisecond (OFFSET_COMMITS)."""
         m = self.m
-        commit_ts = ev.data.get("commit_ts_ms") or ev.ts_ms
-        m.last_commit_ms = commit_ts if m.last_commit_ms is None else max(m.last_commit_ms, commit_ts)
-        m.commits_total += int(ev.data.get("count") or 1)
-        if ev.data.get("topic") is not None and ev.data.get("partition") is not None:
-            key = f"{ev.data['topic']}:{ev.data['partition']}"
-            m.partition_commits[key] = max(m.partition_commits.get(key, commit_ts), commit_ts)
+        for data in E.commits_of(ev):
+            commit_ts = data.get("commit_ts_ms") or ev.ts_ms
+            m.last_commit_ms = commit_ts if m.last_commit_ms is None else max(m.last_commit_ms, commit_ts)
+            m.commits_total += int(data.get("count") or 1)
+            if data.get("topic") is not None and data.get("partition") is not None:
+                key = f"{data['topic']}:{data['partition']}"
+                m.partition_commits[key] = max(m.partition_commits.get(key, commit_ts), commit_ts)
 
     def on_offset_tombstone(self, ev: E.Event) -> None:
         if ev.data.get("topic") is not None:

@@ -99,6 +99,7 @@ HANDLERS: dict[str, Handler] = {
     E.GROUP_TOMBSTONE: GroupStateMachine.on_group_tombstone,
     E.GROUP_LOADED: GroupStateMachine.on_group_loaded,
     E.OFFSET_COMMIT: GroupStateMachine.on_offset_commit,
+    E.OFFSET_COMMITS: GroupStateMachine.on_offset_commit,
     E.OFFSET_TOMBSTONE: GroupStateMachine.on_offset_tombstone,
     E.GROUP_UNLOADED: GroupStateMachine.on_group_unloaded,
     E.CONSUMER_MEMBER_JOINED: GroupStateMachine.on_consumer_member_joined,

@@ -1,9 +1,12 @@
 """The offsets decode step, per record: raw `__consumer_offsets` rows -> event rows.
 
 The reference the vectorised path (streaming/offsets/vectorised/) must equal, and its third tier:
-every record through the full decoder. Offset commits are reduced to one row per (cluster, group,
-topic, partition) (max offset, max commit time, count): the stateful step sees one row per
-partition instead of every commit, and max/sum merge the same way whatever the batch cut.
+every record through the full decoder. Offset commits are reduced per (cluster, group, topic,
+partition) (max offset, max commit time, count, the latest record's position), then packed: one
+`offset_commits` row per (cluster, group, source, record time) holds the partitions whose latest
+commit has that time, which is every partition of an auto-commit (one OffsetCommit request, one
+append). The stateful step sees one row per commit request instead of one per record, max/sum
+merge the same way whatever the batch cut, and event-time order is kept (a pack has one time).
 """
 from __future__ import annotations
 
@@ -85,8 +88,27 @@ def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str],
                 _merge_commit(commits, ev)
             else:
                 out.append(event_row(ev))
-    out.extend(event_row(ev) for ev in commits.values())
+    out.extend(event_row(ev) for ev in pack_commits(commits.values()))
     return out
+
+
+def pack_commits(commits: Iterable[E.Event]) -> list[E.Event]:
+    """Commits reduced per partition -> one OFFSET_COMMITS event per (cluster, group, source, time),
+    its entries sorted by (topic, partition), its seq the latest of them."""
+    packs: dict[tuple, E.Event] = {}
+    for ev in commits:
+        key = (ev.cluster, ev.group, ev.source_id, ev.ts_ms)
+        entry = [ev.data[name] for name in E.COMMIT_FIELDS]
+        pack = packs.get(key)
+        if pack is None:
+            packs[key] = E.Event(group=ev.group, ts_ms=ev.ts_ms, source=ev.source, source_id=ev.source_id,
+                                 seq=ev.seq, kind=E.OFFSET_COMMITS, data={"commits": [entry]}, cluster=ev.cluster)
+        else:
+            pack.data["commits"].append(entry)
+            pack.seq = max(pack.seq, ev.seq)
+    for pack in packs.values():
+        pack.data["commits"].sort(key=lambda entry: (entry[0], entry[1]))
+    return list(packs.values())
 
 
 def _merge_commit(commits: dict[tuple, E.Event], ev: E.Event) -> None:

@@ -95,7 +95,7 @@ def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list
 # moves the watermark to END_OF_INPUT_TS_MS, so the final snapshot (groups.jsonl) has its commit
 # counters. A live watermark never gets there.
 FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
-_COMMIT_KINDS = frozenset({E.OFFSET_COMMIT})
+_COMMIT_KINDS = frozenset({E.OFFSET_COMMIT, E.OFFSET_COMMITS})
 
 
 def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list[list[Any]], watermark: int,
@@ -328,7 +328,7 @@ def fold_commits(entry: list[Any], fields: list[dict[str, Any]], watermark: int)
     timeout = entry[2]
     if digest is None or (timeout is not None and timeout <= watermark):
         return False
-    if any(f.get(PACKED_KIND) != E.OFFSET_COMMIT for f in fields):
+    if any(f.get(PACKED_KIND) not in _COMMIT_KINDS for f in fields):
         return False
     digest.setdefault("w", []).extend(fields)
     _fold_passed(digest, watermark)
@@ -357,13 +357,16 @@ def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
     for f in fields:
         data = json.loads(f[PACKED_DATA]) if f.get(PACKED_DATA) else {}
         ts = int(f[PACKED_TS])
-        commit_ts = data.get("commit_ts_ms") or ts
-        last = commit_ts if last is None else max(last, commit_ts)
-        n += int(data.get("count") or 1)
         newest = ts if newest is None else max(newest, ts)
-        if data.get("topic") is not None and data.get("partition") is not None:
-            key = f"{data['topic']}:{data['partition']}"
-            partitions[key] = max(partitions.get(key, commit_ts), commit_ts)
+        entries = ([dict(zip(E.COMMIT_FIELDS, entry)) for entry in data.get("commits") or []]
+                   if f.get(PACKED_KIND) == E.OFFSET_COMMITS else [data])
+        for commit in entries:      # as GroupStateMachine.on_offset_commit
+            commit_ts = commit.get("commit_ts_ms") or ts
+            last = commit_ts if last is None else max(last, commit_ts)
+            n += int(commit.get("count") or 1)
+            if commit.get("topic") is not None and commit.get("partition") is not None:
+                key = f"{commit['topic']}:{commit['partition']}"
+                partitions[key] = max(partitions.get(key, commit_ts), commit_ts)
     digest.update(last=last, n=n, ev=newest)
 
 

@@ -35,21 +35,20 @@ def sc03():
         machine.apply(ev)
         if machine.m.state == STABLE and len(machine.m.members) >= 2:
             stable = GroupModel.from_json(machine.m.to_json())
-    commit = [e for e in events if e.kind == "offset_commit"][-1]
+    commit = [e for e in events if e.kind == E.OFFSET_COMMITS][-1]
     assert stable is not None and len(stable.members) == 2
     return stable, commit
 
 
 def _held_commits(commit, partitions: int = 3, batches: int = 6) -> list[list]:
-    """What waits in the state for the watermark: one pre-aggregated commit row per partition and
-    micro-batch over a 30 s lateness at 5 s commits (6 batches x 3 partitions)."""
+    """What waits in the state for the watermark: one commit pack (all partitions of an
+    auto-commit) per micro-batch over a 30 s lateness at 5 s commits (6 batches x 3 partitions)."""
+    topic, _, offset, _, count = commit.data["commits"][0]
     rows = []
     for b in range(batches):
-        for p in range(partitions):
-            data = dict(commit.data, partition=p, offset=commit.data["offset"] + 100 * b,
-                        commit_ts_ms=commit.ts_ms + 5_000 * b)
-            rows.append(list(event_row(dataclasses.replace(commit, ts_ms=commit.ts_ms + 5_000 * b, seq=b * 10 + p,
-                                                           data=data))))
+        entries = [[topic, p, offset + 100 * b, commit.ts_ms + 5_000 * b, count] for p in range(partitions)]
+        rows.append(list(event_row(dataclasses.replace(commit, ts_ms=commit.ts_ms + 5_000 * b, seq=b * 10 + partitions,
+                                                       data={"commits": entries}))))
     return rows
 
 

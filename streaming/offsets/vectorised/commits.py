@@ -1,8 +1,9 @@
 """Tier 1 of the vectorised decode for offset commits and their tombstones (key types 0/1):
 NumPy over the buffers, commits reduced per (cluster, group, topic, partition) with Arrow's hash
-aggregation. Each output row equals what the per-record reference gives after its own merge
-(streaming/offsets/step.py): max offset, max commit time, count, and the position of the latest
-record in the reference's (time, source id, offset) order."""
+aggregation, then packed per (cluster, group, source partition, record time) with a second one.
+Each output row equals what the per-record reference gives after its own merge and pack
+(streaming/offsets/step.py): per partition the max offset, max commit time, count, and the
+position of the latest record in the reference's (time, source id, offset) order."""
 from __future__ import annotations
 
 import json
@@ -103,22 +104,43 @@ def commit_rows(view: BatchView) -> pa.RecordBatch | None:
     topic = gather_strings(kd, k0 + 6 + glen, tlen)
     kpart = be(kd, k0 + 6 + glen + tlen, 4, ">i4")
     last = perm[agg.column("pos_max").to_numpy()]
-    data_json = pc.binary_join_element_wise(
-        '{"commit_ts_ms":', pc.cast(agg.column("cts_max"), pa.string()),
-        ',"count":', pc.cast(agg.column("pos_count"), pa.string()),
-        ',"offset":', pc.cast(agg.column("offset_max"), pa.string()),
-        ',"partition":', pc.cast(pa.array(kpart), pa.string()), ',"topic":"', topic, '"}', "")
-    cts, cnt, off = (agg.column(c).to_pylist() for c in ("cts_max", "pos_count", "offset_max"))
-    data_json = _with_unsafe_topics(
-        data_json, topic_json_safe(kd, k0 + 6 + glen, tlen),
-        lambda i: {"topic": topic[i].as_py(), "partition": int(kpart[i]), "offset": off[i],
-                   "commit_ts_ms": cts[i], "count": cnt[i]})
+    safe = topic_json_safe(kd, k0 + 6 + glen, tlen)
+    cts, cnt, off = (agg.column(c) for c in ("cts_max", "pos_count", "offset_max"))
+    topic_json = pc.binary_join_element_wise('"', topic, '"', "")
+    if not safe.all():
+        literal = topic_json.to_pylist()
+        for i in np.flatnonzero(~safe):
+            literal[i] = json.dumps(topic[i].as_py())
+        topic_json = pa.array(literal, pa.string())
+    # One entry per partition, as the reference packs it: [topic, partition, offset, commit_ts_ms, count]
+    entry = pc.binary_join_element_wise(
+        "[", topic_json, ",", pc.cast(pa.array(kpart), pa.string()), ",", pc.cast(off, pa.string()), ",",
+        pc.cast(cts, pa.string()), ",", pc.cast(cnt, pa.string()), "]", "")
+    return _packed(agg.column("cluster") if single is None else None, single,
+                   gather_strings(kd, k0 + 4, glen), ts[last], part[last], rec_offset[last], topic, kpart, entry)
+
+
+def _packed(cluster: Any, single: str | None, group: pa.Array, ts: np.ndarray, source: np.ndarray, seq: np.ndarray,
+            topic: pa.Array, partition: np.ndarray, entry: pa.Array) -> pa.RecordBatch:
+    """The per-partition commits packed per (cluster, group, source partition, record time): one
+    `offset_commits` event each, its entries in (topic, partition) order, its seq the latest
+    (streaming/offsets/step.py pack_commits is the reference)."""
+    columns = {"group": group, "ts": ts, "source": source, "seq": seq, "topic": topic, "partition": partition,
+               "entry": entry}
+    keys = ["group", "source", "ts"]
+    if cluster is not None:
+        columns["cluster"], keys = cluster, ["cluster", *keys]
+    table = pa.table(columns)
+    table = table.take(pc.sort_indices(table, [(k, "ascending") for k in keys + ["topic", "partition"]]))
+    grouped = table.group_by(keys, use_threads=False).aggregate([("entry", "list"), ("seq", "max")])
+    agg = pa.RecordBatch.from_arrays([c.combine_chunks() for c in grouped.columns], names=grouped.column_names)
     n_out = agg.num_rows
+    data_json = pc.binary_join_element_wise('{"commits":[', pc.binary_join(agg.column("entry_list"), ","), "]}", "")
     return event_batch(
         n_out, cluster=repeated(single, n_out) if single is not None else agg.column("cluster"),
-        group=gather_strings(kd, k0 + 4, glen), ts_ms=ts[last], source=E.SOURCE_OFFSETS,
-        source_id=pc.binary_join_element_wise(OFFSETS_SOURCE_PREFIX, pc.cast(pa.array(part[last]), pa.string()), ""),
-        seq=rec_offset[last], kind=E.OFFSET_COMMIT, data_json=data_json)
+        group=agg.column("group"), ts_ms=agg.column("ts"), source=E.SOURCE_OFFSETS,
+        source_id=pc.binary_join_element_wise(OFFSETS_SOURCE_PREFIX, pc.cast(agg.column("source"), pa.string()), ""),
+        seq=agg.column("seq_max"), kind=E.OFFSET_COMMITS, data_json=data_json)
 
 
 def tombstone_rows(view: BatchView) -> pa.RecordBatch | None:

@@ -37,7 +37,7 @@ class QueryOptions:
     live_view: bool = True      # snapshots apply the still-held events (state/live.py)
     # Groups per stateful key: PySpark's fixed cost per call (about 1 ms) is paid per bucket, and
     # a micro-batch makes at most this many calls per cluster (0: one key per group).
-    state_buckets: int = 1024
+    state_buckets: int = 128
 
     def for_checkpoint(self, query_checkpoint: str) -> QueryOptions:
         """These options with the state layout an existing checkpoint was written with."""

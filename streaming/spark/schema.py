@@ -30,7 +30,7 @@ STATE_SCHEMA = T.StructType([
 ])
 
 # The state of one bucket of groups (stateful.py process_bucket; QueryOptions.state_buckets > 0):
-# every group of the bucket, as stateful.py bucket_json writes it (versioned).
+# every group of the bucket, as streaming/spark/state_bucket.py writes it (versioned).
 STATE_SCHEMA_BUCKETED = T.StructType([
     T.StructField("groups_json", T.StringType(), False),
 ])

@@ -34,6 +34,7 @@ from streaming.rows import (
     PACKED_DATA, PACKED_FIELDS, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, row_to_event,
     unpack_event_rows
 )
+from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
 
 _PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKind.DECODE_STATS,
@@ -228,7 +229,7 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         for group, text in zip(pdf["group"].tolist(), pdf[PACKED_EVENT].tolist()):
             if not _skipped(group, group_allow, group_deny):
                 texts.setdefault(group, []).append(text)
-    groups = bucket_groups(state.get[0]) if state.exists else {}
+    bucket = Bucket.load(state.get[0]) if state.exists else Bucket()
     turns = folds = 0
     loads = json.loads
     for group, group_texts in texts.items():
@@ -236,46 +237,28 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         if group in _PASS_THROUGH:
             _pass_through(cluster, group, event_rows_of(cluster, group, fields), out)
             continue
-        entry = groups.get(group)
+        entry = bucket.get(group)
         if entry is not None and fold_commits(entry, fields, watermark):
+            bucket.put(group, entry)
             folds += 1
             continue
         turns += 1
-        _keep(groups, group, _step_group(cluster, group, event_rows_of(cluster, group, fields),
+        _keep(bucket, group, _step_group(cluster, group, event_rows_of(cluster, group, fields),
                                          _stored(entry), watermark, diagnosis, live_view, out, _digest(entry), True))
-    for group, entry in list(groups.items()):
-        if group not in texts and entry[2] is not None and entry[2] < watermark:
-            turns += 1
-            _keep(groups, group, _step_group(cluster, group, [], _stored(entry), watermark,
-                                             diagnosis, live_view, out, _digest(entry), True))
-    if not groups:
+    for group in bucket.due(watermark, skip=texts):
+        entry = bucket.get(group)
+        turns += 1
+        _keep(bucket, group, _step_group(cluster, group, [], _stored(entry), watermark,
+                                         diagnosis, live_view, out, _digest(entry), True))
+    if not bucket:
         state.remove()
     else:
-        state.update((bucket_json(groups),))
-        timeouts = [entry[2] for entry in groups.values() if entry[2] is not None]
-        if timeouts:
-            state.setTimeoutTimestamp(min(timeouts))
+        state.update((bucket.text(),))
+        earliest = bucket.earliest_timeout()
+        if earliest is not None:
+            state.setTimeoutTimestamp(earliest)
     out.insert(0, _clock_row(cluster, watermark, turns, folds))
     yield _frame(out)
-
-
-# The stored form of a bucket (STATE_SCHEMA_BUCKETED): {"v": 2, "groups": {group: [model_json,
-# held_json, timeout_ms or null, commit digest or null]}}; model_json carries its own version
-# (state/model.py). Version 1 had no digest (three fields): it loads as a group that takes a turn
-# for its next commits, after which it folds them like any other.
-BUCKET_STATE_VERSION = 2
-
-
-def bucket_groups(text: str) -> dict[str, list[Any]]:
-    raw = json.loads(text)
-    if raw.get("v", 1) > BUCKET_STATE_VERSION:
-        raise ValueError(f"state bucket of version {raw['v']} was written by a newer release "
-                         f"(this one reads versions 1-{BUCKET_STATE_VERSION})")
-    return raw["groups"]
-
-
-def bucket_json(groups: dict[str, list[Any]]) -> str:
-    return json.dumps({"v": BUCKET_STATE_VERSION, "groups": groups}, separators=(",", ":"))
 
 
 def _stored(entry: list[Any] | None) -> tuple | None:
@@ -286,12 +269,12 @@ def _digest(entry: list[Any] | None) -> dict[str, Any] | None:
     return entry[3] if entry is not None and len(entry) > 3 else None
 
 
-def _keep(groups: dict[str, list[Any]], group: str, turn: tuple[tuple | None, int | None]) -> None:
+def _keep(bucket: Bucket, group: str, turn: tuple[tuple | None, int | None]) -> None:
     stored, timeout = turn
     if stored is None:
-        groups.pop(group, None)
+        bucket.drop(group)
     else:
-        groups[group] = [stored[0], stored[1], timeout, stored[2]]
+        bucket.put(group, [stored[0], stored[1], timeout, stored[2]])
 
 
 def event_rows_of(cluster: str, group: str, fields: list[dict[str, Any]]) -> list[list[Any]]:

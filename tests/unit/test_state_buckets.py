@@ -11,7 +11,8 @@ import pytest
 from state.model import unpack
 from state.outputs import OutputKind
 from streaming.app.local import capture_events
-from streaming.spark.stateful import BUCKET_STATE_VERSION, bucket_groups, bucket_json, settled_group_state
+from streaming.spark.state_bucket import BUCKET_STATE_VERSION, bucket_groups, bucket_text
+from streaming.spark.stateful import settled_group_state
 from streaming.spark.state_layout import checkpoint_state_buckets, state_buckets_for
 from tests.support.capture_expectations import capture_inputs
 from tests.support.stateful_driver import StatefulDriver
@@ -62,8 +63,8 @@ def test_a_bucket_calls_only_the_groups_whose_timeout_passed():
     """A bucket called for one group's timeout leaves the others' stored state as it was."""
     from tests.support.stateful_driver import FakeGroupState
     from streaming.spark.stateful import process_bucket
-    idle = ["model-of-b", "[]", 5_000_000]
-    state = FakeGroupState(watermark_ms=1_000_000, value=(bucket_json({"b": idle}),))
+    idle = ["model-of-b", "[]", 5_000_000, None]
+    state = FakeGroupState(watermark_ms=1_000_000, value=(bucket_text({"b": idle}),))
     frames = list(process_bucket(("c", 0), iter([]), state))
     assert [row[0] for row in frames[0].itertuples(index=False, name=None)] == [str(OutputKind.CLOCK)]
     assert bucket_groups(state.value[0]) == {"b": idle}     # not due: as it was
@@ -72,7 +73,9 @@ def test_a_bucket_calls_only_the_groups_whose_timeout_passed():
 
 def test_a_bucket_of_a_newer_release_is_refused_with_its_version():
     with pytest.raises(ValueError, match=f"version {BUCKET_STATE_VERSION + 1} .* newer release"):
-        bucket_groups(json.dumps({"v": BUCKET_STATE_VERSION + 1, "groups": {}}))
+        bucket_groups(f"v{BUCKET_STATE_VERSION + 1}\n")
+    with pytest.raises(ValueError, match="not a stored bucket"):
+        bucket_groups("something else")
 
 
 def _schema(tmp_path, key_fields):
@@ -220,8 +223,9 @@ def test_only_groups_with_coordinator_events_or_due_deadlines_take_a_turn():
     assert snaps["b"]["last_commit_ms"] == now
 
 
-def test_a_bucket_of_version_1_loads_and_its_groups_fold_after_one_turn():
-    """Buckets written before the commit digest (version 1: three fields per group) resume: the
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_bucket_of_version_1_or_2_loads_and_its_groups_fold_after_one_turn(version):
+    """Buckets written before (one JSON document; version 1 without the commit digest) resume: the
     group's first commits take a turn, which stores the digest; its next ones fold."""
     setup, t0 = _stable_groups(["a"])
     driver = StatefulDriver(2_000, buckets=1)
@@ -229,10 +233,30 @@ def test_a_bucket_of_version_1_loads_and_its_groups_fold_after_one_turn():
     driver.tick(t0 + 60_000)
     state = driver.states[("default", 0)]
     entry = bucket_groups(state.value[0])["a"]
-    v1 = json.dumps({"v": 1, "groups": {"a": entry[:3]}})
-    state.value = (v1,)
+    old = json.dumps({"v": version, "groups": {"a": entry[:3] if version == 1 else entry[:3] + [None]}})
+    state.value = (old,)
     now = t0 + 60_000
     assert _turns_and_folds(driver.batch([_commit("a", now, 0)])) == (1, 0)
-    assert json.loads(state.value[0])["v"] == BUCKET_STATE_VERSION == 2
-    assert len(bucket_groups(state.value[0])["a"]) == 4
+    assert state.value[0].startswith("v3\n") and BUCKET_STATE_VERSION == 3
+    assert bucket_groups(state.value[0])["a"][3] is not None      # the digest
     assert _turns_and_folds(driver.batch([_commit("a", now + 1000, 0)])) == (0, 1)
+
+
+def test_a_bucket_decodes_only_the_groups_a_call_touches():
+    """Version 3 keeps each group's line as stored until the group is used: an untouched group's
+    line is written back byte for byte, a touched one is re-encoded, a dropped one leaves."""
+    from streaming.spark.state_bucket import Bucket
+    groups = {"a\tb\nc": ["m1", "[]", 5, None], "b": ["m2", "h2", None, {"w": []}], "c": ["m3", "[]", 7, {}]}
+    text = bucket_text(groups)
+    assert text.count("\n") == 3 and bucket_groups(text) == groups
+    bucket = Bucket.load(text)
+    assert sorted(bucket.due(6)) == ["a\tb\nc"] and bucket.earliest_timeout() == 5
+    assert bucket._entries == {}                        # nothing decoded for the due check
+    entry = bucket.get("c")
+    entry[2] = 9
+    bucket.put("c", entry)
+    bucket.drop("b")
+    again = bucket.text()
+    assert again.split("\n")[1] == text.split("\n")[1]     # "a..." as it was stored
+    assert bucket_groups(again) == {"a\tb\nc": groups["a\tb\nc"], "c": ["m3", "[]", 9, {}]}
+    assert not Bucket.load("v3\n") and Bucket.load(again)

@@ -1,0 +1,126 @@
+"""The stored form of a state bucket (STATE_SCHEMA_BUCKETED's one column): the groups that share
+one stateful key, each as [model_json, held_json, timeout_ms or None, commit digest or None]
+(streaming/spark/stateful.py says what each holds).
+
+Version 3 is text, one line per group after a `v3` header line:
+
+    <group as a JSON string> TAB <timeout ms, or empty> TAB <[model_json, held_json, digest] as JSON>
+
+so a call parses only the groups it touches: the others' lines, and their timeouts for the due
+check, are read without decoding their entries and written back as they were. A call's cost is
+then its own groups', not its bucket's, and buckets can be large (fewer calls, each with PySpark's
+own cost: docs/design.md, "State buckets"). JSON escapes tabs and newlines inside strings, so
+neither a group id nor an entry can break a line.
+
+Versions 1 and 2 were one JSON document, {"v": N, "groups": {group: entry}} (version 1 without
+the digest); they load, and are written back as version 3.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+BUCKET_STATE_VERSION = 3
+_HEADER = f"v{BUCKET_STATE_VERSION}"
+_DUMPS = json.JSONEncoder(separators=(",", ":")).encode
+
+
+class Bucket:
+    """A bucket's groups, their entries decoded on first use."""
+
+    def __init__(self, lines: dict[str, tuple[int | None, str]] | None = None,
+                 entries: dict[str, list[Any]] | None = None) -> None:
+        self._lines = lines or {}            # group -> (timeout, entry text) as stored, not decoded
+        self._entries = entries or {}        # group -> entry: decoded, or new
+        self._dropped: set[str] = set()
+
+    @classmethod
+    def load(cls, text: str) -> Bucket:
+        if text.startswith("{"):            # versions 1 and 2: one JSON document
+            raw = json.loads(text)
+            if raw.get("v", 1) > 2:
+                raise _newer(raw["v"])
+            return cls(entries={g: _with_digest(e) for g, e in raw["groups"].items()})
+        header, _, body = text.partition("\n")
+        version = int(header[1:]) if header[:1] == "v" and header[1:].isdigit() else None
+        if version != BUCKET_STATE_VERSION:
+            if version is not None and version > BUCKET_STATE_VERSION:
+                raise _newer(version)
+            raise ValueError(f"state bucket: not a stored bucket (starts {text[:20]!r})")
+        lines: dict[str, tuple[int | None, str]] = {}
+        for line in body.split("\n") if body else ():
+            group, timeout, entry = line.split("\t", 2)
+            lines[json.loads(group)] = (int(timeout) if timeout else None, entry)
+        return cls(lines)
+
+    def get(self, group: str) -> list[Any] | None:
+        entry = self._entries.get(group)
+        if entry is None and group in self._lines and group not in self._dropped:
+            timeout, text = self._lines[group]
+            model_json, held_json, digest = json.loads(text)
+            entry = self._entries[group] = [model_json, held_json, timeout, digest]
+        return entry
+
+    def put(self, group: str, entry: list[Any]) -> None:
+        self._entries[group] = entry
+        self._dropped.discard(group)
+
+    def drop(self, group: str) -> None:
+        self._entries.pop(group, None)
+        self._dropped.add(group)
+
+    def groups(self) -> Iterator[str]:
+        yield from (g for g in self._lines if g not in self._dropped)
+        yield from (g for g in self._entries if g not in self._lines)
+
+    def timeout(self, group: str) -> int | None:
+        entry = self._entries.get(group)
+        return entry[2] if entry is not None else self._lines[group][0]
+
+    def due(self, watermark: int, skip: Iterable[str] = ()) -> list[str]:
+        """Groups whose own timeout the watermark has passed (Spark's rule for a key)."""
+        skipped = set(skip)
+        return [g for g in self.groups() if g not in skipped
+                and (t := self.timeout(g)) is not None and t < watermark]
+
+    def earliest_timeout(self) -> int | None:
+        return min((t for g in self.groups() if (t := self.timeout(g)) is not None), default=None)
+
+    def all(self) -> dict[str, list[Any]]:
+        """Every group's entry, decoded (tests, tools)."""
+        return {g: entry for g in self.groups() if (entry := self.get(g)) is not None}
+
+    def text(self) -> str:
+        """The stored form (version 3): lines of untouched groups as they were read."""
+        lines = [_HEADER]
+        for group in self.groups():
+            entry = self._entries.get(group)
+            if entry is None:
+                timeout, text = self._lines[group]
+            else:
+                timeout, text = entry[2], _DUMPS([entry[0], entry[1], entry[3]])
+            lines.append(f"{_DUMPS(group)}\t{'' if timeout is None else int(timeout)}\t{text}")
+        return "\n".join(lines)
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self.groups())
+
+
+def _with_digest(entry: list[Any]) -> list[Any]:
+    return list(entry) + [None] * (4 - len(entry))      # version 1: no digest
+
+
+def _newer(version: Any) -> ValueError:
+    return ValueError(f"state bucket of version {version} was written by a newer release "
+                      f"(this one reads versions 1-{BUCKET_STATE_VERSION})")
+
+
+def bucket_groups(text: str) -> dict[str, list[Any]]:
+    """A stored bucket's groups, every entry decoded."""
+    return Bucket.load(text).all()
+
+
+def bucket_text(groups: dict[str, list[Any]]) -> str:
+    """The stored form of these groups."""
+    return Bucket(entries={g: _with_digest(e) for g, e in groups.items()}).text()

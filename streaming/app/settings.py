@@ -112,6 +112,11 @@ class OffsetsInput(BaseModel):
 
 
 # ---------------------------------------------------------------------------- tables
+# kafka.idle_tick_seconds: a quiet cluster's micro-batches come this often, not every trigger
+# (docs/benchmarks.md, "Quiet cluster").
+IDLE_TICK_SECONDS = 2.0
+
+
 class KafkaSettings(BaseModel):
     """Where the live query reads from (`rebalance-monitor run`)."""
     model_config = {"extra": "forbid"}
@@ -137,6 +142,11 @@ class KafkaSettings(BaseModel):
     # When every partition of a topic is read to its end, add a marker at wall-clock time so a
     # quiet topic does not hold events back (docs/design.md). Off only for replays of old data.
     idle_flush: bool = True
+    # A caught-up source with no new records adds a new marker only when its last one is this old:
+    # until then its offset stays put and Spark runs no micro-batch for it (a quiet cluster costs
+    # a batch every this many seconds, not every trigger). Held records wait up to this much longer
+    # on a quiet cluster; the live view does not wait for markers. 0: a marker every trigger.
+    idle_tick_seconds: float = Field(default=IDLE_TICK_SECONDS, ge=0)
 
     @field_validator("client_secret_files")
     @classmethod
@@ -160,7 +170,7 @@ class KafkaSettings(BaseModel):
 
     def read(self) -> KafkaRead:
         return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
-                         self.starting_offsets, self.max_rows_per_batch, self.idle_flush,
+                         self.starting_offsets, self.max_rows_per_batch, self.idle_flush, self.idle_tick_seconds,
                          self.client_config(), dict(self.spark_options))
 
 

@@ -65,6 +65,7 @@ class KafkaRead:
     starting_offsets: str = "earliest"
     max_rows_per_batch: int | None = None
     idle_flush: bool = True
+    idle_tick_seconds: float = 0.0      # markers of a source without new records: at most this often
     client_config: dict[str, Any] = field(default_factory=dict)   # kafka-python settings
     spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
 
@@ -155,7 +156,8 @@ def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], k
         reader = reader.option(key, value)
     raw = connector_rows_to_raw(reader.load(), kind)
     if kafka.idle_flush and not kafka.max_rows_per_batch:   # sources/clock.py says why not with a cap
-        raw = raw.unionByName(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind).load())
+        raw = raw.unionByName(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind)
+                              .option("idleTickMs", str(int(kafka.idle_tick_seconds * 1000))).load())
     return raw
 
 
@@ -181,7 +183,8 @@ def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], 
             .option("maxRowsPerBatch", str(kafka.max_rows_per_batch or ""))
             # One read task per core: more only adds per-task cost (sources/kafka.py).
             .option("readTasks", str(spark.sparkContext.defaultParallelism))
-            .option("idleFlush", "true" if kafka.idle_flush else "false").load())
+            .option("idleFlush", "true" if kafka.idle_flush else "false")
+            .option("idleTickMs", str(int(kafka.idle_tick_seconds * 1000))).load())
 
 
 def live_query(spark: SparkSession, o: QueryOptions, kafka: KafkaRead, spec: LogSourceSpec, source: str) -> DataFrame:

@@ -147,3 +147,45 @@ def test_offsets_rows_come_in_batches_of_the_schema_spark_checks(reader, monkeyp
     rows = [r for b in batches for r in b.to_pylist()]
     assert [r["offset"] for r in rows[:-1]] == list(range(20)) and rows[0]["value"] == b"line"
     assert rows[-1]["source_id"] == "tick" and rows[-1]["eof"] and rows[-1]["timestamp_ms"] == 5
+
+
+def test_a_caught_up_source_without_new_records_repeats_its_offset_until_the_idle_tick(reader, monkeypatch):
+    """kafka.idle_tick_seconds: no new records and a recent marker: latestOffset answers the start
+    offset itself, so Spark runs no micro-batch; new records, or a marker that old, move it."""
+    from kafka import TopicPartition
+    tp = TopicPartition("logs", 0)
+    ends = {tp: 10}
+    monkeypatch.setattr(reader, "_bounds", lambda: ({tp: 0}, dict(ends)))
+    clock = [1_000.0]
+    monkeypatch.setattr(source.time, "time", lambda: clock[0])
+    reader.idle_tick_ms = 2_000
+    first = reader.latestOffset({"source": "broker_log", "topics": {"logs": {"0": 0}}, "tick": None, "gap": 0,
+                                 "error": None}, reader.getDefaultReadLimit())
+    assert first["topics"] == {"logs": {"0": 10}} and first["tick"] == 1_000_000
+    clock[0] += 0.5
+    assert reader.latestOffset(first, reader.getDefaultReadLimit()) is first        # quiet, marker recent
+    ends[tp] = 12
+    moved = reader.latestOffset(first, reader.getDefaultReadLimit())                 # a new record: a batch
+    assert moved["topics"] == {"logs": {"0": 12}} and moved["tick"] == 1_000_500
+    clock[0] += 1.9
+    assert reader.latestOffset(moved, reader.getDefaultReadLimit()) is moved
+    clock[0] += 0.1
+    due = reader.latestOffset(moved, reader.getDefaultReadLimit())                   # 2 s since the marker
+    assert due["topics"] == moved["topics"] and due["tick"] == 1_002_500
+    reader.idle_tick_ms = 0                                                          # 0: a marker every trigger
+    clock[0] += 0.1
+    assert reader.latestOffset(due, reader.getDefaultReadLimit())["tick"] == 1_002_600
+
+
+def test_the_connectors_clock_ticks_at_most_once_per_idle_tick(monkeypatch):
+    from streaming.spark.sources import clock as clock_source
+    now = [5_000.0]
+    monkeypatch.setattr(clock_source.time, "time", lambda: now[0])
+    reader = clock_source.ClockStreamReader("offsets", idle_tick_ms=2_000)
+    first = reader.latestOffset(reader.initialOffset(), None)
+    assert first == {"tick": 5_000_000}
+    now[0] += 1.5
+    assert reader.latestOffset(first, None) is first
+    now[0] += 0.5
+    assert reader.latestOffset(first, None) == {"tick": 5_002_000}
+    assert clock_source.ClockStreamReader("offsets").latestOffset(first, None) == {"tick": 5_002_000}

@@ -25,8 +25,8 @@ CLOCK_SOURCE_NAME = "rebalance_clock"
 
 
 class ClockStreamReader(DataSourceStreamReader):
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, idle_tick_ms: int = 0):
+        self.kind, self.idle_tick_ms = kind, idle_tick_ms
 
     def initialOffset(self) -> dict:
         return {"tick": None}
@@ -35,7 +35,14 @@ class ClockStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        return {"tick": int(time.time() * 1000)}
+        # At most one marker per idle_tick_ms (kafka.idle_tick_seconds): the connector's own rows
+        # start their micro-batches whenever records arrive; the marker only moves a quiet
+        # topic's watermark.
+        now = int(time.time() * 1000)
+        last = start.get("tick")
+        if self.idle_tick_ms and last is not None and now - int(last) < self.idle_tick_ms:
+            return start
+        return {"tick": now}
 
     def partitions(self, start: dict, end: dict) -> list:
         if end.get("tick") and end.get("tick") != start.get("tick"):
@@ -51,7 +58,8 @@ class ClockStreamReader(DataSourceStreamReader):
 
 
 class ClockSource(DataSource):
-    """options: kind (broker_log|offsets): the raw schema of the markers."""
+    """options: kind (broker_log|offsets): the raw schema of the markers; idleTickMs: at most one
+    marker per this many ms (0: one per micro-batch)."""
 
     @classmethod
     def name(cls) -> str:
@@ -61,4 +69,4 @@ class ClockSource(DataSource):
         return RAW_OFFSETS_SCHEMA if self.options.get("kind") == SOURCE_KIND_OFFSETS else RAW_LOG_SCHEMA
 
     def streamReader(self, schema) -> DataSourceStreamReader:
-        return ClockStreamReader(self.options.get("kind", SOURCE_KIND_LOG))
+        return ClockStreamReader(self.options.get("kind", SOURCE_KIND_LOG), int(self.options.get("idleTickMs") or 0))

@@ -65,6 +65,15 @@ def _consumer(options: Mapping[str, str], **extra: Any) -> Any:
     return KafkaConsumer(**config)
 
 
+def idle_tick_held(start: dict, topics: dict, now_ms: int, idle_tick_ms: int) -> bool:
+    """Is a new caught-up marker not due yet: no new records since `start` (same positions) and its
+    marker younger than `idle_tick_ms`? Then the source returns `start` as its latest offset, and
+    Spark, seeing no new data, runs no micro-batch for it (kafka.idle_tick_seconds)."""
+    last = start.get("tick")
+    return bool(idle_tick_ms) and last is not None and now_ms - int(last) < idle_tick_ms \
+        and topics == (start.get("topics") or {})
+
+
 def tick_row(kind: str, ts_ms: int) -> tuple:
     """The "caught up" marker at wall-clock `ts_ms`, a raw row of `kind` (eof = True)."""
     if kind == SOURCE_KIND_OFFSETS:
@@ -135,6 +144,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.starting = options.get("startingOffsets", "earliest")
         self.max_rows = int(options["maxRowsPerBatch"]) if options.get("maxRowsPerBatch") else None
         self.idle_flush = options.get("idleFlush", "true") == "true"
+        self.idle_tick_ms = int(options.get("idleTickMs") or 0)
         self.read_tasks = max(1, int(options.get("readTasks") or 2))
         self._consumer = None
         self._backoff = 0.0
@@ -220,6 +230,9 @@ class KafkaStreamReader(DataSourceStreamReader):
             topics[topic][key] += take
             caught_up &= take == waiting
         tick = int(time.time() * 1000) if caught_up and self.idle_flush else None
+        if tick is not None and idle_tick_held(start, topics, tick, self.idle_tick_ms) and gap == start.get("gap") \
+                and start.get("error") is None:
+            return start    # nothing new and the last marker is recent: no micro-batch for this source
         return {"source": self.kind, "topics": topics, "tick": tick, "gap": gap, "error": None}
 
     def partitions(self, start: dict, end: dict) -> list:
@@ -306,7 +319,8 @@ class KafkaStreamReader(DataSourceStreamReader):
 class KafkaSource(DataSource):
     """options: bootstrapServers, topics (comma-separated), kind (broker_log|offsets),
     startingOffsets (earliest|latest), clientConfig (JSON kafka-python settings: TLS, SASL),
-    maxRowsPerBatch (unset: no cap), idleFlush (true|false)."""
+    maxRowsPerBatch (unset: no cap), idleFlush (true|false), idleTickMs (markers of a source
+    without new records at most this often; 0: every micro-batch)."""
 
     @classmethod
     def name(cls) -> str:

@@ -214,13 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay-groups", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--only", default="steady,max,quiet,replay", help="of: steady, max, quiet, replay")
+    p.add_argument("--trees", default="base,head", help="which trees to run (a development aid: the figures "
+                   "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
                    "head:base (e.g. spark:python)")
     args = p.parse_args(argv)
     head_source, _, base_source = args.source.partition(":")
     args.source = {"head": head_source, "base": base_source or head_source}
     only = set(args.only.split(","))
-    trees = {"base": (args.base or base_tree(args.base_commit)).resolve(), "head": ROOT}
+    wanted = args.trees.split(",")
+    trees = {name: tree for name, tree in (("base", args.base or ("base" in wanted and base_tree(args.base_commit))),
+                                           ("head", ROOT)) if name in wanted and tree}
+    trees = {name: Path(tree).resolve() for name, tree in trees.items()}
     work = Path(tempfile.mkdtemp(prefix="bench-cost-"))
     started = time.monotonic()
     figures: dict[str, float] = {}
@@ -231,18 +236,21 @@ def main(argv: list[str] | None = None) -> int:
             s = steady(cluster, trees, args, work)
             figures.update(steady_rows_per_second=s["head"]["rows_per_second"],
                            steady_batch_p95_seconds=s["head"]["batch_p95"], steady_cpu_cores=s["head"]["cores"])
-            base.update(steady_batch_p95_seconds=s["base"]["batch_p95"], steady_cpu_cores=s["base"]["cores"])
+            if "base" in s:
+                base.update(steady_batch_p95_seconds=s["base"]["batch_p95"], steady_cpu_cores=s["base"]["cores"])
             if "max" in only:
                 figures["max_steady_rows_per_second"] = max_steady(cluster, args, work, s["head"])
     if "quiet" in only:
         q = quiet(trees, args, work)
         figures.update(quiet_cpu_cores=q["head"]["cores"], live_p95_seconds=q["head"]["live_p95"])
-        base.update(quiet_cpu_cores=q["base"]["cores"], live_p95_seconds=q["base"]["live_p95"])
+        if "base" in q:
+            base.update(quiet_cpu_cores=q["base"]["cores"], live_p95_seconds=q["base"]["live_p95"])
     if "replay" in only:
         r = replay(trees, args)
         figures.update(replay_rows_per_second=r["head"]["rows_per_second"],
                        read_ceiling_rows_per_second=r["ceiling"]["rows_per_second"])
-        base.update(replay_rows_per_second=r["base"]["rows_per_second"])
+        if "base" in r:
+            base.update(replay_rows_per_second=r["base"]["rows_per_second"])
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
     order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
              "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second")

@@ -150,8 +150,9 @@ def test_offsets_rows_come_in_batches_of_the_schema_spark_checks(reader, monkeyp
 
 
 def test_a_caught_up_source_without_new_records_repeats_its_offset_until_the_idle_tick(reader, monkeypatch):
-    """kafka.idle_tick_seconds: no new records and a recent marker: latestOffset answers the start
-    offset itself, so Spark runs no micro-batch; new records, or a marker that old, move it."""
+    """kafka.idle_tick_seconds: no new records and a marker in the current 2 s slot of wall-clock
+    time: latestOffset answers the start offset itself, so Spark runs no micro-batch; new records,
+    or the next slot, move it."""
     from kafka import TopicPartition
     tp = TopicPartition("logs", 0)
     ends = {tp: 10}
@@ -167,14 +168,14 @@ def test_a_caught_up_source_without_new_records_repeats_its_offset_until_the_idl
     ends[tp] = 12
     moved = reader.latestOffset(first, reader.getDefaultReadLimit())                 # a new record: a batch
     assert moved["topics"] == {"logs": {"0": 12}} and moved["tick"] == 1_000_500
-    clock[0] += 1.9
-    assert reader.latestOffset(moved, reader.getDefaultReadLimit()) is moved
+    clock[0] += 1.4
+    assert reader.latestOffset(moved, reader.getDefaultReadLimit()) is moved         # 1_001_900: same slot
     clock[0] += 0.1
-    due = reader.latestOffset(moved, reader.getDefaultReadLimit())                   # 2 s since the marker
-    assert due["topics"] == moved["topics"] and due["tick"] == 1_002_500
+    due = reader.latestOffset(moved, reader.getDefaultReadLimit())                   # 1_002_000: the next slot
+    assert due["topics"] == moved["topics"] and due["tick"] == 1_002_000
     reader.idle_tick_ms = 0                                                          # 0: a marker every trigger
     clock[0] += 0.1
-    assert reader.latestOffset(due, reader.getDefaultReadLimit())["tick"] == 1_002_600
+    assert reader.latestOffset(due, reader.getDefaultReadLimit())["tick"] == 1_002_100
 
 
 def test_the_connectors_clock_ticks_at_most_once_per_idle_tick(monkeypatch):
@@ -185,7 +186,7 @@ def test_the_connectors_clock_ticks_at_most_once_per_idle_tick(monkeypatch):
     first = reader.latestOffset(reader.initialOffset(), None)
     assert first == {"tick": 5_000_000}
     now[0] += 1.5
-    assert reader.latestOffset(first, None) is first
+    assert reader.latestOffset(first, None) is first                # 5_001_500: the slot of 5_000_000
     now[0] += 0.5
-    assert reader.latestOffset(first, None) == {"tick": 5_002_000}
+    assert reader.latestOffset(first, None) == {"tick": 5_002_000}  # the next slot, as the topics' sources
     assert clock_source.ClockStreamReader("offsets").latestOffset(first, None) == {"tick": 5_002_000}

@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
-from streaming.spark.sources.kafka import TickPartition, tick_row
+from streaming.spark.sources.kafka import TickPartition, idle_tick_due, tick_row
 from streaming.spark.worker_gc import freeze_worker_heap
 
 CLOCK_SOURCE_NAME = "rebalance_clock"
@@ -35,12 +35,11 @@ class ClockStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        # At most one marker per idle_tick_ms (kafka.idle_tick_seconds): the connector's own rows
-        # start their micro-batches whenever records arrive; the marker only moves a quiet
-        # topic's watermark.
+        # One marker per wall-clock slot of idle_tick_ms (kafka.idle_tick_seconds; kafka.py
+        # idle_tick_held): the connector's own rows start their micro-batches whenever records
+        # arrive; the marker only moves a quiet topic's watermark.
         now = int(time.time() * 1000)
-        last = start.get("tick")
-        if self.idle_tick_ms and last is not None and now - int(last) < self.idle_tick_ms:
+        if not idle_tick_due(start.get("tick"), now, self.idle_tick_ms):
             return start
         return {"tick": now}
 

@@ -67,11 +67,18 @@ def _consumer(options: Mapping[str, str], **extra: Any) -> Any:
 
 def idle_tick_held(start: dict, topics: dict, now_ms: int, idle_tick_ms: int) -> bool:
     """Is a new caught-up marker not due yet: no new records since `start` (same positions) and its
-    marker younger than `idle_tick_ms`? Then the source returns `start` as its latest offset, and
-    Spark, seeing no new data, runs no micro-batch for it (kafka.idle_tick_seconds)."""
-    last = start.get("tick")
-    return bool(idle_tick_ms) and last is not None and now_ms - int(last) < idle_tick_ms \
+    marker still in the current slot of `idle_tick_ms` of wall-clock time? Then the source returns
+    `start` as its latest offset, and Spark, seeing no new data, runs no micro-batch for it
+    (kafka.idle_tick_seconds). Slots, not the marker's age: every source of the query (the log
+    topic, the offsets topic, the connector's clock) sees a slot end at the same trigger, so a
+    quiet cluster gets one micro-batch per slot, not one per source."""
+    return bool(idle_tick_ms) and not idle_tick_due(start.get("tick"), now_ms, idle_tick_ms) \
         and topics == (start.get("topics") or {})
+
+
+def idle_tick_due(last_tick: Any, now_ms: int, idle_tick_ms: int) -> bool:
+    """A new marker is due: none yet, or the wall-clock slot of `idle_tick_ms` changed since it."""
+    return last_tick is None or not idle_tick_ms or now_ms // idle_tick_ms != int(last_tick) // idle_tick_ms
 
 
 def tick_row(kind: str, ts_ms: int) -> tuple:

@@ -114,7 +114,7 @@ class OffsetsInput(BaseModel):
 # ---------------------------------------------------------------------------- tables
 # kafka.idle_tick_seconds: a quiet cluster's micro-batches come this often, not every trigger
 # (docs/benchmarks.md, "Quiet cluster").
-IDLE_TICK_SECONDS = 2.0
+IDLE_TICK_SECONDS = 5.0
 
 
 class KafkaSettings(BaseModel):

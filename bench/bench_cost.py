@@ -9,9 +9,10 @@ one run, every figure checked before it is reported.
    lies within the window must be counted on /metrics, or the bench stops. Figures: input rows/s,
    batch time p95 (rebalance_monitor_batch_duration_seconds at each batch), CPU of the monitor's
    process tree over the window in cores, peak RSS of the driver, the JVM and the Python workers.
-2. Highest steady rate (`max_steady_rows_per_second`, this tree only): the same at `--max-steps`
-   higher commit rates (the partitions per commit doubled each step, a shorter window); the highest
-   input rate whose batches keep up (p95 at most `--keep-up-seconds`, every rebalance counted).
+2. Highest steady rate (`max_steady_rows_per_second`, this tree only): the same at up to
+   `--max-steps` other commit rates (a shorter window): the partitions per commit doubled each step
+   while the batches keep up (p95 at most `--keep-up-seconds`, every rebalance counted), halved
+   each step while they do not; the highest input rate that kept up (0: none tried did).
 3. Quiet cluster (`quiet_*`, `live_p95_seconds`): bench/latency's cluster (2 brokers shipping their
    server.log into a log topic, scripted rounds of joins, a slow member, a SIGKILLed member, a
    leave) after 30 s of warm-up; CPU cores of the monitor over the rounds and the p95 of the time
@@ -119,14 +120,16 @@ def _p50(values: list[float]) -> float:
 
 
 def max_steady(cluster, args, work: Path, first: dict) -> float:
-    """The highest steady input rate of this tree that keeps up, from the steady run up."""
+    """The highest steady input rate of this tree that keeps up: from the steady run, up (the
+    partitions per commit doubled) while it keeps up, else down (halved) until it does."""
     from bench.bench_scale_live import run_config
-    best = first["rows_per_second"] if first["batch_p95"] <= args.keep_up_seconds else 0.0
+    kept_first = first["batch_p95"] <= args.keep_up_seconds
+    best = first["rows_per_second"] if kept_first else 0.0
     partitions = args.partitions
     for step in range(args.max_steps):
-        if not best:
+        partitions = partitions * 2 if kept_first else partitions // 2
+        if partitions < 1:
             break
-        partitions *= 2
         traffic, complete = steady_traffic(args.groups, args.step_window, partitions, args.commit_every, args.seed,
                                            work)
         rate = len(traffic) / args.step_window
@@ -137,10 +140,11 @@ def max_steady(cluster, args, work: Path, first: dict) -> float:
         print(f"  max steady step {step + 1}: {partitions} partitions, {rate:,.0f} rows/s: batch p95 {p95:.2f} s, "
               f"{r['found']} of {r['expected']} rebalances counted, {r['cpu'] / r['wall']:.2f} cores: "
               f"{'keeps up' if kept else 'does not keep up'}", flush=True)
-        if not kept:
+        if kept:
+            best = max(best, rate)
+        if kept != kept_first:      # the boundary is crossed
             break
-        best = rate
-    return best
+    return best     # 0: none of the rates tried kept up
 
 
 def quiet(trees: dict[str, Path], args, work: Path) -> dict[str, dict]:

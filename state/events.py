@@ -78,12 +78,15 @@ TRIGGERS = (
 )
 
 
+def commit_entries(kind: str, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-partition commits of an OFFSET_COMMIT or OFFSET_COMMITS event's data, as OFFSET_COMMIT data."""
+    if kind == OFFSET_COMMITS:
+        return [dict(zip(COMMIT_FIELDS, entry)) for entry in data.get("commits") or []]
+    return [data]
+
 
 def commits_of(ev: Event) -> list[dict[str, Any]]:
-    """The per-partition commits of an OFFSET_COMMIT or OFFSET_COMMITS event, as OFFSET_COMMIT data."""
-    if ev.kind == OFFSET_COMMITS:
-        return [dict(zip(COMMIT_FIELDS, entry)) for entry in ev.data.get("commits") or []]
-    return [ev.data]
+    return commit_entries(ev.kind, ev.data)
 
 
 # --- control -----------------------------------------------------------------------------------

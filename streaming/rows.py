@@ -211,20 +211,25 @@ def clean_row(values: Sequence[Any]) -> list[Any]:
     return [_clean(v) for v in values]
 
 
+def packed_fields(row: Sequence[Any]) -> dict[str, Any]:
+    """An event row's packed fields: the parsed PACKED_EVENT text (null fields left out)."""
+    return {name: value for name, value in zip(PACKED_FIELDS, row[len(STATE_INPUT_KEYS):]) if value is not None}
+
+
 def pack_event_row(row: Sequence[Any]) -> str:
     """An event row's PACKED_EVENT text, as the JVM builds it (tests drive the stateful step with it)."""
-    return json.dumps({name: value for name, value in zip(PACKED_FIELDS, row[len(STATE_INPUT_KEYS):])
-                       if value is not None}, separators=(",", ":"))
+    return json.dumps(packed_fields(row), separators=(",", ":"))
+
+
+def event_rows_of(cluster: str, group: str, fields: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """Packed fields of one group (parsed PACKED_EVENT texts) -> event rows in EVENT_COLUMNS order."""
+    return [[cluster, group, *[f.get(name) for name in PACKED_FIELDS]] for f in fields]
 
 
 def unpack_event_rows(cluster: str, group: str, texts: Sequence[str]) -> list[list[Any]]:
     """PACKED_EVENT texts of one group -> event rows in EVENT_COLUMNS order."""
     loads = json.loads
-    rows = []
-    for text in texts:
-        fields = loads(text)
-        rows.append([cluster, group, *[fields.get(name) for name in PACKED_FIELDS]])
-    return rows
+    return event_rows_of(cluster, group, [loads(text) for text in texts])
 
 
 def row_to_event(row: Sequence[Any]) -> E.Event:

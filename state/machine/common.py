@@ -2,9 +2,23 @@
 deletion, coordinator loads and unloads, offset commits and their tombstones."""
 from __future__ import annotations
 
+from typing import Any
+
 from state import events as E
 from state.machine.base import MachineBase
 from state.model import DEAD, EMPTY, EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, STABLE, UNKNOWN
+
+
+def fold_commit(partitions: dict[str, int], last_ms: int | None, data: dict[str, Any], ts_ms: int) -> tuple[int, int]:
+    """One commit (OFFSET_COMMIT data) into the newest commit per "topic:partition" (updated in
+    place) and the newest commit time `last_ms`: returns the new newest time and the commit's count.
+    Max and sum: the result does not depend on the order of the commits (stateful.py folds them
+    outside a turn this way)."""
+    commit_ts = data.get("commit_ts_ms") or ts_ms
+    if data.get("topic") is not None and data.get("partition") is not None:
+        key = f"{data['topic']}:{data['partition']}"
+        partitions[key] = max(partitions.get(key, commit_ts), commit_ts)
+    return (commit_ts if last_ms is None else max(last_ms, commit_ts)), int(data.get("count") or 1)
 
 
 class CommonHandlers(MachineBase):
@@ -53,12 +67,8 @@ class CommonHandlers(MachineBase):
         """One commit, or a pack of one group's commits of one millisecond (OFFSET_COMMITS)."""
         m = self.m
         for data in E.commits_of(ev):
-            commit_ts = data.get("commit_ts_ms") or ev.ts_ms
-            m.last_commit_ms = commit_ts if m.last_commit_ms is None else max(m.last_commit_ms, commit_ts)
-            m.commits_total += int(data.get("count") or 1)
-            if data.get("topic") is not None and data.get("partition") is not None:
-                key = f"{data['topic']}:{data['partition']}"
-                m.partition_commits[key] = max(m.partition_commits.get(key, commit_ts), commit_ts)
+            m.last_commit_ms, count = fold_commit(m.partition_commits, m.last_commit_ms, data, ev.ts_ms)
+            m.commits_total += count
 
     def on_offset_tombstone(self, ev: E.Event) -> None:
         if ev.data.get("topic") is not None:

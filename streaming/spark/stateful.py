@@ -28,10 +28,11 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live import live_snapshot
+from state.machine.common import fold_commit
 from state.outputs import OutputKind
 from streaming.rows import (
     END_OF_INPUT_TS_MS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
-    PACKED_DATA, PACKED_FIELDS, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, row_to_event,
+    PACKED_DATA, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_rows_of, packed_fields, row_to_event,
     unpack_event_rows
 )
 from streaming.spark.state_bucket import Bucket
@@ -266,7 +267,7 @@ def _stored(entry: list[Any] | None) -> tuple | None:
 
 
 def _digest(entry: list[Any] | None) -> dict[str, Any] | None:
-    return entry[3] if entry is not None and len(entry) > 3 else None
+    return None if entry is None else entry[3]
 
 
 def _keep(bucket: Bucket, group: str, turn: tuple[tuple | None, int | None]) -> None:
@@ -275,16 +276,6 @@ def _keep(bucket: Bucket, group: str, turn: tuple[tuple | None, int | None]) -> 
         bucket.drop(group)
     else:
         bucket.put(group, [stored[0], stored[1], timeout, stored[2]])
-
-
-def event_rows_of(cluster: str, group: str, fields: list[dict[str, Any]]) -> list[list[Any]]:
-    """Parsed PACKED_EVENT texts of one group -> event rows in EVENT_COLUMNS order."""
-    return [[cluster, group, *[f.get(name) for name in PACKED_FIELDS]] for f in fields]
-
-
-def packed_fields(row: list[Any]) -> dict[str, Any]:
-    """An event row's packed fields (the parsed PACKED_EVENT text): event_rows_of's inverse."""
-    return {name: value for name, value in zip(PACKED_FIELDS, row[2:]) if value is not None}
 
 
 # ---------------------------------------------------------------- commits without a turn
@@ -307,8 +298,7 @@ def fold_commits(entry: list[Any], fields: list[dict[str, Any]], watermark: int)
     would apply only commits older than anything still held, before every deadline: they emit
     nothing (commits change no gauge, so they send no snapshot either) and only the commit fields
     of the model change. False: the group takes its turn."""
-    digest = entry[3] if len(entry) > 3 else None
-    timeout = entry[2]
+    timeout, digest = entry[2], entry[3]
     if digest is None or (timeout is not None and timeout <= watermark):
         return False
     if any(f.get(PACKED_KIND) not in _COMMIT_KINDS for f in fields):
@@ -341,15 +331,9 @@ def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
         data = json.loads(f[PACKED_DATA]) if f.get(PACKED_DATA) else {}
         ts = int(f[PACKED_TS])
         newest = ts if newest is None else max(newest, ts)
-        entries = ([dict(zip(E.COMMIT_FIELDS, entry)) for entry in data.get("commits") or []]
-                   if f.get(PACKED_KIND) == E.OFFSET_COMMITS else [data])
-        for commit in entries:      # as GroupStateMachine.on_offset_commit
-            commit_ts = commit.get("commit_ts_ms") or ts
-            last = commit_ts if last is None else max(last, commit_ts)
-            n += int(commit.get("count") or 1)
-            if commit.get("topic") is not None and commit.get("partition") is not None:
-                key = f"{commit['topic']}:{commit['partition']}"
-                partitions[key] = max(partitions.get(key, commit_ts), commit_ts)
+        for commit in E.commit_entries(f[PACKED_KIND], data):      # as GroupStateMachine.on_offset_commit
+            last, count = fold_commit(partitions, last, commit, ts)
+            n += count
     digest.update(last=last, n=n, ev=newest)
 
 

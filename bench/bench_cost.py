@@ -17,14 +17,19 @@ one run, every figure checked before it is reported.
    server.log into a log topic, scripted rounds of joins, a slow member, a SIGKILLed member, a
    leave) after 30 s of warm-up; CPU cores of the monitor over the rounds and the p95 of the time
    from each broker line to the /metrics scrape that shows it (bench_latency.run_config).
-4. Replay (`replay_*`, `read_ceiling_rows_per_second`): `rebalance-monitor replay` of `--replay-groups`
-   generated groups end to end, Spark's start included, outputs checked (bench_scale.run_replay,
-   check_outputs); the read-only ceiling of this tree (bench/replay_ceiling.py).
+4. Replay (`replay_*`, `read_ceiling_rows_per_second`): `rebalance-monitor replay` of a day of
+   `--replay-groups` groups (bench/scale_inputs.generate_day: each group goes through sc03 3 times
+   and auto-commits 10 partitions every 30 min in between; 6.4 M rows for 10,000 groups) end to
+   end, Spark's start included, outputs checked (bench_scale.run_replay, check_outputs); the
+   read-only ceiling of this tree on the same input (bench/replay_ceiling.py). Then both trees on
+   a day of a tenth of the groups (`replay_compare_rows_per_second`): the base tree reads on its
+   driver, and the full day would take it most of this bench's time.
 
 The base tree is `--base` or, by default, a worktree of `--base-commit` under bench/.data with its own
 .venv (made on first use). Last line:
   steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C max_steady_rows_per_second=M
   quiet_cpu_cores=Q live_p95_seconds=L replay_rows_per_second=R read_ceiling_rows_per_second=X
+  replay_compare_rows_per_second=RC
 then the base's figures with a `base_` prefix.
 """
 from __future__ import annotations
@@ -174,30 +179,56 @@ def quiet(trees: dict[str, Path], args, work: Path) -> dict[str, dict]:
     return out
 
 
+def day_input(groups: int, seed: int) -> tuple[Path, int, int]:
+    """bench/scale_inputs.generate_day's files for `groups` groups (made once, then reused), their
+    rows (log lines + offsets records) and the scenarios per group."""
+    import json
+    from bench.scale_inputs import generate_day
+    inputs = DATA / f"day-{groups}-seed{seed}"
+    marker = inputs / "counts.json"
+    if not marker.exists():
+        counts = generate_day(groups, inputs, seed=seed)
+        marker.write_text(json.dumps(counts))
+    counts = json.loads(marker.read_text())
+    return inputs, counts["log_lines"] + counts["offsets_records"], counts["repeats"]
+
+
+def replay_run(name: str, tree: Path, day: tuple[Path, int, int], groups: int, label: str) -> dict:
+    """`<tree>/rebalance-monitor replay` of a day input (day_input), its outputs checked before any
+    figure."""
+    inputs, rows, repeats = day
+    dest = DATA / f"cost-replay-{label}-{name}"
+    r = run_replay(tree, inputs, dest)
+    problems = check_outputs(dest, groups, repeats)
+    if problems:
+        raise SystemExit(f"bench/cost: replay {label} {name}: {len(problems)} problems, e.g. {problems[:3]}")
+    print(f"  {label} {name}: every group's rebalances and removals found; {r['wall']:.1f} s, "
+          f"{rows / r['wall']:,.0f} rows/s, CPU {r['cpu']:.1f} s; peak {_mb(r['rss'])}", flush=True)
+    return {"rows_per_second": rows / r["wall"], "rss": r["rss"], "cpu": r["cpu"], "wall": r["wall"]}
+
+
 def replay(trees: dict[str, Path], args) -> dict[str, dict]:
+    """The day of `--replay-groups` groups by this tree, and its read-only ceiling; both trees on a
+    day of a tenth of the groups (the base tree reads on its driver: the full day would take it
+    most of this bench's time)."""
     import re
     n = args.replay_groups
-    inputs = DATA / f"scale-{n}-seed{args.seed}"
-    counts = generate(n, inputs, seed=args.seed)
-    rows = counts["log_lines"] + counts["offsets_records"]
-    print(f"replay: {n:,} groups, {rows:,} rows", flush=True)
-    out = {}
-    for name, tree in trees.items():
-        dest = DATA / f"cost-replay-{name}"
-        r = run_replay(tree, inputs, dest)
-        problems = check_outputs(dest, n)
-        if problems:
-            raise SystemExit(f"bench/cost: replay {name}: {len(problems)} problems, e.g. {problems[:3]}")
-        out[name] = {"rows_per_second": rows / r["wall"], "rss": r["rss"], "cpu": r["cpu"]}
-        print(f"  {name}: every group's rebalances and removals found; {r['wall']:.1f} s, "
-              f"{rows / r['wall']:,.0f} rows/s, CPU {r['cpu']:.1f} s; peak {_mb(r['rss'])}", flush=True)
+    day = day_input(n, args.seed)
+    inputs, rows, _ = day
+    print(f"replay: a day of {n:,} groups, {rows:,} rows", flush=True)
+    out = {"head": replay_run("head", ROOT, day, n, "day")}
     ceiling = run_replay(ROOT, inputs, DATA / "cost-replay-ceiling", ceiling=True)
-    read = re.search(r"read-only ceiling: (\d+) source rows", ceiling["output"])
-    if read is None or int(read.group(1)) < rows:
+    read = re.search(r"read-only ceiling: (\d+) input rows", ceiling["output"])
+    if read is None or int(read.group(1)) != rows:
         raise SystemExit(f"bench/cost: the read-only ceiling read {read.group(1) if read else 'no'} rows of {rows}")
     out["ceiling"] = {"rows_per_second": rows / ceiling["wall"], "rss": ceiling["rss"]}
     print(f"  read-only ceiling (this tree): {ceiling['wall']:.1f} s, {rows / ceiling['wall']:,.0f} rows/s; "
           f"peak {_mb(ceiling['rss'])}", flush=True)
+    small_n = max(1, n // 10)
+    small = day_input(small_n, args.seed)
+    print(f"replay, both trees: a day of {small_n:,} groups, {small[1]:,} rows", flush=True)
+    for name, tree in trees.items():
+        out[f"compare_{name}"] = replay_run(name, tree, small, small_n, "compare")
     return out
 
 
@@ -253,11 +284,14 @@ def main(argv: list[str] | None = None) -> int:
         r = replay(trees, args)
         figures.update(replay_rows_per_second=r["head"]["rows_per_second"],
                        read_ceiling_rows_per_second=r["ceiling"]["rows_per_second"])
-        if "base" in r:
-            base.update(replay_rows_per_second=r["base"]["rows_per_second"])
+        if "compare_head" in r:
+            figures["replay_compare_rows_per_second"] = r["compare_head"]["rows_per_second"]
+        if "compare_base" in r:
+            base["replay_compare_rows_per_second"] = r["compare_base"]["rows_per_second"]
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
     order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
-             "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second")
+             "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second",
+             "replay_compare_rows_per_second")
 
     def fmt(v: float) -> str:
         return f"{v:.0f}" if v >= 100 else f"{v:.2f}"

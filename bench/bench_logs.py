@@ -9,10 +9,10 @@ What it does, in order:
    lines. The files are cached under `--work-dir` and reused when the parameters match.
 2. Reads the files once so both measurements start from a warm page cache.
 3. `grep -c GroupCoordinator` over the same files (best of 3 runs, wall time).
-4. The real streaming path, timed from `query.start()` to the end of the query:
-   LogReplaySource (Python reader: k-way merge by time) -> JVM coordinator-marker filter ->
-   mapInArrow parse (catalog) -> noop sink, Trigger.AvailableNow. Spark session start-up is not
-   counted. Lines/s = raw lines in the files / wall time of the query.
+4. The replay's read stage (streaming/spark/replay_stage.py read_events), timed from the write's
+   start to its end: one read task per file (sources/replay_files.py: the bulk marker scan) ->
+   JVM coordinator-marker filter -> mapInArrow parse (catalog) -> noop sink. Spark session
+   start-up is not counted. Lines/s = raw lines in the files / wall time.
    The query runs `--runs` times (default 4) over the same files. The first is the first query of
    a fresh JVM (JIT compilation, Python worker start-up) and is printed only. The summary line uses
    the median of the others: the steady state of a long-running job. One second run alone is
@@ -178,42 +178,24 @@ def _log_inputs(paths: list[str], cluster: str = "bench"):
     return [LogInput(path=p, cluster=cluster) for p in paths]
 
 
-def streaming_run(spark, paths: list[str], max_rows: int) -> dict:
-    """The replay path up to and including the parse step, into a noop sink."""
-    from streaming.spark.query import QueryOptions, log_replay_events
-    logs = [i.file() for i in _log_inputs(paths)]
-    events = log_replay_events(spark, logs, QueryOptions(max_rows_per_batch=max_rows))
-    checkpoint = tempfile.mkdtemp(prefix="bench-logs-ckpt-")
-    try:
-        cpu_before = tree_cpu_seconds()
-        started = time.perf_counter()
-        query = (events.writeStream.format("noop").option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        elapsed = time.perf_counter() - started
-        cpu = tree_cpu_seconds() - cpu_before
-        if query.exception() is not None:
-            raise RuntimeError(str(query.exception()))
-        progress = query.recentProgress
-    finally:
-        shutil.rmtree(checkpoint, ignore_errors=True)
-    durations: dict[str, int] = {}
-    rows = lines = out_rows = 0
-    for p in progress:
-        out_rows += int((p.get("sink") or {}).get("numOutputRows") or 0)
-        for key, value in (p.get("durationMs") or {}).items():
-            durations[key] = durations.get(key, 0) + int(value)
-        for source in p.get("sources") or []:
-            rows += int(source.get("numInputRows") or 0)
-            try:
-                start = json.loads(source.get("startOffset") or "null") or {}
-                end = json.loads(source.get("endOffset") or "null") or {}
-                lines += int(end.get("lines", 0)) - int(start.get("lines", 0))
-            except (TypeError, ValueError, AttributeError):
-                pass
-    return {"seconds": elapsed, "cpu_seconds": cpu, "batches": len(progress), "source_rows": rows,
-            "output_rows": out_rows,
-            "lines_reported": lines, "durations_ms": durations}
+def streaming_run(spark, paths: list[str]) -> dict:
+    """The replay's read stage for log files (streaming/spark/replay_stage.py read_events: one read
+    task per file, the JVM filter, the parse step) into a noop sink; the rows the parse step
+    produced are counted by an observation, which adds no pass."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import Observation
+
+    from streaming.spark.query import replay_inputs
+    from streaming.spark.replay_stage import read_events
+    log_files, specs, _, _ = replay_inputs([i.file() for i in _log_inputs(paths)], [])
+    observation = Observation("bench_logs")
+    events = read_events(spark, log_files, specs, [], {}, 10).observe(observation, F.count(F.lit(1)).alias("rows"))
+    cpu_before = tree_cpu_seconds()
+    started = time.perf_counter()
+    events.write.format("noop").mode("overwrite").save()
+    elapsed = time.perf_counter() - started
+    cpu = tree_cpu_seconds() - cpu_before
+    return {"seconds": elapsed, "cpu_seconds": cpu, "output_rows": int(observation.get["rows"])}
 
 
 def static_run(spark, paths: list[str]) -> dict:
@@ -238,8 +220,6 @@ def main(argv=None) -> int:
     parser.add_argument("--coordinator-share", type=float, default=0.02,
                         help="share of coordinator-marker lines (default 0.02; the captures themselves have ~0.20)")
     parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "rebalance-monitor-bench"))
-    parser.add_argument("--max-rows-per-batch", type=int, default=1_000_000,
-                        help="replay source admission limit per micro-batch")
     parser.add_argument("--runs", type=int, default=4,
                         help="queries over the same files: the first warms the JVM up, the figure is the "
                              "median of the others (default 4)")
@@ -269,18 +249,16 @@ def main(argv=None) -> int:
     runs = []
     for k in range(args.runs):
         label = "first run in a fresh JVM (JIT compiling, not counted)" if k == 0 else f"run {k + 1}, same JVM"
-        run = streaming_run(spark, paths, args.max_rows_per_batch)
+        run = streaming_run(spark, paths)
         runs.append(run)
-        print(f"replay source -> JVM filter -> parse -> noop (Trigger.AvailableNow, local[2]), {label}: "
-              f"{run['seconds']:.2f} s for {total:,} lines in {run['batches']} micro-batches "
-              f"({run['source_rows']:,} rows left the source, {run['output_rows']:,} event/quarantine rows out "
+        print(f"replay read stage (read tasks -> JVM filter -> parse -> noop, local[2]), {label}: "
+              f"{run['seconds']:.2f} s for {total:,} lines ({run['output_rows']:,} event/quarantine rows out "
               f"of the parse step) = {total / run['seconds']:,.0f} lines/s; CPU {run['cpu_seconds']:.2f} s",
               flush=True)
     measured = sorted(runs[1:], key=lambda r: r["seconds"])
     run = measured[len(measured) // 2]        # the median run (of an even count, the slower middle one)
     lps = total / run["seconds"]
     print(f"  steady state (median of runs 2-{args.runs}): {run['seconds']:.2f} s = {lps:,.0f} lines/s")
-    print(f"  Spark durationMs summed over batches: {json.dumps(run['durations_ms'], sort_keys=True)}")
     print(f"  CPU: {run['cpu_seconds']:.2f} s of driver + JVM + Python workers during the query "
           f"({total / max(run['cpu_seconds'], 1e-9):,.0f} lines per CPU-second); machine load average "
           f"before {load_before}, after {load_average()} (nproc {os.cpu_count()}); other processes on the "

@@ -210,7 +210,7 @@ def main() -> int:
             print(f"  head/base: wall {results['head']['wall'] / results['base']['wall']:.2f}, "
                   f"CPU {results['head']['cpu'] / results['base']['cpu']:.2f}", flush=True)
         ceiling = run_replay(ROOT, inputs, DATA / f"scale-{n}-out-ceiling", ceiling=True)
-        read = re.search(r"read-only ceiling: (\d+) source rows", ceiling["output"])
+        read = re.search(r"read-only ceiling: (\d+) input rows", ceiling["output"])
         if read is None or int(read.group(1)) < rows:
             print(f"bench/scale: the read-only ceiling read {read.group(1) if read else 'no'} rows of {rows}",
                   file=sys.stderr)

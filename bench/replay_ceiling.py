@@ -1,12 +1,16 @@
-"""bench/scale's read-only ceiling: `python -m bench.replay_ceiling LOG OFFSETS`.
+"""bench/scale's and bench/cost's read-only ceiling: `python -m bench.replay_ceiling LOG OFFSETS`.
 
-The replay's session and query up to the stateful step (streaming/spark/query.py replay_events:
-sources, JVM filter, parse, decode, watermarks), written to Spark's noop sink with the replay's
+The replay's session and both stages up to the stateful step (streaming/spark/query.py
+stage_replay and staged_events: files read, parsed and decoded in Spark's tasks, staged in time
+slices, the slices streamed with their watermarks), written to Spark's noop sink with the replay's
 trigger. No state machine, no driver-side outputs: what a replay end to end could at best reach
-on this machine with Spark and these sources. Prints the number of event rows it produced.
+on this machine with Spark and this read path. Prints the input rows (lines and records) it read
+and the event rows it produced.
 """
 from __future__ import annotations
 
+import json
+import shutil
 import sys
 import tempfile
 
@@ -16,22 +20,31 @@ def main(argv: list[str]) -> int:
         print("usage: python -m bench.replay_ceiling BROKER_LOG OFFSETS_FILE", file=sys.stderr)
         return 2
     from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings, load
-    from streaming.spark.query import replay_events
+    from streaming.spark.query import stage_replay, staged_events
     from streaming.spark.session import get_spark
     settings = load(ReplaySettings, cluster="bench")
     spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
                       driver_memory=settings.driver_memory)
-    events = replay_events(spark, settings.query_options(), [LogInput(path=argv[0], cluster="bench").file()],
-                           [OffsetsInput(path=argv[1], cluster="bench").file()])
-    with tempfile.TemporaryDirectory(prefix="replay-ceiling-") as checkpoint:
-        query = (events.writeStream.format("noop").option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
+    options = settings.query_options()
+    staging = tempfile.mkdtemp(prefix="replay-ceiling-stage-")
+    checkpoint = tempfile.mkdtemp(prefix="replay-ceiling-")
+    try:
+        staged = stage_replay(spark, options, [LogInput(path=argv[0], cluster="bench").file()],
+                              [OffsetsInput(path=argv[1], cluster="bench").file()], staging)
+        query = (staged_events(spark, options, staged).writeStream.format("noop")
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
         query.awaitTermination()
         if query.exception() is not None:
             print(f"bench/replay_ceiling: query failed: {query.exception()}", file=sys.stderr)
             return 1
-        rows = sum(p["numInputRows"] for p in query.recentProgress)
-    print(f"read-only ceiling: {rows} source rows")
+        progress = query.recentProgress
+        events = sum(p["numInputRows"] for p in progress)
+        inputs = sum(json.loads(s["endOffset"])["lines"] - json.loads(s["startOffset"] or '{"lines": 0}')["lines"]
+                     for p in progress for s in p["sources"] if s.get("endOffset"))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    print(f"read-only ceiling: {inputs} input rows, {events} event rows")
     return 0
 
 

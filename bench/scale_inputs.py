@@ -108,6 +108,76 @@ def generate(groups: int, out_dir: Path, seed: int = 15, spread_seconds: float =
     return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records}
 
 
+def generate_day(groups: int, out_dir: Path, seed: int = 15, repeats: int = 3, day_seconds: float = 86_400.0,
+                 commit_every_s: float = 1_800.0, commit_partitions: int = 10) -> dict[str, int]:
+    """A day of a `groups`-group fleet (bench/cost's replay input): every group goes through the sc03
+    scenario `repeats` times (once every day_seconds / repeats, its first at a seeded phase as in
+    `generate`), and between them commits `commit_partitions` partitions every `commit_every_s`
+    (an auto-commit: one record per partition, one record time, the offset growing by 100 and the
+    value's commit time the record's). Writes the files `generate` writes."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines, records = _log_lines(), _records()
+    rng = random.Random(seed)
+    cycle_ms = int(day_seconds * 1000 / repeats)
+    shifts = [int(i * cycle_ms / groups) + rng.randrange(1000) for i in range(groups)]
+    log_start = lines[0][0]
+    # The scenario's span in record time, with its log lines' offset from its first record.
+    first_record = records[0][0]
+    log_offset_ms = int((log_start - datetime.utcfromtimestamp(first_record / 1000)).total_seconds() * 1000)
+    span_ms = max(records[-1][0] - first_record, int((lines[-1][0] - log_start).total_seconds() * 1000)) + 5_000
+    commit_key, commit_value = next((k, v) for _, k, v in records if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    period = int(commit_every_s * 1000)
+    log_path, dump_path = out_dir / "broker1-server.log", out_dir / "offsets-topic.jsonl"
+
+    def starts(i: int) -> list[int]:
+        return [shifts[i] + r * cycle_ms for r in range(repeats)]
+
+    def log_entries(i: int):
+        name = group_name(i)
+        for start in starts(i):
+            for ts, rest in lines:
+                at = ts - log_start + timedelta(milliseconds=start + log_offset_ms)
+                yield at, rest.replace(GROUP, name)
+
+    epoch = datetime(2026, 11, 20)
+    with open(log_path, "w") as handle:
+        n_lines = 0
+        for at, rest in heapq.merge(*(log_entries(i) for i in range(groups)), key=lambda e: e[0]):
+            handle.write(f"[{(epoch + at).strftime(LOG4J)[:-3]}] {rest}\n")
+            n_lines += 1
+    epoch_ms = int((epoch - datetime(1970, 1, 1)).total_seconds() * 1000)
+
+    def record_entries(i: int):
+        name = group_name(i).encode()
+        partition = _partition(name)
+        busy = [(epoch_ms + s - 1_000, epoch_ms + s + span_ms) for s in starts(i)]
+        scenario = [(epoch_ms + s + ts - first_record, _rename_key(k, name), v) for s in starts(i)
+                    for ts, k, v in records]
+        keys = [_rename_key(commit_key, name)[:-4] + struct.pack(">i", p) for p in range(commit_partitions)]
+        steady = []
+        offset = 0
+        for ms in range(epoch_ms + rng.randrange(period), epoch_ms + int(day_seconds * 1000), period):
+            if any(a <= ms <= b for a, b in busy):
+                continue
+            offset += 100
+            value = commit_value[:2] + struct.pack(">q", offset) + commit_value[10:16] + struct.pack(">q", ms)
+            steady += [(ms, key, value) for key in keys]
+        for ts, key, value in heapq.merge(scenario, steady, key=lambda e: e[0]):
+            yield ts, partition, key, value
+
+    next_offset = [0] * PARTITIONS
+    with open(dump_path, "w") as handle:
+        n_records = 0
+        for ts, partition, key, value in heapq.merge(*(record_entries(i) for i in range(groups)), key=lambda e: e[0]):
+            handle.write(json.dumps({"partition": partition, "offset": next_offset[partition], "timestamp": ts,
+                                     "key_b64": base64.b64encode(key).decode(),
+                                     "value_b64": None if value is None else base64.b64encode(value).decode()})
+                         + "\n")
+            next_offset[partition] += 1
+            n_records += 1
+    return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records, "repeats": repeats}
+
+
 def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15,
                    partitions: int = 1) -> list[tuple[int, dict]]:
     """The steady state of auto-committing consumers: every one of the `groups` groups commits
@@ -140,10 +210,11 @@ def expected_per_group() -> dict[str, list]:
             "removals": of("member_removals.jsonl", ("generation", "cause"))}
 
 
-def check_outputs(out: Path, groups: int) -> list[str]:
+def check_outputs(out: Path, groups: int, repeats: int = 1) -> list[str]:
     """Problems of a replay's output directory: every copy must have exactly the sc03 rebalances
-    and removals, and nothing else may be there. Empty list: all found."""
-    expected = expected_per_group()
+    and removals (`repeats` times each: generate_day), and nothing else may be there. Empty list:
+    all found."""
+    expected = {kind: sorted(rows * repeats) for kind, rows in expected_per_group().items()}
     found: dict[str, dict[str, list]] = {group_name(i): {"rebalances": [], "removals": []} for i in range(groups)}
     problems = []
     for kind, name, fields in (("rebalances", "rebalances.jsonl", ("generation", "trigger", "outcome")),

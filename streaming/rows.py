@@ -136,6 +136,8 @@ def arrow_schema(columns: Sequence[Column], nullable: bool = False) -> pa.Schema
 
 
 EVENT_ARROW_SCHEMA = arrow_schema(EVENT_COLUMNS_SPEC, nullable=True)
+# Event rows as a Data Source yields them (the replay's staged slices): nullability as declared.
+EVENT_SOURCE_ARROW_SCHEMA = arrow_schema(EVENT_COLUMNS_SPEC)
 RAW_LOG_ARROW_SCHEMA = arrow_schema(RAW_LOG_COLUMNS)
 RAW_OFFSETS_ARROW_SCHEMA = arrow_schema(RAW_OFFSETS_COLUMNS)
 
@@ -176,12 +178,13 @@ def is_missing(value: Any) -> bool:
     return pandas is not None and value is pandas.NA
 
 
-def marker_row(source: str, ts_ms: int | None) -> tuple:
+def marker_row(source: str, ts_ms: int | None, source_id: str = "marker", seq: int = 0) -> tuple:
     """A row that only moves its source's watermark: the replay's end of input (far future) or a
     live source's "caught up at wall-clock time T" tick. It reaches the stateful step under a
-    null group and is ignored there."""
+    null group and is ignored there. The replay's file reads end with one per read, its source id
+    and, as `seq`, the input lines or records the read took (streaming/spark/replay_stage.py)."""
     ts = END_OF_INPUT_TS_MS if ts_ms is None or is_missing(ts_ms) else int(ts_ms)
-    return ("", None, ts, source, "marker", 0, E.END_OF_INPUT, None, None, None, None, None)
+    return ("", None, ts, source, source_id, int(seq), E.END_OF_INPUT, None, None, None, None, None)
 
 
 def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:

@@ -1,9 +1,8 @@
 """The progress line of a replay on stderr: rows read, rate, share done, ETA.
 
-Fed with Spark's progress reports (one per micro-batch, RunCollector.on_progress). The log replay
-source's offsets carry the byte position in each file and the lines read, the offsets replay
-source's the records read and how many there are; so the share done is known without counting
-the input first. On a terminal the line is rewritten in place (from `TTY_AFTER_S` on, at most
+Fed with Spark's progress reports (one per micro-batch, RunCollector.on_progress). The offsets of
+a replay's sources (streaming/spark/sources/staged.py) carry the input lines or records read so
+far and how many there are, per input kind. On a terminal the line is rewritten in place (from `TTY_AFTER_S` on, at most
 every `TTY_EVERY_S`); otherwise (CI logs, files) a new line is printed only for replays that run
 longer than `LOG_AFTER_S`, then every `LOG_EVERY_S`: a short replay prints nothing.
 """
@@ -36,35 +35,23 @@ def _duration(seconds: float) -> str:
 
 
 class ReplayProgress:
-    def __init__(self, log_bytes: int, label: str = "replay", stream: TextIO | None = None,
+    def __init__(self, label: str = "replay", stream: TextIO | None = None,
                  clock: Callable[[], float] = time.monotonic, tty: bool | None = None) -> None:
-        self.log_bytes = log_bytes          # total size of the broker log files (0: none)
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
         self.tty = self.stream.isatty() if tty is None else tty
         self.started = clock()
         self.last_print: float | None = None
-        self.log: dict = {}
-        self.offsets: dict = {}
+        self.sources: dict[str, dict] = {}   # latest end offset per input kind
         self.in_place = False               # a line was written without its newline
         self._lock = threading.Lock()
 
     def done_share(self) -> tuple[int, float | None]:
         """(rows read, share of the input read) from the latest offsets; share None while unknown."""
-        lines = int(self.log.get("lines") or 0)
-        records = int(self.offsets.get("i") or 0)
-        total = 0.0
-        if self.log_bytes:
-            read = sum(int(p) for p in self.log.get("pos") or [])
-            if read <= 0:
-                return lines + records, None
-            total += lines * self.log_bytes / read      # lines expected in the whole files
-        if self.offsets or not self.log_bytes:
-            total += int(self.offsets.get("of") or 0)
-        if total <= 0:
-            return lines + records, None
-        return lines + records, min(1.0, (lines + records) / total)
+        rows = sum(int(o.get("lines") or 0) for o in self.sources.values())
+        total = sum(int(o.get("of") or 0) for o in self.sources.values())
+        return rows, (min(1.0, rows / total) if total > 0 else None)
 
     def line(self) -> str:
         rows, share = self.done_share()
@@ -81,10 +68,8 @@ class ReplayProgress:
         with self._lock:
             for source in progress.get("sources") or []:
                 end = _offset(source.get("endOffset"))
-                if end.get("source") == "broker_log":
-                    self.log = end
-                elif end.get("source") == "offsets":
-                    self.offsets = end
+                if end.get("source"):
+                    self.sources[end["source"]] = end
             now = self.clock()
             elapsed = now - self.started
             since = None if self.last_print is None else now - self.last_print

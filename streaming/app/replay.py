@@ -3,6 +3,8 @@ outputs written (rebalances.jsonl, member_removals.jsonl, groups.jsonl, ..., met
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from typing import TYPE_CHECKING
 
 from sinks.exposition import write_textfile
@@ -12,7 +14,7 @@ from state.outputs import OutputKind
 from streaming.app.collector import RunCollector
 from streaming.app.progress import ReplayProgress
 from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings
-from streaming.spark.query import replay_query
+from streaming.spark.query import replay_query, stage_replay
 from streaming.spark.run import run_to_end
 
 if TYPE_CHECKING:
@@ -33,28 +35,33 @@ def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
     return counts
 
 
-def progress_line(label: str, logs: list[LogInput]) -> ReplayProgress:
-    """The progress line of a replay of `logs` (and any offsets inputs) on stderr."""
-    return ReplayProgress(sum(os.path.getsize(i.path) for i in logs), label=label)
+def progress_line(label: str) -> ReplayProgress:
+    """The progress line of a replay on stderr."""
+    return ReplayProgress(label=label)
 
 
 def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],
            out_dir: str | None = None, collector: RunCollector | None = None,
-           offsets_rows_per_batch: int | None = None, progress: ReplayProgress | None = None) -> RunCollector:
+           progress: ReplayProgress | None = None) -> RunCollector:
     """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`)."""
     if collector is None:
         collector = RunCollector(MetricsSink(settings.duration_buckets, **settings.metrics_sink_options()))
     collector.configure(settings.diagnosis.to_settings())
-    outputs = replay_query(spark, settings.query_options(), [i.file() for i in logs], [i.file() for i in offsets],
-                           offsets_rows_per_batch)
-    if progress is not None:
-        collector.on_progress = progress.update
+    options = settings.query_options()
+    staging = tempfile.mkdtemp(prefix="rebalance-monitor-stage-")
     try:
-        run_to_end(spark, outputs, collector)
-    finally:
+        staged = stage_replay(spark, options, [i.file() for i in logs], [i.file() for i in offsets], staging)
+        outputs = replay_query(spark, options, staged)
         if progress is not None:
-            progress.finish()
-            collector.on_progress = None
+            collector.on_progress = progress.update
+        try:
+            run_to_end(spark, outputs, collector)
+        finally:
+            if progress is not None:
+                progress.finish()
+                collector.on_progress = None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     collector.finish()
     if out_dir:
         write_outputs(collector, out_dir)

@@ -290,11 +290,9 @@ class QuerySettings(ParseLogsSettings):
     cluster: str = Field(default="default", min_length=1)
     lateness_seconds: float = Field(default=QueryOptions.lateness_seconds, ge=0,
                                     description="watermark delay per source")
-    parse_partitions: int = Field(default=QueryOptions.parse_partitions, ge=1,
-                                  description="parse tasks per log micro-batch")
     unknown_lines_sample_per_logger: int = Field(
         default=QueryOptions.unknown_lines_sample_per_logger, ge=0,
-        description="unknown coordinator lines kept in quarantine per logger and batch")
+        description="unknown coordinator lines kept in quarantine per logger and parse task")
     state_buckets: int = Field(
         default=QueryOptions.state_buckets, ge=0, le=1_000_000,
         description="state keys the groups of a cluster share (0: one per group); a checkpoint keeps its own")
@@ -335,7 +333,7 @@ class QuerySettings(ParseLogsSettings):
         return {"group_histograms": tuple(self.group_histograms)}
 
     def query_options(self, **extra: Any) -> QueryOptions:
-        return QueryOptions(lateness_seconds=self.lateness_seconds, parse_partitions=self.parse_partitions,
+        return QueryOptions(lateness_seconds=self.lateness_seconds,
                             unknown_lines_sample_per_logger=self.unknown_lines_sample_per_logger,
                             diagnosis=self.diagnosis.to_settings(), state_buckets=self.state_buckets, **extra)
 
@@ -347,7 +345,7 @@ class QuerySettings(ParseLogsSettings):
 class ReplaySettings(QuerySettings):
     """`replay`: the query over files."""
     max_rows_per_batch: int = Field(default=QueryOptions.max_rows_per_batch, ge=1,
-                                    description="rows per micro-batch per source")
+                                    description="event rows per micro-batch (time slices of the staged events)")
     # A replay's outputs are its final state: applying the still-held events to a copy of every
     # changed group's model (state/live.py) would only cost CPU. The demo, which serves /metrics
     # while it replays, turns it on.
@@ -384,7 +382,8 @@ class _Serving(_Settings):
 class DemoSettings(ReplaySettings, _Serving):
     """`demo`: a replay of the bundled captures that serves /metrics."""
     # Small batches, so /metrics fills in while you watch.
-    max_rows_per_batch: int = Field(default=2000, ge=1, description="rows per micro-batch per source")
+    max_rows_per_batch: int = Field(default=300, ge=1,
+                                    description="event rows per micro-batch (time slices of the staged events)")
     live_view: bool = Field(default=True, description="snapshots include the events still held")
 
 

@@ -151,9 +151,10 @@ class _KeptLines:
     """
 
     def __init__(self, path: str, pos: int, line_no: int, carry_ts: int | None, tz, envelope: str,
-                 keep_all: bool = False, full_names: bool = True):
+                 keep_all: bool = False, full_names: bool = True, end: int | None = None):
         self.handle = open(path, "rb")
         self.handle.seek(pos)
+        self.limit = end            # read up to this file offset (a line start), or to the end
         self.tz, self.envelope, self.keep_all, self.full_names = tz, envelope, keep_all, full_names
         self.buf = b""
         self.end = 0                # buf[:end] is the current chunk (whole lines); the rest is reread
@@ -176,13 +177,13 @@ class _KeptLines:
         self.mark = (0, self.carry_ts)
         if self.eof:
             return False
-        data = self.handle.read(CHUNK_BYTES)
+        data = self.handle.read(self._allowed(CHUNK_BYTES))
         if not data:
             self.eof = True
             return False
         cut = data.rfind(b"\n")
         while cut < 0:                        # a line longer than a chunk: keep reading
-            more = self.handle.read(CHUNK_BYTES)
+            more = self.handle.read(self._allowed(CHUNK_BYTES))
             if not more:                      # last line without a newline
                 data += b"\n"
                 self.eof = True
@@ -194,6 +195,9 @@ class _KeptLines:
             self.handle.seek(self.buf_pos + cut + 1)
         self.buf, self.end = data, cut + 1     # no copy: searches are bounded by `end`
         return True
+
+    def _allowed(self, size: int) -> int:
+        return size if self.limit is None else max(0, min(size, self.limit - self.handle.tell()))
 
     def _header_ts_before(self, index: int) -> int | None:
         """Time of the nearest header line that starts before `index` (a line start) in buf.

@@ -10,6 +10,7 @@ them into the layout report and the silent-source check (sinks/log_sources.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,7 +161,7 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
     for row in rows:
         source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof = row[:8]
         if eof:
-            out.append(marker_row(E.SOURCE_LOG, ts_hint))
+            out.append(marker_row(E.SOURCE_LOG, ts_hint, source_id, seq))
             continue
         spec = specs.get(source_id) or fallback
         hint = None if is_missing(ts_hint) else int(ts_hint)
@@ -237,12 +238,28 @@ def _columns(batch: pa.RecordBatch, *names: str) -> list[list]:
 def log_rows_to_events(batches: Iterator[pa.RecordBatch], specs: dict[str, LogSourceSpec],
                        unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                        default_spec: LogSourceSpec | None = None) -> Iterator[pa.RecordBatch]:
-    sampler = UnknownLineSampler(unknown_sample)     # one per task: partition of a micro-batch
+    """The parse step's mapInArrow function: unwrapped rows (steps.py unwrap_frame) -> event batches."""
+    chunks = (zip(*_columns(batch, "source_id", "seq", "line", "raw", "broker_hint", "host_hint", "ts_hint_ms",
+                            "eof"),
+                  _fields_column(batch)) for batch in batches)
+    yield from _parsed_batches(chunks, specs, unknown_sample, default_spec)
+
+
+def replay_rows_to_events(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
+                          unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE, chunk_rows: int = 10_000
+                          ) -> Iterator[pa.RecordBatch]:
+    """A replay read task's rows (source_id, seq, raw, ts_hint_ms, eof) -> event batches: the
+    envelope step in Python (unwrap_rows), then the parse, in the task that read them."""
+    unwrapped = unwrap_rows(rows, specs)
+    chunks = iter(lambda: list(islice(unwrapped, chunk_rows)), [])
+    yield from _parsed_batches(chunks, specs, unknown_sample, None)
+
+
+def _parsed_batches(chunks: Iterable[Iterable[tuple]], specs: dict[str, LogSourceSpec], unknown_sample: int,
+                    default_spec: LogSourceSpec | None) -> Iterator[pa.RecordBatch]:
+    sampler = UnknownLineSampler(unknown_sample)     # one per task
     stats = LogSourceStats()
-    for batch in batches:
-        rows = zip(*_columns(batch, "source_id", "seq", "line", "raw", "broker_hint", "host_hint", "ts_hint_ms",
-                             "eof"),
-                   _fields_column(batch))
+    for rows in chunks:
         yield _batch(parse_log_rows(rows, specs, sampler, default_spec, stats))
     summary = sampler.summary_rows() + stats.rows()
     if summary:

@@ -63,7 +63,7 @@ def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str],
         source_id, seq, partition, offset, timestamp_ms, key, value, error, eof = row[:9]
         error_reason = row[9] if len(row) > 9 else None
         if eof:
-            out.append(marker_row(E.SOURCE_OFFSETS, timestamp_ms))
+            out.append(marker_row(E.SOURCE_OFFSETS, timestamp_ms, source_id, seq))
             continue
         cluster = clusters.get(source_id, "default")
         if isinstance(error, str):

@@ -18,8 +18,8 @@ from streaming.offsets.reader import offsets_input_kind
 from streaming.offsets.step import ClusterNames
 from streaming.spark.sources.clock import CLOCK_SOURCE_NAME
 from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME
-from streaming.spark.sources.log_replay import LOG_SOURCE_NAME
-from streaming.spark.sources.offsets_replay import OFFSETS_SOURCE_NAME
+from streaming.spark.replay_stage import EVENT_SOURCE, StagedKind, read_events, stage_events
+from streaming.spark.sources.staged import STAGED_SOURCE_NAME
 from streaming.spark.state_layout import state_buckets_for
 from streaming.spark.steps import group_state_machine, log_events, observed, offsets_events, with_watermark
 
@@ -28,8 +28,7 @@ from streaming.spark.steps import group_state_machine, log_events, observed, off
 class QueryOptions:
     """What the query takes from a command's settings (streaming/app/settings.py builds it)."""
     lateness_seconds: float = 30.0
-    max_rows_per_batch: int = 200_000           # replay: rows per micro-batch per source
-    parse_partitions: int = 2                   # replay: parse tasks per log micro-batch
+    max_rows_per_batch: int = 200_000           # replay: event rows per micro-batch (a time slice)
     unknown_lines_sample_per_logger: int = DEFAULT_UNKNOWN_SAMPLE
     diagnosis: DiagnosisSettings = DEFAULT_SETTINGS
     group_allow: tuple[str, ...] = ()
@@ -70,50 +69,45 @@ class KafkaRead:
     spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
 
 
-def log_replay_events(spark: SparkSession, logs: list[LogFile], o: QueryOptions,
-                      source_ids: list[str] | None = None) -> DataFrame:
-    """Broker log files: the replay source, the JVM filter and the parse step (no watermark)."""
-    source_ids = source_ids or file_source_ids([(f.spec.cluster, f.path) for f in logs])
-    files = [{"path": f.path, "source_id": sid, "tz": f.spec.broker_timezone, "envelope": f.spec.envelope}
-             for f, sid in zip(logs, source_ids)]
-    specs = {sid: f.spec for f, sid in zip(logs, source_ids)}
-    raw = (spark.readStream.format(LOG_SOURCE_NAME).option("files", json.dumps(files))
-           .option("maxRowsPerBatch", str(o.max_rows_per_batch))
-           .option("numPartitions", str(o.parse_partitions)).load())
-    return log_events(raw, specs, o.unknown_lines_sample_per_logger)
-
-
-def replay_query(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
-                 offsets_rows_per_batch: int | None = None) -> DataFrame:
-    """Outputs of a replay over files; either input kind may be empty, not both.
-
-    `offsets_rows_per_batch` overrides the per-batch cap for the offsets source (tests use it to
-    interleave the sources differently).
-    """
-    return group_state_machine(replay_events(spark, o, logs, offsets, offsets_rows_per_batch),
-                               diagnosis=o.diagnosis, live_view=o.live_view, state_buckets=o.state_buckets)
-
-
-def replay_events(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
-                  offsets_rows_per_batch: int | None = None) -> DataFrame:
-    """The event rows of a replay (sources, parse and decode, watermarks), before the stateful
-    step: replay_query's input, and bench/scale's read-only ceiling."""
+def replay_inputs(logs: list[LogFile], offsets: list[OffsetsFile]) -> tuple[list[dict], dict, list[dict], dict]:
+    """(log files, their parse specs, offsets files, their clusters) of a replay, keyed by source id."""
     if not logs and not offsets:
         raise ValueError("replay needs at least one broker log or offsets input")
-    parts = []
     source_ids = file_source_ids([(f.spec.cluster, f.path) for f in logs] + [(f.cluster, f.path) for f in offsets])
-    if logs:
-        events = log_replay_events(spark, logs, o, source_ids[:len(logs)])
-        parts.append(with_watermark(observed(events, SOURCE_KIND_LOG), o.lateness_seconds))
-    if offsets:
-        files = [{"path": f.path, "source_id": sid, "kind": offsets_input_kind(f.path)}
-                 for f, sid in zip(offsets, source_ids[len(logs):])]
-        clusters = {f["source_id"]: i.cluster for f, i in zip(files, offsets)}
-        raw = (spark.readStream.format(OFFSETS_SOURCE_NAME).option("files", json.dumps(files))
-               .option("maxRowsPerBatch", str(offsets_rows_per_batch or o.max_rows_per_batch)).load())
-        parts.append(with_watermark(observed(offsets_events(raw, clusters), SOURCE_KIND_OFFSETS),
-                                    o.lateness_seconds))
+    log_files = [{"path": f.path, "source_id": sid, "tz": f.spec.broker_timezone, "envelope": f.spec.envelope}
+                 for f, sid in zip(logs, source_ids)]
+    specs = {sid: f.spec for f, sid in zip(logs, source_ids)}
+    offsets_files = [{"path": f.path, "source_id": sid, "kind": offsets_input_kind(f.path)}
+                     for f, sid in zip(offsets, source_ids[len(logs):])]
+    clusters = {f["source_id"]: i.cluster for f, i in zip(offsets_files, offsets)}
+    return log_files, specs, offsets_files, clusters
+
+
+def stage_replay(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offsets: list[OffsetsFile],
+                 directory: str) -> list[StagedKind]:
+    """The replay's first stage (streaming/spark/replay_stage.py): its files read, parsed and
+    decoded by Spark's tasks, the event rows staged under `directory` in time slices."""
+    log_files, specs, offsets_files, clusters = replay_inputs(logs, offsets)
+    events = read_events(spark, log_files, specs, offsets_files, clusters, o.unknown_lines_sample_per_logger)
+    return stage_events(spark, events, directory, o.max_rows_per_batch)
+
+
+def staged_events(spark: SparkSession, o: QueryOptions, staged: list[StagedKind]) -> DataFrame:
+    """The second stage's event rows: each kind's slices as a stream, one slice per micro-batch,
+    with its per-source figures and watermark (the stateful step's input; bench/scale's ceiling)."""
+    parts = []
+    for s in staged:
+        events = (spark.readStream.format(STAGED_SOURCE_NAME).option("kind", s.kind)
+                  .option("eventSource", EVENT_SOURCE[s.kind]).option("slices", json.dumps(s.slices))
+                  .option("rows", json.dumps(s.rows)).option("inputs", str(s.inputs)).load())
+        parts.append(with_watermark(observed(events, s.kind), o.lateness_seconds))
     return reduce(DataFrame.unionByName, parts)
+
+
+def replay_query(spark: SparkSession, o: QueryOptions, staged: list[StagedKind]) -> DataFrame:
+    """Outputs of a replay over its staged events (stage_replay)."""
+    return group_state_machine(staged_events(spark, o, staged), diagnosis=o.diagnosis, live_view=o.live_view,
+                               state_buckets=o.state_buckets)
 
 
 # ---------------------------------------------------------------------------- live (Kafka)

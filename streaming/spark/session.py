@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 
 from streaming.spark.sources.clock import ClockSource
 from streaming.spark.sources.kafka import KafkaSource
-from streaming.spark.sources.log_replay import LogReplaySource
-from streaming.spark.sources.offsets_replay import OffsetsReplaySource
+from streaming.spark.sources.replay_files import LogFilesSource, OffsetsFilesSource
+from streaming.spark.sources.staged import StagedSource
 
 
 # The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
@@ -88,8 +88,9 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(LogReplaySource)
-    spark.dataSource.register(OffsetsReplaySource)
+    spark.dataSource.register(LogFilesSource)
+    spark.dataSource.register(OffsetsFilesSource)
+    spark.dataSource.register(StagedSource)
     spark.dataSource.register(KafkaSource)
     spark.dataSource.register(ClockSource)
     return spark

@@ -1,7 +1,16 @@
 """Checkpoints survive upgrades: a checkpoint written by the code of commit 2a45599 (group state
 JSON without a schema version; tests/fixtures/checkpoint-v1/README.md) is resumed by today's code,
 and the records and group metrics equal an uninterrupted run of today's code (the session's
-one-batch replay of the same capture: the records do not depend on batching)."""
+one-batch replay of the same capture: the records do not depend on batching).
+
+The fixture was written over the replay sources of its day, which read the files on the driver;
+today's replay stages its events first (docs/design.md, "Replay in two stages"), and its sources'
+offsets mean something else. What a user keeps across an upgrade is `run`'s checkpoint, whose
+sources are Kafka topics; here the replay stands in for them. So the resumed run reads the input
+the fixture had not consumed yet (its offsets say where each file stood), and the fixture's last
+offsets are set to the staged sources' start: the group state, the part an upgrade must carry, is
+the fixture's own.
+"""
 from __future__ import annotations
 
 import json
@@ -15,21 +24,54 @@ from tests.support.golden import comparable_metrics
 pytestmark = pytest.mark.spark
 ROWS_PER_BATCH = 60   # as the fixture was written
 KINDS = ("rebalance", "removal", "anomaly", "quarantine", "clock_skew")
+_STAGED: dict[str, list] = {}     # staging directory -> its staged kinds (one staging per run directory)
 
 
 class _Stopped(Exception):
     pass
 
 
-def _run(spark, workdir, state_buckets=None, stop_at_batch=None):
-    """The live service's collector (state file + event sink) over the replay sources, from the
-    checkpoint in `workdir` (if any) to the end of the input (or to the failure of batch
-    `stop_at_batch`, which leaves the batches before it committed)."""
+def _rest_of_input(workdir) -> tuple[list, list]:
+    """The capture's inputs with what the fixture's checkpoint consumed blanked out (line numbers,
+    and so source ids and event order, unchanged), and the fixture's last offsets rewritten to the
+    start of today's staged sources."""
+    from streaming.app.settings import LogInput, OffsetsInput
+    from streaming.offsets.reader import OffsetsRowReader
+    logs, offsets = capture_inputs("kafka-2.7")
+    offsets_dir = workdir / "checkpoint" / "query" / "offsets"
+    last = offsets_dir / str(max(int(p.name) for p in offsets_dir.iterdir() if p.name.isdigit()))
+    text = last.read_text().splitlines()
+    head, log_at, offsets_at = text[:2], json.loads(text[2]), json.loads(text[3])
+    inputs = workdir / "inputs"
+    inputs.mkdir()
+    rest_logs = []
+    for log, seq in zip(logs, log_at["seq"]):
+        lines = open(log.path).read().split("\n")
+        path = inputs / log.path.rsplit("/", 1)[1]
+        path.write_text("\n".join([""] * seq + lines[seq:]))
+        rest_logs.append(LogInput(path=str(path), cluster=log.cluster))
+    (dump,) = offsets
+    reader = OffsetsRowReader([{"path": dump.path, "source_id": "d", "kind": "jsonl"}])
+    consumed = {entry[4] for entry in reader.index[:offsets_at["i"]]}      # their line numbers
+    lines = open(dump.path).read().split("\n")
+    path = inputs / dump.path.rsplit("/", 1)[1]
+    path.write_text("\n".join("" if n in consumed else line for n, line in enumerate(lines, 1)))
+    start = [json.dumps({"source": kind, "i": 0, "lines": 0, "of": 0, "eof": False})
+             for kind in ("broker_log", "offsets")]
+    last.write_text("\n".join([*head, *start]))
+    return rest_logs, [OffsetsInput(path=str(path), cluster=dump.cluster)]
+
+
+def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
+    """The live service's collector (state file + event sink) over the replay's staged sources,
+    from the checkpoint in `workdir` (if any) to the end of the input (or to the failure of batch
+    `stop_at_batch`, which leaves the batches before it committed). The events are staged once
+    per `workdir`: a stopped run and its resumption read the same slices."""
     from sinks.files import EventSink, GroupStateFile
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
     from streaming.app.settings import ReplaySettings, load
-    from streaming.spark.query import replay_query
+    from streaming.spark.query import replay_query, stage_replay
     from streaming.spark.run import run_to_end
     settings = load(ReplaySettings, max_rows_per_batch=ROWS_PER_BATCH,
                     **({"state_buckets": state_buckets} if state_buckets is not None else {}))
@@ -38,11 +80,15 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None):
                              state_file=GroupStateFile(str(workdir / "checkpoint" / "rebalance-monitor" / "groups.json"))
                              ).configure(settings.diagnosis.to_settings())
     collector.restore()
-    logs, offsets = capture_inputs("kafka-2.7")
+    logs, offsets = inputs or capture_inputs("kafka-2.7")
     # As `run` does: a checkpoint that holds state keeps the layout it was written with (the
     # fixture: one key per group).
     options = settings.query_options().for_checkpoint(str(workdir / "checkpoint" / "query"))
-    outputs = replay_query(spark, options, [i.file() for i in logs], [i.file() for i in offsets])
+    staging = str(workdir / "staged")
+    if staging not in _STAGED:
+        _STAGED[staging] = stage_replay(spark, options, [i.file() for i in logs], [i.file() for i in offsets],
+                                        staging)
+    outputs = replay_query(spark, options, _STAGED[staging])
     sink = collector
     if stop_at_batch is not None:
         class _StopAt:
@@ -77,7 +123,7 @@ def test_resume_from_a_checkpoint_of_the_previous_version(spark, replay_capture,
     shutil.copytree(FIXTURES / "checkpoint-v1", resumed_dir)
     state_file = json.loads((resumed_dir / "checkpoint" / "rebalance-monitor" / "groups.json").read_text())
     assert state_file["batch_id"] == 3   # the fixture is mid-input
-    resumed = _run(spark, resumed_dir)
+    resumed = _run(spark, resumed_dir, inputs=_rest_of_input(resumed_dir))
     collector, _ = replay_capture("kafka-2.7")
     by_kind = {"rebalance": collector.rebalances, "removal": collector.removals, "anomaly": collector.anomalies,
                "quarantine": collector.quarantine, "clock_skew": collector.clock_skew}
@@ -112,10 +158,10 @@ RESUME_LIVE = """
 import json, sys
 from pathlib import Path
 from streaming.spark.session import get_spark, live_conf
-from tests.spark.test_checkpoint_compat import _run
+from tests.spark.test_checkpoint_compat import _rest_of_input, _run
 workdir = Path(sys.argv[1])
 spark = get_spark("local[2]", 2, conf=live_conf(str(workdir / "checkpoint")))
-records, snapshots, metrics = _run(spark, workdir)
+records, snapshots, metrics = _run(spark, workdir, inputs=_rest_of_input(workdir))
 Path(sys.argv[2]).write_text(json.dumps([records, snapshots, metrics]))
 """
 

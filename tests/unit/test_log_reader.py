@@ -20,7 +20,6 @@ from streaming.logs.files import iter_log_file
 from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS
 from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 from streaming.rows import END_OF_INPUT_TS_MS
-from streaming.spark.sources.log_replay import LogReplayStreamReader
 from tests.support.capture_expectations import FIXTURES
 
 CAPTURE_LOGS = sorted(str(p) for c in ("kafka-2.7", "kafka-4.0") for p in FIXTURES.glob(f"{c}/*.log"))
@@ -166,17 +165,29 @@ def test_captures_in_small_batches_equal_one_pass():
         if seq <= merge.SAMPLE_LINES and not any(m in line for m in COORDINATOR_LOGGER_MARKERS))
 
 
-def test_offsets_are_reproducible_and_partitions_keep_every_row():
-    reader = LogReplayStreamReader({"files": json.dumps(_files(CAPTURE_LOGS)), "maxRowsPerBatch": "500",
-                                       "numPartitions": "2"})
-    start = reader.initialOffset()
-    end = reader.latestOffset(start, reader.getDefaultReadLimit())
-    cached = reader.partitions(start, end)
-    recomputed = reader.partitions(start, end)      # no cache the second time: read again
-    assert [p.rows for p in cached] == [p.rows for p in recomputed]
-    assert len(cached) == 2 and sum(len(p.rows) for p in cached) == 500
-    rows, _ = merge.LogMergeCursor(_files(CAPTURE_LOGS)).advance(start, 500)
-    assert [r for p in cached for r in p.rows] == rows
+@pytest.mark.parametrize("slice_bytes", [1 << 30, 50_000, 97])
+@pytest.mark.parametrize("logs", ["awkward", "captures"])
+def test_the_replays_read_tasks_keep_each_files_lines_and_count_them(awkward_logs, logs, slice_bytes):
+    """The replay's read stage reads a file in one task, or a large file in slices cut at line
+    starts (sources/replay_files.py): the rows of a file's tasks, in order, are the reference's rows
+    of that file (times of lines without a header included), and their count rows add up to the
+    file's lines."""
+    from streaming.spark.sources.replay_files import plan_log_reads, read_log_file
+    files = _files(awkward_logs if logs == "awkward" else CAPTURE_LOGS)
+    expected, total = reference(files)
+    reads = plan_log_reads(files, slice_bytes)
+    if slice_bytes == 97 or (slice_bytes == 50_000 and logs == "captures"):
+        assert len(reads) > 3 * len(files)     # really cut
+    counted = 0
+    for f in files:
+        kept: list = []
+        for r in (r for r in reads if r.source_id == f["source_id"]):
+            *rows, last = read_log_file(r)
+            kept += rows
+            assert last[0] == r.source_id and last[4] is True and last[3] == END_OF_INPUT_TS_MS
+            counted += last[1]
+        assert kept == [row for row in expected if row[0] == f["source_id"]]
+    assert counted == total
 
 
 @pytest.mark.parametrize("logs", ["awkward", "captures"])

@@ -74,10 +74,10 @@ def test_long_names_are_cut_at_the_width_and_big_inputs_are_capped():
     assert sum(1 for line in lines if re.match(r"  \.\.\. \d+ more events of this group", line)) == 5
 
 
-def _report(lines: int, pos: list[int], records_read: int, of: int) -> dict:
+def _report(lines: int, lines_of: int, records_read: int, of: int) -> dict:
     return {"sources": [
-        {"endOffset": {"source": "broker_log", "pos": pos, "lines": lines, "emitted": 0, "eof": False}},
-        {"endOffset": json.dumps({"source": "offsets", "i": records_read, "of": of, "eof": False})},   # JSON text
+        {"endOffset": {"source": "broker_log", "i": 1, "lines": lines, "of": lines_of, "eof": False}},
+        {"endOffset": json.dumps({"source": "offsets", "i": 1, "lines": records_read, "of": of, "eof": False})},
     ]}
 
 
@@ -91,19 +91,19 @@ class Clock:
 
 def test_progress_line_in_a_log_only_for_long_replays():
     clock, out = Clock(), io.StringIO()
-    meter = ReplayProgress(log_bytes=1000, stream=out, clock=clock, tty=False)
+    meter = ReplayProgress(stream=out, clock=clock, tty=False)
     clock.now += LOG_AFTER_S - 1
-    meter.update(_report(100, [250, 0], 500, 2000))
+    meter.update(_report(100, 400, 500, 2000))
     assert out.getvalue() == ""                    # a short replay prints nothing
     clock.now += 1
-    meter.update(_report(200, [250, 250], 1000, 2000))
-    # half the log bytes (200 of ~400 lines) and half the records: 1200 of 2400 rows, in 10 s
+    meter.update(_report(200, 400, 1000, 2000))
+    # half the lines and half the records: 1200 of 2400 rows, in 10 s
     assert out.getvalue() == "replay: 1,200 rows read, 120 rows/s, 50%, ETA 0:00:10\n"
     clock.now += LOG_EVERY_S - 1
-    meter.update(_report(300, [400, 350], 1500, 2000))
+    meter.update(_report(300, 400, 1500, 2000))
     assert out.getvalue().count("\n") == 1         # not more often than every LOG_EVERY_S
     clock.now += 1
-    meter.update(_report(400, [500, 500], 2000, 2000))
+    meter.update(_report(400, 400, 2000, 2000))
     assert out.getvalue().splitlines()[-1] == "replay: 2,400 rows read, 60 rows/s, 100%"
     meter.finish()
     assert out.getvalue().count("\n") == 2
@@ -111,11 +111,11 @@ def test_progress_line_in_a_log_only_for_long_replays():
 
 def test_progress_line_on_a_terminal_is_rewritten_in_place():
     clock, out = Clock(), io.StringIO()
-    meter = ReplayProgress(log_bytes=0, label="demo", stream=out, clock=clock, tty=True)
+    meter = ReplayProgress(label="demo", stream=out, clock=clock, tty=True)
     clock.now += 2
-    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 10, "of": 40, "eof": False}}]})
+    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 1, "lines": 10, "of": 40, "eof": False}}]})
     clock.now += 0.1
-    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 20, "of": 40, "eof": False}}]})
+    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 2, "lines": 20, "of": 40, "eof": False}}]})
     assert out.getvalue() == "\r\x1b[Kdemo: 10 rows read, 5 rows/s, 25%, ETA 0:00:06"
     meter.finish()
     assert out.getvalue().endswith("\r\x1b[Kdemo: 20 rows read, 10 rows/s, 50%, ETA 0:00:02\n")

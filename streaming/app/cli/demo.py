@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                       driver_memory=settings.driver_memory)
     collector = RunCollector(metrics)
     out_dir = args.out or str(DEFAULT_OUT)
-    replay(spark, settings, logs, offsets, out_dir=out_dir, collector=collector, progress=progress_line("demo", logs))
+    replay(spark, settings, logs, offsets, out_dir=out_dir, collector=collector, progress=progress_line("demo"))
     print_summary(collector, outputs=where(out_dir, write_outputs_report(out_dir)))
     if args.once:
         server.shutdown()

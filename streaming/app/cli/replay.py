@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
                       driver_memory=settings.driver_memory)
     started = time.monotonic()
-    collector = replay(spark, settings, logs, offsets, out_dir=args.out, progress=progress_line("replay", logs))
+    collector = replay(spark, settings, logs, offsets, out_dir=args.out, progress=progress_line("replay"))
     report = write_outputs_report(args.out)
     print_summary(collector, outputs=where(args.out, report), max_groups=50, max_events=40)
     print(f"replay: {len(collector.rebalances)} rebalances, {len(collector.removals)} member removals, "

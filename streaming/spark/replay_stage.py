@@ -1,0 +1,98 @@
+"""A replay's first stage: its input files read, parsed and decoded by Spark's tasks in one batch
+job, and the event rows staged as Parquet, cut into time slices (docs/design.md, "Replay in two
+stages").
+
+1. Read (sources/replay_files.py): the tasks read the files, the log parse and offsets decode run
+   as in the live query (steps.py), and the event rows are written as they come, in any order.
+2. Cut: the rows are range-partitioned by event time into slices of about `max_rows_per_batch`
+   rows (all kinds together, so every kind is cut at the same times) and written per kind.
+
+The second stage streams the slices in time order (sources/staged.py) through the stateful step.
+The driver plans and lists files; it never holds input rows.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from state.events import END_OF_INPUT, SOURCE_LOG, SOURCE_OFFSETS
+from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from streaming.spark.sources.replay_files import (
+    LOG_FILES_SOURCE, OFFSETS_FILES_SOURCE, plan_log_reads, plan_offsets_reads
+)
+
+KIND_COLUMN = "source_kind"
+EVENT_SOURCE = {SOURCE_KIND_LOG: SOURCE_LOG, SOURCE_KIND_OFFSETS: SOURCE_OFFSETS}
+_TASK_OF_FILE = re.compile(r"^part-(\d+)-")
+
+
+@dataclass(frozen=True)
+class StagedKind:
+    """One input kind's staged events: the Parquet files of each slice (all kinds have the same
+    number of slices; a slice without events of this kind has none), event rows per slice, and
+    the input lines or records its files held."""
+    kind: str
+    slices: list[list[str]]
+    rows: list[int]
+    inputs: int
+
+
+def read_events(spark: SparkSession, log_files: list[dict], log_specs: dict, offsets_files: list[dict],
+                clusters: dict[str, str], unknown_sample: int) -> DataFrame:
+    """The event rows of the input files (batch), each tagged with its kind (KIND_COLUMN)."""
+    parts = []
+    if log_files:
+        reads = [vars(r) for r in plan_log_reads(log_files)]
+        specs = {sid: vars(spec) for sid, spec in log_specs.items()}
+        parts.append(spark.read.format(LOG_FILES_SOURCE).option("reads", json.dumps(reads))
+                     .option("specs", json.dumps(specs)).option("unknownSample", str(unknown_sample)).load()
+                     .withColumn(KIND_COLUMN, F.lit(SOURCE_KIND_LOG)))
+    if offsets_files:
+        reads = [vars(r) for r in plan_offsets_reads(offsets_files)]
+        parts.append(spark.read.format(OFFSETS_FILES_SOURCE).option("reads", json.dumps(reads))
+                     .option("clusters", json.dumps(clusters)).load()
+                     .withColumn(KIND_COLUMN, F.lit(SOURCE_KIND_OFFSETS)))
+    events = parts[0]
+    for part in parts[1:]:
+        events = events.unionByName(part)
+    return events
+
+
+def stage_events(spark: SparkSession, events: DataFrame, directory: str, rows_per_slice: int) -> list[StagedKind]:
+    """Write `events` (read_events) under `directory`, cut into time slices; the staged kinds."""
+    unsorted_dir, slices_dir = os.path.join(directory, "events"), os.path.join(directory, "slices")
+    events.write.mode("overwrite").parquet(unsorted_dir)
+    staged = spark.read.parquet(unsorted_dir)
+    is_end = F.col("kind") == F.lit(END_OF_INPUT)
+    totals = {r[KIND_COLUMN]: (int(r["rows"] or 0), int(r["inputs"] or 0)) for r in staged.groupBy(KIND_COLUMN).agg(
+        F.sum(F.when(~is_end, 1).otherwise(0)).alias("rows"),
+        F.sum(F.when(is_end, F.col("seq")).otherwise(0)).alias("inputs")).collect()}
+    n_slices = max(1, math.ceil(sum(rows for rows, _ in totals.values()) / max(1, rows_per_slice)))
+    (staged.where(~is_end).repartitionByRange(n_slices, "ts_ms")
+     .write.mode("overwrite").partitionBy(KIND_COLUMN).parquet(slices_dir))
+    return [_slices_of(kind, os.path.join(slices_dir, f"{KIND_COLUMN}={kind}"), n_slices, totals[kind][1])
+            for kind in sorted(totals)]
+
+
+def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedKind:
+    """The files of each slice: Spark names a task's output part-<task>-..., and task i of a range
+    partitioning writes range i."""
+    import pyarrow.parquet as pq
+    slices: list[list[str]] = [[] for _ in range(n_slices)]
+    rows = [0] * n_slices
+    names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    for name in names:
+        m = _TASK_OF_FILE.match(name)
+        if m is None or not name.endswith(".parquet"):
+            continue
+        i = int(m.group(1))
+        path = os.path.join(directory, name)
+        slices[i].append(path)
+        rows[i] += pq.read_metadata(path).num_rows
+    return StagedKind(kind, slices, rows, inputs)

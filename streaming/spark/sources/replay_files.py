@@ -1,0 +1,302 @@
+"""The replay's input files read by Spark's tasks (Python Data Sources, batch): the first stage of a
+replay (streaming/spark/replay_stage.py).
+
+The driver only plans: one read per broker log file, one per slice of a `__consumer_offsets` dump
+(cut at line starts, about SLICE_BYTES each, with the line number it starts at), one per segment
+directory. Each task opens its file, keeps the coordinator lines or reads the records (raw rows,
+streaming/rows.py), and parses or decodes them itself with the functions of the live query's
+steps (streaming/logs/step.py, streaming/offsets/vectorised/): it yields event rows. Parsing in
+a separate mapInArrow step would send every raw row into the JVM and back out to Python again,
+which cost the JVM more than the whole parse (docs/design.md, "Replay in two stages").
+
+Each read ends with one end-of-input marker whose `seq` is the number of input lines or records
+it read: the replay counts its input from them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from streaming.logs.envelope import ENVELOPE_AUTO
+from streaming.logs.step import LogSourceSpec, replay_rows_to_events
+from streaming.logs.envelope import is_json_row
+from streaming.logs.merge import _KeptLines, file_uses_full_names, line_ts
+from streaming.logs.timeutil import zone
+from streaming.offsets.dump_arrow import dump_slice_batch
+from streaming.offsets.reader import dump_line_to_row
+from streaming.offsets.segments import SegmentRecord, iter_offsets_dir
+from streaming.offsets.vectorised import offsets_arrow_to_events
+from streaming.rows import END_OF_INPUT_TS_MS, RAW_OFFSETS_ARROW_SCHEMA, rows_to_arrow
+from streaming.spark.schema import EVENT_SCHEMA
+from streaming.spark.sources.base import arrow_batches, event_batches
+from streaming.spark.worker_gc import freeze_worker_heap
+
+LOG_FILES_SOURCE = "rebalance_log_files"
+OFFSETS_FILES_SOURCE = "rebalance_offsets_files"
+# A dump is read in slices of about this many bytes, so a large dump keeps every core busy.
+SLICE_BYTES = 32 << 20
+_COUNT_BLOCK = 8 << 20
+_ARROW_ROWS = 50_000     # rows per Arrow batch of a column-wide dump read
+
+
+@dataclass
+class FileRead(InputPartition):
+    """One read task: a whole log file or segment input, or the bytes [start, end) of a dump
+    whose first line is line `line` (1-based)."""
+    kind: str              # "broker_log" | "jsonl" | "segments"
+    path: str
+    source_id: str
+    tz: str = "UTC"
+    envelope: str = ENVELOPE_AUTO
+    full_names: bool = True
+    start: int = 0
+    end: int = -1
+    line: int = 1
+    carry_ts: int | None = None     # a log slice: the header time in force at `start`
+
+
+def line_slices(path: str, slice_bytes: int = SLICE_BYTES) -> list[tuple[int, int, int]]:
+    """A file cut at line starts into (start, end, first line number) of about slice_bytes each.
+    The driver counts newlines block by block (bytes.count, no decoding) to number them."""
+    size = os.path.getsize(path)
+    slices: list[tuple[int, int, int]] = []
+    start, line = 0, 1                  # the slice being cut
+    pos, lines_before = 0, 0            # file offset of the block, newlines before it
+    next_cut = slice_bytes
+    with open(path, "rb") as handle:
+        while block := handle.read(_COUNT_BLOCK):
+            while next_cut < pos + len(block):
+                nl = block.find(b"\n", max(next_cut - pos, 0))
+                if nl < 0:
+                    break               # the line goes on in the next block: cut at its end there
+                cut = pos + nl + 1
+                if cut < size:
+                    slices.append((start, cut, line))
+                    start, line = cut, lines_before + block.count(b"\n", 0, nl + 1) + 1
+                next_cut = cut + slice_bytes
+            lines_before += block.count(b"\n")
+            pos += len(block)
+    slices.append((start, size, line))
+    return slices
+
+
+def dump_slices(path: str, source_id: str, slice_bytes: int = SLICE_BYTES) -> list[FileRead]:
+    """A dump's reads, one per slice of about slice_bytes (line_slices)."""
+    return [FileRead("jsonl", path, source_id, start=a, end=b, line=n) for a, b, n in line_slices(path, slice_bytes)]
+
+
+def header_time_before(path: str, offset: int, tz: str, envelope: str) -> int | None:
+    """The time of the last line before `offset` (a line start) that has one: what a continuation
+    line at `offset` inherits (merge.py _KeptLines). Reads backwards, 64 KB at a time."""
+    zone_ = zone(tz)
+    with open(path, "rb") as handle:
+        end, tail = offset, b""
+        while end > 0:
+            start = max(0, end - (64 << 10))
+            handle.seek(start)
+            lines = (handle.read(end - start) + tail).split(b"\n")
+            # Unless the block starts the file, its first piece may be part of a line: keep it for the next round.
+            tail, complete = (b"", lines) if start == 0 else (lines[0], lines[1:])
+            for raw in reversed(complete):
+                line = raw.decode("utf-8", errors="replace").rstrip("\r")
+                if line:
+                    ts = line_ts(line, zone_, is_json_row(line, envelope))
+                    if ts is not None:
+                        return ts
+            end = start
+    return None
+
+
+def plan_log_reads(files: list[dict], slice_bytes: int = SLICE_BYTES) -> list[FileRead]:
+    """files: {path, source_id, tz, envelope} per broker log file. A file of more than slice_bytes
+    is read in slices (cut at line starts, each with the header time in force where it starts), so
+    one large file keeps every core parsing."""
+    reads = []
+    for f in files:
+        envelope = f.get("envelope") or ENVELOPE_AUTO
+        tz = f.get("tz") or "UTC"
+        full_names = file_uses_full_names(f["path"], envelope)
+        for a, b, n in line_slices(f["path"], slice_bytes):
+            reads.append(FileRead("broker_log", f["path"], f["source_id"], tz=tz, envelope=envelope,
+                                  full_names=full_names, start=a, end=b, line=n,
+                                  carry_ts=header_time_before(f["path"], a, tz, envelope) if a else None))
+    return reads
+
+
+def plan_offsets_reads(files: list[dict], slice_bytes: int = SLICE_BYTES) -> list[FileRead]:
+    """files: {path, source_id, kind: "jsonl" | "segments"}."""
+    reads: list[FileRead] = []
+    for f in files:
+        if f.get("kind") == "segments":
+            reads.append(FileRead("segments", f["path"], f["source_id"]))
+        else:
+            reads.extend(dump_slices(f["path"], f["source_id"], slice_bytes))
+    return reads
+
+
+def read_log_file(r: FileRead) -> Iterator[tuple]:
+    """Raw log rows (source_id, line number, line, time, eof) of the kept lines of a log file or
+    slice, then the count row (the lines it read)."""
+    lines = _KeptLines(r.path, r.start, r.line - 1, r.carry_ts, zone(r.tz), r.envelope, full_names=r.full_names,
+                       end=None if r.end < 0 else r.end)
+    try:
+        while (item := lines.next()) is not None:
+            ts, line_no, line, _ = item
+            yield r.source_id, line_no, line, ts, False
+        total = lines.count_rest()
+    finally:
+        lines.close()
+    yield r.source_id, total - (r.line - 1), None, END_OF_INPUT_TS_MS, True
+
+
+def _slice_bytes(r: FileRead) -> bytes:
+    with open(r.path, "rb") as handle:
+        handle.seek(r.start)
+        return handle.read(r.end - r.start)
+
+
+def _count_row(r: FileRead, count: int) -> tuple:
+    return r.source_id, count, None, None, END_OF_INPUT_TS_MS, None, None, None, True, None
+
+
+def read_dump_slice(r: FileRead, data: bytes | None = None) -> Iterator[tuple]:
+    """Raw offsets rows of a dump slice, line by line, then the count row (its non-blank lines). A
+    malformed line takes the time of the line before it, or of the first good line after it at
+    the slice's top (at the file's top: the reference reader, streaming/offsets/reader.py)."""
+    pending: list[tuple[int, bytes]] = []
+    last_ts: int | None = None
+    count = 0
+    data = _slice_bytes(r) if data is None else data
+    line_no = r.line - 1
+    for raw in data.split(b"\n"):
+        line_no += 1
+        if not raw.strip():
+            continue
+        count += 1
+        row = dump_line_to_row(r.source_id, line_no, raw, last_ts if last_ts is not None else 1)
+        if row[7] is not None and last_ts is None:     # malformed before any time in the slice
+            pending.append((line_no, raw))
+            continue
+        if row[7] is None:
+            if pending:
+                yield from (dump_line_to_row(r.source_id, n, p, row[4]) for n, p in pending)
+                pending = []
+            last_ts = row[4]
+        yield row
+    yield from (dump_line_to_row(r.source_id, n, p, 1) for n, p in pending)
+    yield _count_row(r, count)
+
+
+def dump_slice_batches(r: FileRead) -> Iterator[Any]:
+    """A dump slice as Arrow batches: column-wide (streaming/offsets/dump_arrow.py) when every line
+    is a plain record, else line by line (read_dump_slice)."""
+    data = _slice_bytes(r)
+    batch = dump_slice_batch(data, r.source_id, r.line)
+    if batch is None:
+        yield from arrow_batches(read_dump_slice(r, data), RAW_OFFSETS_ARROW_SCHEMA)
+        return
+    for start in range(0, batch.num_rows, _ARROW_ROWS):
+        yield batch.slice(start, _ARROW_ROWS)
+    yield rows_to_arrow([_count_row(r, batch.num_rows)], RAW_OFFSETS_ARROW_SCHEMA)
+
+
+def read_segments(r: FileRead) -> Iterator[tuple]:
+    """Raw offsets rows of a segment input in partition and offset order, then the count row.
+    Records without a time (magic 0) and quarantined batches take the time of the record before
+    them in the partition (of the first one after it at the partition's start)."""
+    last_ts: dict[int, int] = {}
+    waiting: dict[int, list] = {}
+    count = 0
+
+    def partition_of(source_id: str) -> int:
+        tail = source_id.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+
+    for item in iter_offsets_dir(r.path):
+        count += 1
+        if isinstance(item, SegmentRecord):
+            p, ts = item.partition, (item.timestamp if item.timestamp >= 0 else None)
+            row = [r.source_id, item.offset, p, item.offset, ts, item.key, item.value, None, False, None]
+        else:
+            p, ts = partition_of(item.source_id), item.ts_ms
+            row = [r.source_id, item.seq, p, None, ts, None, None, item.detail, False, item.reason]
+        if ts is None:
+            ts = last_ts.get(p)
+        if ts is None:
+            waiting.setdefault(p, []).append(row)
+            continue
+        for w in waiting.pop(p, []):
+            w[4] = ts
+            yield tuple(w)
+        last_ts[p] = ts
+        row[4] = ts
+        yield tuple(row)
+    for p, rows in waiting.items():
+        for w in rows:
+            w[4] = last_ts.get(p) or 1
+            yield tuple(w)
+    yield _count_row(r, count)
+
+
+class _FilesReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
+        self.reads = [FileRead(**r) for r in json.loads(options["reads"])]
+        self.options = options
+
+    def partitions(self) -> list[InputPartition]:
+        return list(self.reads)
+
+
+class LogFilesReader(_FilesReader):
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        freeze_worker_heap()
+        assert isinstance(partition, FileRead)
+        specs = {sid: LogSourceSpec(**spec) for sid, spec in json.loads(self.options["specs"]).items()}
+        yield from event_batches(replay_rows_to_events(read_log_file(partition), specs,
+                                                       int(self.options["unknownSample"])))
+
+
+class OffsetsFilesReader(_FilesReader):
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        freeze_worker_heap()
+        assert isinstance(partition, FileRead)
+        if partition.kind == "segments":
+            raw = arrow_batches(read_segments(partition), RAW_OFFSETS_ARROW_SCHEMA)
+        else:
+            raw = dump_slice_batches(partition)
+        yield from event_batches(offsets_arrow_to_events(raw, json.loads(self.options["clusters"])))
+
+
+class LogFilesSource(DataSource):
+    """options: reads = JSON list of FileRead fields (plan_log_reads); specs = JSON {source id:
+    LogSourceSpec fields}; unknownSample."""
+
+    @classmethod
+    def name(cls) -> str:
+        return LOG_FILES_SOURCE
+
+    def schema(self):
+        return EVENT_SCHEMA
+
+    def reader(self, schema) -> DataSourceReader:
+        return LogFilesReader(self.options)
+
+
+class OffsetsFilesSource(DataSource):
+    """options: reads = JSON list of FileRead fields (plan_offsets_reads); clusters = JSON {source
+    id: cluster}."""
+
+    @classmethod
+    def name(cls) -> str:
+        return OFFSETS_FILES_SOURCE
+
+    def schema(self):
+        return EVENT_SCHEMA
+
+    def reader(self, schema) -> DataSourceReader:
+        return OffsetsFilesReader(self.options)

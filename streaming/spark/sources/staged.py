@@ -1,0 +1,93 @@
+"""The second stage of a replay (streaming/spark/replay_stage.py): the staged event rows of one
+input kind as a stream (a Python Data Source), one time slice per micro-batch.
+
+Every kind's source is cut at the same times, and each takes exactly one slice per micro-batch,
+so micro-batch i holds the events of slice i of every kind and no later batch holds an earlier
+event: the watermark never passes an event that is still to come, whatever order the input files
+were in. The last slice's batch also carries the end-of-input marker that flushes held events.
+
+Offsets: {"source": kind, "i": slices read, "lines": input lines or records counted so far (the
+kind's total spread over the slices by their rows), "of": the kind's total, "eof"}.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from streaming.rows import EVENT_SOURCE_ARROW_SCHEMA, marker_row, rows_to_arrow
+from streaming.spark.schema import EVENT_SCHEMA
+from streaming.spark.sources.base import event_batches
+from streaming.spark.worker_gc import freeze_worker_heap
+
+STAGED_SOURCE_NAME = "rebalance_staged_events"
+
+
+@dataclass
+class SlicePartition(InputPartition):
+    paths: list            # Parquet files of the slice (none: the kind has no event in it)
+    marker_source: str     # with a source ("log" | "offsets"): end the read with its end-of-input marker
+
+
+class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
+        self.kind = options["kind"]
+        self.event_source = options["eventSource"]
+        self.slices: list[list[str]] = json.loads(options["slices"])
+        self.rows: list[int] = json.loads(options["rows"])
+        self.inputs = int(options["inputs"])
+
+    def _offset(self, i: int) -> dict:
+        total = sum(self.rows)
+        done = sum(self.rows[:i])
+        lines = self.inputs if i >= len(self.slices) else (self.inputs * done // total if total else 0)
+        return {"source": self.kind, "i": i, "lines": lines, "of": self.inputs, "eof": i >= len(self.slices)}
+
+    def initialOffset(self) -> dict:
+        return self._offset(0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(1)     # not rows: a slice per micro-batch, always
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        return start if start["eof"] else self._offset(start["i"] + 1)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass   # staged slices do not grow
+
+    def partitions(self, start: dict, end: dict) -> list:
+        parts = [SlicePartition([p for i in range(start["i"], end["i"]) for p in self.slices[i]], "")]
+        if end["eof"] and not start["eof"]:
+            parts[-1].marker_source = self.event_source
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow.parquet as pq
+        freeze_worker_heap()
+        assert isinstance(partition, SlicePartition)
+        for path in partition.paths:
+            yield from event_batches(pq.ParquetFile(path).iter_batches(batch_size=50_000))
+        if partition.marker_source:
+            yield rows_to_arrow([marker_row(partition.marker_source, None)], EVENT_SOURCE_ARROW_SCHEMA)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class StagedSource(DataSource):
+    """options: kind (broker_log | offsets), eventSource (log | offsets), slices (JSON list of
+    Parquet file lists, one per slice), rows (JSON list of event rows per slice), inputs."""
+
+    @classmethod
+    def name(cls) -> str:
+        return STAGED_SOURCE_NAME
+
+    def schema(self):
+        return EVENT_SCHEMA
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return StagedStreamReader(self.options)

@@ -168,8 +168,11 @@ class RunCollector:
         if batch_id <= self.last_batch_id:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}
-        for row in df.collect():
-            by_kind.setdefault(row["kind"], []).append(json.loads(row["record_json"]))
+        # Arrow, not collect(): a Row object per output row cost about a sixth of the driver's time
+        # in a large replay (docs/benchmarks.md, "Cost per record").
+        table = df.select("kind", "record_json").toArrow()
+        for kind, text in zip(table.column("kind").to_pylist(), table.column("record_json").to_pylist()):
+            by_kind.setdefault(kind, []).append(json.loads(text))
         if batch_id <= self.correlated_through:
             # already in the sink and counters
             by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}

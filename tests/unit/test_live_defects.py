@@ -93,19 +93,32 @@ class _FakeQuery:
 
 
 def _batch_in_thread(collector: RunCollector, seconds: float) -> tuple[threading.Event, threading.Thread]:
-    """A foreachBatch that runs for `seconds` (Spark's collect() inside it)."""
+    """A foreachBatch that runs for `seconds` (Spark's collect inside it)."""
+    import pyarrow as pa
     running = threading.Event()
 
     class SlowFrame:
-        def collect(self):
+        def select(self, *columns):
+            return self
+
+        def toArrow(self):
             running.set()
             time.sleep(seconds)
             running.clear()
-            return []
+            return pa.table({"kind": pa.array([], pa.string()), "record_json": pa.array([], pa.string())})
     thread = threading.Thread(target=collector.foreach_batch, args=(SlowFrame(), 0), daemon=True)
     thread.start()
     assert running.wait(5)
     return running, thread
+
+
+class _EmptyFrame:
+    def select(self, *columns):
+        return self
+
+    def toArrow(self):
+        import pyarrow as pa
+        return pa.table({"kind": pa.array([], pa.string()), "record_json": pa.array([], pa.string())})
 
 
 def test_stop_waits_for_the_running_foreach_batch():
@@ -119,7 +132,7 @@ def test_stop_waits_for_the_running_foreach_batch():
     assert collector.last_batch_id == 0          # the running batch was applied in full
     # a batch that reaches foreachBatch after the stop fails (uncommitted), it is not skipped
     try:
-        collector.foreach_batch(type("Empty", (), {"collect": lambda self: []})(), 1)
+        collector.foreach_batch(_EmptyFrame(), 1)
     except Exception as exc:
         assert type(exc).__name__ == "QueryStopping"
     else:

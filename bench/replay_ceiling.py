@@ -15,6 +15,12 @@ import sys
 import tempfile
 
 
+def _lines(offset) -> int:
+    """The input lines or records a staged source's offset has counted (sources/staged.py)."""
+    parsed = json.loads(offset) if isinstance(offset, str) else offset
+    return int((parsed or {}).get("lines") or 0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m bench.replay_ceiling BROKER_LOG OFFSETS_FILE", file=sys.stderr)
@@ -39,8 +45,7 @@ def main(argv: list[str]) -> int:
             return 1
         progress = query.recentProgress
         events = sum(p["numInputRows"] for p in progress)
-        inputs = sum(json.loads(s["endOffset"])["lines"] - json.loads(s["startOffset"] or '{"lines": 0}')["lines"]
-                     for p in progress for s in p["sources"] if s.get("endOffset"))
+        inputs = sum(_lines(s["endOffset"]) - _lines(s["startOffset"]) for p in progress for s in p["sources"])
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(checkpoint, ignore_errors=True)

@@ -94,18 +94,24 @@ def generate(groups: int, out_dir: Path, seed: int = 15, spread_seconds: float =
         for ts, key, value in records:
             yield ts + shifts[i], partition, _rename_key(key, name), value
 
+    n_records = _write_dump(dump_path, heapq.merge(*(record_entries(i) for i in range(groups)), key=lambda e: e[0]))
+    return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records}
+
+
+def _write_dump(path: Path, records) -> int:
+    """An offsets-topic.jsonl of (ts, partition, key, value) records in time order, each on its
+    partition's next offset; returns the number written."""
     next_offset = [0] * PARTITIONS
-    with open(dump_path, "w") as handle:
-        merged_records = heapq.merge(*(record_entries(i) for i in range(groups)), key=lambda e: e[0])
-        n_records = 0
-        for ts, partition, key, value in merged_records:
+    n_records = 0
+    with open(path, "w") as handle:
+        for ts, partition, key, value in records:
             handle.write(json.dumps({"partition": partition, "offset": next_offset[partition], "timestamp": ts,
                                      "key_b64": base64.b64encode(key).decode(),
                                      "value_b64": None if value is None else base64.b64encode(value).decode()})
                          + "\n")
             next_offset[partition] += 1
             n_records += 1
-    return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records}
+    return n_records
 
 
 def generate_day(groups: int, out_dir: Path, seed: int = 15, repeats: int = 3, day_seconds: float = 86_400.0,
@@ -165,16 +171,7 @@ def generate_day(groups: int, out_dir: Path, seed: int = 15, repeats: int = 3, d
         for ts, key, value in heapq.merge(scenario, steady, key=lambda e: e[0]):
             yield ts, partition, key, value
 
-    next_offset = [0] * PARTITIONS
-    with open(dump_path, "w") as handle:
-        n_records = 0
-        for ts, partition, key, value in heapq.merge(*(record_entries(i) for i in range(groups)), key=lambda e: e[0]):
-            handle.write(json.dumps({"partition": partition, "offset": next_offset[partition], "timestamp": ts,
-                                     "key_b64": base64.b64encode(key).decode(),
-                                     "value_b64": None if value is None else base64.b64encode(value).decode()})
-                         + "\n")
-            next_offset[partition] += 1
-            n_records += 1
+    n_records = _write_dump(dump_path, heapq.merge(*(record_entries(i) for i in range(groups)), key=lambda e: e[0]))
     return {"groups": groups, "log_lines": n_lines, "offsets_records": n_records, "repeats": repeats}
 
 

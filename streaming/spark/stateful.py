@@ -28,7 +28,7 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live import live_snapshot
-from state.machine.common import fold_commit
+from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
     END_OF_INPUT_TS_MS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
@@ -331,9 +331,8 @@ def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
         data = json.loads(f[PACKED_DATA]) if f.get(PACKED_DATA) else {}
         ts = int(f[PACKED_TS])
         newest = ts if newest is None else max(newest, ts)
-        for commit in E.commit_entries(f[PACKED_KIND], data):      # as GroupStateMachine.on_offset_commit
-            last, count = fold_commit(partitions, last, commit, ts)
-            n += count
+        last, count = fold_commit_event(partitions, last, f[PACKED_KIND], data, ts)   # as on_offset_commit
+        n += count
     digest.update(last=last, n=n, ev=newest)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kafkabed import checks
+from tests.support.kafkabed.cluster import with_rolled_files
 from tests.support.kafkabed.live import Phases
 from tests.support.kafkabed.matrix import run_version
 from tests.support.kafkabed.monitor import MonitorSettings
@@ -112,7 +113,7 @@ def test_parse_logs_finds_the_broker_lines(live, version):
     had to cause (the bed's own line checks) into an event of its kind."""
     _, info = live.get(version)
     bed = info["bed"]
-    events, _ = checks.parse_logs(info["server_logs"])
+    events, _ = checks.parse_logs(with_rolled_files(info["server_logs"]))
     for group, lines in bed.items():
         for kind, expected, found in checks.smoke(events, group, [checks.LineCheck(**c) for c in lines]):
             assert found >= expected, f"parse-logs found {found} {kind} events of {group}, the broker wrote {expected}"

@@ -101,15 +101,6 @@ class KafkaCluster:
     def server_log_paths(self) -> list[Path]:
         return [n.server_log for n in self.brokers.values()]
 
-    def server_log_files(self) -> list[Path]:
-        """Every broker's server.log with the files log4j rolled it into (hourly by Kafka's default
-        configuration: `server.log.2026-11-23-13`), oldest first per broker."""
-        out: list[Path] = []
-        for n in self.brokers.values():
-            rolled = sorted(p for p in n.server_log.parent.glob(n.server_log.name + ".*") if p.is_file())
-            out += rolled + [n.server_log]
-        return out
-
     def extra_log_path(self, broker_id: int, layout: str) -> Path:
         """The broker's copy of server.log in another layout (`extra_layouts`)."""
         return self.nodes[broker_id].log_dir / log4jconf.extra_log_name(layout)
@@ -322,3 +313,15 @@ class KafkaCluster:
 
     def __exit__(self, *exc) -> None:
         self.close(keep=exc[0] is not None)
+
+
+def with_rolled_files(logs: list) -> list[Path]:
+    """Each log file (a broker's server.log) preceded by the files log4j has rolled it into so far
+    (hourly by Kafka's default configuration: `server.log.2026-11-23-13`), oldest first. Listed
+    when they are read, not before: a roll at the top of the hour moves what was written into a
+    new file, and a list made before it names only the log that now holds what came after."""
+    out: list[Path] = []
+    for log in map(Path, logs):
+        rolled = sorted(p for p in log.parent.glob(log.name + ".*") if p.is_file())
+        out += rolled + [log]
+    return out

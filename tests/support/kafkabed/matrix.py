@@ -137,7 +137,7 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
             info["faults"] = injector.events
         phases.leave(version)
         info["bed"] = {i.ctx.group: i.result.lines for i in items if i.result is not None}
-        info["server_logs"] = [str(p) for p in cluster.server_log_files()]
+        info["server_logs"] = [str(n.server_log) for n in cluster.brokers.values()]   # cluster.with_rolled_files
         run.expectations(items)
         info["hold_wait_s"] = round(run.wait_quiet(items), 1)
         verdicts = run.judge(items)

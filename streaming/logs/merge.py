@@ -1,16 +1,13 @@
-"""Reading broker log files in event-time order (replay): a k-way merge of their coordinator lines
-by header time, with a per-file position that fully determines the next rows (the replay
-source's offsets)."""
+"""Reading the coordinator lines of broker log files: KeptLines reads one file or a slice of it in
+chunks (the replay's read tasks, streaming/spark/sources/replay_files.py), LogMergeCursor merges
+several files by header time (the Spark-free replay, streaming/app/local.py, that the tests
+compare the query with)."""
 from __future__ import annotations
 
 import heapq
 import json
-import multiprocessing
 import os
 import re
-import sys
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
 from streaming.logs.envelope import (
     EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, is_json_row, json_layout_fields
@@ -37,11 +34,6 @@ SAMPLE_LINES = 20
 # How many lines from the top of a file decide whether it names loggers in full (file_uses_full_names).
 SNIFF_LINES = 200
 _SNIFF_BYTES = 256 << 10
-# A batch over at least this much unread input in two or more files scans the files in parallel,
-# one forked process per file, and merges their kept lines here. The scan is most of a large
-# replay's driver time, and the driver has the machine to itself while it plans a batch.
-PARALLEL_MIN_BYTES = 64 << 20
-PARALLEL_MIN_ROWS = 10_000
 
 
 def _doc(text: str) -> dict | None:
@@ -141,7 +133,7 @@ def file_uses_full_names(path: str, envelope: str) -> bool:
     return seen
 
 
-class _KeptLines:
+class KeptLines:
     """The lines of one file that may be group-coordinator lines, read in large chunks.
 
     Only lines containing a coordinator marker are decoded (or every line with keep_all); the
@@ -276,44 +268,6 @@ class _KeptLines:
                 return self.line_no
 
 
-def _scan_file(args: tuple, limit: int) -> tuple[list, int | None]:
-    """Up to `limit` kept lines of one file (in a forked process), and its final line number if
-    the file ended before the limit."""
-    scanner = _KeptLines(*args)
-    try:
-        items: list[tuple[int, int, str, int]] = []
-        while len(items) < limit:
-            item = scanner.next()
-            if item is None:
-                return items, scanner.count_rest()
-            items.append(item)
-        return items, None
-    finally:
-        scanner.close()
-
-
-class _ScannedLines:
-    """A file's kept lines scanned ahead (_scan_file), read like a _KeptLines."""
-
-    def __init__(self, items: list, total: int | None):
-        self.items, self.index, self.total = items, 0, total
-
-    def next(self) -> tuple[int, int, str, int] | None:
-        if self.index == len(self.items):
-            return None
-        self.index += 1
-        return self.items[self.index - 1]
-
-    def count_rest(self) -> int:
-        # Only called once every file ran out below the batch's row limit, so this one ended.
-        if self.total is None:
-            raise RuntimeError("a file scanned ahead ran out before its end (merge invariant broken)")
-        return self.total
-
-    def close(self) -> None:
-        pass
-
-
 class LogMergeCursor:
     """Merges several log files by header time, emitting only lines that may be coordinator lines
     (and the first SAMPLE_LINES lines of each file, for the layout report).
@@ -331,9 +285,6 @@ class LogMergeCursor:
         self.envelopes = [f.get("envelope") or ENVELOPE_AUTO for f in files]
         self.keep_all = keep_all
         self.full_names = [file_uses_full_names(f["path"], e) for f, e in zip(files, self.envelopes)]
-        # Scanning ahead wastes the lines a batch does not take when it stops before the end of the
-        # input; after such a batch this cursor scans file by file again.
-        self.scan_ahead = True
 
     def initial(self) -> dict:
         n = len(self.files)
@@ -346,7 +297,8 @@ class LogMergeCursor:
         rows: list = []
         if start["eof"]:
             return rows, start
-        scanners = self._scanners(pos, seq, last_ts, max_rows)
+        scanners = [KeptLines(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i], self.keep_all,
+                              self.full_names[i]) for i, f in enumerate(self.files)]
         try:
             heap: list = []
             for i, scanner in enumerate(scanners):
@@ -371,34 +323,8 @@ class LogMergeCursor:
                     pos[i] = os.path.getsize(self.files[i]["path"])
                 rows.append(("end-of-input", 0, None, END_OF_INPUT_TS_MS, True))
                 eof = True
-            if not eof and isinstance(scanners[0], _ScannedLines):
-                self.scan_ahead = False
         finally:
             for scanner in scanners:
                 scanner.close()
         return rows, {"source": "broker_log", "pos": pos, "seq": seq, "last_ts": last_ts,
                       "lines": lines, "emitted": start["emitted"] + len(rows), "eof": eof}
-
-    def _scanners(self, pos: list, seq: list, last_ts: list, max_rows: int) -> list:
-        args = [(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i], self.keep_all,
-                 self.full_names[i]) for i, f in enumerate(self.files)]
-        scanned = self._scan_ahead(args, pos, max_rows)
-        if scanned is None:
-            return [_KeptLines(*a) for a in args]
-        return [_ScannedLines(items, total) for items, total in scanned]
-
-    def _scan_ahead(self, args: list, pos: list, max_rows: int) -> list | None:
-        """Every file's kept lines scanned in parallel (_scan_file), or None where that does not pay
-        or cannot fork."""
-        if not self.scan_ahead or max_rows < PARALLEL_MIN_ROWS or sys.platform == "win32":
-            return None
-        unread = [max(0, os.path.getsize(f["path"]) - pos[i]) for i, f in enumerate(self.files)]
-        workers = min(sum(1 for u in unread if u), os.cpu_count() or 1)
-        if workers < 2 or sum(unread) < PARALLEL_MIN_BYTES:
-            return None
-        try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                return list(pool.map(_scan_file, args, [max_rows] * len(args)))
-        except (OSError, BrokenProcessPool):       # no fork here (limits, memory): read in this process
-            self.scan_ahead = False
-            return None

@@ -2,9 +2,12 @@
 the JSONL dumps and segment directories, and the raw rows (streaming/rows.py) of any slice of it."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from streaming.offsets.codecs import BatchError
 from streaming.offsets.dump import parse_dump_line
 from streaming.offsets.segments import SegmentRecord, is_segment_input, iter_offsets_dir, read_batch
+from streaming.quarantine import Quarantined
 
 
 def index_offsets_dump(files: list[dict]) -> list[tuple]:
@@ -53,13 +56,47 @@ def index_offsets_dump(files: list[dict]) -> list[tuple]:
     return entries
 
 
+def _partition_of(source_id: str) -> int:
+    """The partition a quarantined item's source id ("...-<partition>") names, -1 if none."""
+    tail = source_id.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def timed_segment_items(path: str) -> Iterator[tuple[int, int, SegmentRecord | Quarantined]]:
+    """(time, partition, item) of every record and quarantined item of one segment input. Records
+    without a timestamp (magic 0: -1) and quarantine items take the time of the record before them
+    in the same partition (the first record after it at the start of a partition; 1 if none); a
+    held item comes out when its time is known, so the order is not the file's."""
+    last_ts: dict[int, int | None] = {}
+    waiting: dict[int, list] = {}
+    for item in iter_offsets_dir(path):
+        if isinstance(item, SegmentRecord):
+            p = item.partition
+            ts = item.timestamp if item.timestamp >= 0 else last_ts.get(p)
+            if ts is None:
+                waiting.setdefault(p, []).append(item)
+                continue
+            for w in waiting.pop(p, []):
+                yield ts, p, w
+            last_ts[p] = ts
+            yield ts, p, item
+        else:
+            p = _partition_of(item.source_id)
+            ts = item.ts_ms if item.ts_ms is not None else last_ts.get(p)
+            if ts is None:
+                waiting.setdefault(p, []).append(item)
+            else:
+                yield ts, p, item
+    for p, items in waiting.items():   # nothing with a time after them in the partition
+        for w in items:
+            yield last_ts.get(p) or 1, p, w
+
+
 def index_segments(files: list[dict]) -> tuple[list[tuple], dict, dict]:
     """Every visible record of every segment input as (ts, file_index, partition, offset,
     segment_no, batch_pos, record_index), plus {(file_index, n): Quarantined} for what could not
     be used (indexed with segment_no -1 and record_index n) and {(file_index, segment_no): path}.
-
-    Records without a timestamp (magic 0: -1) and quarantine items take the time of the record
-    before them in the same partition (the first one after it at the start of a partition)."""
+    Times: timed_segment_items."""
     entries: list[tuple] = []
     quarantined: dict = {}
     seg_paths: dict = {}
@@ -67,35 +104,15 @@ def index_segments(files: list[dict]) -> tuple[list[tuple], dict, dict]:
         if spec.get("kind") != "segments":
             continue
         seg_no: dict[str, int] = {}
-        last_ts: dict[int, int | None] = {}
-        waiting: dict[int, list] = {}
-        for item in iter_offsets_dir(spec["path"]):
+        for ts, p, item in timed_segment_items(spec["path"]):
             if isinstance(item, SegmentRecord):
-                p = item.partition
                 no = seg_no.setdefault(item.file, len(seg_no))
                 seg_paths[(file_index, no)] = item.file
-                ts = item.timestamp if item.timestamp >= 0 else None
-                if ts is None:
-                    ts = last_ts.get(p)
-                if ts is None:
-                    waiting.setdefault(p, []).append((file_index, p, item.offset, no, item.batch_pos, item.index))
-                    continue
-                for w in waiting.pop(p, []):
-                    entries.append((ts,) + w)
-                last_ts[p] = ts
                 entries.append((ts, file_index, p, item.offset, no, item.batch_pos, item.index))
             else:
-                p = int(item.source_id.rsplit("-", 1)[1]) if item.source_id.rsplit("-", 1)[-1].isdigit() else -1
                 n = len(quarantined)
                 quarantined[(file_index, n)] = item
-                entry = (file_index, p, item.seq, -1, 0, n)
-                ts = item.ts_ms if item.ts_ms is not None else last_ts.get(p)
-                if ts is None:
-                    waiting.setdefault(p, []).append(entry)
-                else:
-                    entries.append((ts,) + entry)
-        for p, items in waiting.items():   # nothing with a time after them in the partition
-            entries.extend((last_ts.get(p) or 1,) + w for w in items)
+                entries.append((ts, file_index, p, item.seq, -1, 0, n))
     entries.sort()
     return entries, quarantined, seg_paths
 

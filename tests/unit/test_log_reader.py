@@ -188,35 +188,3 @@ def test_the_replays_read_tasks_keep_each_files_lines_and_count_them(awkward_log
             counted += last[1]
         assert kept == [row for row in expected if row[0] == f["source_id"]]
     assert counted == total
-
-
-@pytest.mark.parametrize("logs", ["awkward", "captures"])
-def test_files_scanned_ahead_in_parallel_give_the_same_rows(monkeypatch, awkward_logs, logs):
-    """Large batches scan their files in forked processes (PARALLEL_MIN_BYTES, set to 0 here):
-    the same rows, times and line counts as reading every line, in one batch or in many."""
-    monkeypatch.setattr(merge, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(merge, "PARALLEL_MIN_ROWS", 0)
-    scanned_ahead = []
-    real_init = merge._ScannedLines.__init__
-
-    def spy_init(self, items, total):
-        scanned_ahead.append(len(items))
-        real_init(self, items, total)
-
-    monkeypatch.setattr(merge._ScannedLines, "__init__", spy_init)
-    files = _files(awkward_logs if logs == "awkward" else CAPTURE_LOGS)
-    expected, total = reference(files)
-    rows, end = read_all(files, 100_000)
-    assert rows == expected and end["lines"] == total
-    assert len(scanned_ahead) == len(files) and sum(scanned_ahead) == len(expected) - 1
-
-    # Small batches: the first batch scans ahead, stops before the end, and the cursor then reads
-    # file by file; the rows are the same.
-    scanned_ahead.clear()
-    cursor = merge.LogMergeCursor(files)
-    offset, rows = cursor.initial(), []
-    while not offset["eof"]:
-        got, offset = cursor.advance(offset, 3)
-        rows += got
-    assert rows == expected and offset["lines"] == total
-    assert len(scanned_ahead) == len(files) and not cursor.scan_ahead

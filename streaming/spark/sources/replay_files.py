@@ -22,14 +22,13 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from streaming.logs.envelope import ENVELOPE_AUTO
+from streaming.logs.envelope import ENVELOPE_AUTO, is_json_row
+from streaming.logs.merge import KeptLines, file_uses_full_names, line_ts
 from streaming.logs.step import LogSourceSpec, replay_rows_to_events
-from streaming.logs.envelope import is_json_row
-from streaming.logs.merge import _KeptLines, file_uses_full_names, line_ts
 from streaming.logs.timeutil import zone
 from streaming.offsets.dump_arrow import dump_slice_batch
-from streaming.offsets.reader import dump_line_to_row
-from streaming.offsets.segments import SegmentRecord, iter_offsets_dir
+from streaming.offsets.reader import dump_line_to_row, timed_segment_items
+from streaming.offsets.segments import SegmentRecord
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.rows import END_OF_INPUT_TS_MS, RAW_OFFSETS_ARROW_SCHEMA, rows_to_arrow
 from streaming.spark.schema import EVENT_SCHEMA
@@ -92,7 +91,7 @@ def dump_slices(path: str, source_id: str, slice_bytes: int = SLICE_BYTES) -> li
 
 def header_time_before(path: str, offset: int, tz: str, envelope: str) -> int | None:
     """The time of the last line before `offset` (a line start) that has one: what a continuation
-    line at `offset` inherits (merge.py _KeptLines). Reads backwards, 64 KB at a time."""
+    line at `offset` inherits (merge.py KeptLines). Reads backwards, 64 KB at a time."""
     zone_ = zone(tz)
     with open(path, "rb") as handle:
         end, tail = offset, b""
@@ -142,7 +141,7 @@ def plan_offsets_reads(files: list[dict], slice_bytes: int = SLICE_BYTES) -> lis
 def read_log_file(r: FileRead) -> Iterator[tuple]:
     """Raw log rows (source_id, line number, line, time, eof) of the kept lines of a log file or
     slice, then the count row (the lines it read)."""
-    lines = _KeptLines(r.path, r.start, r.line - 1, r.carry_ts, zone(r.tz), r.envelope, full_names=r.full_names,
+    lines = KeptLines(r.path, r.start, r.line - 1, r.carry_ts, zone(r.tz), r.envelope, full_names=r.full_names,
                        end=None if r.end < 0 else r.end)
     try:
         while (item := lines.next()) is not None:
@@ -206,40 +205,14 @@ def dump_slice_batches(r: FileRead) -> Iterator[Any]:
 
 
 def read_segments(r: FileRead) -> Iterator[tuple]:
-    """Raw offsets rows of a segment input in partition and offset order, then the count row.
-    Records without a time (magic 0) and quarantined batches take the time of the record before
-    them in the partition (of the first one after it at the partition's start)."""
-    last_ts: dict[int, int] = {}
-    waiting: dict[int, list] = {}
+    """Raw offsets rows of a segment input (times: reader.timed_segment_items), then the count row."""
     count = 0
-
-    def partition_of(source_id: str) -> int:
-        tail = source_id.rsplit("-", 1)[-1]
-        return int(tail) if tail.isdigit() else -1
-
-    for item in iter_offsets_dir(r.path):
+    for ts, p, item in timed_segment_items(r.path):
         count += 1
         if isinstance(item, SegmentRecord):
-            p, ts = item.partition, (item.timestamp if item.timestamp >= 0 else None)
-            row = [r.source_id, item.offset, p, item.offset, ts, item.key, item.value, None, False, None]
+            yield r.source_id, item.offset, p, item.offset, ts, item.key, item.value, None, False, None
         else:
-            p, ts = partition_of(item.source_id), item.ts_ms
-            row = [r.source_id, item.seq, p, None, ts, None, None, item.detail, False, item.reason]
-        if ts is None:
-            ts = last_ts.get(p)
-        if ts is None:
-            waiting.setdefault(p, []).append(row)
-            continue
-        for w in waiting.pop(p, []):
-            w[4] = ts
-            yield tuple(w)
-        last_ts[p] = ts
-        row[4] = ts
-        yield tuple(row)
-    for p, rows in waiting.items():
-        for w in rows:
-            w[4] = last_ts.get(p) or 1
-            yield tuple(w)
+            yield r.source_id, item.seq, p, None, ts, None, None, item.detail, False, item.reason
     yield _count_row(r, count)
 
 

@@ -1,11 +1,18 @@
-"""What an input file holds, from its first 64 KiB, checked before a command reads it: a wrong
+"""What an input file holds, from its first MiB, checked before a command reads it: a wrong
 or empty input is one message naming the file, what was expected and what was found, not a
 Spark start that reads nothing and exits 0.
 
 Kinds: `empty`, `binary` (NUL bytes or mostly not UTF-8; gzip and segment files named as such),
 `offsets_dump` (JSON lines with partition/offset/timestamp/key_b64/value_b64), `broker_log`
-(log4j lines `[date] LEVEL message (logger)`, or JSON documents of a log shipper with a
-message/log/msg field), `json` (other JSON documents), `text` (anything else).
+(a line that the log reader reads in one of its layouts, `streaming.logs.header.read_header`:
+Kafka's default `[date] LEVEL message (logger)`, Strimzi's, Confluent's, container prefixes, ...;
+or JSON documents of a log shipper with a message/log/msg field), `json` (other JSON
+documents), `text` (anything else).
+
+The check uses the reader's own layout detection, so a file the reader reads is never refused
+(any log4j line counts, not only coordinator lines: a real server.log opens with hundreds of
+start-up lines), and the sample is a MiB so that a file that opens with other output (a JVM
+banner, a shell's) is still seen for what it is.
 """
 from __future__ import annotations
 
@@ -16,11 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streaming.logs.envelope import MESSAGE_FIELDS
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, HEADER_RE
+from streaming.logs.header import read_header
+from streaming.logs.layout import HEADER_RE
 from streaming.offsets.segments import SEGMENT_FILE, is_segment_input
 
-SAMPLE_BYTES = 64 * 1024
-SAMPLE_LINES = 200
+SAMPLE_BYTES = 1024 * 1024
+SAMPLE_JSON_LINES = 200          # JSON documents parsed at most (a plain line is read until one fits)
 EMPTY, BINARY, OFFSETS_DUMP, BROKER_LOG, JSON_DOCS, TEXT = "empty", "binary", "offsets_dump", "broker_log", "json", \
     "text"
 LOG_EXAMPLE = "[2024-05-01 12:00:00,123] INFO message (logger)"
@@ -72,17 +80,22 @@ def probe(path: str) -> Probe:
     lines = sample.decode("utf-8", errors="replace").splitlines()
     if not whole and len(lines) > 1:
         lines = lines[:-1]          # the last line may be cut
-    lines = [x for x in lines[:SAMPLE_LINES] if x.strip()]
+    lines = [x for x in lines if x.strip()]
     kinds = set()
+    json_docs = 0
     for line in lines:
         stripped = line.lstrip()
         if stripped.startswith("{"):
+            if json_docs == SAMPLE_JSON_LINES:
+                continue
+            json_docs += 1
             try:
                 kinds.add(_json_kind(json.loads(stripped)))
             except ValueError:
                 kinds.add(TEXT)
-        elif HEADER_RE.match(line) or any(marker in line for marker in COORDINATOR_LOGGER_MARKERS):
+        elif HEADER_RE.match(line) or read_header(line) is not None:
             kinds.add(BROKER_LOG)
+            break
     if BROKER_LOG in kinds:
         return Probe(BROKER_LOG, "broker log lines")
     if OFFSETS_DUMP in kinds:
@@ -90,7 +103,7 @@ def probe(path: str) -> Probe:
     if JSON_DOCS in kinds:
         return Probe(JSON_DOCS, f"JSON documents without a {'/'.join(MESSAGE_FIELDS)} field or {DUMP_FIELDS} "
                                 f"(first line: {_first_line(lines)!r})")
-    return Probe(TEXT, f"text without a log4j line (first line: {_first_line(lines)!r})")
+    return Probe(TEXT, f"text without a log4j line of a known layout (first line: {_first_line(lines)!r})")
 
 
 class InputError(Exception):
@@ -104,8 +117,8 @@ def broker_log_problem(path: str, found: Probe) -> str | None:
     hint = ""
     if found.kind == OFFSETS_DUMP or (found.kind == BINARY and "segment" in found.found):
         hint = "; give it to decode-offsets or replay --offsets"
-    return f"{path}: not a broker log: expected log4j lines like {LOG_EXAMPLE!r} or log-shipper JSON " \
-           f"documents, found {found.found}{hint}"
+    return f"{path}: not a broker log: expected log4j lines like {LOG_EXAMPLE!r} (or another layout of " \
+           f"docs/broker-logs.md) or log-shipper JSON documents, found {found.found}{hint}"
 
 
 def offsets_problem(path: str, found: Probe) -> str | None:

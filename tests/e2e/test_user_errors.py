@@ -81,17 +81,17 @@ CASES = [
      "with --port N"),
     ("parse-logs: binary file", ["parse-logs", "{binary.bin}"], {}, 2,
      "{binary.bin}: not a broker log: expected log4j lines like '[2024-05-01 12:00:00,123] INFO message "
-     "(logger)' or log-shipper JSON documents, found binary data"),
+     "(logger)' (or another layout of docs/broker-logs.md) or log-shipper JSON documents, found binary data"),
     ("parse-logs: gzip file", ["parse-logs", "{server.log.gz}"], {}, 2,
      "{server.log.gz}: not a broker log: expected log4j lines like '[2024-05-01 12:00:00,123] INFO message "
-     "(logger)' or log-shipper JSON documents, found gzip-compressed data (decompress it first"),
+     "(logger)' (or another layout of docs/broker-logs.md) or log-shipper JSON documents, found gzip-compressed data (decompress it first"),
     ("parse-logs: an offsets dump", ["parse-logs", "{dump.jsonl}"], {}, 2,
      "found a __consumer_offsets dump (JSON lines with partition, offset, timestamp, key_b64, value_b64); "
      "give it to decode-offsets or replay --offsets"),
     ("parse-logs: a segment file", ["parse-logs", "{00000000000000000000.log}"], {}, 2,
      "found binary data (a __consumer_offsets segment file, by its name); give it to decode-offsets"),
     ("parse-logs: plain text", ["parse-logs", "{notes.txt}"], {}, 2,
-     "found text without a log4j line (first line: 'hello')"),
+     "found text without a log4j line of a known layout (first line: 'hello')"),
     ("parse-logs: other JSON", ["parse-logs", "{other.json}"], {}, 2,
      "found JSON documents without a message/log/msg field"),
     ("parse-logs: empty file", ["parse-logs", "{empty.log}"], {}, 2, "{empty.log}: nothing to read: an empty file"),

@@ -49,21 +49,22 @@ def as_old_broker(lines: list[str], version: str, drop_missing: bool) -> list[st
             if not (drop_missing and NOT_IN_OLD_INFO.search(line))]
 
 
-def entries(lines: list[str]) -> list[list[str]]:
-    """Log entries: a header line and the continuation lines after it."""
+def entries(lines: list[str], start: re.Pattern[str] = HEADER) -> list[list[str]]:
+    """Log entries: a line that `start` matches (a header) and the continuation lines after it."""
     out: list[list[str]] = []
     for line in lines:
-        if HEADER.match(line) or not out:
+        if start.match(line) or not out:
             out.append([line])
         else:
             out[-1].append(line)
     return out
 
 
-def filebeat(lines: list[str], host: str, broker_id: int) -> list[str]:
-    """Filebeat with multiline.pattern '^\\[': one document per entry, continuation lines joined."""
+def filebeat(lines: list[str], host: str, broker_id: int, multiline: str | None = None) -> list[str]:
+    """Filebeat with multiline.pattern `multiline` (negate, after; default: Kafka's default header):
+    one document per entry, continuation lines joined."""
     docs = []
-    for offset, entry in enumerate(entries(lines)):
+    for offset, entry in enumerate(entries(lines, re.compile(multiline) if multiline else HEADER)):
         docs.append(json.dumps({
             "@timestamp": "2026-11-21T19:40:00.000Z", "message": "\n".join(entry),
             "host": {"name": host}, "agent": {"type": "filebeat", "version": "8.15.0"},

@@ -21,6 +21,7 @@ from state.outputs import OutputKind, upgrade_record
 RECORD_FILES: dict[str, str] = {
     OutputKind.REBALANCE: "rebalances",
     OutputKind.REMOVAL: "member_removals",
+    OutputKind.REBALANCE_TRIGGER: "rebalance_triggers",
     OutputKind.QUARANTINE: "quarantine",
     OutputKind.ANOMALY: "anomalies",
     OutputKind.CLOCK_SKEW: "clock_skew",
@@ -44,6 +45,8 @@ SORT_KEYS = {
     OutputKind.REBALANCE: lambda r: (r["cluster"], r["group"], _null_last(r.get("started_at_ms")),
                                      _null_last(r.get("generation")), _null_last(r.get("completed_at_ms"))),
     OutputKind.REMOVAL: lambda r: (r["cluster"], r["group"], r["removed_at_ms"], r["member_id"], r["cause"]),
+    OutputKind.REBALANCE_TRIGGER: lambda r: (r["cluster"], r["group"], _null_last(r.get("started_at_ms")),
+                                             _null_last(r.get("generation")), r.get("trigger_member") or ""),
     OutputKind.QUARANTINE: lambda q: (q.get("cluster") or "", q["source_id"], q["seq"]),
     OutputKind.ANOMALY: lambda a: (a["cluster"], a["group"], a["ts_ms"], a["seq"]),
     OutputKind.CLOCK_SKEW: lambda c: (c["cluster"], c["source"], c["log_ts_ms"], c["group"], c["pair"],

@@ -131,6 +131,7 @@ class MetricsSink:
         r.register(self.groups)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
+            OutputKind.REBALANCE_TRIGGER: self._count_rebalance,
             OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
@@ -209,9 +210,16 @@ class MetricsSink:
                     self._child(self.last_duration, key, labels[:2] + (phase,)).set(value)
                 if own_histogram:
                     self._child(self.group_rebalance_duration, key, labels + (phase,)).observe(value)
-        self._child(self.rebalances, key, labels + (record["trigger"], record["outcome"])).inc()
+        if record.get("trigger_final", True):
+            # Not final: counted once, with its decided trigger, from its rebalance_trigger record.
+            self._count_rebalance(record)
         if record.get("hit_rebalance_timeout"):
             self._child(self.rebalance_timeouts, key, labels[:2]).inc()
+
+    def _count_rebalance(self, record: dict[str, Any]) -> None:
+        key = (record["cluster"], record["group"])
+        labels = (record["cluster"], self._group_label(*key), record["protocol"], record["trigger"], record["outcome"])
+        self._child(self.rebalances, key, labels).inc()
 
     def _removal(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

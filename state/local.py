@@ -16,7 +16,7 @@ from state.diagnosis.correlate import correlate_all
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine
 from state.model import GroupModel
-from state.outputs import OutputKind, snapshot
+from state.outputs import OutputKind, apply_trigger_decisions, snapshot
 
 # Past every deadline (the replay's end of input is 2100-01-01).
 FAR_FUTURE_MS = 4102444800000
@@ -28,7 +28,8 @@ def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_
     for ev in events:
         if ev.group is not None and ev.kind != E.END_OF_INPUT:
             by_group[(ev.cluster, ev.group)].append(ev)
-    kinds = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT)
+    kinds = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
+             OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT)
     out: dict[str, list[dict[str, Any]]] = {str(k): [] for k in kinds}
     for (cluster, group), evs in sorted(by_group.items()):
         machine = GroupStateMachine(GroupModel(cluster=cluster, group=group), settings)
@@ -39,4 +40,6 @@ def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_
         out[OutputKind.SNAPSHOT].append(snapshot(machine.m))
     # Cross-group root causes (host-wide, coordinator-wide), as the streaming driver applies them.
     out[OutputKind.REMOVAL] = correlate_all(out[OutputKind.REMOVAL], settings)
+    # The rebalances as the replay files show them: with their decided triggers.
+    out[OutputKind.REBALANCE] = apply_trigger_decisions(out[OutputKind.REBALANCE], out[OutputKind.REBALANCE_TRIGGER])
     return out

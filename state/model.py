@@ -158,9 +158,17 @@ class GroupModel:
     # Diagnosis (state/diagnosis/rules.py): removal records held until their decision time, each
     # {"rec": record, "decide_at": ms, ...what was learned while held}.
     held_removals: list[dict[str, Any]] = field(default_factory=list)
+    # Rebalances emitted with trigger_final false, waiting for their trigger member's removal to
+    # be decided: {"member_id", "generation", "started_at_ms", "protocol", "outcome", "trigger",
+    # "trigger_member"} (state/diagnosis/holding.py, trigger_may_change).
+    provisional_triggers: list[dict[str, Any]] = field(default_factory=list)
     # Inferred LeaveGroup removals waiting METADATA_GRACE_MS for the member's own line (3.x logs it
     # just after the generation that completed without the member): {"due", "rec", "known"}.
     pending_inferred: list[dict[str, Any]] = field(default_factory=list)
+    # Classic generations that completed (their members joined and synced, inside poll()), by
+    # str(generation): when their rebalance started (the last few). Poll evidence of the
+    # poll-timeout inference (state/diagnosis/holding.py).
+    polled_generations: dict[str, int] = field(default_factory=dict)
     # Newest commit time per "topic:partition" (OFFSET_COMMIT records).
     partition_commits: dict[str, int] = field(default_factory=dict)
     # Times the coordinator loaded/unloaded the group (last few).

@@ -18,6 +18,9 @@ class OutputKind(StrEnum):
     """The `kind` of an output row (OUTPUT_SCHEMA) and of a record handed to the sinks."""
     REBALANCE = "rebalance"
     REMOVAL = "removal"
+    # The final trigger of a rebalance emitted with `trigger_final` false (a LeaveGroup that may
+    # turn out to be a poll timeout once its removal is decided): apply_trigger_decisions.
+    REBALANCE_TRIGGER = "rebalance_trigger"
     ANOMALY = "anomaly"
     SNAPSHOT = "snapshot"
     CLOCK_SKEW = "clock_skew"
@@ -28,8 +31,8 @@ class OutputKind(StrEnum):
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
-RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.QUARANTINE,
-                OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
+RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
+                OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
 
 OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
 IN_PROGRESS = "in_progress"
@@ -47,7 +50,8 @@ _UUID_SUFFIX = re.compile(r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 # event sink keeps records across upgrades; read back, they get these so that a resumed run's
 # records equal an uninterrupted run's (tests/spark/test_checkpoint_compat.py).
 ADDED_FIELDS: dict[str, dict[str, Any]] = {
-    OutputKind.REBALANCE: {"assigned_at_ms": None},     # KIP-848 end of the assignment phase
+    OutputKind.REBALANCE: {"assigned_at_ms": None,      # KIP-848 end of the assignment phase
+                           "trigger_final": True},      # before trigger decisions, every trigger was
 }
 
 
@@ -88,9 +92,11 @@ def slow_rebalance_fields(protocol: str, previous_generation: int | None, timeou
 
 
 def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, ended_at_ms: int | None,
-                     members: int | None, member_timeouts: Iterable[int | None]) -> dict[str, Any]:
+                     members: int | None, member_timeouts: Iterable[int | None],
+                     trigger_final: bool = True) -> dict[str, Any]:
     """One rebalance (rebalances.jsonl). `outcome` "in_progress" describes one still open when the
-    input ended: no end, no durations, the slow-rebalance fields as far as they are known."""
+    input ended: no end, no durations, the slow-rebalance fields as far as they are known.
+    `trigger_final` false: a rebalance_trigger record will say the trigger (trigger_decision)."""
     open_now = outcome == IN_PROGRESS
     start, join_end = o.started_at_ms, o.join_completed_at_ms
     done = None if open_now else o.completed_at_ms
@@ -107,13 +113,43 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
         "join_completed_at_ms": join_end, "assigned_at_ms": o.assigned_at_ms, "completed_at_ms": done,
         "ended_at_ms": ended_at_ms,
         "join_seconds": join_seconds, "sync_seconds": None if open_now else _seconds(join_end, done),
-        "total_seconds": total, "trigger": o.trigger,
+        "total_seconds": total, "trigger": o.trigger, "trigger_final": trigger_final,
         "trigger_member": o.trigger_member, "reason_text": o.reason_text,
         "outcome": outcome, "members": members, "removed_members": list(o.removals),
     }
     record.update(slow_rebalance_fields(o.protocol, o.previous_generation, o.timeout_removals,
                                         [*member_timeouts, o.max_rebalance_timeout_ms], join_seconds))
     return record
+
+
+def trigger_decision(cluster: str, group: str, pending: dict[str, Any], trigger: str, decided_at_ms: int | None,
+                     evidence: str) -> dict[str, Any]:
+    """The final trigger of a rebalance emitted with trigger_final false (rebalance_triggers.jsonl).
+    `pending` is what the machine kept of it (GroupModel.provisional_triggers)."""
+    return {"cluster": cluster, "group": group, "protocol": pending["protocol"],
+            "generation": pending["generation"], "started_at_ms": pending["started_at_ms"],
+            "outcome": pending["outcome"], "trigger_member": pending["trigger_member"],
+            "previous_trigger": pending["trigger"], "trigger": trigger, "decided_at_ms": decided_at_ms,
+            "evidence": evidence}
+
+
+def _decision_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["cluster"], r["group"], r.get("generation"), r.get("started_at_ms"), r.get("trigger_member"))
+
+
+def apply_trigger_decisions(rebalances: Iterable[dict[str, Any]], decisions: Iterable[dict[str, Any]]
+                            ) -> list[dict[str, Any]]:
+    """The rebalance records as finally decided: each one a rebalance_trigger record names (same
+    cluster, group, generation, start and trigger member) gets its trigger and trigger_final true.
+    What the replay files, `report` and the bed's judge show; consumers of the event sink do the same."""
+    final = {_decision_key(d): d["trigger"] for d in decisions}
+    if not final:
+        return list(rebalances)
+    out = []
+    for r in rebalances:
+        trigger = final.get(_decision_key(r)) if not r.get("trigger_final", True) else None
+        out.append(r if trigger is None else dict(r, trigger=trigger, trigger_final=True))
+    return out
 
 
 def in_progress_rebalance_record(snap: dict[str, Any]) -> dict[str, Any] | None:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from sinks.files import GROUPS_FILE, RECORD_FILES
-from state.outputs import OutputKind
+from state.outputs import OutputKind, apply_trigger_decisions
 
 # The record kinds the report reads (the event sink's folders / the replay's files).
-KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY, OutputKind.QUARANTINE,
-         OutputKind.CLOCK_SKEW)
+KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
+         OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW)
 
 
 class ReportInputError(ValueError):
@@ -219,6 +219,8 @@ def build(paths: list[Path], filters: Filters | None = None, storm_rules: StormR
             merged[kind] += rows
         snapshots.update({(s["cluster"], s["group"]): s for s in snaps if "cluster" in s and "group" in s})
     views: dict[tuple[str, str], GroupView] = {}
+    merged[OutputKind.REBALANCE] = apply_trigger_decisions(merged[OutputKind.REBALANCE],
+                                                           merged[OutputKind.REBALANCE_TRIGGER])
     for r in merged[OutputKind.REBALANCE]:
         if _keep(filters, r["cluster"], r["group"], *_rebalance_span(r)):
             views.setdefault((r["cluster"], r["group"]), GroupView(r["cluster"], r["group"])).rebalances.append(r)

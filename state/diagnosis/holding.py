@@ -19,6 +19,17 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | 
     """A LeaveGroup: did the member's partitions see commits during the last poll interval?"""
     at = record["removed_at_ms"]
     stall = record.get("rebalance_timeout_ms")
+    generation = record.get("generation")
+    polled = model.polled_generations.get(str(generation)) if record.get("protocol") == PROTOCOL_CLASSIC else None
+    if stall and polled is not None and polled > at - stall:
+        # A classic member joins and syncs inside poll(): it was polling when the rebalance of its
+        # generation ran, less than max.poll.interval.ms before the leave (assumed: its poll()
+        # calls are short next to max.poll.interval.ms), so its poll cannot have timed out.
+        held["stalled"] = False
+        held["commit_text"] = (f"it joined generation {generation}, whose rebalance started "
+                               f"{(at - polled) / 1000:.1f} s before the leave, within max.poll.interval.ms "
+                               f"{stall / 1000:.1f} s")
+        return
     parts = None if known is None else known.partitions
     if not (parts and stall):
         held["commit_text"] = "commit evidence not available (assignment unknown), the rejoin alone decides"
@@ -63,6 +74,11 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
         if same_id or same_client:
             h["rejoined_at_ms"] = ts_ms
             h["same_member_id"] = same_id
+            if r["cause"] == "leave_group":
+                # The rejoin is what a LeaveGroup's verdict waits for (poll timeout or restart):
+                # decide it now, not at the end of the window, so that a rebalance waiting for its
+                # trigger (trigger_may_change) is settled within a batch or two.
+                h["decide_at"] = min(h["decide_at"], ts_ms)
 
 
 def _poll_timeout_inferred(h: dict[str, Any], settings: DiagnosisSettings) -> bool:
@@ -73,6 +89,25 @@ def _poll_timeout_inferred(h: dict[str, Any], settings: DiagnosisSettings) -> bo
             and (rec.get("reason_text") or "not provided") == "not provided"
             and h["rejoined_at_ms"] - rec["removed_at_ms"] <= settings.leave_window_ms(rec.get("rebalance_timeout_ms"))
             and h.get("stalled", True))
+
+
+def trigger_may_change(model: GroupModel, member_id: str | None) -> bool:
+    """Is the removal of the member a rebalance names as its leaver still undecided, and may it
+    be decided a poll timeout (a LeaveGroup without a client reason, no commits while it may
+    have been stalled)? Then the rebalance's trigger is not final (GroupModel.provisional_triggers)."""
+    if member_id is None:
+        return False
+    if any(p["rec"]["member_id"] == member_id for p in model.pending_inferred):
+        return True
+    return any(h["rec"]["member_id"] == member_id and h["rec"]["cause"] == "leave_group"
+               and (h["rec"].get("reason_text") or "not provided") == "not provided" and h.get("stalled", True)
+               for h in model.held_removals)
+
+
+def undecided_members(model: GroupModel) -> set[str]:
+    """Members whose removal is held or waiting for its own line."""
+    return ({h["rec"]["member_id"] for h in model.held_removals}
+            | {p["rec"]["member_id"] for p in model.pending_inferred})
 
 
 def _expired_with_others(model: GroupModel, h: dict[str, Any], window: int) -> bool:
@@ -89,7 +124,8 @@ def _expired_with_others(model: GroupModel, h: dict[str, Any], window: int) -> b
 
 
 def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings) -> list[dict[str, Any]]:
-    """The held records whose decision time event time has passed, decided, in holding order."""
+    """The held entries ({"rec", "decide_at", ...}) whose decision time event time has passed,
+    their records decided, in holding order."""
     if not model.held_removals:
         return []
     keep, decided = [], []
@@ -105,6 +141,6 @@ def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings
         if _poll_timeout_inferred(h, settings):
             h["poll_inferred"] = True
         classify_in_group(rec, h, settings)
-        decided.append(rec)
+        decided.append(h)
     model.held_removals = keep
     return decided

@@ -10,17 +10,21 @@ from collections.abc import Iterable
 from typing import Any
 
 from state import events as E
-from state.diagnosis.holding import hold_removal, observe_join
+from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member,
     OpenRebalance, is_legal,
 )
-from state.outputs import OutputKind, invalid_transition_record, rebalance_record, removal_record
+from state.outputs import (
+    OutputKind, invalid_transition_record, rebalance_record, removal_record, trigger_decision,
+)
 
 # A completed classic rebalance waits this long (event time) for the GroupMetadata record of its
 # generation, which carries the member list; Kafka appends it within milliseconds.
 METADATA_GRACE_MS = 2000
+# Completed classic generations whose start is kept as poll evidence (GroupModel.polled_generations).
+POLLED_GENERATIONS_KEPT = 4
 # Removals logged just before "Preparing to rebalance" (Kafka 2.2-2.8, Java LeaveGroup) belong to
 # the rebalance they caused; so does a member id created just before it (the trigger of a rebalance
 # logged without a reason, Kafka 1.1-2.0).
@@ -177,14 +181,59 @@ class MachineBase:
                        members: int | None) -> None:
         m = self.m
         timeouts: Iterable[int | None] = [mm.rebalance_timeout_ms for mm in m.members.values()]
+        # A leave whose removal is still undecided may be a poll timeout (clients without KIP-800
+        # reasons): the record says so, and a rebalance_trigger record follows (settle_triggers).
+        final = not (opened.trigger == "member_leave" and trigger_may_change(m, opened.trigger_member))
         self.outputs.append((OutputKind.REBALANCE, rebalance_record(
-            m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts)))
+            m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts, trigger_final=final)))
+        if (opened.protocol == PROTOCOL_CLASSIC and outcome == "stable" and opened.generation is not None
+                and opened.started_at_ms is not None):
+            recent = sorted(m.polled_generations.items(), key=lambda kv: int(kv[0]))[-(POLLED_GENERATIONS_KEPT - 1):]
+            m.polled_generations = dict(recent + [(str(opened.generation), opened.started_at_ms)])
+        if not final:
+            m.provisional_triggers.append({
+                "member_id": opened.trigger_member, "generation": opened.generation,
+                "started_at_ms": opened.started_at_ms, "protocol": opened.protocol, "outcome": outcome,
+                "trigger": opened.trigger, "trigger_member": opened.trigger_member})
         m.rebalances_total += 1
         if opened.generation is not None:
             prior = m.last_emitted_generation
             m.last_emitted_generation = opened.generation if prior is None else max(prior, opened.generation)
         if m.open_rebalance is opened:
             m.open_rebalance = None
+
+    def settle_triggers(self, decided: list[dict[str, Any]]) -> None:
+        """Removals just decided (held entries of holding.release_removals): the rebalances they
+        triggered take the decided cause. The open one is changed in place; an emitted one with
+        trigger_final false gets its rebalance_trigger record, poll timeout or not."""
+        m = self.m
+        o = m.open_rebalance
+        for held in decided:
+            rec = held["rec"]
+            if (rec["cause"] == "poll_timeout" and o is not None and o.trigger == "member_leave"
+                    and o.trigger_member == rec["member_id"]):
+                o.trigger = "poll_timeout"
+        if not m.provisional_triggers:
+            return
+        by_member = {h["rec"]["member_id"]: h for h in decided}
+        undecided = undecided_members(m)
+        keep: list[dict[str, Any]] = []
+        for p in m.provisional_triggers:
+            settled = by_member.get(p["member_id"])
+            if settled is None and p["member_id"] in undecided:
+                keep.append(p)
+                continue
+            rec = settled["rec"] if settled is not None else None
+            if rec is not None and rec["cause"] == "poll_timeout":
+                trigger = REMOVAL_CAUSE_TO_TRIGGER["poll_timeout"]
+                evidence = f"its removal was decided a poll timeout: {rec.get('evidence')}"
+            else:
+                trigger = p["trigger"]
+                evidence = (f"its removal was decided {rec['cause']}: {rec.get('evidence')}" if rec is not None
+                            else "its removal was no longer held")
+            self.outputs.append((OutputKind.REBALANCE_TRIGGER, trigger_decision(
+                m.cluster, m.group, p, trigger, settled["decide_at"] if settled is not None else None, evidence)))
+        m.provisional_triggers = keep
 
     def flush_pending_completion(self, now_ms: int, closing_event: E.Event | None = None) -> None:
         """Emit a Stable-completed classic rebalance still waiting for its metadata record, or an

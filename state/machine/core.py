@@ -55,9 +55,11 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         self.flush_pending_completion(watermark_ms)
         self.flush_inferred(watermark_ms)
         self._resolve_source_checks(watermark_ms)
-        for record in release_removals(self.m, watermark_ms, self.settings):
-            self.outputs.append((OutputKind.REMOVAL, record))
+        decided = release_removals(self.m, watermark_ms, self.settings)
+        for held in decided:
+            self.outputs.append((OutputKind.REMOVAL, held["rec"]))
             self._released += 1
+        self.settle_triggers(decided)
 
     def next_deadline_ms(self) -> int | None:
         """Event time at which `advance_to` has something to do (None: nothing pending)."""

@@ -22,7 +22,7 @@ from sinks.log_sources import warning_text
 from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
-from state.outputs import RECORD_KINDS, OutputKind, in_progress_rebalance_record
+from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_progress_rebalance_record
 from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
 
 # A log source whose lines are this far from the offsets records of the same actions is reported
@@ -119,7 +119,6 @@ class RunCollector:
     gate: StopGate = field(default_factory=StopGate)
 
     # The records kept per kind (replay, demo).
-    rebalances = _records_of(OutputKind.REBALANCE)
     removals = _records_of(OutputKind.REMOVAL)
     anomalies = _records_of(OutputKind.ANOMALY)
     quarantine = _records_of(OutputKind.QUARANTINE)
@@ -284,6 +283,11 @@ class RunCollector:
                 m.late_rows.inc(late)
         if self.on_progress is not None:
             self.on_progress(progress)
+
+    @property
+    def rebalances(self) -> list[dict]:
+        """The rebalances that ended, with their decided triggers (rebalance_trigger records)."""
+        return apply_trigger_decisions(self.records[OutputKind.REBALANCE], self.records[OutputKind.REBALANCE_TRIGGER])
 
     def in_progress_rebalances(self) -> list[dict]:
         """Rebalances still open when the input ended (outcome "in_progress")."""

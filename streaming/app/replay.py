@@ -25,7 +25,7 @@ def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
     """The replay's files; returns the number of records per file."""
     os.makedirs(out_dir, exist_ok=True)
     records = {kind: list(collector.records[kind]) for kind in SORT_KEYS}
-    records[OutputKind.REBALANCE] += collector.in_progress_rebalances()
+    records[OutputKind.REBALANCE] = collector.rebalances + collector.in_progress_rebalances()
     counts = {replay_file(kind): write_jsonl(os.path.join(out_dir, replay_file(kind)),
                                              sorted(rows, key=SORT_KEYS[kind]))
               for kind, rows in records.items()}

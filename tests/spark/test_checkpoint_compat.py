@@ -105,8 +105,12 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
         return None
     run_to_end(spark, outputs, sink, checkpoint_dir=str(workdir / "checkpoint" / "query"))
     final = collector.correlator.advance(2 ** 62)    # removals the correlator still holds
-    records = {kind: sorted(json.dumps(r, sort_keys=True) for r in collector.event_sink.records(kind))
-               for kind in KINDS}
+    from state.outputs import apply_trigger_decisions
+    sink_records = {kind: list(collector.event_sink.records(kind)) for kind in KINDS}
+    # as a consumer of the sink reads it: rebalances with their decided triggers
+    sink_records["rebalance"] = apply_trigger_decisions(sink_records["rebalance"],
+                                                        collector.event_sink.records("rebalance_trigger"))
+    records = {kind: sorted(json.dumps(r, sort_keys=True) for r in rows) for kind, rows in sink_records.items()}
     records["removal"] += sorted(json.dumps(r, sort_keys=True) for r in final)
     snapshots = sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
     return records, snapshots, _group_metrics(collector.metrics.registry)

@@ -79,7 +79,7 @@ def test_kafka40_every_readme_rebalance(replay_capture):
             if exp.outcome == "stable":
                 assert r["completed_at_ms"] == completed[(exp.group, exp.generation)], exp
             if not exp.reason.startswith("Downgrade"):
-                assert r["trigger"] == expected_trigger(exp.reason), exp
+                assert r["trigger"] == expected_trigger(exp.reason, exp.group, exp.generation), exp
             else:   # the downgrade was caused by the last consumer-protocol member leaving
                 assert r["trigger"] == "member_leave"
             continue

@@ -116,8 +116,16 @@ def assignment_received_ms(capture: str) -> dict[tuple[str, int], int]:
     return found
 
 
-def expected_trigger(reason: str) -> str:
-    """The trigger class an operator reads from the verbatim reason text of the README."""
+# Rebalances started by a LeaveGroup that the captures' READMEs say was a poll timeout (the
+# client's own log: `_MAX_POLL_EXCEEDED`; the broker logged a plain leave, no client reason).
+POLL_TIMEOUT_REBALANCES = {("sc05-poll-timeout", 3), ("k4-sc05-poll-timeout", 2)}
+
+
+def expected_trigger(reason: str, group: str | None = None, generation: int | None = None) -> str:
+    """The trigger class an operator reads from the verbatim reason text of the README, or what
+    the README says the leave was (POLL_TIMEOUT_REBALANCES)."""
+    if (group, generation) in POLL_TIMEOUT_REBALANCES:
+        return "poll_timeout"
     r = reason.lower()
     if r.startswith("adding new member"):
         return "member_join"

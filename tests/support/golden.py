@@ -13,7 +13,7 @@ from tests.support.capture_expectations import FIXTURES, capture_inputs
 
 GOLDEN = FIXTURES / "golden"
 CAPTURES = ("kafka-2.7", "kafka-4.0")
-FILES = ("rebalances.jsonl", "member_removals.jsonl", "groups.jsonl", "anomalies.jsonl",
+FILES = ("rebalances.jsonl", "member_removals.jsonl", "rebalance_triggers.jsonl", "groups.jsonl", "anomalies.jsonl",
          "clock_skew.jsonl", "quarantine.jsonl", "metrics.prom")
 # Samples that depend on the wall clock or the machine's speed, not on the input.
 WALL_CLOCK = ("rebalance_monitor_input_rows_per_second", "rebalance_monitor_batch_duration_seconds",

@@ -83,7 +83,7 @@ def run(events: list[E.Event], machine: GroupStateMachine | None = None) -> Grou
 
 
 DIAGNOSIS_REBALANCE_KEYS = ("waited_for_member", "hit_rebalance_timeout", "rebalance_timeout_ms",
-                            "initial_delay_seconds")
+                            "initial_delay_seconds", "trigger_final")
 
 
 def _undiagnosed_removal(r: dict) -> dict:
@@ -98,8 +98,9 @@ def _undiagnosed_removal(r: dict) -> dict:
 
 def outs(machine: GroupStateMachine) -> list:
     """machine.outputs as before the diagnosis (tested in tests/test_diagnosis.py): removals at the
-    place they were found (held or not), without root cause, rebalances without the new fields."""
-    others = [(k, r) for k, r in machine.outputs if k != "removal"]
+    place they were found (held or not), without root cause, rebalances without the new fields
+    and without their trigger decisions (tests/unit/test_trigger_decisions.py)."""
+    others = [(k, r) for k, r in machine.outputs if k not in ("removal", "rebalance_trigger")]
     out: list = []
     held = list(machine.hold_order)
     for i, (kind, r) in enumerate(others + [(None, None)]):

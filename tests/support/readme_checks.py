@@ -23,7 +23,7 @@ def assert_kafka27_rebalances(rebalances: list[dict]) -> None:
         assert r["started_at_ms"] == exp.started_at_ms, exp
         assert r["join_completed_at_ms"] == exp.ended_at_ms, exp
         assert r["outcome"] == exp.outcome, exp
-        assert r["trigger"] == expected_trigger(exp.reason), exp
+        assert r["trigger"] == expected_trigger(exp.reason, exp.group, exp.generation), exp
         assert r["reason_text"].startswith(exp.reason.split("…")[0]), exp
         assert r["join_seconds"] == pytest.approx((exp.ended_at_ms - exp.started_at_ms) / 1000)
         if exp.outcome == "stable":

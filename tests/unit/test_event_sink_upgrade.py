@@ -8,7 +8,7 @@ from sinks.files import RECORD_FILES, EventSink
 from state.outputs import ADDED_FIELDS, OutputKind
 
 
-def test_a_rebalance_record_written_before_assigned_at_ms_reads_back_with_it(tmp_path):
+def test_a_rebalance_record_written_before_assigned_at_ms_and_trigger_final_reads_back_with_them(tmp_path):
     old = {"cluster": "c", "group": "g", "protocol": "classic", "generation": 1, "outcome": "stable"}
     folder = tmp_path / RECORD_FILES[OutputKind.REBALANCE]
     folder.mkdir(parents=True)
@@ -17,6 +17,6 @@ def test_a_rebalance_record_written_before_assigned_at_ms_reads_back_with_it(tmp
     removal.mkdir(parents=True)
     (removal / "batch-00000000000000000003.jsonl").write_text(json.dumps({"member_id": "m"}) + "\n")
     sink = EventSink(str(tmp_path))
-    assert list(sink.records(OutputKind.REBALANCE)) == [{**old, "assigned_at_ms": None}]
+    assert list(sink.records(OutputKind.REBALANCE)) == [{**old, "assigned_at_ms": None, "trigger_final": True}]
     assert list(sink.records(OutputKind.REMOVAL)) == [{"member_id": "m"}]
     assert set(ADDED_FIELDS) <= set(RECORD_FILES)

@@ -23,6 +23,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from state.outputs import apply_trigger_decisions
+
 from .checks import REPO, monitor_command
 from .procs import BedError, wait_for
 
@@ -41,7 +43,7 @@ def kill_monitors() -> None:
 
 
 atexit.register(kill_monitors)
-SINK_KINDS = ("rebalances", "member_removals", "anomalies", "quarantine", "clock_skew")
+SINK_KINDS = ("rebalances", "member_removals", "rebalance_triggers", "anomalies", "quarantine", "clock_skew")
 SAMPLE = re.compile(r'^(rebalance_monitor_[a-z_]+)(?:\{([^}]*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -182,6 +184,14 @@ class Monitor:
         return int(float(m.group(1))) if m else 0
 
     def records(self, kind: str, group: str | None = None) -> list[dict]:
+        """The event sink's records of `kind` (its folder name); rebalances with their decided
+        triggers applied (rebalance_triggers, docs/output.md), as a consumer of the sink does."""
+        out = self._read_sink(kind)
+        if kind == "rebalances":
+            out = apply_trigger_decisions(out, self._read_sink("rebalance_triggers"))
+        return out if group is None else [r for r in out if r.get("group") == group]
+
+    def _read_sink(self, kind: str) -> list[dict]:
         out: list[dict] = []
         folder = self.events_dir / kind
         for path in sorted(folder.glob("batch-*.jsonl")) if folder.exists() else []:
@@ -190,7 +200,7 @@ class Monitor:
             except FileNotFoundError:     # replaced while we read: the next read sees it
                 continue
             out += [json.loads(ln) for ln in lines if ln.strip()]
-        return out if group is None else [r for r in out if r.get("group") == group]
+        return out
 
     def committed_batches(self) -> set:
         return {int(p.name) for p in (self.checkpoint / "query" / "commits").glob("[0-9]*")}

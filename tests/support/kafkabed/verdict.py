@@ -28,11 +28,7 @@ class Known:
         return self.scenario == scenario and self.since <= v < self.until
 
 
-KNOWN_FAILURES: list[Known] = [
-    Known("poll_timeout", ("trigger", "metrics"), "brokers before 3.2 log no client reason (KIP-800): the poll "
-          "timeout is only known when the client rejoins, after the rebalance record was emitted (member_leave); "
-          "the removal is right (inferred poll_timeout)", until=(3, 2)),
-]
+KNOWN_FAILURES: list[Known] = []
 
 
 def known_for(version: str, scenario: str) -> list[Known]:

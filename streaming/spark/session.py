@@ -50,13 +50,21 @@ def live_conf(checkpoint_location: str) -> dict[str, str]:
     return conf
 
 
+def under_spark_submit() -> bool:
+    """Started by spark-submit (or spark-operator, which runs it)? Its JVM starts Python with
+    PYSPARK_GATEWAY_PORT set and holds the master and the rest of the submitted settings. A
+    SparkConf() made before the SparkContext does not see them (no JVM yet on the Python side),
+    which once made every submitted run a local[2] run in the driver, whatever --master said."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or SparkConf().contains("spark.master")
+
+
 def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: str = "rebalance-monitor",
               conf: Mapping[str, str] | None = None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> SparkSession:
     """The session: local mode with loopback-only networking by default; under spark-submit the
     master (k8s://, yarn, spark://), networking and driver memory come from spark-submit and are
     left alone. `conf` (the `spark_conf` setting) goes on top, e.g. spark.jars.packages; settings
     Spark only reads when its JVM starts have no effect on a session that already runs (spark-submit)."""
-    submitted = SparkConf().contains("spark.master")
+    submitted = under_spark_submit()
     builder = SparkSession.builder.appName(app_name)
     if not submitted:
         # Python workers must run the interpreter that has our packages (the venv's).

@@ -20,10 +20,20 @@ WALL_CLOCK = ("rebalance_monitor_input_rows_per_second", "rebalance_monitor_batc
               "rebalance_monitor_watermark_delay_seconds", "rebalance_monitor_source_newest_event_age_seconds")
 
 
+def _rounded_sum(line: str) -> str:
+    """A histogram `_sum` to 9 decimals: float additions in another order (the records of a batch
+    observed in the order a cluster's executors returned them) differ in the last bits."""
+    name, _, value = line.rstrip("\n").rpartition(" ")
+    if "_sum{" not in name and not name.endswith("_sum"):
+        return line
+    return f"{name} {round(float(value), 9)!r}\n"
+
+
 def comparable_metrics(text: str) -> str:
-    """metrics.prom without `_created` samples (process times) and wall-clock gauges, lines
-    sorted (the order of metric families in the exposition is not part of the contract)."""
-    return "".join(sorted(line for line in text.splitlines(keepends=True)
+    """metrics.prom without `_created` samples (process times) and wall-clock gauges, histogram
+    sums to 9 decimals, lines sorted (the order of metric families in the exposition is not part
+    of the contract)."""
+    return "".join(sorted(_rounded_sum(line) for line in text.splitlines(keepends=True)
                           if "_created" not in line and not line.startswith(WALL_CLOCK)))
 
 

@@ -48,7 +48,7 @@ class FileRead(InputPartition):
     """One read task: a whole log file or segment input, or the bytes [start, end) of a dump
     whose first line is line `line` (1-based)."""
     kind: str              # "broker_log" | "jsonl" | "segments"
-    path: str
+    path: str              # absolute: executors do not run in the driver's working directory
     source_id: str
     tz: str = "UTC"
     envelope: str = ENVELOPE_AUTO
@@ -119,11 +119,12 @@ def plan_log_reads(files: list[dict], slice_bytes: int = SLICE_BYTES) -> list[Fi
     for f in files:
         envelope = f.get("envelope") or ENVELOPE_AUTO
         tz = f.get("tz") or "UTC"
-        full_names = file_uses_full_names(f["path"], envelope)
-        for a, b, n in line_slices(f["path"], slice_bytes):
-            reads.append(FileRead("broker_log", f["path"], f["source_id"], tz=tz, envelope=envelope,
+        path = os.path.abspath(f["path"])
+        full_names = file_uses_full_names(path, envelope)
+        for a, b, n in line_slices(path, slice_bytes):
+            reads.append(FileRead("broker_log", path, f["source_id"], tz=tz, envelope=envelope,
                                   full_names=full_names, start=a, end=b, line=n,
-                                  carry_ts=header_time_before(f["path"], a, tz, envelope) if a else None))
+                                  carry_ts=header_time_before(path, a, tz, envelope) if a else None))
     return reads
 
 
@@ -131,10 +132,11 @@ def plan_offsets_reads(files: list[dict], slice_bytes: int = SLICE_BYTES) -> lis
     """files: {path, source_id, kind: "jsonl" | "segments"}."""
     reads: list[FileRead] = []
     for f in files:
+        path = os.path.abspath(f["path"])     # executors do not run in the driver's directory
         if f.get("kind") == "segments":
-            reads.append(FileRead("segments", f["path"], f["source_id"]))
+            reads.append(FileRead("segments", path, f["source_id"]))
         else:
-            reads.extend(dump_slices(f["path"], f["source_id"], slice_bytes))
+            reads.extend(dump_slices(path, f["source_id"], slice_bytes))
     return reads
 
 

@@ -1,0 +1,119 @@
+"""`replay` submitted to a real Spark standalone cluster (a master and 2 one-core workers from
+the installed pyspark, each executor its own JVM, tests/support/spark_cluster.py) the way the
+chart submits: spark-submit, scripts/spark_entrypoint.py, `--master spark://...`.
+
+- The Python data sources are planned on the driver and read in the executors: the outputs equal
+  the goldens (tests/fixtures/golden) byte for byte, as a local[2] run's do.
+- kill -9 of an executor in the middle of the streaming stage: Spark reschedules its tasks on a
+  new executor and nothing is lost or counted twice (the records and the group metrics still
+  equal the goldens; smaller micro-batches, so the batch-count health series differ).
+
+Found by this test: under spark-submit, PySpark's SparkConf() does not see the submitted master
+before the SparkContext exists, so every submitted run ran local[2] inside the driver
+(streaming/spark/session.under_spark_submit); and relative input paths were opened in the
+executors' working directory (replay_files plans absolute paths)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.capture_expectations import FIXTURES, LOG_FILES
+from tests.support.golden import GOLDEN, comparable, differing_files
+from tests.support.spark_cluster import ROOT, StandaloneCluster
+
+pytestmark = [pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
+    yield c
+    c.stop()
+
+
+def _replay_argv(capture: str, out: Path, *extra: str) -> list[str]:
+    # relative input paths, as a user in the project directory types them
+    logs = [os.path.relpath(FIXTURES / capture / name, ROOT) for name in LOG_FILES[capture]]
+    dump = os.path.relpath(FIXTURES / capture / "offsets-topic.jsonl", ROOT)
+    return ["replay", "--broker-log", *logs, "--offsets", dump, "--out", str(out), *extra]
+
+
+def _executor_logs(cluster: StandaloneCluster) -> list[Path]:
+    return sorted(cluster.workdir.glob("worker-*/app-*/*/stderr"))
+
+
+def _tasks_per_executor(cluster: StandaloneCluster, apps_before: set[str]) -> dict[str, int]:
+    """Tasks each executor of the applications started since `apps_before` ran (its own log)."""
+    return {f"{p.parent.parent.name}/{p.parent.name}": p.read_text(errors="replace").count("Running task")
+            for p in _executor_logs(cluster) if p.parent.parent.name not in apps_before}
+
+
+@pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
+def test_replay_on_the_cluster_writes_the_golden_outputs(cluster, tmp_path, capture):
+    before = {p.parent.parent.name for p in _executor_logs(cluster)}
+    result = cluster.submit(_replay_argv(capture, tmp_path / "out"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "Starting executor ID driver" not in result.stderr      # not local mode in the driver
+    tasks = _tasks_per_executor(cluster, before)
+    assert len(tasks) == 2 and all(n > 0 for n in tasks.values()), tasks
+    assert differing_files(capture, tmp_path / "out") == []
+
+
+def _newest_app(cluster: StandaloneCluster) -> str | None:
+    apps = sorted({p.parent.parent.name for p in _executor_logs(cluster)})
+    return apps[-1] if apps else None
+
+
+def test_an_executor_killed_mid_stream_loses_and_doubles_nothing(cluster, tmp_path):
+    before = _newest_app(cluster)
+    err = tmp_path / "submit.err"
+    with open(err, "w") as handle:
+        proc = subprocess.Popen(cluster.submit_argv(_replay_argv("kafka-2.7", tmp_path / "out",
+                                                                 "--max-rows-per-batch", "300")),
+                                cwd=ROOT, env=cluster.env(), stdout=subprocess.PIPE, stderr=handle, text=True)
+    killed = None
+    try:
+        deadline = time.monotonic() + 300
+        while killed is None and time.monotonic() < deadline and proc.poll() is None:
+            app = _newest_app(cluster)
+            logs = [p for p in _executor_logs(cluster) if app != before and p.parent.parent.name == app]
+            # the streaming stage has run a few micro-batches (one or more stages each)
+            busy = [p for p in logs if "in stage 12." in p.read_text(errors="replace")]
+            if busy:
+                pid_file = busy[0].parent / "stderr"
+                pids = cluster.executor_pids()
+                assert pids, "no executor JVM"
+                # the executor of that log: the one whose command line names its executor id
+                exec_id = busy[0].parent.name
+                for pid in pids:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if b"--executor-id" in cmd and cmd[cmd.index(b"--executor-id") + 1].decode() == exec_id:
+                        os.kill(pid, signal.SIGKILL)
+                        killed = (exec_id, pid, pid_file)
+                        break
+            time.sleep(0.2)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = err.read_text(errors="replace")
+    assert killed is not None, f"no executor reached the streaming stage's batches:\n{stderr[-3000:]}"
+    assert proc.returncode == 0, stderr[-4000:]
+    assert "Lost executor" in stderr or "lost executor" in stderr.lower(), stderr[-4000:]
+    assert [f for f in differing_files("kafka-2.7", tmp_path / "out") if f != "metrics.prom"] == []
+    # /metrics: the same, but for the health series that count micro-batches (smaller batches here)
+    assert _without(BATCH_COUNTS, comparable("metrics.prom", (tmp_path / "out" / "metrics.prom").read_text())) == \
+        _without(BATCH_COUNTS, (GOLDEN / "kafka-2.7" / "metrics.prom").read_text())
+
+
+BATCH_COUNTS = ("rebalance_monitor_batches_total", "rebalance_monitor_group_turns_total",
+                "rebalance_monitor_stateful_calls_total", "rebalance_monitor_source_event_skew_seconds")
+
+
+def _without(names: tuple[str, ...], text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith(names)]

@@ -117,3 +117,46 @@ BATCH_COUNTS = ("rebalance_monitor_batches_total", "rebalance_monitor_group_turn
 
 def _without(names: tuple[str, ...], text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith(names)]
+
+
+def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path):
+    """`run` submitted to the cluster: the kafka-python source's readers are pickled to the
+    executors and read the log and offsets topics there (a Kafka-protocol broker on loopback,
+    tansu, holding the Kafka 2.7 capture); the event sink and /metrics show every rebalance and
+    removal of the capture's README, as tests/e2e/test_live_kafka.py's local run does."""
+    from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _scrape, _wait
+    from tests.support.kafka_harness import create_topics, free_port, produce_capture, read_sink, tansu_broker
+    from tests.support.readme_checks import assert_kafka27_rebalances, assert_kafka27_removals
+    before = {p.parent.parent.name for p in _executor_logs(cluster)}
+    with tansu_broker() as bootstrap:
+        create_topics(bootstrap, {LOG_TOPIC: 2, OFFSETS_TOPIC: 10})
+        assert produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC) == (3486, 1606)
+        port = free_port()
+        config = _config(tmp_path / "monitor.toml", bootstrap, port, tmp_path, lateness_seconds=5)
+        log = tmp_path / "run.log"
+        with open(log, "w") as handle:
+            proc = subprocess.Popen(cluster.submit_argv(["run", "--config", str(config)]), cwd=ROOT,
+                                    env=cluster.env(), stdout=handle, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        try:
+            events = tmp_path / "events"
+            _wait(lambda: len(read_sink(events, "rebalances")) >= 82, "82 rebalances", proc, log, timeout=360)
+            page = _scrape(port)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=90)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+    text = log.read_text(errors="replace")
+    assert "Starting executor ID driver" not in text, text[-3000:]
+    tasks = _tasks_per_executor(cluster, before)
+    assert len(tasks) == 2 and all(n > 0 for n in tasks.values()), tasks
+    assert_kafka27_rebalances(read_sink(events, "rebalances"))
+    assert_kafka27_removals(read_sink(events, "member_removals"))
+    assert read_sink(events, "quarantine") == []
+    assert 'rebalance_monitor_input_records_total{source="broker_log"} 3486.0' in page
+    assert 'rebalance_monitor_input_records_total{source="offsets"} 1606.0' in page
+    assert 'rebalance_monitor_late_rows_total 0.0' in page

@@ -159,6 +159,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark, live_conf
+        from streaming.spark.state_layout import shuffle_partitions_note
         spark = get_spark(settings.spark_master, settings.shuffle_partitions,
                           conf={**live_conf(settings.checkpoint_location), **settings.spark_conf},
                           driver_memory=settings.driver_memory)
@@ -174,6 +175,9 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             options = settings.query_options().for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
         except ValueError as exc:
             raise ConfigError(f"checkpoint_location: {exc}") from None
+        note = shuffle_partitions_note(os.path.join(settings.checkpoint_location, "query"), settings.shuffle_partitions)
+        if note is not None:
+            LOG.warning("run: %s", note)
         counter = ProgressCounter(collector)
         spark.streams.addListener(counter)
         backoff = 1.0

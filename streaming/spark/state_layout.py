@@ -9,6 +9,7 @@ next to its first partition; the bucket column's name carries the count (streami
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -36,6 +37,38 @@ def checkpoint_state_buckets(query_checkpoint: str) -> int | None:
         return 0
     raise ValueError(f"{path}: the checkpoint's state has a key schema this release does not know; "
                      f"was it written by another program?")
+
+
+def checkpoint_shuffle_partitions(query_checkpoint: str) -> int | None:
+    """The state partitions (spark.sql.shuffle.partitions) a checkpoint was written with, from
+    its newest offsets-log entry; None when it has none yet."""
+    offsets = os.path.join(query_checkpoint, "offsets")
+    try:
+        batches = sorted((int(n) for n in os.listdir(offsets) if n.isdigit()), reverse=True)
+    except FileNotFoundError:
+        return None
+    for batch in batches:
+        try:
+            with open(os.path.join(offsets, str(batch)), encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+            value = json.loads(lines[1])["conf"]["spark.sql.shuffle.partitions"]
+            return int(value)
+        except (OSError, IndexError, KeyError, ValueError, TypeError):
+            continue      # a half-written or foreign entry: the one before says it too
+    return None
+
+
+def shuffle_partitions_note(query_checkpoint: str, configured: int) -> str | None:
+    """What to tell the user at start when the setting differs from the checkpoint's count: Spark
+    keeps the checkpoint's (it partitions the state by it), so the setting has no effect there."""
+    existing = checkpoint_shuffle_partitions(query_checkpoint)
+    if existing is None or existing == configured:
+        return None
+    return (f"shuffle_partitions: the checkpoint in {query_checkpoint} was written with {existing} state "
+            f"partitions and Spark keeps them (the setting says {configured}): the stateful step runs on at "
+            f"most {existing} cores at once. To change the count, start a new checkpoint location: with "
+            f"kafka.starting_offsets = earliest (the default) it rebuilds every group's state from the topics "
+            f"(docs/configuration.md)")
 
 
 def state_buckets_for(query_checkpoint: str, configured: int) -> int:

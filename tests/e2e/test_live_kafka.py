@@ -52,9 +52,9 @@ source = "python"
     return path
 
 
-def _start(config: Path, log: Path) -> subprocess.Popen:
+def _start(config: Path, log: Path, **env_extra: str) -> subprocess.Popen:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               SPARK_LOCAL_IP="127.0.0.1")
+               SPARK_LOCAL_IP="127.0.0.1", **env_extra)
     handle = open(log, "a")
     return subprocess.Popen([sys.executable, "-m", "streaming.app.cli", "run", "--config", str(config)],
                             cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
@@ -137,8 +137,8 @@ def test_live_run_reads_topics_and_shows_every_readme_rebalance(tmp_path):
     assert (check.returncode, check.stdout + check.stderr) == (0, "")
 
 
-def _run_to_end(bootstrap: str, tmp: Path, port: int, proc_log: Path, config: Path) -> str:
-    proc = _start(config, proc_log)
+def _run_to_end(bootstrap: str, tmp: Path, port: int, proc_log: Path, config: Path, **env_extra: str) -> str:
+    proc = _start(config, proc_log, **env_extra)
     try:
         _wait(lambda: len(read_sink(tmp / "events", "rebalances")) >= 82, "82 rebalances", proc, proc_log)
         _wait(lambda: "rebalance_monitor_rebalances_total" in _scrape(port), "/metrics", proc, proc_log)
@@ -196,8 +196,11 @@ def test_kill_and_restart_equals_an_uninterrupted_run(tmp_path):
         uncommitted = _batch_ids(checkpoint, "offsets") - _batch_ids(checkpoint, "commits")
         produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: ts >= second)
         produce_flush_markers(bootstrap, LOG_TOPIC, OFFSETS_TOPIC)
-        restarted_page = _run_to_end(bootstrap, run, port, log, config)
+        # restarted with more state partitions configured: the checkpoint keeps its 2, and says so
+        restarted_page = _run_to_end(bootstrap, run, port, log, config, REBALANCE_MONITOR_SHUFFLE_PARTITIONS="8")
     assert uncommitted, "the kill should land between planning and committing a batch"
+    assert (f"shuffle_partitions: the checkpoint in {checkpoint / 'query'} was written with 2 state partitions "
+            "and Spark keeps them (the setting says 8)") in log.read_text()
     for kind in ("rebalances", "member_removals", "quarantine", "anomalies"):
         assert sorted(map(repr, read_sink(run / "events", kind))) == \
             sorted(map(repr, read_sink(base / "events", kind))), kind

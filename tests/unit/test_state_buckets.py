@@ -13,7 +13,9 @@ from state.outputs import OutputKind
 from streaming.app.local import capture_events
 from streaming.spark.state_bucket import BUCKET_STATE_VERSION, bucket_groups, bucket_text
 from streaming.spark.stateful import settled_group_state
-from streaming.spark.state_layout import checkpoint_state_buckets, state_buckets_for
+from streaming.spark.state_layout import (
+    checkpoint_shuffle_partitions, checkpoint_state_buckets, shuffle_partitions_note, state_buckets_for,
+)
 from tests.support.capture_expectations import capture_inputs
 from tests.support.stateful_driver import StatefulDriver
 
@@ -96,6 +98,28 @@ def test_a_checkpoint_keeps_the_layout_it_was_written_with(tmp_path, caplog):
     bucketed = _schema(tmp_path / "b", ["cluster", "state_bucket_of_256"])
     assert state_buckets_for(bucketed, 1024) == 256
     assert state_buckets_for(bucketed, 256) == 256
+
+
+def _offsets_entry(query, batch: int, partitions: str) -> None:
+    (query / "offsets").mkdir(parents=True, exist_ok=True)
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {"spark.sql.shuffle.partitions": partitions,
+                                                                  "spark.sql.streaming.multipleWatermarkPolicy": "min"}}
+    (query / "offsets" / str(batch)).write_text("v1\n" + json.dumps(meta) + '\n{"source": "offsets"}\n')
+
+
+def test_the_state_partitions_of_a_checkpoint_and_the_note_when_the_setting_differs(tmp_path):
+    query = tmp_path / "query"
+    assert checkpoint_shuffle_partitions(str(query)) is None
+    assert shuffle_partitions_note(str(query), 8) is None          # a new checkpoint takes the setting
+    _offsets_entry(query, 0, "2")
+    _offsets_entry(query, 1, "2")
+    (query / "offsets" / "2").write_text("v1\n{half writ")          # a torn newest entry: the one before
+    (query / "offsets" / ".2.tmp").write_text("junk")
+    assert checkpoint_shuffle_partitions(str(query)) == 2
+    assert shuffle_partitions_note(str(query), 2) is None
+    note = shuffle_partitions_note(str(query), 8)
+    assert note is not None and note.startswith(f"shuffle_partitions: the checkpoint in {query} was written with 2 "
+                                                "state partitions and Spark keeps them (the setting says 8)")
 
 
 def test_a_checkpoint_of_another_program_is_named(tmp_path):

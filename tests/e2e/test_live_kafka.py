@@ -137,8 +137,9 @@ def test_live_run_reads_topics_and_shows_every_readme_rebalance(tmp_path):
     assert (check.returncode, check.stdout + check.stderr) == (0, "")
 
 
-def _run_to_end(bootstrap: str, tmp: Path, port: int, proc_log: Path, config: Path, **env_extra: str) -> str:
-    proc = _start(config, proc_log, **env_extra)
+def _run_to_end(bootstrap: str, tmp: Path, port: int, proc_log: Path, config: Path, start=None,
+                **env_extra: str) -> str:
+    proc = (start or _start)(config, proc_log, **env_extra)
     try:
         _wait(lambda: len(read_sink(tmp / "events", "rebalances")) >= 82, "82 rebalances", proc, proc_log)
         _wait(lambda: "rebalance_monitor_rebalances_total" in _scrape(port), "/metrics", proc, proc_log)
@@ -152,6 +153,12 @@ def _batch_ids(checkpoint: Path, log: str) -> set[int]:
 
 
 def test_kill_and_restart_equals_an_uninterrupted_run(tmp_path):
+    kill_and_restart_equals_an_uninterrupted_run(tmp_path, _start)
+
+
+def kill_and_restart_equals_an_uninterrupted_run(tmp_path: Path, start) -> None:
+    """`start(config, log, **env)` starts `run` (a local process, or spark-submit to a cluster)
+    in its own process group, which the kill -9 takes down (driver and Python workers)."""
     first, second = utc_ms("19:25:00.000"), utc_ms("19:29:00.000")
     # Old data: no idle flush (it would stamp "now" and make the rest of the capture late);
     # markers dated 2099 end the input instead.
@@ -166,7 +173,7 @@ def test_kill_and_restart_equals_an_uninterrupted_run(tmp_path):
         produce_flush_markers(bootstrap, LOG_TOPIC, OFFSETS_TOPIC)
         port = free_port()
         baseline_page = _run_to_end(bootstrap, base, port, base / "run.log",
-                                    _config(base / "monitor.toml", bootstrap, port, base, **settings))
+                                    _config(base / "monitor.toml", bootstrap, port, base, **settings), start)
 
     # Interrupted run: part 1 is processed; part 2 arrives and the process is killed -9 as soon
     # as Spark has planned the batch for it (before that batch is committed); part 3 and the end
@@ -180,7 +187,7 @@ def test_kill_and_restart_equals_an_uninterrupted_run(tmp_path):
         port = free_port()
         config = _config(run / "monitor.toml", bootstrap, port, run, **settings)
         log = run / "run.log"
-        proc = _start(config, log)
+        proc = start(config, log)
         _wait(lambda: _batch_ids(checkpoint, "commits") and read_sink(run / "events", "rebalances"),
               "part 1 processed", proc, log)
         # The kill lands in the middle of provisional state: with a 60 s lateness the live view
@@ -197,7 +204,8 @@ def test_kill_and_restart_equals_an_uninterrupted_run(tmp_path):
         produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: ts >= second)
         produce_flush_markers(bootstrap, LOG_TOPIC, OFFSETS_TOPIC)
         # restarted with more state partitions configured: the checkpoint keeps its 2, and says so
-        restarted_page = _run_to_end(bootstrap, run, port, log, config, REBALANCE_MONITOR_SHUFFLE_PARTITIONS="8")
+        restarted_page = _run_to_end(bootstrap, run, port, log, config, start,
+                                     REBALANCE_MONITOR_SHUFFLE_PARTITIONS="8")
     assert uncommitted, "the kill should land between planning and committing a batch"
     assert (f"shuffle_partitions: the checkpoint in {checkpoint / 'query'} was written with 2 state partitions "
             "and Spark keeps them (the setting says 8)") in log.read_text()

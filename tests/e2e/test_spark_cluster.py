@@ -160,3 +160,18 @@ def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path)
     assert 'rebalance_monitor_input_records_total{source="broker_log"} 3486.0' in page
     assert 'rebalance_monitor_input_records_total{source="offsets"} 1606.0' in page
     assert 'rebalance_monitor_late_rows_total 0.0' in page
+
+
+def test_driver_killed_and_resubmitted_equals_an_uninterrupted_run(cluster, tmp_path):
+    """kill -9 of the driver (spark-submit's JVM and its Python) between planning and committing
+    a micro-batch, then a new submission on the same checkpoint and event sink: the records and
+    /metrics equal an uninterrupted cluster run's (the executors of the killed application are
+    ended by their workers)."""
+    from tests.e2e.test_live_kafka import kill_and_restart_equals_an_uninterrupted_run
+
+    def start(config: Path, log: Path, **env: str) -> subprocess.Popen:
+        with open(log, "a") as handle:
+            return subprocess.Popen(cluster.submit_argv(["run", "--config", str(config)]), cwd=ROOT,
+                                    env={**cluster.env(), **env}, stdout=handle, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    kill_and_restart_equals_an_uninterrupted_run(tmp_path, start)

@@ -66,13 +66,14 @@ def _counted(monitor: MonitorProcess, groups: list[str]) -> bool:
 
 def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval: float,
                final_wait: float, monitor_toml: str = "", warmup_s: float = 30.0, root: Path | None = None,
-               label: str = "", rss=None) -> dict:
+               label: str = "", rss=None, top_toml: str = "") -> dict:
     """The rounds on `run` of `root` (default: this tree) at configuration `name`; `label` tells runs
     apart (groups, work folder); `rss(pid)`: a peak-memory sampler as in bench_scale_live.run_config."""
     trigger, lateness = CONFIGS[name]
     run = f"{name}{label}"
     monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / run, trigger_s=trigger,
-                             lateness_s=lateness, extra_toml=monitor_toml, **({"root": root} if root else {})).start()
+                             lateness_s=lateness, extra_toml=monitor_toml, top_toml=top_toml,
+                             **({"root": root} if root else {})).start()
     scraper = Scraper(monitor, f"lb-{run}-", interval)
     sampler = None
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from streaming.app.settings import DemoSettings, QuerySettings, ReplaySettings, RunSettings
 from streaming.logs.envelope import ENVELOPES
 
 # Every dest that is a settings key (the loader gets exactly these).
@@ -61,12 +62,18 @@ class _KeyValues(argparse.Action):
         setattr(namespace, self.dest, table)
 
 
+def _default(settings: Any, key: str) -> str:
+    """A setting's default as help text shows it (from the settings class: one source)."""
+    return f"{settings.model_fields[key].default:g}"
+
+
 def _query(p: argparse.ArgumentParser) -> None:
     _setting(p, "--cluster", key="cluster", metavar="NAME",
              help="cluster label for metrics and records (default: default)")
     _setting(p, "--lateness-seconds", key="lateness_seconds", type=float, metavar="S",
              help="watermark delay per source: how long an event waits for earlier events of its source "
-                  "(default 30)")
+                  f"(default {_default(QuerySettings, 'lateness_seconds')}; "
+                  f"run: {_default(RunSettings, 'lateness_seconds')})")
     _setting(p, "--spark-conf", key="spark_conf", action=_KeyValues, metavar="KEY=VALUE",
              help="a Spark setting for the session the monitor creates (spark_conf; repeatable), e.g. "
                   "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0")
@@ -74,7 +81,9 @@ def _query(p: argparse.ArgumentParser) -> None:
 
 def _rows_per_batch(p: argparse.ArgumentParser) -> None:
     _setting(p, "--max-rows-per-batch", key="max_rows_per_batch", type=int, metavar="N",
-             help="rows per micro-batch per source")
+             help="event rows per micro-batch, a time slice of the input (default: replay "
+                  f"{_default(ReplaySettings, 'max_rows_per_batch')}, "
+                  f"demo {_default(DemoSettings, 'max_rows_per_batch')})")
 
 
 def _serving(p: argparse.ArgumentParser) -> None:
@@ -97,7 +106,7 @@ def _live(p: argparse.ArgumentParser) -> None:
     _setting(p, "--events-dir", key="events_dir", metavar="DIR",
              help="durable event sink, one file per micro-batch and kind (events_dir)")
     _setting(p, "--trigger-interval-seconds", key="trigger_interval_seconds", type=float, metavar="S",
-             help="micro-batch interval (default 10)")
+             help=f"micro-batch interval (default {_default(RunSettings, 'trigger_interval_seconds')})")
 
 
 CONFIG = parent(_config)

@@ -91,6 +91,9 @@ def commits_of(ev: Event) -> list[dict[str, Any]]:
 
 # --- control -----------------------------------------------------------------------------------
 END_OF_INPUT = "end_of_input"              # replay only: moves the watermark past the last event
+# The time of the end-of-input marker (2100-01-01 UTC): past every deadline and real event, so
+# held events and removals are released. Fits pandas' nanosecond timestamps (max 2262).
+END_OF_INPUT_TS_MS = 4102444800000
 
 LOG_KINDS = frozenset({
     PREPARE_REBALANCE, JOIN_COMPLETE, GROUP_EMPTY, ASSIGNMENT_RECEIVED, MEMBER_FAILED, MEMBER_LEFT,

@@ -18,8 +18,8 @@ from state.machine import GroupStateMachine
 from state.model import GroupModel
 from state.outputs import OutputKind, apply_trigger_decisions, snapshot
 
-# Past every deadline (the replay's end of input is 2100-01-01).
-FAR_FUTURE_MS = 4102444800000
+# Past every deadline: the replay's end of input.
+FAR_FUTURE_MS = E.END_OF_INPUT_TS_MS
 
 
 def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_SETTINGS

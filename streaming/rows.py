@@ -22,9 +22,9 @@ from state import events as E
 from state.outputs import OutputKind
 from streaming.quarantine import Quarantined
 
-# Replay end-of-input marker time (2100-01-01 UTC): moves each source's watermark past every
-# real event so held events are flushed. Fits pandas' nanosecond timestamps (max 2262).
-END_OF_INPUT_TS_MS = 4102444800000
+# Replay end-of-input marker time (state.events): moves each source's watermark past every real
+# event so held events are flushed.
+END_OF_INPUT_TS_MS = E.END_OF_INPUT_TS_MS
 # The watermark after it is 2099-12-31 minus the lateness (Spark's progress reports print it).
 END_OF_INPUT_WATERMARK_YEAR = "2099"
 QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)

@@ -12,7 +12,7 @@ G = "orders-app"
 CLUSTER = "default"
 LOG_SOURCE = "broker1/server.log"
 OFFSETS_SOURCE = "__consumer_offsets-12"
-FAR_FUTURE_MS = 4102444800000
+FAR_FUTURE_MS = E.END_OF_INPUT_TS_MS
 
 # Classic member ids are broker-generated `<client.id>-<uuid>`.
 C1 = "consumer-orders-1-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"

@@ -9,12 +9,13 @@ import json
 import pytest
 
 from sinks.metrics import MetricsSink
+from state import events as E
 from state.outputs import OutputKind
 from streaming.app.local import capture_events
 from tests.support.capture_expectations import capture_inputs, utc_ms
 from tests.support.stateful_driver import StatefulDriver
 
-FAR_FUTURE = 4102444800000
+FAR_FUTURE = E.END_OF_INPUT_TS_MS
 SC01 = "sc01-single-join-leave"
 RECORDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.ANOMALY)
 

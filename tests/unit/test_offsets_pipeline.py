@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from state import events as E
 from streaming.offsets.reader import OffsetsRowReader, offsets_input_kind
 from streaming.offsets.step import decode_offsets_rows
 from streaming.offsets.vectorised import decode_arrow_batch
@@ -156,7 +157,7 @@ def test_vectorised_decoder_equals_the_reference_on_awkward_records():
     for i, (k, v) in enumerate(records):
         rows.append(("a" if i % 3 else "b", i, i % 4, 1000 + i, 5_000 + (i * 7) % 11, k, v, None, False, None))
     rows.append(("a", 99, None, None, 5_000, None, None, "ValueError: bad | {", False, "malformed_dump_line"))
-    rows.append(("end-of-input", 0, None, None, 4102444800000, None, None, None, True, None))
+    rows.append(("end-of-input", 0, None, None, E.END_OF_INPUT_TS_MS, None, None, None, True, None))
     for size in (len(rows), 5, 1):
         ref, fast, stats_ref, stats_fast = _both(rows, size)
         assert normalise(fast) == normalise(ref), size

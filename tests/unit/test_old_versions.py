@@ -36,7 +36,7 @@ from tests.support.machine_events import C1, C2, C3, CLIENT_IDS, G, ev, md_membe
 def run(events):
     machine = GroupStateMachine(GroupModel(cluster="default", group=G))
     machine.apply_all(events)
-    machine.advance_to(4102444800000)
+    machine.advance_to(E.END_OF_INPUT_TS_MS)
     return ([r for k, r in machine.outputs if k == OutputKind.REBALANCE],
             [r for k, r in machine.outputs if k == OutputKind.REMOVAL])
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from state import events as E
 from state.model import unpack
 from state.outputs import OutputKind
 from streaming.app.local import capture_events
@@ -19,7 +20,7 @@ from streaming.spark.state_layout import (
 from tests.support.capture_expectations import capture_inputs
 from tests.support.stateful_driver import StatefulDriver
 
-FAR_FUTURE = 4102444800000
+FAR_FUTURE = E.END_OF_INPUT_TS_MS
 
 
 def _batches(events, window_ms):
@@ -130,7 +131,6 @@ def test_a_checkpoint_of_another_program_is_named(tmp_path):
 
 # ------------------------------------------------------------------ commits without a turn
 def _commit(group, ts, partition, topic="orders"):
-    from state import events as E
     return E.Event(group=group, ts_ms=ts, source=E.SOURCE_OFFSETS, source_id="__consumer_offsets-7", seq=ts,
                    kind=E.OFFSET_COMMIT, cluster="default",
                    data={"commit_ts_ms": ts, "count": 2, "offset": ts // 10, "partition": partition, "topic": topic})
@@ -209,7 +209,6 @@ class _Twin:
 def test_only_groups_with_coordinator_events_or_due_deadlines_take_a_turn():
     """The turns a batch gives: the groups with a coordinator event and the groups with something
     due, never a group whose rows are all commits (those fold), counted on the clock rows."""
-    from state import events as E
     names = ["a", "b", "c", "d"]
     setup, t0 = _stable_groups(names)
     driver = _Twin(2_000, buckets=2)

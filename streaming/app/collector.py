@@ -23,22 +23,12 @@ from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_progress_rebalance_record
+from streaming.app.source_offsets import source_offset
 from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
 
 # A log source whose lines are this far from the offsets records of the same actions is reported
 # on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
 CLOCK_SKEW_WARN_MS = 60_000
-
-
-def _offset(value) -> dict:
-    """A source offset from a progress report: a dict, a JSON string, or "null" (first batch)."""
-    if isinstance(value, dict):
-        return value
-    try:
-        parsed = json.loads(value or "null")
-    except (TypeError, ValueError):
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
 
 
 def _iso_ms(text: str) -> float:
@@ -241,7 +231,7 @@ class RunCollector:
         for source in progress.get("sources") or []:
             rows = int(source.get("numInputRows") or 0)
             kind = "other"
-            start, end = _offset(source.get("startOffset")), _offset(source.get("endOffset"))
+            start, end = source_offset(source.get("startOffset")), source_offset(source.get("endOffset"))
             if isinstance(end, dict):
                 kind = end.get("source") or kind
                 if "lines" in end:

@@ -8,25 +8,16 @@ longer than `LOG_AFTER_S`, then every `LOG_EVERY_S`: a short replay prints nothi
 """
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
+
+from streaming.app.source_offsets import source_offset
 
 TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
 LOG_AFTER_S, LOG_EVERY_S = 10.0, 30.0
-
-
-def _offset(value: Any) -> dict:
-    if isinstance(value, dict):
-        return value
-    try:
-        parsed = json.loads(value or "null")
-    except (TypeError, ValueError):
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
 
 
 def _duration(seconds: float) -> str:
@@ -67,7 +58,7 @@ class ReplayProgress:
         """One progress report (RunCollector.on_progress)."""
         with self._lock:
             for source in progress.get("sources") or []:
-                end = _offset(source.get("endOffset"))
+                end = source_offset(source.get("endOffset"))
                 if end.get("source"):
                     self.sources[end["source"]] = end
             now = self.clock()

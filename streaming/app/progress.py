@@ -54,6 +54,25 @@ class ReplayProgress:
                 text += f", ETA {_duration(elapsed * (1 - share) / share)}"
         return text
 
+    def staging(self, inputs: int, size_bytes: int) -> None:
+        """The first stage starts (its files read, parsed and decoded by Spark tasks, which send
+        no progress reports): on a terminal, say so in place until it ends."""
+        with self._lock:
+            if self.tty:
+                self._write(f"{self.label}: reading, parsing and decoding {inputs} input(s), "
+                            f"{size_bytes / 1e6:,.1f} MB ...")
+
+    def staged(self, rows: int, batches: int, seconds: float) -> None:
+        """The first stage ended: one line (on a terminal; in a log when it took long enough to matter)."""
+        with self._lock:
+            if self.tty or seconds >= LOG_AFTER_S:
+                self._write(f"{self.label}: read {rows:,} event rows in {seconds:,.1f} s, "
+                            f"replayed in {batches:,} micro-batch(es)")
+                if self.in_place:
+                    self.stream.write("\n")
+                    self.stream.flush()
+                    self.in_place = False
+
     def update(self, progress: dict) -> None:
         """One progress report (RunCollector.on_progress)."""
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from typing import TYPE_CHECKING
 
 from sinks.exposition import write_textfile
@@ -35,6 +36,16 @@ def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
     return counts
 
 
+def _size(path: str) -> int:
+    """Bytes of an input file, or of the files under a segment directory."""
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def progress_line(label: str) -> ReplayProgress:
     """The progress line of a replay on stderr."""
     return ReplayProgress(label=label)
@@ -50,7 +61,14 @@ def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], 
     options = settings.query_options()
     staging = tempfile.mkdtemp(prefix="rebalance-monitor-stage-")
     try:
+        began = time.monotonic()
+        if progress is not None:
+            paths = [i.path for i in logs] + [i.path for i in offsets]
+            progress.staging(len(paths), sum(_size(p) for p in paths))
         staged = stage_replay(spark, options, [i.file() for i in logs], [i.file() for i in offsets], staging)
+        if progress is not None:
+            progress.staged(sum(sum(s.rows) for s in staged), max((len(s.slices) for s in staged), default=0),
+                            time.monotonic() - began)
         outputs = replay_query(spark, options, staged)
         if progress is not None:
             collector.on_progress = progress.update

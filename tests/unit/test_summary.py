@@ -119,3 +119,19 @@ def test_progress_line_on_a_terminal_is_rewritten_in_place():
     assert out.getvalue() == "\r\x1b[Kdemo: 10 rows read, 5 rows/s, 25%, ETA 0:00:06"
     meter.finish()
     assert out.getvalue().endswith("\r\x1b[Kdemo: 20 rows read, 10 rows/s, 50%, ETA 0:00:02\n")
+
+
+def test_the_first_stage_says_what_it_reads_on_a_terminal_and_in_a_log_when_it_is_long():
+    clock, out = Clock(), io.StringIO()
+    meter = ReplayProgress(stream=out, clock=clock, tty=True)
+    meter.staging(3, 45_600_000)
+    assert out.getvalue() == "\r\x1b[Kreplay: reading, parsing and decoding 3 input(s), 45.6 MB ..."
+    meter.staged(1_234_567, 7, 12.34)
+    assert out.getvalue().endswith("\r\x1b[Kreplay: read 1,234,567 event rows in 12.3 s, replayed in 7 micro-batch(es)\n")
+    log = io.StringIO()
+    quiet = ReplayProgress(stream=log, clock=clock, tty=False)
+    quiet.staging(3, 1000)
+    quiet.staged(10, 1, LOG_AFTER_S - 1)
+    assert log.getvalue() == ""                     # a short first stage says nothing in a log
+    quiet.staged(10, 1, LOG_AFTER_S)
+    assert log.getvalue() == "replay: read 10 event rows in 10.0 s, replayed in 1 micro-batch(es)\n"

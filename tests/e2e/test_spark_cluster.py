@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES, LOG_FILES
+from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
 from tests.support.golden import GOLDEN, comparable, differing_files
 from tests.support.spark_cluster import ROOT, StandaloneCluster
 
@@ -175,3 +175,69 @@ def test_driver_killed_and_resubmitted_equals_an_uninterrupted_run(cluster, tmp_
                                     env={**cluster.env(), **env}, stdout=handle, stderr=subprocess.STDOUT,
                                     start_new_session=True)
     kill_and_restart_equals_an_uninterrupted_run(tmp_path, start)
+
+
+@pytest.mark.parametrize("recovery", [True, False], ids=["filesystem-recovery", "no-recovery"])
+def test_a_master_restarted_under_a_running_query(tmp_path, recovery):
+    """kill -9 of the standalone master while `run` is mid-stream, and a new master on the same
+    port (docs/spark-cluster.md). With spark.deploy.recoveryMode=FILESYSTEM the new master takes
+    the application and the workers back, the executors keep running and the query's results are
+    complete. Without it, the new master does not know the application and tells the workers,
+    when they register with it, to kill its executors: the driver is left without executors and
+    its query stops making progress (the monitor does not exit; spark-operator or the user must
+    submit it again)."""
+    cluster = StandaloneCluster(tmp_path / "cluster", recovery_dir=(tmp_path / "recovery") if recovery else None)
+    cluster.start()
+    try:
+        _master_restart_under_run(cluster, tmp_path, recovery)
+    finally:
+        cluster.stop()
+
+
+def _master_restart_under_run(cluster: StandaloneCluster, tmp_path: Path, recovery: bool) -> None:
+    from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _wait
+    from tests.support.kafka_harness import (
+        create_topics, free_port, produce_capture, produce_flush_markers, read_sink, tansu_broker,
+    )
+    from tests.support.readme_checks import assert_kafka27_rebalances, assert_kafka27_removals
+    split = utc_ms("19:27:00.000")
+    with tansu_broker() as bootstrap:
+        create_topics(bootstrap, {LOG_TOPIC: 2, OFFSETS_TOPIC: 10})
+        produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: ts < split)
+        config = _config(tmp_path / "monitor.toml", bootstrap, free_port(), tmp_path, lateness_seconds=60,
+                         kafka={"idle_flush": "false"})
+        log = tmp_path / "run.log"
+        with open(log, "w") as handle:
+            proc = subprocess.Popen(cluster.submit_argv(["run", "--config", str(config)]), cwd=ROOT,
+                                    env=cluster.env(), stdout=handle, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        events = tmp_path / "events"
+        try:
+            _wait(lambda: read_sink(events, "rebalances"), "the first rebalances", proc, log, timeout=240)
+            registered = min(cluster.registrations(i) for i in range(1, cluster.workers + 1))
+            new_master = cluster.restart_master()
+            cluster.await_workers(registered + 1)
+            produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: ts >= split)
+            produce_flush_markers(bootstrap, LOG_TOPIC, OFFSETS_TOPIC)
+            if not recovery:
+                _wait(lambda: "Lost executor" in log.read_text(errors="replace"), "the executors killed", proc, log,
+                      timeout=120)
+                before = len(read_sink(events, "rebalances"))
+                time.sleep(20)     # the rest of the input is in the topics: nothing reads it
+                assert len(read_sink(events, "rebalances")) == before < 82
+                assert proc.poll() is None
+                return
+            _wait(lambda: len(read_sink(events, "rebalances")) >= 82, "82 rebalances", proc, log, timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=90)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+    assert_kafka27_rebalances(read_sink(events, "rebalances"))
+    assert_kafka27_removals(read_sink(events, "member_removals"))
+    # the recovered master took the application back; its executors were never lost
+    assert "Lost executor" not in log.read_text(errors="replace")
+    assert "Application has been re-registered" in cluster.log(new_master), cluster.log(new_master)[-2000:]

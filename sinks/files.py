@@ -96,16 +96,43 @@ class EventSink:
                         yield upgrade_record(kind, json.loads(line))
 
 
+# The state file's schema version: 1 (before 2026-11-27) had no version key; 2 adds it and
+# nothing else. A release that changes the file's shape (its snapshots or the correlator's
+# state) bumps it and reads every older version.
+STATE_FILE_VERSION = 2
+VERSION_KEY = "schema_version"
+
+
+class StateFileError(ValueError):
+    """A state file this release cannot read (written by a newer one, or not JSON)."""
+
+
 class GroupStateFile:
-    """The latest snapshot of every group, rewritten after each batch (atomically).
+    """The latest snapshot of every group and the correlator's held removals, rewritten after
+    each batch (atomically).
 
     After a restart the gauges come back from it before the first batch runs; Spark's own state
-    store holds the authoritative state, this file only feeds /metrics early.
+    store holds the authoritative state, this file only feeds /metrics early. The correlator's
+    state (state/diagnosis/correlate.py) is authoritative: a restart resumes its held removals.
     """
 
     def __init__(self, path: str):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _read(self) -> dict | None:
+        if not self.path.exists():
+            return None
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                doc = json.load(handle)
+        except ValueError as exc:
+            raise StateFileError(f"{self.path}: not a state file of this monitor ({exc})") from None
+        version = doc.get(VERSION_KEY, 1) if isinstance(doc, dict) else None
+        if not isinstance(version, int) or version > STATE_FILE_VERSION:
+            raise StateFileError(f"{self.path}: state file version {version} was written by a newer release "
+                                 f"(this one reads versions 1-{STATE_FILE_VERSION})")
+        return doc
 
     def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
              correlator: dict | None = None) -> None:
@@ -113,20 +140,17 @@ class GroupStateFile:
         same atomic write so a restart neither loses nor repeats held removal records."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"batch_id": batch_id, "groups": list(snapshots.values()),
+            json.dump({VERSION_KEY: STATE_FILE_VERSION, "batch_id": batch_id, "groups": list(snapshots.values()),
                        "correlator": correlator}, handle, separators=(",", ":"), sort_keys=True)
         os.replace(tmp, self.path)
 
     def load_extra(self) -> dict | None:
         """The correlator state saved with the last batch (None when absent)."""
-        if not self.path.exists():
-            return None
-        with open(self.path, encoding="utf-8") as handle:
-            return json.load(handle).get("correlator")
+        doc = self._read()
+        return None if doc is None else doc.get("correlator")
 
     def load(self) -> tuple[int, list[dict]]:
-        if not self.path.exists():
+        doc = self._read()
+        if doc is None:
             return -1, []
-        with open(self.path, encoding="utf-8") as handle:
-            doc = json.load(handle)
         return int(doc.get("batch_id", -1)), list(doc.get("groups") or [])

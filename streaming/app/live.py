@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sinks.files import EventSink, GroupStateFile
+from sinks.files import EventSink, GroupStateFile, StateFileError
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector, StopGate
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
@@ -110,7 +110,10 @@ def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector
     sink = EventSink(settings.events_dir) if settings.events_dir else None
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,
                              state_file=state_file).configure(settings.diagnosis.to_settings())
-    collector.restore()
+    try:
+        collector.restore()
+    except StateFileError as exc:
+        raise ConfigError(f"checkpoint_location: {exc}") from None
     return collector
 
 
@@ -145,9 +148,11 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
+    # The counters and gauges come back from the checkpoint's files first (a state file this
+    # release cannot read is a start-up error), then /metrics serves them.
+    collector = build_collector(settings, metrics)
     server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
-    collector = build_collector(settings, metrics)
     kafka = settings.kafka
     try:
         if kafka.source != "spark":

@@ -43,7 +43,12 @@ def _files(folder: Path) -> dict[str, str]:
     data["one-bad.jsonl"] = ("\n".join(lines + [json.dumps(bad)]) + "\n").encode()
     for name, content in data.items():
         (folder / name).write_bytes(content)
-    return {name: str(folder / name) for name in data} | {"LOG": str(LOG), "DUMP": str(DUMP)}
+    # A checkpoint whose state file a newer release wrote.
+    newer = folder / "newer-checkpoint" / "rebalance-monitor" / "groups.json"
+    newer.parent.mkdir(parents=True)
+    newer.write_text(json.dumps({"schema_version": 99, "batch_id": 1, "groups": []}))
+    return {name: str(folder / name) for name in data} | {"LOG": str(LOG), "DUMP": str(DUMP),
+                                                          "newer-checkpoint": str(folder / "newer-checkpoint")}
 
 
 def _fill(text: str, names: dict[str, str]) -> str:
@@ -110,6 +115,10 @@ CASES = [
      "not a __consumer_offsets dump"),
     ("replay: every input empty", ["replay", "--broker-log", "{empty.log}", "--offsets", "{blank.log}", "--out",
                                    "/tmp/unused"], {}, 2, "{empty.log}: nothing to read: an empty file"),
+    ("run: state file of a newer release", ["run", "--bootstrap-servers", "127.0.0.1:9", "--log-topic", "logs",
+                                            "--checkpoint", "{newer-checkpoint}"], {}, 2,
+     "checkpoint_location: {newer-checkpoint}/rebalance-monitor/groups.json: state file version 99 was written by "
+     "a newer release (this one reads versions 1-2)"),
     ("run: typo in the file", ["run", "--config", "{monitor.toml}", "--bootstrap-servers", "b:1"],
      {"REBALANCE_MONITOR_CHECKPOINT_LOCATIO": "/c"}, 2, "did you mean REBALANCE_MONITOR_CHECKPOINT_LOCATION?"),
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sinks.files import RECORD_FILES, EventSink
 from state.outputs import ADDED_FIELDS, OutputKind
 
@@ -20,3 +22,22 @@ def test_a_rebalance_record_written_before_assigned_at_ms_and_trigger_final_read
     assert list(sink.records(OutputKind.REBALANCE)) == [{**old, "assigned_at_ms": None, "trigger_final": True}]
     assert list(sink.records(OutputKind.REMOVAL)) == [{"member_id": "m"}]
     assert set(ADDED_FIELDS) <= set(RECORD_FILES)
+
+
+def test_the_group_state_file_is_versioned_and_an_unversioned_one_loads(tmp_path):
+    from sinks.files import STATE_FILE_VERSION, GroupStateFile, StateFileError
+    path = tmp_path / "groups.json"
+    state = GroupStateFile(str(path))
+    state.save(4, {("c", "g"): {"cluster": "c", "group": "g"}}, {"pending": [], "recent": [], "clock_ms": 9})
+    assert json.loads(path.read_text())["schema_version"] == STATE_FILE_VERSION == 2
+    assert state.load() == (4, [{"cluster": "c", "group": "g"}])
+    # version 1: the same document without the key (tests/fixtures/checkpoint-v1 holds a real one)
+    path.write_text(json.dumps({"batch_id": 3, "groups": [], "correlator": {"pending": [], "clock_ms": 1}}))
+    assert state.load() == (3, []) and state.load_extra() == {"pending": [], "clock_ms": 1}
+    path.write_text(json.dumps({"schema_version": 3, "batch_id": 5, "groups": []}))
+    with pytest.raises(StateFileError, match=f"{path}: state file version 3 was written by a newer release "
+                                             r"\(this one reads versions 1-2\)"):
+        state.load()
+    path.write_text("{half")
+    with pytest.raises(StateFileError, match="not a state file of this monitor"):
+        state.load_extra()

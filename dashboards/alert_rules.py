@@ -65,6 +65,10 @@ DEFAULTS: dict[str, object] = {
     "offsetGapRecords": 0,
     "restartWindow": "30m",
     "queryRestarts": 2,
+    # no micro-batch for this long: with the defaults a quiet cluster still runs one every
+    # kafka.idle_tick_seconds (5 s)
+    "stallWindow": "10m",
+    "stallFor": "5m",
     "overCapFor": "1h",
 }
 
@@ -369,6 +373,17 @@ MONITOR_ALERTS = [
         summary="The rebalance monitor's streaming query keeps failing",
         description=("The streaming query of {{ $labels.instance }} failed and was restarted "
                      "{{ $value | humanize }} times in the last <<restartWindow>>."),
+    ),
+    Alert(
+        name="RebalanceMonitorStalled",
+        severity="critical",
+        probe="increase(rebalance_monitor_batches_total[<<stallWindow>>])",
+        condition="== 0",
+        for_="<<stallFor>>",
+        summary="The rebalance monitor's streaming query has stopped",
+        description=("{{ $labels.instance }} answers but ran no micro-batch in the last <<stallWindow>>: its "
+                     "query is stuck (on a cluster: no executors left, e.g. after a standalone master "
+                     "restarted without recovery). Rebalances are not being watched."),
     ),
     Alert(
         name="RebalanceMonitorGroupsOverCap",

@@ -31,7 +31,9 @@ LOG_TOPIC, OFFSETS_TOPIC = "broker-logs", "consumer-offsets"
 
 
 def _config(path: Path, bootstrap: str, port: int, workdir: Path, **extra) -> Path:
-    kafka_extra = "\n".join(f"{k} = {v}" for k, v in extra.pop("kafka", {}).items())
+    kafka = dict(extra.pop("kafka", {}))
+    source = kafka.pop("source", '"python"')
+    kafka_extra = "\n".join(f"{k} = {v}" for k, v in kafka.items())
     top_extra = "\n".join(f"{k} = {v}" for k, v in extra.items())
     path.write_text(f"""
 metrics_host = "127.0.0.1"
@@ -46,7 +48,7 @@ group_deny = ["^{FLUSH_GROUP}$"]
 bootstrap_servers = "{bootstrap}"
 log_topics = ["{LOG_TOPIC}"]
 offsets_topic = "{OFFSETS_TOPIC}"
-source = "python"
+source = {source}
 {kafka_extra}
 """)
     return path

@@ -147,9 +147,11 @@ class StandaloneCluster:
                     raise ClusterError(f"worker-{i} exited:\n{self.log(f'worker-{i}')[-3000:]}")
                 time.sleep(0.2)
 
-    def submit_argv(self, command: list[str], executor_memory: str = "1g") -> list[str]:
-        """spark-submit of a rebalance-monitor command on this cluster (one core per executor)."""
+    def submit_argv(self, command: list[str], executor_memory: str = "1g", jars: str | None = None) -> list[str]:
+        """spark-submit of a rebalance-monitor command on this cluster (one core per executor);
+        `jars`: comma-separated jars for the driver and the executors (--jars)."""
         return [str(SPARK_HOME / "bin" / "spark-submit"), "--master", self.master_url,
+                *(["--jars", jars] if jars else []),
                 "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
                 "--conf", f"spark.pyspark.python={sys.executable}",
                 "--conf", f"spark.pyspark.driver.python={sys.executable}",

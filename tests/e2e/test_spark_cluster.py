@@ -194,7 +194,7 @@ def test_driver_killed_and_resubmitted_equals_an_uninterrupted_run(cluster, tmp_
 @pytest.mark.parametrize("recovery", [True, False], ids=["filesystem-recovery", "no-recovery"])
 def test_a_master_restarted_under_a_running_query(tmp_path, recovery):
     """kill -9 of the standalone master while `run` is mid-stream, and a new master on the same
-    port (docs/spark-cluster.md). With spark.deploy.recoveryMode=FILESYSTEM the new master takes
+    port (docs/deploy.md). With spark.deploy.recoveryMode=FILESYSTEM the new master takes
     the application and the workers back, the executors keep running and the query's results are
     complete. Without it, the new master does not know the application and tells the workers,
     when they register with it, to kill its executors: the driver is left without executors and

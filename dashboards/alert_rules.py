@@ -378,11 +378,13 @@ MONITOR_ALERTS = [
         name="RebalanceMonitorStalled",
         severity="critical",
         probe="increase(rebalance_monitor_batches_total[<<stallWindow>>])",
-        condition="== 0",
+        # while Kafka answers: a source that is down stops the batches too (SourceDown says so),
+        # and a replay or demo serves no source_up at all
+        condition="== 0 and on (job, instance) min by (job, instance) (rebalance_monitor_source_up) == 1",
         for_="<<stallFor>>",
         summary="The rebalance monitor's streaming query has stopped",
-        description=("{{ $labels.instance }} answers but ran no micro-batch in the last <<stallWindow>>: its "
-                     "query is stuck (on a cluster: no executors left, e.g. after a standalone master "
+        description=("{{ $labels.instance }} answers and reads Kafka but ran no micro-batch in the last "
+                     "<<stallWindow>>: its query is stuck (on a cluster: no executors left, e.g. after a standalone master "
                      "restarted without recovery). Rebalances are not being watched."),
     ),
     Alert(

@@ -74,11 +74,12 @@ def _wait(condition, what: str, proc: subprocess.Popen, log: Path, timeout: floa
         time.sleep(0.5)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """SIGTERM, then kill -9 of its process group after `timeout` seconds."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=60)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -126,7 +126,7 @@ def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path,
     source's readers pickled to them, or Spark's Kafka connector shipped with `--jars` (its jars
     from Maven, as scripts/spark-connector fetches them). The event sink and /metrics show every
     rebalance and removal of the capture's README, as tests/e2e/test_live_kafka.py's local run does."""
-    from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _scrape, _wait
+    from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _scrape, _stop, _wait
     from tests.support.kafka_harness import create_topics, free_port, produce_capture, read_sink, tansu_broker
     from tests.support.readme_checks import assert_kafka27_rebalances, assert_kafka27_removals
     before = {p.parent.parent.name for p in _executor_logs(cluster)}
@@ -152,13 +152,7 @@ def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path,
             _wait(lambda: len(read_sink(events, "rebalances")) >= 82, "82 rebalances", proc, log, timeout=360)
             page = _scrape(port)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=90)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            _stop(proc, timeout=90)
     text = log.read_text(errors="replace")
     assert "Starting executor ID driver" not in text, text[-3000:]
     assert f"reading Kafka with the {source} source" in text
@@ -209,7 +203,7 @@ def test_a_master_restarted_under_a_running_query(tmp_path, recovery):
 
 
 def _master_restart_under_run(cluster: StandaloneCluster, tmp_path: Path, recovery: bool) -> None:
-    from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _wait
+    from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _stop, _wait
     from tests.support.kafka_harness import (
         create_topics, free_port, produce_capture, produce_flush_markers, read_sink, tansu_broker,
     )
@@ -243,13 +237,7 @@ def _master_restart_under_run(cluster: StandaloneCluster, tmp_path: Path, recove
                 return
             _wait(lambda: len(read_sink(events, "rebalances")) >= 82, "82 rebalances", proc, log, timeout=300)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=90)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            _stop(proc, timeout=90)
     assert_kafka27_rebalances(read_sink(events, "rebalances"))
     assert_kafka27_removals(read_sink(events, "member_removals"))
     # the recovered master took the application back; its executors were never lost

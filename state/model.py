@@ -35,7 +35,6 @@ PROTOCOL_CONSUMER = "consumer"
 PROTOCOL_SHARE = "share"
 PROTOCOL_STREAMS = "streams"
 EPOCH_PROTOCOLS = (PROTOCOL_CONSUMER, PROTOCOL_SHARE, PROTOCOL_STREAMS)
-PROTOCOLS = (PROTOCOL_CLASSIC, *EPOCH_PROTOCOLS)
 
 # Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
 CLASSIC_VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {

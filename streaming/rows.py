@@ -9,7 +9,6 @@ No pyspark here.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,7 +91,6 @@ OUTPUT_COLUMNS_SPEC = columns(
     "record_json string",
 )
 
-RAW_LOG_NAMES = [c.name for c in RAW_LOG_COLUMNS]
 RAW_OFFSETS_NAMES = [c.name for c in RAW_OFFSETS_COLUMNS]
 EVENT_COLUMNS = [c.name for c in EVENT_COLUMNS_SPEC]
 OUTPUT_COLUMNS = [c.name for c in OUTPUT_COLUMNS_SPEC]
@@ -199,19 +197,6 @@ def log_stats_row(cluster: str, source: str, ts_ms: int, layouts: dict, classes:
     payload = {"source": source, "layouts": layouts, "classes": classes}
     return (cluster, LOG_STATS_GROUP, int(ts_ms), E.SOURCE_LOG, "log-stats", 0, str(OutputKind.LOG_STATS),
             None, None, None, None, json.dumps(payload, separators=(",", ":"), sort_keys=True))
-
-
-def _clean(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if hasattr(value, "item"):   # numpy scalar
-        value = value.item()
-    return value
-
-
-def clean_row(values: Sequence[Any]) -> list[Any]:
-    """A row read back from pandas: NaN -> None, NumPy scalars -> Python values."""
-    return [_clean(v) for v in values]
 
 
 def packed_fields(row: Sequence[Any]) -> dict[str, Any]:

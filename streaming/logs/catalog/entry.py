@@ -11,7 +11,6 @@ from streaming.logs.reasons import classify_rebalance_reason
 from streaming.logs.values import optional_value
 
 FAMILIES = ("scala", "java", "both")
-LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 
 
 @dataclass(frozen=True, eq=False)

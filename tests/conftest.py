@@ -77,10 +77,22 @@ def demo_server(tmp_path_factory):
         proc.wait(timeout=30)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--spark-cluster-check", action="store_true",
+                     help="also collect the long Spark-cluster tests (marker spark_cluster_check), which "
+                          "scripts/spark-cluster-check runs outside CI's time budget")
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Run the Prometheus end-to-end tests first: their `run` target needs ~30 s to report its
     Kafka source down, which then overlaps the demo's replay (demo_server, shared with test_cli)
-    instead of adding to the suite's time."""
+    instead of adding to the suite's time. The spark_cluster_check tests are deselected (counted
+    as such in pytest's summary) unless --spark-cluster-check asks for them."""
+    if not config.getoption("--spark-cluster-check"):
+        later = [item for item in items if item.get_closest_marker("spark_cluster_check")]
+        if later:
+            config.hook.pytest_deselected(items=later)
+            items[:] = [item for item in items if not item.get_closest_marker("spark_cluster_check")]
     items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/e2e/test_prometheus_e2e.py") else 1)
     for item in items:   # everything under tests/spark/ starts a SparkSession
         if item.nodeid.startswith("tests/spark/"):

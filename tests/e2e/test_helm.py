@@ -15,7 +15,6 @@ helm/rebalance-monitor/ci/, then validation of what it renders.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tomllib
@@ -26,61 +25,13 @@ import yaml
 
 from dashboards import alert_rules
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.chart import CHART, NAMESPACE, ROOT, by_kind, helm, one, render, values_args
 
-CHART = ROOT / "helm" / "rebalance-monitor"
 PROFILES = [None] + sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
 K8S_VERSION = "1.33.0"
 CORE_KINDS = {"ConfigMap", "PersistentVolumeClaim", "Deployment", "Service", "ServiceAccount", "Role",
               "RoleBinding"}
 CRD_KINDS = {"SparkApplication", "PodMonitor", "ServiceMonitor", "PrometheusRule"}
-NAMESPACE = "kafka-monitoring"
-
-
-def helm_binary() -> str:
-    for candidate in (os.environ.get("REBALANCE_MONITOR_HELM"), str(ROOT / ".tools" / "bin" / "helm"),
-                      shutil.which("helm")):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    pytest.fail("helm not installed: run scripts/tools (scripts/test does)")
-
-
-def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([helm_binary(), *args], capture_output=True, text=True, timeout=120)
-    if check:
-        assert result.returncode == 0, result.stdout + result.stderr
-    return result
-
-
-def values_args(profile, extra=()) -> list[str]:
-    args = ["-f", str(CHART / "ci" / profile)] if profile else []
-    for item in extra:
-        args += ["--set", item]
-    return args
-
-
-_RENDERED: dict = {}
-
-
-def render(profile=None, *extra: str) -> list[dict]:
-    key = (profile, extra)
-    if key not in _RENDERED:
-        out = helm("template", "rm", str(CHART), "--namespace", NAMESPACE, *values_args(profile, extra)).stdout
-        _RENDERED[key] = [d for d in yaml.safe_load_all(out) if d]
-    return _RENDERED[key]
-
-
-def by_kind(docs: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for d in docs:
-        out.setdefault(d["kind"], []).append(d)
-    return out
-
-
-def one(docs, kind: str, name_suffix: str = "") -> dict:
-    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(name_suffix)]
-    assert len(found) == 1, f"{kind}*{name_suffix}: {[d['metadata']['name'] for d in found]}"
-    return found[0]
 
 
 def _strip_none(value):
@@ -387,3 +338,50 @@ def test_dashboards_config_map_is_labelled_for_the_grafana_sidecar():
     for name, text in files.items():
         assert board["data"][name] == text.rstrip("\n"), name
     assert len(yaml.safe_dump(board).encode()) < 1_000_000    # ConfigMaps hold at most 1 MiB
+
+
+# ------------------------------------------------------------------------- the chart as the cluster tests run it
+def _submitted_conf(argv: list[str]) -> dict[str, str]:
+    return dict(argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--conf")
+
+
+@pytest.mark.parametrize("profile", [None, "spark-connector-values.yaml"])
+def test_the_spark_cluster_tests_submit_with_the_charts_settings(profile, tmp_path):
+    """tests/e2e/test_spark_cluster.py and scripts/spark-cluster-check submit to a standalone
+    cluster with what spark-operator makes of the rendered SparkApplication: its driver and
+    executor settings, sparkConf, packages, entry point and arguments. Only the settings named
+    here differ, each for a reason given in StandaloneCluster.local_conf."""
+    from tests.support.chart import Submission, spark_application
+    from tests.support.spark_cluster import StandaloneCluster
+    app = spark_application(profile)
+    spec = app["spec"]
+    cluster = StandaloneCluster(tmp_path)
+    argv = cluster.submit_argv(["run", "--config", str(tmp_path / "monitor.toml")], Submission.of(app))
+    conf = _submitted_conf(argv)
+    driver, executor = spec["driver"], spec["executor"]
+    assert conf["spark.driver.memory"] == driver["memory"] and conf["spark.driver.cores"] == str(driver["cores"])
+    assert conf["spark.executor.memory"] == executor["memory"]
+    assert conf["spark.executor.cores"] == str(executor["cores"])
+    for key, value in spec["sparkConf"].items():
+        if key != "spark.jars.ivy":         # the image's scratch volume: the cache here
+            assert conf[key] == str(value), key
+    chart_keys = set(Submission.of(app).conf)
+    assert {k for k in chart_keys if conf[k] != Submission.of(app).conf[k]} == \
+        {"spark.executor.instances", "spark.jars.ivy"}
+    packages = spec.get("deps", {}).get("packages", [])
+    assert (argv[argv.index("--packages") + 1].split(",") if "--packages" in argv else []) == packages
+    assert "--deploy-mode" not in argv         # client mode: the chart's cluster mode is spark-operator's
+    main = argv.index(str(ROOT / "scripts" / "spark_entrypoint.py"))
+    assert spec["mainApplicationFile"] == "local:///opt/rebalance-monitor/scripts/spark_entrypoint.py"
+    assert argv[main + 1:main + 3] == spec["arguments"][:2] == ["run", "--config"]
+
+
+def test_the_deployment_runs_the_command_the_bed_runs(tmp_path):
+    """Deployment mode starts `rebalance-monitor run --config ...` in local mode, as the real-Kafka
+    bed's monitor (tests/support/kafkabed/monitor.py) and the local runs of the cluster tests do."""
+    from tests.support.kafkabed.monitor import Monitor
+    container = one(render("deployment-values.yaml"), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    bed = Monitor("127.0.0.1:9092", ["logs"], tmp_path).command()
+    assert Path(bed[0]).name == container["command"][0] == "rebalance-monitor"
+    assert bed[1:3] == container["args"][:2] == ["run", "--config"]
+    assert monitor_toml(render("deployment-values.yaml"))["spark_master"] == "local[2]"

@@ -1,12 +1,18 @@
-"""`replay` submitted to a real Spark standalone cluster (a master and 2 one-core workers from
-the installed pyspark, each executor its own JVM, tests/support/spark_cluster.py) the way the
-chart submits: spark-submit, scripts/spark_entrypoint.py, `--master spark://...`.
+"""`replay` and `run` submitted to a real Spark standalone cluster (a master and 2 one-core
+workers from the installed pyspark, each executor its own JVM, tests/support/spark_cluster.py)
+the way the chart submits: spark-submit with the settings of the chart's rendered
+SparkApplication (tests/support/chart.py), scripts/spark_entrypoint.py, `--master spark://...`.
 
 - The Python data sources are planned on the driver and read in the executors: the outputs equal
   the goldens (tests/fixtures/golden) byte for byte, as a local[2] run's do.
 - kill -9 of an executor in the middle of the streaming stage: Spark reschedules its tasks on a
   new executor and nothing is lost or counted twice (the records and the group metrics still
   equal the goldens; smaller micro-batches, so the batch-count health series differ).
+
+CI (scripts/test) runs the replays, the executor kill and `run` with the connector (about 2.5 min;
+4.3 with tests/e2e/kafka/test_spark_cluster_live.py's 110 s); the tests marked spark_cluster_check
+(the driver and master faults, `run` with the kafka-python source on tansu) run in
+scripts/spark-cluster-check, which runs everything here.
 
 Found by this test: under spark-submit, PySpark's SparkConf() does not see the submitted master
 before the SparkContext exists, so every submitted run ran local[2] inside the driver
@@ -23,8 +29,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
-from tests.support.golden import GOLDEN, comparable, differing_files
-from tests.support.spark_cluster import ROOT, StandaloneCluster
+from tests.support.golden import GOLDEN, comparable, differing_files, lost_and_doubled
+from tests.support.chart import Submission, spark_application
+from tests.support.spark_cluster import ROOT, StandaloneCluster, record_figure
 
 pytestmark = [pytest.mark.spark]
 
@@ -43,29 +50,22 @@ def _replay_argv(capture: str, out: Path, *extra: str) -> list[str]:
     return ["replay", "--broker-log", *logs, "--offsets", dump, "--out", str(out), *extra]
 
 
-def _executor_logs(cluster: StandaloneCluster) -> list[Path]:
-    return sorted(cluster.workdir.glob("worker-*/app-*/*/stderr"))
-
-
-def _tasks_per_executor(cluster: StandaloneCluster, apps_before: set[str]) -> dict[str, int]:
-    """Tasks each executor of the applications started since `apps_before` ran (its own log)."""
-    return {f"{p.parent.parent.name}/{p.parent.name}": p.read_text(errors="replace").count("Running task")
-            for p in _executor_logs(cluster) if p.parent.parent.name not in apps_before}
-
-
 @pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
 def test_replay_on_the_cluster_writes_the_golden_outputs(cluster, tmp_path, capture):
-    before = {p.parent.parent.name for p in _executor_logs(cluster)}
+    before = {p.parent.parent.name for p in cluster.executor_logs()}
     result = cluster.submit(_replay_argv(capture, tmp_path / "out"))
     assert result.returncode == 0, result.stderr[-4000:]
     assert "Starting executor ID driver" not in result.stderr      # not local mode in the driver
-    tasks = _tasks_per_executor(cluster, before)
+    tasks = cluster.tasks_per_executor(before)
+    differ = differing_files(capture, tmp_path / "out")
+    record_figure("executors", sum(1 for n in tasks.values() if n > 0))
+    record_figure("records_equal", differ == [])
     assert len(tasks) == 2 and all(n > 0 for n in tasks.values()), tasks
-    assert differing_files(capture, tmp_path / "out") == []
+    assert differ == []
 
 
 def _newest_app(cluster: StandaloneCluster) -> str | None:
-    apps = sorted({p.parent.parent.name for p in _executor_logs(cluster)})
+    apps = sorted({p.parent.parent.name for p in cluster.executor_logs()})
     return apps[-1] if apps else None
 
 
@@ -81,7 +81,7 @@ def test_an_executor_killed_mid_stream_loses_and_doubles_nothing(cluster, tmp_pa
         deadline = time.monotonic() + 300
         while killed is None and time.monotonic() < deadline and proc.poll() is None:
             app = _newest_app(cluster)
-            logs = [p for p in _executor_logs(cluster) if app != before and p.parent.parent.name == app]
+            logs = [p for p in cluster.executor_logs() if app != before and p.parent.parent.name == app]
             # the streaming stage has run a few micro-batches (one or more stages each)
             busy = [p for p in logs if "in stage 12." in p.read_text(errors="replace")]
             if busy:
@@ -103,6 +103,10 @@ def test_an_executor_killed_mid_stream_loses_and_doubles_nothing(cluster, tmp_pa
             proc.kill()
     stderr = err.read_text(errors="replace")
     assert killed is not None, f"no executor reached the streaming stage's batches:\n{stderr[-3000:]}"
+    if proc.returncode == 0:
+        lost, doubled = lost_and_doubled("kafka-2.7", tmp_path / "out")
+        record_figure("executor_kill_lost", lost)
+        record_figure("executor_kill_doubled", doubled)
     assert proc.returncode == 0, stderr[-4000:]
     assert "Lost executor" in stderr or "lost executor" in stderr.lower(), stderr[-4000:]
     assert [f for f in differing_files("kafka-2.7", tmp_path / "out") if f != "metrics.prom"] == []
@@ -119,32 +123,29 @@ def _without(names: tuple[str, ...], text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith(names)]
 
 
-@pytest.mark.parametrize("source", ["python", "spark"])
+# the kafka-python source on the cluster also runs in CI in tests/e2e/kafka/test_spark_cluster_live.py
+@pytest.mark.parametrize("source", [pytest.param("python", marks=pytest.mark.spark_cluster_check), "spark"])
 def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path, source):
     """`run` submitted to the cluster reads the log and offsets topics in its executors (a
     Kafka-protocol broker on loopback, tansu, holding the Kafka 2.7 capture): the kafka-python
-    source's readers pickled to them, or Spark's Kafka connector shipped with `--jars` (its jars
-    from Maven, as scripts/spark-connector fetches them). The event sink and /metrics show every
+    source's readers pickled to them, or Spark's Kafka connector shipped with `--packages` from
+    the chart's connector profile (spark-submit resolves it from Maven through Ivy). The event sink and /metrics show every
     rebalance and removal of the capture's README, as tests/e2e/test_live_kafka.py's local run does."""
     from tests.e2e.test_live_kafka import LOG_TOPIC, OFFSETS_TOPIC, _config, _scrape, _stop, _wait
     from tests.support.kafka_harness import create_topics, free_port, produce_capture, read_sink, tansu_broker
     from tests.support.readme_checks import assert_kafka27_rebalances, assert_kafka27_removals
-    before = {p.parent.parent.name for p in _executor_logs(cluster)}
+    before = {p.parent.parent.name for p in cluster.executor_logs()}
     with tansu_broker() as bootstrap:
         create_topics(bootstrap, {LOG_TOPIC: 2, OFFSETS_TOPIC: 10})
         assert produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC) == (3486, 1606)
         port = free_port()
         config = _config(tmp_path / "monitor.toml", bootstrap, port, tmp_path, lateness_seconds=5,
                          kafka={"source": f'"{source}"'})
-        jars = None
-        if source == "spark":
-            import pyspark
-
-            from tests.support.kafkabed.jars import fetch_spark_connector, spark_jars
-            jars = spark_jars(fetch_spark_connector(pyspark.__version__))
+        # the chart's profile with the connector: its `deps.packages`, resolved by spark-submit
+        submission = Submission.of(spark_application("spark-connector-values.yaml")) if source == "spark" else None
         log = tmp_path / "run.log"
         with open(log, "w") as handle:
-            proc = subprocess.Popen(cluster.submit_argv(["run", "--config", str(config)], jars=jars), cwd=ROOT,
+            proc = subprocess.Popen(cluster.submit_argv(["run", "--config", str(config)], submission), cwd=ROOT,
                                     env=cluster.env(), stdout=handle, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         try:
@@ -156,7 +157,7 @@ def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path,
     text = log.read_text(errors="replace")
     assert "Starting executor ID driver" not in text, text[-3000:]
     assert f"reading Kafka with the {source} source" in text
-    tasks = _tasks_per_executor(cluster, before)
+    tasks = cluster.tasks_per_executor(before)
     assert len(tasks) == 2 and all(n > 0 for n in tasks.values()), tasks
     assert_kafka27_rebalances(read_sink(events, "rebalances"))
     assert_kafka27_removals(read_sink(events, "member_removals"))
@@ -170,6 +171,7 @@ def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path,
     assert 'rebalance_monitor_late_rows_total 0.0' in page
 
 
+@pytest.mark.spark_cluster_check       # 95 s; the local run's kill -9 and restart is in CI (test_live_kafka)
 def test_driver_killed_and_resubmitted_equals_an_uninterrupted_run(cluster, tmp_path):
     """kill -9 of the driver (spark-submit's JVM and its Python) between planning and committing
     a micro-batch, then a new submission on the same checkpoint and event sink: the records and
@@ -182,9 +184,15 @@ def test_driver_killed_and_resubmitted_equals_an_uninterrupted_run(cluster, tmp_
             return subprocess.Popen(cluster.submit_argv(["run", "--config", str(config)]), cwd=ROOT,
                                     env={**cluster.env(), **env}, stdout=handle, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-    kill_and_restart_equals_an_uninterrupted_run(tmp_path, start)
+    try:
+        kill_and_restart_equals_an_uninterrupted_run(tmp_path, start)
+    except AssertionError:
+        record_figure("driver_kill_equal", False)
+        raise
+    record_figure("driver_kill_equal", True)
 
 
+@pytest.mark.spark_cluster_check       # 50 and 75 s, a cluster of their own each
 @pytest.mark.parametrize("recovery", [True, False], ids=["filesystem-recovery", "no-recovery"])
 def test_a_master_restarted_under_a_running_query(tmp_path, recovery):
     """kill -9 of the standalone master while `run` is mid-stream, and a new master on the same

@@ -47,6 +47,22 @@ def differing_files(capture: str, out: Path) -> list[str]:
             if comparable(name, (out / name).read_text()) != (GOLDEN / capture / name).read_text()]
 
 
+RECORD_FILES = tuple(name for name in FILES if name.endswith(".jsonl"))
+
+
+def lost_and_doubled(capture: str, out: Path) -> tuple[int, int]:
+    """Records of the golden output files missing from `out` (lost), and records in `out`
+    beyond the golden's count of that same record (doubled: written twice, or not in the golden)."""
+    from collections import Counter
+    lost = doubled = 0
+    for name in RECORD_FILES:
+        want = Counter((GOLDEN / capture / name).read_text().splitlines())
+        have = Counter((out / name).read_text().splitlines()) if (out / name).exists() else Counter()
+        lost += sum((want - have).values())
+        doubled += sum((have - want).values())
+    return lost, doubled
+
+
 def write_golden(capture: str, out: Path) -> None:
     for name in FILES:
         (GOLDEN / capture / name).write_text(comparable(name, (out / name).read_text()))

@@ -9,6 +9,7 @@ a failed test leaves no JVM behind. Waits are bounded and follow the processes' 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import signal
 import socket
@@ -20,9 +21,19 @@ from pathlib import Path
 
 import pyspark
 
+from tests.support.chart import Submission, spark_application
+from tests.support.kafkabed.jars import cache_root
+
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
-ENTRYPOINT = ROOT / "scripts" / "spark_entrypoint.py"
+_CHART_SUBMISSION: list = []
+
+
+def chart_submission() -> Submission:
+    """The chart's default SparkApplication as spark-operator submits it (rendered once)."""
+    if not _CHART_SUBMISSION:
+        _CHART_SUBMISSION.append(Submission.of(spark_application()))
+    return _CHART_SUBMISSION[0]
 _LIVE: list[subprocess.Popen] = []
 
 
@@ -46,6 +57,19 @@ def free_port() -> int:
 
 class ClusterError(RuntimeError):
     pass
+
+
+# scripts/spark-cluster-check sets this to a file: each cluster test appends the figures it
+# measured (one JSON object per line) before it asserts on them, and the script sums them up.
+FIGURES_ENV = "SPARK_CLUSTER_CHECK_FIGURES"
+
+
+def record_figure(name: str, value: object) -> None:
+    path = os.environ.get(FIGURES_ENV)
+    if path:
+        with open(path, "a") as handle:
+            handle.write(json.dumps({"name": name, "value": value,
+                                     "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]}) + "\n")
 
 
 @dataclass
@@ -147,22 +171,49 @@ class StandaloneCluster:
                     raise ClusterError(f"worker-{i} exited:\n{self.log(f'worker-{i}')[-3000:]}")
                 time.sleep(0.2)
 
-    def submit_argv(self, command: list[str], executor_memory: str = "1g", jars: str | None = None) -> list[str]:
-        """spark-submit of a rebalance-monitor command on this cluster (one core per executor);
-        `jars`: comma-separated jars for the driver and the executors (--jars)."""
+    def local_conf(self) -> dict[str, str]:
+        """What a submission here sets differently from the chart (tests/support/chart.py), and why."""
+        return {
+            # standalone places executors by cores: one per worker (the chart's default is 1 executor)
+            "spark.executor.instances": str(self.workers), "spark.cores.max": str(self.workers),
+            # everything on loopback, without the web UI's ports
+            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false",
+            # the virtualenv's Python (the image's is on its PATH)
+            "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
+            # --packages resolves into the cache, not the image's scratch volume
+            "spark.jars.ivy": str(cache_root() / "ivy2"),
+        }
+
+    def submit_argv(self, command: list[str], submission: Submission | None = None) -> list[str]:
+        """spark-submit of a rebalance-monitor command on this cluster with the chart's settings
+        (`submission`: a rendered SparkApplication; the chart's defaults when None), as
+        spark-operator submits it, but in client mode (a standalone cluster runs no Python driver
+        in cluster mode) and with local_conf()."""
+        sub = submission or chart_submission()
+        if command[:1] == ["run"]:
+            assert command[:2] == list(sub.arguments[:2]), (command, sub.arguments)
+        conf = {**sub.conf, **self.local_conf()}
         return [str(SPARK_HOME / "bin" / "spark-submit"), "--master", self.master_url,
-                *(["--jars", jars] if jars else []),
-                "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-                "--conf", f"spark.pyspark.python={sys.executable}",
-                "--conf", f"spark.pyspark.driver.python={sys.executable}",
-                "--conf", "spark.executor.cores=1", "--conf", f"spark.cores.max={self.workers}",
-                "--conf", "spark.ui.enabled=false",
-                "--driver-memory", "2g", "--executor-memory", executor_memory,
-                str(ENTRYPOINT), *command]
+                *(["--packages", ",".join(sub.packages)] if sub.packages else []),
+                *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+                str(sub.local_main_file()), *command]
 
     def submit(self, command: list[str], timeout_s: float = 600.0) -> subprocess.CompletedProcess:
         return subprocess.run(self.submit_argv(command), cwd=ROOT, env=self.env(), capture_output=True, text=True,
                               timeout=timeout_s)
+
+    def executor_logs(self) -> list[Path]:
+        """Every executor's stderr: worker-N/app-ID/EXECUTOR-ID/stderr."""
+        return sorted(self.workdir.glob("worker-*/app-*/*/stderr"))
+
+    def tasks_per_executor(self, apps_before: set[str] = frozenset()) -> dict[str, int]:
+        """Tasks each executor ran (its own log), of the applications not in `apps_before`."""
+        return {f"{p.parent.parent.name}/{p.parent.name}": p.read_text(errors="replace").count("Running task")
+                for p in self.executor_logs() if p.parent.parent.name not in apps_before}
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes (the executors they start are their children)."""
+        return [proc.pid for name, proc in self.procs.items() if name.startswith("worker-") and proc.poll() is None]
 
     def executor_pids(self) -> list[int]:
         """The executor JVMs the workers started (CoarseGrainedExecutorBackend)."""
@@ -182,3 +233,36 @@ class StandaloneCluster:
                     except ProcessLookupError:
                         pass
                     proc.wait(10)
+
+
+# The last line of scripts/spark-cluster-check, and how each figure combines over the tests.
+CHECK_FIGURES = (("executors", min), ("records_equal", all), ("executor_kill_lost", sum),
+                 ("executor_kill_doubled", sum), ("driver_kill_equal", all))
+CHECK_WANT = {"executors": 2, "records_equal": True, "executor_kill_lost": 0, "executor_kill_doubled": 0,
+              "driver_kill_equal": True}
+
+
+def check_summary(path: Path) -> tuple[str, bool]:
+    """(the last line, whether every figure is what it must be) from the figures the tests
+    recorded; a figure no test recorded (its test failed before measuring it) is `missing`."""
+    recorded: dict[str, list] = {}
+    lines = path.read_text().splitlines() if path.exists() else []
+    for line in lines:
+        entry = json.loads(line)
+        recorded.setdefault(entry["name"], []).append(entry["value"])
+    parts, ok = [], True
+    for name, combine in CHECK_FIGURES:
+        if name not in recorded:
+            parts.append(f"{name}=missing")
+            ok = False
+            continue
+        value = combine(recorded[name])
+        ok &= value == CHECK_WANT[name]
+        parts.append(f"{name}={str(value).lower() if isinstance(value, bool) else value}")
+    return " ".join(parts), ok
+
+
+if __name__ == "__main__":
+    summary, passed = check_summary(Path(sys.argv[1]))
+    print(summary)
+    sys.exit(0 if passed else 1)

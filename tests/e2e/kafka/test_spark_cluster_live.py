@@ -1,0 +1,155 @@
+"""`run` on a Spark standalone cluster against real Kafka gives what a `local[2]` run gives.
+
+A Kafka 4.4 broker of the bed runs the `kill` scenario (classic: a member SIGKILLed, its
+session expires, the others leave) and the `kip848` scenario (KIP-848 consumer group: a member
+killed and fenced, the other leaves) while the bed ships its server.log into a log topic; the
+shipper then drains and stops, so the log topic and `__consumer_offsets` hold the same records
+for every reader. Then `rebalance-monitor run` reads them twice, at the same time, with the same
+settings: once in local[2] mode and once submitted to a standalone cluster (a master and 2
+one-core workers, tests/support/spark_cluster.py) the way the chart submits. The cluster run's
+event sink and /metrics group series must equal the local run's, both runs must see each
+scenario's removals, and both of the cluster's executors must have run tasks. About 110 s."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.support.kafkabed import KafkaCluster, LogShipper
+from tests.support.kafkabed.checks import monitor_command
+from tests.support.kafkabed.expect import expected
+from tests.support.kafkabed.monitor import (
+    MetricsWatch, Monitor, MonitorSettings, ensure_offsets_topic, now_ms, parse_page,
+)
+from tests.support.kafkabed.procs import wait_for
+from tests.support.kafkabed.running import run_scenario
+from tests.support.kafkabed.scenarios import BY_NAME, Ctx, with_group
+from tests.support.kafkabed.verdict import judge
+from tests.support.spark_cluster import StandaloneCluster, record_figure
+
+from .conftest import NEWEST_4X
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+LOG_TOPIC = "kafkabed-broker-logs"
+SCENARIOS = ("kill", "kip848")
+KINDS = ("rebalances", "member_removals", "rebalance_triggers", "anomalies", "quarantine", "clock_skew")
+GROUP_SERIES = re.compile(r"^rebalance_monitor_(rebalances_total|member_removals_total|rebalance_duration_seconds_"
+                          r"(bucket|count|sum)|rebalance_phase_seconds_\w+|group_\w+|groups)\{")
+# Short windows: a LeaveGroup's decision window is the member's max.poll.interval.ms (10 s here)
+SETTINGS = MonitorSettings(diagnosis={"pause_rejoin_window_seconds": 5, "poll_rejoin_min_window_seconds": 5})
+
+
+class ClusterMonitor(Monitor):
+    """The bed's monitor, submitted to the standalone cluster with spark-submit."""
+
+    def __init__(self, cluster: StandaloneCluster, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.spark = cluster
+
+    def command(self) -> list[str]:
+        return self.spark.submit_argv(super().command()[len(monitor_command()):])
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    """The scenarios' traffic, then a drained shipper: yields (cluster, {scenario: the bed's
+    expectations (expect.py) for its group}, the last shipped line's time, the output folder)."""
+    out = tmp_path_factory.mktemp("cluster-live")
+    cluster = KafkaCluster(NEWEST_4X, workdir=out / "kafka")
+    shipper = None
+    try:
+        cluster.start()
+        ensure_offsets_topic(cluster)
+        shipper = LogShipper(cluster, LOG_TOPIC).start()
+        results = {}
+        for name in SCENARIOS:
+            ctx = with_group(Ctx(NEWEST_4X, "", "", options={"member": {"max_poll_interval_ms": 10000}}),
+                             BY_NAME[name], "cl")
+            res = run_scenario(cluster, shipper, BY_NAME[name], ctx, out)
+            assert res.passed, f"{name}: {res.error}"
+            results[name] = (ctx.group, res.timeline)
+        shipper.stop(drain=True, timeout=30)
+        shipped = shipper.lines()
+        window_ms = int(SETTINGS.diagnosis_settings().pause_rejoin_window_ms)
+        truth = {name: expected(NEWEST_4X, group, timeline, shipped, window_ms)
+                 for name, (group, timeline) in results.items()}
+        last_line_ms = max(line.read_ms for line in shipped)
+        shipper = None
+        yield cluster, truth, last_line_ms, out
+    finally:
+        if shipper is not None:
+            shipper.stop(drain=False, timeout=10)
+        cluster.close(keep=True)
+
+
+@pytest.fixture(scope="module")
+def runs(bed, tmp_path_factory):
+    kafka, truth, last_line_ms, out = bed
+    spark = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
+    monitors = {"local": Monitor(kafka.bootstrap, [LOG_TOPIC], out / "local", SETTINGS, name="local"),
+                "cluster": ClusterMonitor(spark, kafka.bootstrap, [LOG_TOPIC], out / "cluster", SETTINGS,
+                                          name="cluster")}
+    watches = {}
+    try:
+        t0 = time.monotonic()
+        for m in monitors.values():
+            m.start(timeout=300)
+        for name, m in monitors.items():
+            watches[name] = MetricsWatch(m)
+            watches[name].start()
+        # Nothing more arrives: a run is done once its watermark (idle markers at wall-clock
+        # time) passed the last line by the longest removal hold, and two more batches ran.
+        hold_s = max(SETTINGS.removal_hold_s(c, 10000) for c in ("heartbeat_expiry", "leave_group", "poll_timeout"))
+        target = last_line_ms + int(hold_s * 1000)
+        for name, m in monitors.items():
+            budget = max(0.0, (target - now_ms()) / 1000) + SETTINGS.record_delay_s() + 240
+            wait_for(lambda w=watches[name]: w.watermark_ms() >= target, budget,
+                     f"the {name} run's watermark to pass {target}", interval=0.5, alive=m.alive)
+        for name, m in monitors.items():
+            b0 = watches[name].batches()
+            wait_for(lambda w=watches[name], b0=b0: w.batches() >= b0 + 2, 120, f"two more {name} batches",
+                     interval=0.25, alive=m.alive)
+        print(f"both runs done {time.monotonic() - t0:.1f} s after start")
+        pages = {name: m.scrape() for name, m in monitors.items()}
+        records = {name: {kind: m.records(kind) for kind in KINDS} for name, m in monitors.items()}
+        text = monitors["cluster"].log_tail(10**7)
+    finally:
+        for w in watches.values():
+            w.stop()
+        for m in monitors.values():
+            m.stop(timeout=90)
+        tasks = spark.tasks_per_executor()
+        spark.stop()
+    yield {"pages": pages, "records": records, "truth": truth, "tasks": tasks, "cluster_log": text}
+
+
+def _series(page: str) -> list[str]:
+    return sorted(line for line in page.splitlines() if GROUP_SERIES.match(line))
+
+
+def test_the_cluster_run_equals_the_local_run(runs):
+    local, cluster = runs["records"]["local"], runs["records"]["cluster"]
+    equal = all(sorted(map(repr, local[k])) == sorted(map(repr, cluster[k])) for k in KINDS) and \
+        _series(runs["pages"]["local"]) == _series(runs["pages"]["cluster"])
+    executors = sum(1 for n in runs["tasks"].values() if n > 0)
+    record_figure("records_equal", equal)
+    record_figure("executors", executors)
+    assert "Starting executor ID driver" not in runs["cluster_log"]       # not local mode in the driver
+    assert executors == 2, runs["tasks"]
+    for kind in KINDS:
+        assert sorted(map(repr, cluster[kind])) == sorted(map(repr, local[kind])), kind
+    assert _series(runs["pages"]["cluster"]) == _series(runs["pages"]["local"])
+    assert len(_series(runs["pages"]["local"])) > 40
+
+
+def test_both_runs_see_each_scenario(runs):
+    """Not only equal: right. Each run, judged by the bed as test_monitor_live judges it
+    (verdict.judge against expect.py's ground truth): every rebalance with its trigger and
+    outcome, every removal with its cause and root cause, the group's counters on /metrics."""
+    for name, records in runs["records"].items():
+        samples = parse_page(runs["pages"][name])
+        for scenario, exp in runs["truth"].items():
+            mine = {kind: [r for r in recs if r.get("group") == exp.group] for kind, recs in records.items()}
+            verdict = judge(NEWEST_4X, scenario, exp, mine, samples, quarantine=mine["quarantine"])
+            assert verdict.status == "PASS" and exp.removals, (name, scenario, verdict)

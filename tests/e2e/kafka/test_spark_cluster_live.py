@@ -4,18 +4,22 @@ A Kafka 4.4 broker of the bed runs the `kill` scenario (classic: a member SIGKIL
 session expires, the others leave) and the `kip848` scenario (KIP-848 consumer group: a member
 killed and fenced, the other leaves) while the bed ships its server.log into a log topic; the
 shipper then drains and stops, so the log topic and `__consumer_offsets` hold the same records
-for every reader. Then `rebalance-monitor run` reads them twice, at the same time, with the same
-settings: once in local[2] mode and once submitted to a standalone cluster (a master and 2
-one-core workers, tests/support/spark_cluster.py) the way the chart submits. The cluster run's
-event sink and /metrics group series must equal the local run's, both runs must see each
-scenario's removals, and both of the cluster's executors must have run tasks. About 110 s."""
+for every reader. Then `rebalance-monitor run` reads them three times, at the same time, with the
+same settings: in local[2] mode; submitted to a standalone cluster (a master and 2 one-core
+workers, tests/support/spark_cluster.py) the way the chart submits; and in local[2] mode with 8
+state partitions, the way docs/deploy.md gives to more partitions (a new checkpoint rebuilt from
+the topics). The cluster run's and the rebuilt run's event sink and /metrics group series must
+equal the local run's, every run must be right by the bed's ground truth, and both of the
+cluster's executors must have run tasks."""
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 
 import pytest
 
+from streaming.spark.state_layout import checkpoint_shuffle_partitions
 from tests.support.kafkabed import KafkaCluster, LogShipper
 from tests.support.kafkabed.checks import monitor_command
 from tests.support.kafkabed.expect import expected
@@ -89,7 +93,10 @@ def runs(bed, tmp_path_factory):
     spark = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
     monitors = {"local": Monitor(kafka.bootstrap, [LOG_TOPIC], out / "local", SETTINGS, name="local"),
                 "cluster": ClusterMonitor(spark, kafka.bootstrap, [LOG_TOPIC], out / "cluster", SETTINGS,
-                                          name="cluster")}
+                                          name="cluster"),
+                # the way to more state partitions (docs/deploy.md): a new checkpoint, rebuilt from the topics
+                "rebuilt-8": Monitor(kafka.bootstrap, [LOG_TOPIC], out / "rebuilt-8",
+                                     replace(SETTINGS, shuffle_partitions=8), name="rebuilt-8")}
     watches = {}
     try:
         t0 = time.monotonic()
@@ -113,7 +120,7 @@ def runs(bed, tmp_path_factory):
         print(f"both runs done {time.monotonic() - t0:.1f} s after start")
         pages = {name: m.scrape() for name, m in monitors.items()}
         records = {name: {kind: m.records(kind) for kind in KINDS} for name, m in monitors.items()}
-        text = monitors["cluster"].log_tail(10**7)
+        logs = {name: m.log_tail(10**7) for name, m in monitors.items()}
     finally:
         for w in watches.values():
             w.stop()
@@ -121,7 +128,8 @@ def runs(bed, tmp_path_factory):
             m.stop(timeout=90)
         tasks = spark.tasks_per_executor()
         spark.stop()
-    yield {"pages": pages, "records": records, "truth": truth, "tasks": tasks, "cluster_log": text}
+    yield {"pages": pages, "records": records, "truth": truth, "tasks": tasks, "cluster_log": logs["cluster"], "logs": logs,
+           "checkpoints": {name: m.checkpoint / "query" for name, m in monitors.items()}}
 
 
 def _series(page: str) -> list[str]:
@@ -143,8 +151,21 @@ def test_the_cluster_run_equals_the_local_run(runs):
     assert len(_series(runs["pages"]["local"])) > 40
 
 
+def test_a_new_checkpoint_with_more_state_partitions_rebuilds_the_same_records(runs):
+    """A monitor that outgrew its 2 state partitions starts on a new checkpoint with 8 and
+    `kafka.starting_offsets = earliest` (the default): it rebuilds every group from the topics
+    and writes what the 2-partition run wrote."""
+    local, rebuilt = runs["records"]["local"], runs["records"]["rebuilt-8"]
+    for kind in KINDS:
+        assert sorted(map(repr, rebuilt[kind])) == sorted(map(repr, local[kind])), kind
+    assert _series(runs["pages"]["rebuilt-8"]) == _series(runs["pages"]["local"])
+    assert "state partitions" not in runs["logs"]["rebuilt-8"]     # a new checkpoint: nothing to warn about
+    assert checkpoint_shuffle_partitions(str(runs["checkpoints"]["rebuilt-8"])) == 8
+    assert checkpoint_shuffle_partitions(str(runs["checkpoints"]["local"])) == 2
+
+
 def test_both_runs_see_each_scenario(runs):
-    """Not only equal: right. Each run, judged by the bed as test_monitor_live judges it
+    """Not only equal: right. Each run (the rebuilt one too), judged by the bed as test_monitor_live judges it
     (verdict.judge against expect.py's ground truth): every rebalance with its trigger and
     outcome, every removal with its cause and root cause, the group's counters on /metrics."""
     for name, records in runs["records"].items():

@@ -62,10 +62,12 @@ class MonitorSettings:
     host_wide_min_removals: int = 1000
     dead_group_retention_s: float = 7200.0
     diagnosis: dict = field(default_factory=dict)    # more [diagnosis] keys (seconds)
+    shuffle_partitions: int | None = None             # None: the setting's default
 
     def toml(self) -> str:
         diag = {"host_wide_min_removals": self.host_wide_min_removals, **self.diagnosis}
-        return (f"lateness_seconds = {self.lateness_s}\ntrigger_interval_seconds = {self.trigger_s}\n"
+        partitions = "" if self.shuffle_partitions is None else f"shuffle_partitions = {self.shuffle_partitions}\n"
+        return (f"lateness_seconds = {self.lateness_s}\ntrigger_interval_seconds = {self.trigger_s}\n{partitions}"
                 f"dead_group_retention_seconds = {self.dead_group_retention_s}\n\n[diagnosis]\n"
                 + "".join(f"{k} = {v}\n" for k, v in diag.items()))
 

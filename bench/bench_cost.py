@@ -25,6 +25,11 @@ one run, every figure checked before it is reported.
    a day of a tenth of the groups (`replay_compare_rows_per_second`): the base tree reads on its
    driver, and the full day would take it most of this bench's time.
 
+5. On a Spark cluster (`cluster*_`, only with `--only cluster`): the steady state of this tree with
+   `run` submitted to a standalone cluster of 1, then 2, one-core workers (tests/support/spark_cluster.py,
+   the chart's settings); batch p95, CPU of driver and workers (executors included), input rows/s per
+   executor core, tasks per executor.
+
 The base tree is `--base` or, by default, a worktree of `--base-commit` under bench/.data with its own
 .venv (made on first use). Last line:
   steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C max_steady_rows_per_second=M
@@ -116,6 +121,35 @@ def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]
         print(f"  {name}: all {r['expected']} rebalances counted; {len(r['batches'])} batches, p95 "
               f"{out[name]['batch_p95']:.2f} s, max {max(r['batches']):.2f} s; watermark delay p50 "
               f"{out[name]['delay_p50']:.1f} s; {out[name]['cores']:.2f} cores; peak {_mb(r['rss'])}", flush=True)
+    return out
+
+
+def on_cluster(cluster, args, work: Path) -> dict[int, dict]:
+    """The steady state of this tree, `run` submitted to a Spark standalone cluster of 1 and then
+    2 one-core workers (tests/support/spark_cluster.py, the chart's settings): batch p95, CPU of
+    the driver's and the workers' process trees (executors and their Python workers included),
+    input rows/s per executor core, and the tasks each executor ran."""
+    from bench.bench_scale_live import run_config
+    from tests.support.spark_cluster import StandaloneCluster
+    traffic, complete = steady_traffic(args.groups, args.window, args.partitions, args.commit_every, args.seed, work)
+    rate = len(traffic) / args.window
+    out = {}
+    for executors in (1, 2):
+        spark = StandaloneCluster(work / f"spark-{executors}", workers=executors).start()
+        try:
+            r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups,
+                           label=f"-cluster-{executors}", submit=spark.submit_argv, cpu_also=spark.worker_pids)
+        finally:
+            tasks = spark.tasks_per_executor()
+            spark.stop()
+        if r["found"] < r["expected"]:
+            raise SystemExit(f"bench/cost: {executors} executor(s): {r['found']} of {r['expected']} rebalances counted")
+        out[executors] = {"rows_per_second": rate, "batch_p95": _p95(r["batches"]), "cores": r["cpu"] / r["wall"],
+                          "per_core": rate / executors, "delay_p50": _p50(r["delays"]), "tasks": tasks}
+        print(f"  cluster, {executors} executor(s): all {r['expected']} rebalances counted; {len(r['batches'])} "
+              f"batches, p95 {out[executors]['batch_p95']:.2f} s; watermark delay p50 "
+              f"{out[executors]['delay_p50']:.1f} s; {out[executors]['cores']:.2f} cores; tasks per executor "
+              f"{tasks}", flush=True)
     return out
 
 
@@ -248,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="scripted rounds of the quiet cluster")
     p.add_argument("--replay-groups", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=15)
-    p.add_argument("--only", default="steady,max,quiet,replay", help="of: steady, max, quiet, replay")
+    p.add_argument("--only", default="steady,max,quiet,replay",
+                   help="of: steady, max, quiet, replay, cluster (not in the default: the steady state on a "
+                        "standalone Spark cluster of 1 and of 2 executors, issue 26)")
     p.add_argument("--trees", default="base,head", help="which trees to run (a development aid: the figures "
                    "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
@@ -275,6 +311,12 @@ def main(argv: list[str] | None = None) -> int:
                 base.update(steady_batch_p95_seconds=s["base"]["batch_p95"], steady_cpu_cores=s["base"]["cores"])
             if "max" in only:
                 figures["max_steady_rows_per_second"] = max_steady(cluster, args, work, s["head"])
+    if "cluster" in only:
+        from tests.support.kafkabed import KafkaCluster
+        with KafkaCluster(args.version, brokers=1, workdir=work / "cluster-kafka") as cluster:
+            for n, c in on_cluster(cluster, args, work).items():
+                figures.update({f"cluster{n}_batch_p95_seconds": c["batch_p95"], f"cluster{n}_cpu_cores": c["cores"],
+                                f"cluster{n}_rows_per_second_per_executor_core": c["per_core"]})
     if "quiet" in only:
         q = quiet(trees, args, work)
         figures.update(quiet_cpu_cores=q["head"]["cores"], live_p95_seconds=q["head"]["live_p95"])
@@ -291,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
     order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
              "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second",
-             "replay_compare_rows_per_second")
+             "replay_compare_rows_per_second", "cluster1_batch_p95_seconds", "cluster1_cpu_cores",
+             "cluster1_rows_per_second_per_executor_core", "cluster2_batch_p95_seconds", "cluster2_cpu_cores",
+             "cluster2_rows_per_second_per_executor_core")
 
     def fmt(v: float) -> str:
         return f"{v:.0f}" if v >= 100 else f"{v:.2f}"

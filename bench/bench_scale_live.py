@@ -137,10 +137,11 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
 
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
                groups: int, root: Path | None = None, label: str = "", rss=None, source: str = "python",
-               extra_toml: str = "") -> dict:
+               extra_toml: str = "", submit=None, cpu_also=None) -> dict:
     """`run` of `root` (default: this tree) at configuration `name` on the traffic, produced in real
     time; `label` tells runs apart (topics, work folder); `rss(pid)` -> a started sampler with a
-    `peak` dict and a `done` event (bench_scale.PeakRss), for the peak memory per component."""
+    `peak` dict and a `done` event (bench_scale.PeakRss), for the peak memory per component;
+    `submit`, `cpu_also`: MonitorProcess's (a run submitted to a Spark cluster)."""
     trigger, lateness = CONFIGS[name]
     run = f"{name}{label}"
     log_topic, offsets_topic = f"scale-logs-{run}", f"scale-offsets-{run}"
@@ -151,6 +152,7 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
     monitor = MonitorProcess(cluster.bootstrap, log_topic, work / run, trigger_s=trigger, lateness_s=lateness,
                              offsets_topic=offsets_topic, cluster="scale",
                              top_toml=f"max_groups = {groups + 1}\n", source=source, extra_toml=extra_toml,
+                             submit=submit, cpu_also=cpu_also,
                              **({"root": root} if root else {})).start()
     poller = BatchPoller(monitor)
     sampler = None
@@ -179,7 +181,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             "rss": sampler.peak if sampler is not None else None}
 
 
-def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monitor_toml: str = "") -> dict:
+def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monitor_toml: str = "",
+               partitions: int | None = None) -> dict:
     """`records` offsets records already in a 50-partition topic (the generated groups' records,
     times shifted to end now); the monitor starts on it at the new defaults. Returns the seconds
     from starting the process to the batch that read them all (into state) and to the batch that
@@ -202,7 +205,8 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
     producer.flush(120)
     print(f"cold start: {len(rows):,} records produced in {time.monotonic() - t:.1f} s", flush=True)
     monitor = MonitorProcess(cluster.bootstrap, "cold-logs", work / "cold", offsets_topic="cold-offsets",
-                             cluster="scale", extra_toml=monitor_toml)
+                             cluster="scale", extra_toml=monitor_toml,
+                             top_toml="" if partitions is None else f"shuffle_partitions = {partitions}\n")
     t0 = time.monotonic()
     monitor.start()
     try:
@@ -248,18 +252,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --commit-every: each commit covers N partitions (N records), as a consumer of N")
     p.add_argument("--cold-start-records", type=int, default=0,
                    help="instead: time `run` rebuilding its state from this many offsets records")
+    p.add_argument("--cold-start-partitions", type=int, default=None, metavar="N",
+                   help="cold start: the new checkpoint's state partitions (shuffle_partitions)")
     p.add_argument("--monitor-toml", default="", type=toml_text,
                    help="cold start: more monitor TOML, e.g. a [spark_conf] table for an event log (\\n = newline)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-scale-live-"))
     if args.cold_start_records:
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
-            r = cold_start(cluster, work, args.cold_start_records, args.seed, args.monitor_toml)
+            r = cold_start(cluster, work, args.cold_start_records, args.seed, args.monitor_toml,
+                           args.cold_start_partitions)
         print(f"cold start: {r['records']:,} offsets records in state {r['seconds']:.1f} s after the monitor "
               f"started (JVM start included; the {r['groups']:,} groups' records held in {r['state_rows']:.0f} state "
               f"rows, {r['live_groups']:.0f} groups not Dead in their live view on /metrics); applied by the next "
               f"batch at {r['applied']:.1f} s; CPU {r['cpu']:.1f} s")
-        print(f"cold_start_records={r['records']} cold_start_seconds={r['seconds']:.1f} "
+        print(f"cold_start_records={r['records']} state_partitions={args.cold_start_partitions or 'default'} "
+              f"cold_start_seconds={r['seconds']:.1f} "
               f"applied_seconds={r['applied']:.1f} groups={r['groups']:.0f} cpu_seconds={r['cpu']:.1f}")
         return 0
     inputs = work / "inputs"

@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timezone
 from pathlib import Path
@@ -59,6 +60,11 @@ class MonitorProcess:
     top_toml: str = ""                   # more top-level keys (before any table)
     source: str = "python"               # kafka.source: the kafka-python source or Spark's connector
     root: Path = ROOT                    # the checkout to run (a bench's base tree), with its .venv
+    # argv after the Python entry point ("run --config ...") -> the argv to start instead
+    # (StandaloneCluster.submit_argv: spark-submit to a cluster)
+    submit: Callable[[list[str]], list[str]] | None = None
+    # more processes whose trees count in cpu_seconds() (a cluster's workers and their executors)
+    cpu_also: Callable[[], list[int]] | None = None
     proc: subprocess.Popen | None = None
     port: int | None = None
     cpu_at_stop: float = 0.0
@@ -83,8 +89,9 @@ class MonitorProcess:
         for key in [k for k in env if k.startswith("REBALANCE_MONITOR_")]:
             env.pop(key)
         with open(self.log, "a") as handle:
-            self.proc = subprocess.Popen([python, "-m", "streaming.app.cli", "run", "--config", str(config)],
-                                         cwd=self.root, env=env, stdout=handle, stderr=subprocess.STDOUT,
+            command = ["run", "--config", str(config)]
+            argv = self.submit(command) if self.submit else [python, "-m", "streaming.app.cli", *command]
+            self.proc = subprocess.Popen(argv, cwd=self.root, env=env, stdout=handle, stderr=subprocess.STDOUT,
                                          start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:
@@ -130,7 +137,9 @@ class MonitorProcess:
             time.sleep(poll_s)
 
     def cpu_seconds(self) -> float:
-        return tree_cpu_seconds(self.proc.pid) if self.proc is not None else 0.0
+        if self.proc is None:
+            return 0.0
+        return tree_cpu_seconds(self.proc.pid) + sum(tree_cpu_seconds(pid) for pid in (self.cpu_also or list)())
 
     def stop(self, kill: bool = False, timeout: float = 60.0) -> int | None:
         if self.proc is None or self.proc.poll() is not None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from state.quarantine_reasons import QuarantineReason as R
+
 # Parameters (camelCase: they are also the keys under prometheusRule.params in values.yaml).
 DEFAULTS: dict[str, object] = {
     # which scrape job is the monitor: the chart's PodMonitor/ServiceMonitor set job= the
@@ -108,8 +110,8 @@ class Alert:
 
 
 # Quarantine reasons that mean "a format this monitor does not know" (a new Kafka version), not bad input.
-UNKNOWN_LINE_REASONS = ("unknown_coordinator_line",)
-UNKNOWN_LAYOUT_REASONS = ("unknown_record_type", "unknown_value_version")
+UNKNOWN_LINE_REASONS = (R.UNKNOWN_COORDINATOR_LINE,)
+UNKNOWN_LAYOUT_REASONS = (R.UNKNOWN_RECORD_TYPE, R.UNKNOWN_VALUE_VERSION)
 UNKNOWN_FORMAT_REASONS = UNKNOWN_LINE_REASONS + UNKNOWN_LAYOUT_REASONS
 
 _HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'

@@ -34,6 +34,7 @@ from state.events import SOURCE_LOG, SOURCE_OFFSETS
 from sinks.log_sources import LogSourceMetrics
 from state.model import DEAD
 from state.outputs import OutputKind
+from state.quarantine_reasons import BROKER_LOG_REASONS, OFFSETS_REASONS, QuarantineReason as R
 
 # The clock-skew gauge is the median of this many latest observations per (cluster, source).
 CLOCK_SKEW_WINDOW = 15
@@ -49,10 +50,8 @@ CLOCK_SKEW_WINDOW = 15
 # the label is mapped here.
 SOURCE_LABELS = {SOURCE_LOG: "broker_log", SOURCE_OFFSETS: "offsets"}
 QUARANTINE_REASONS = {
-    "broker_log": ("unparseable_line", "unknown_coordinator_line"),
-    "offsets": ("malformed_dump_line", "null_key", "unknown_record_type", "unknown_value_version",
-                "corrupt_record", "corrupt_batch", "truncated_batch", "uncommitted_transaction",
-                "unreadable_segment"),
+    "broker_log": BROKER_LOG_REASONS,
+    "offsets": OFFSETS_REASONS,
 }
 
 
@@ -253,7 +252,7 @@ class MetricsSink:
         cluster = record.get("cluster") or "default"
         source = SOURCE_LABELS.get(record["source"], record["source"])
         self.quarantined.labels(cluster, source, record["reason"]).inc(count)
-        if record["reason"] == "unknown_coordinator_line":
+        if record["reason"] == R.UNKNOWN_COORDINATOR_LINE:
             self.unknown_lines.labels(cluster, record.get("logger") or "unknown").inc(count)
 
     def _snapshot(self, record: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from datetime import tzinfo
 from typing import Any
 
 from state.events import SOURCE_LOG, Event
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.logs.catalog import CatalogEntry, candidate_entries
 from streaming.logs.files import iter_log_file
 from streaming.logs.header import DEFAULT, GENERIC, Header, inner_line, read_header
@@ -43,8 +44,8 @@ OUTCOME_UNKNOWN_LAYOUT = "unknown_layout"  # Quarantined(reason="unparseable_lin
 OUTCOME_UNPARSEABLE = "unparseable"      # Quarantined(reason="unparseable_line"): e.g. a bad timestamp
 OUTCOMES = (OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_DEBUG, OUTCOME_NOT_COORDINATOR,
             OUTCOME_CONTINUATION, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE)
-UNPARSEABLE_LINE = "unparseable_line"
-UNKNOWN_COORDINATOR_LINE = "unknown_coordinator_line"
+UNPARSEABLE_LINE = R.UNPARSEABLE_LINE
+UNKNOWN_COORDINATOR_LINE = R.UNKNOWN_COORDINATOR_LINE
 
 ParseResult = list[Event] | Quarantined | None
 

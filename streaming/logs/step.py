@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from state import events as E
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
 from streaming.logs.header import Header, strip_prefixes
 from streaming.logs.parser import (
@@ -45,7 +46,7 @@ class LogSourceSpec:
         return cls(i.cluster, i.broker_timezone, i.broker_id, i.envelope, i.broker_id_field)
 
 
-UNKNOWN_LINE = "unknown_coordinator_line"
+UNKNOWN_LINE = R.UNKNOWN_COORDINATOR_LINE
 DEFAULT_UNKNOWN_SAMPLE = 10
 
 # The classes of lines a log source is counted in (rebalance_monitor_log_lines_total{class}).

@@ -12,6 +12,8 @@ import struct
 import zlib
 from collections.abc import Callable
 
+from state.quarantine_reasons import QuarantineReason as R
+
 _crc32c_c: Callable[[bytes | memoryview], int] | None
 try:  # hardware/C CRC-32C; the pure-Python table below is the fallback
     from crc32c import crc32c as _crc32c_c
@@ -27,7 +29,7 @@ _I32 = struct.Struct(">i")
 class BatchError(Exception):
     """A batch cannot be used. `field` names the format field, `pos` the absolute file position."""
 
-    def __init__(self, field: str, pos: int, message: str, reason: str = "corrupt_batch"):
+    def __init__(self, field: str, pos: int, message: str, reason: str = R.CORRUPT_BATCH):
         super().__init__(field, pos, message)
         self.field, self.pos, self.message, self.reason = field, pos, message, reason
 

@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator
 
 from state.events import SOURCE_OFFSETS
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
 _DUMP_INT_FIELDS = ("partition", "offset", "timestamp")
@@ -47,7 +48,7 @@ def parse_dump_line(text: str) -> dict:
 def iter_jsonl_dump(path: str) -> Iterator[tuple[int, dict | Quarantined]]:
     """Yield (line_number, {"partition", "offset", "timestamp", "key", "value"}) per line of an
     offsets-topic JSONL dump (key/value as bytes or None). A bad line yields a Quarantined with
-    reason "malformed_dump_line" instead; blank lines are skipped. Never raises on content."""
+    reason `malformed_dump_line` instead; blank lines are skipped. Never raises on content."""
     sid = os.path.basename(path)
     with open(path, "rb") as f:
         for line_number, raw_line in enumerate(f, start=1):
@@ -62,7 +63,7 @@ def iter_jsonl_dump(path: str) -> Iterator[tuple[int, dict | Quarantined]]:
                     text = raw_line.decode("utf-8", errors="replace")
                 yield line_number, Quarantined(
                     source=SOURCE_OFFSETS, source_id=sid, seq=line_number,
-                    reason="malformed_dump_line", detail=f"{type(e).__name__}: {e}",
+                    reason=R.MALFORMED_DUMP_LINE, detail=f"{type(e).__name__}: {e}",
                     raw=text.rstrip("\r\n")[:RAW_LIMIT], ts_ms=None)
                 continue
             yield line_number, rec

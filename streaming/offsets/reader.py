@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.offsets.codecs import BatchError
 from streaming.offsets.dump import parse_dump_line
 from streaming.offsets.segments import SegmentRecord, is_segment_input, iter_offsets_dir, read_batch
@@ -126,7 +127,7 @@ def dump_line_to_row(source_id: str, line_no: int, raw: bytes, fallback_ts: int)
     except Exception as exc:
         text = raw[:500].decode("utf-8", "replace").rstrip("\r\n")
         return (source_id, line_no, None, None, fallback_ts, None, None,
-                f"{type(exc).__name__}: {exc}"[:500] + " | " + text, False, "malformed_dump_line")
+                f"{type(exc).__name__}: {exc}"[:500] + " | " + text, False, R.MALFORMED_DUMP_LINE)
 
 
 class OffsetsRowReader:

@@ -8,6 +8,7 @@ from state.events import (
     CG_EPOCH, CG_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER, CG_TARGET_EPOCH, CG_TARGET_MEMBER, GROUP_METADATA,
     GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event
 )
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.offsets.decoder import decode_record
 from streaming.offsets.records import GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, OFFSETS_SOURCE_PREFIX
 from streaming.offsets.structs import count_partitions
@@ -169,18 +170,18 @@ def record_to_events(*, partition: int, offset: int, timestamp_ms: int, key: byt
                            detail=detail, raw=_raw(key, value), ts_ms=timestamp_ms)
 
     if key is None:
-        return quarantine("null_key", "record key is null")
+        return quarantine(R.NULL_KEY, "record key is null")
     try:
         rec = decode_record(key, value)
         kind, generation, member_id, data = _event_fields(rec["key"], rec["value"])
     except UnknownRecordType as e:
-        return quarantine("unknown_record_type", str(e))
+        return quarantine(R.UNKNOWN_RECORD_TYPE, str(e))
     except UnknownVersion as e:
-        return quarantine("unknown_value_version", str(e))
+        return quarantine(R.UNKNOWN_VALUE_VERSION, str(e))
     except DecodeError as e:
-        return quarantine("corrupt_record", str(e))
+        return quarantine(R.CORRUPT_RECORD, str(e))
     except Exception as e:  # a decoder bug must not stop the stream; keep the record for replay
-        return quarantine("corrupt_record", f"internal decoder error: {type(e).__name__}: {e}")
+        return quarantine(R.CORRUPT_RECORD, f"internal decoder error: {type(e).__name__}: {e}")
     v = rec["value"]
     if v is not None and v.get("trailing_bytes"):
         data["trailing_bytes"] = v["trailing_bytes"]

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from state.events import SOURCE_OFFSETS
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.offsets.codecs import COMPRESSION_NAMES, MAX_DECOMPRESSED, BatchError, crc32c, decompress
 from streaming.offsets.wire import VarintError, read_uvarint
 from streaming.quarantine import Quarantined
@@ -344,7 +345,7 @@ def scan_segment(buf: bytes, partition: int, file: str = "") -> Iterator[BatchIn
         if size - pos < 17:
             yield _failed(pos, size, BatchError("RecordBatch.batchLength", pos + 8 if size - pos >= 12 else pos,
                                                  f"file ends {size - pos} bytes into a batch header",
-                                                 "truncated_batch"))
+                                                 R.TRUNCATED_BATCH))
             return
         base_offset = _I64.unpack_from(buf, pos)[0]
         length = _I32.unpack_from(buf, pos + 8)[0]
@@ -357,7 +358,7 @@ def scan_segment(buf: bytes, partition: int, file: str = "") -> Iterator[BatchIn
                 yield _failed(pos, size, BatchError("RecordBatch.batchLength", pos + 8,
                                                      f"batch of {length} bytes but only "
                                                      f"{size - pos - LOG_OVERHEAD} left in the file",
-                                                     "truncated_batch"), base_offset)
+                                                     R.TRUNCATED_BATCH), base_offset)
                 return
             field = "RecordBatch.magic" if magic not in (0, 1, 2) else "RecordBatch.batchLength"
             at = pos + 16 if magic not in (0, 1, 2) else pos + 8
@@ -455,7 +456,7 @@ def iter_partition(partition: int, files: list[str], stats: SegmentStats | None 
                 buf = handle.read()
         except OSError as e:
             stats.quarantined += 1
-            yield _quarantine(partition, -1, "unreadable_segment", f"{path}: {e}")
+            yield _quarantine(partition, -1, R.UNREADABLE_SEGMENT, f"{path}: {e}")
             continue
         name = os.path.basename(path)
         for b in scan_segment(buf, partition, path):
@@ -493,7 +494,7 @@ def iter_partition(partition: int, files: list[str], stats: SegmentStats | None 
         held = [r for r in held if r.offset >= min_offset]
         if held:
             stats.quarantined += 1
-            yield _quarantine(partition, held[0].offset, "uncommitted_transaction",
+            yield _quarantine(partition, held[0].offset, R.UNCOMMITTED_TRANSACTION,
                               f"{len(held)} record(s) of producer {producer_id} from offset "
                               f"{held[0].offset} to {held[-1].offset}: no COMMIT or ABORT marker "
                               f"before the end of the partition", held[0].timestamp)

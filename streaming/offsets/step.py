@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from state import events as E
+from state.quarantine_reasons import QuarantineReason as R
 from streaming.offsets.record_events import record_to_events
 from streaming.quarantine import Quarantined
 from streaming.rows import event_row, marker_row, quarantine_row
@@ -45,8 +46,8 @@ def record_outcome(key, value, result) -> tuple[str, str, str]:
     kv = str(int.from_bytes(key[:2], "big", signed=True)) if key is not None and len(key) >= 2 else "none"
     vv = "null" if value is None else str(int.from_bytes(value[:2], "big", signed=True)) if len(value) >= 2 else "none"
     if isinstance(result, Quarantined):
-        outcome = {"unknown_record_type": "unknown_type",
-                   "unknown_value_version": "unknown_version"}.get(result.reason, "corrupt")
+        outcome = {R.UNKNOWN_RECORD_TYPE: "unknown_type",
+                   R.UNKNOWN_VALUE_VERSION: "unknown_version"}.get(result.reason, "corrupt")
     else:
         outcome = "decoded"
     return kv, vv, outcome
@@ -68,7 +69,7 @@ def decode_offsets_rows(rows: Iterable[tuple], clusters: dict[str, str],
         cluster = clusters.get(source_id, "default")
         if isinstance(error, str):
             q = Quarantined(source=E.SOURCE_OFFSETS, source_id=source_id, seq=int(seq),
-                            reason=error_reason if isinstance(error_reason, str) else "malformed_dump_line",
+                            reason=error_reason if isinstance(error_reason, str) else R.MALFORMED_DUMP_LINE,
                             detail=error, raw=None,
                             ts_ms=None if pd.isna(timestamp_ms) else int(timestamp_ms))
             out.append(quarantine_row(q, cluster, q.ts_ms))

@@ -46,8 +46,8 @@ def record_outcome(key, value, result) -> tuple[str, str, str]:
     kv = str(int.from_bytes(key[:2], "big", signed=True)) if key is not None and len(key) >= 2 else "none"
     vv = "null" if value is None else str(int.from_bytes(value[:2], "big", signed=True)) if len(value) >= 2 else "none"
     if isinstance(result, Quarantined):
-        outcome = {R.UNKNOWN_RECORD_TYPE: "unknown_type",
-                   R.UNKNOWN_VALUE_VERSION: "unknown_version"}.get(result.reason, "corrupt")
+        outcomes: dict[str, str] = {R.UNKNOWN_RECORD_TYPE: "unknown_type", R.UNKNOWN_VALUE_VERSION: "unknown_version"}
+        outcome = outcomes.get(result.reason, "corrupt")
     else:
         outcome = "decoded"
     return kv, vv, outcome

@@ -168,6 +168,12 @@ class KafkaSettings(BaseModel):
             config[key] = Path(path).read_text().strip()
         return config
 
+    @property
+    def idle_markers(self) -> bool:
+        """Does every live source add markers when quiet? Spark's connector gets its clock source
+        only without a batch cap (streaming/spark/sources/clock.py)."""
+        return self.idle_flush and not self.max_rows_per_batch
+
     def read(self) -> KafkaRead:
         return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
                          self.starting_offsets, self.max_rows_per_batch, self.idle_flush, self.idle_tick_seconds,

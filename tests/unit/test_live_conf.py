@@ -39,3 +39,18 @@ def test_the_settings_spark_conf_wins(monkeypatch, tmp_path):
         live.run(settings)
     assert seen["spark.sql.codegen.wholeStage"] == "true"
     assert seen[MANAGER].endswith("FileSystemBasedCheckpointFileManager")
+
+
+def test_no_data_batches_only_where_no_marker_comes():
+    """With idle markers every quiet source brings a batch each idle tick, which fires the state
+    timeouts: Spark's extra no-data batch after each watermark move is not run. Without markers
+    (idle_flush off, or the connector with a batch cap: no clock source) it releases the last
+    records, so it stays."""
+    from streaming.app.settings import KafkaSettings
+    key = "spark.sql.streaming.noDataMicroBatches.enabled"
+    assert live_conf("/cp", idle_markers=True)[key] == "false"
+    assert key not in live_conf("/cp")
+    base = {"bootstrap_servers": "127.0.0.1:9092", "log_topics": ["logs"]}
+    assert KafkaSettings(**base).idle_markers
+    assert not KafkaSettings(**base, idle_flush=False).idle_markers
+    assert not KafkaSettings(**base, max_rows_per_batch=1000).idle_markers

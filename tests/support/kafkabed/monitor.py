@@ -92,10 +92,11 @@ class MonitorSettings:
     def record_delay_s(self, hold_s: float = 0.0) -> float:
         """Wall seconds after an event (with the idle-flush marker at wall-clock time) until a
         record held for `hold_s` of event time is in the sink: the hold, the watermark's
-        lateness, a quiet source's next marker (kafka.idle_tick_seconds, at its default), a batch
-        to plan and one to run."""
+        lateness, a quiet source's next marker (kafka.idle_tick_seconds, at its default), which
+        moves the watermark, and the marker after it, whose batch fires the timeout (no no-data
+        batches with markers: streaming/spark/session.live_conf), a batch to plan and one to run."""
         from streaming.app.settings import IDLE_TICK_SECONDS
-        return hold_s + self.lateness_s + IDLE_TICK_SECONDS + 3 * self.trigger_s
+        return hold_s + self.lateness_s + 2 * IDLE_TICK_SECONDS + 3 * self.trigger_s
 
 
 def ensure_offsets_topic(cluster, timeout: float = 60.0) -> None:

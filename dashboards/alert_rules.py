@@ -1,6 +1,6 @@
 """The alert rules: the one source of alerts/rebalance-monitor.rules.yml and of the Helm chart's
 PrometheusRule (helm/rebalance-monitor/templates/prometheusrule.yaml). `python -m dashboards.generate`
-writes both; tests/test_alerts.py checks that the committed files equal its output and that the
+writes both; tests/e2e/test_alerts.py checks that the committed files equal its output and that the
 chart, rendered with its default values, carries exactly the rules of the plain file.
 
 Thresholds, windows and `for` durations are parameters (`<<name>>` in the text below): the plain

@@ -10,7 +10,7 @@ DEBUG/TRACE coordinator lines are parsed only by entries flagged `parse_at_debug
 at DEBUG alone); the rest return None with outcome "debug" from `parse_line_detailed`, because
 brokers repeat several INFO facts at DEBUG and a DEBUG-enabled broker must not double them.
 `parse_line_detailed` returns the same result plus the outcome and the catalog entry, so the caller
-can count "recognised but ignored" apart from "unknown". The messages: catalog.py.
+can count "recognised but ignored" apart from "unknown". The messages: streaming/logs/catalog/.
 """
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def _undiagnosed_removal(r: dict) -> dict:
 
 
 def outs(machine: GroupStateMachine) -> list:
-    """machine.outputs as before the diagnosis (tested in tests/test_diagnosis.py): removals at the
+    """machine.outputs as before the diagnosis (tested in tests/unit/test_diagnosis.py): removals at the
     place they were found (held or not), without root cause, rebalances without the new fields
     and without their trigger decisions (tests/unit/test_trigger_decisions.py)."""
     others = [(k, r) for k, r in machine.outputs if k not in ("removal", "rebalance_trigger")]
@@ -114,7 +114,7 @@ def outs(machine: GroupStateMachine) -> list:
 
 
 def records(machine: GroupStateMachine, kind: str) -> list[dict]:
-    """Records of one kind without the diagnosis (tested in tests/test_diagnosis.py): removals
+    """Records of one kind without the diagnosis (tested in tests/unit/test_diagnosis.py): removals
     still held for their decision window included, root_cause/evidence as before diagnosis."""
     return [r for k, r in outs(machine) if k == kind]
 

@@ -1,6 +1,6 @@
 """Diagnosis (issue 6): cause, root cause and evidence of every removal of the captured scenarios,
 slow-rebalance fields, and synthetic host-wide / coordinator-wide bursts built from captured
-records with other names and times. Plain-Python pipeline (== Spark, tests/test_batching.py)."""
+records with other names and times. Plain-Python pipeline (== Spark, tests/spark/test_batching.py)."""
 from __future__ import annotations
 
 import copy

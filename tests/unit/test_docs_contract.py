@@ -1,6 +1,7 @@
 """docs/ is a contract: every setting and every exported metric is documented."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -130,3 +131,34 @@ def test_every_cli_flag_is_in_the_configuration_reference():
                       if f"`{flag}" not in text})
     assert missing == []
     assert sorted(key for key in SETTING_KEYS if f"`{key}`" not in text) == []
+
+
+# A path the docs cite (`streaming/spark/session.py`), or a module's name with what it defines
+# (`streaming/spark/session.live_conf`); a prefix of files (`tests/fixtures/kafka-2.7/broker{1,2}.log`).
+CITED = re.compile(
+    r"(?<![\w./-])((?:state|streaming|sinks|dashboards|tests|bench|scripts|helm|alerts|docs)/[\w./-]*\w)")
+DOC_FILES = ("README.md", "helm/README.md", "dashboards/README.md", "docs/*.md", "tests/**/README.md")
+
+
+def _cited_exists(path: str) -> bool:
+    if (ROOT / path).exists() or any(ROOT.glob(path + "*")):
+        return True
+    module, _, name = path.rpartition(".")
+    source = ROOT / f"{module}.py"
+    return source.is_file() and re.search(rf"^\s*(?:def|class)\s+{name}\b|^\s*{name}\s*[:=]", source.read_text(),
+                                          re.M) is not None
+
+
+def test_every_file_the_docs_cite_exists():
+    missing = [f"{doc.relative_to(ROOT)}:{n}: {path}"
+               for pattern in DOC_FILES for doc in sorted(ROOT.glob(pattern))
+               for n, line in enumerate(doc.read_text().splitlines(), 1)
+               for path in CITED.findall(line) if not _cited_exists(path.rstrip("."))]
+    assert missing == []
+
+
+def test_the_event_sink_folders_are_in_the_configuration_reference():
+    from sinks.files import RECORD_FILES
+    row = next(line for line in (ROOT / "docs" / "configuration.md").read_text().splitlines()
+               if line.startswith("| `events_dir`"))
+    assert all(f"`{folder}/`" in row for folder in RECORD_FILES.values()), row

@@ -26,14 +26,6 @@ from tests.support.kafkabed.jars import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
-_CHART_SUBMISSION: list = []
-
-
-def chart_submission() -> Submission:
-    """The chart's default SparkApplication as spark-operator submits it (rendered once)."""
-    if not _CHART_SUBMISSION:
-        _CHART_SUBMISSION.append(Submission.of(spark_application()))
-    return _CHART_SUBMISSION[0]
 _LIVE: list[subprocess.Popen] = []
 
 
@@ -189,7 +181,7 @@ class StandaloneCluster:
         (`submission`: a rendered SparkApplication; the chart's defaults when None), as
         spark-operator submits it, but in client mode (a standalone cluster runs no Python driver
         in cluster mode) and with local_conf()."""
-        sub = submission or chart_submission()
+        sub = submission or Submission.of(spark_application())     # the chart is rendered once (chart.render)
         if command[:1] == ["run"]:
             assert command[:2] == list(sub.arguments[:2]), (command, sub.arguments)
         conf = {**sub.conf, **self.local_conf()}

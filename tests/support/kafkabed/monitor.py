@@ -138,10 +138,14 @@ class Monitor:
                                f'log_topics = [{topics}]\noffsets_topic = "{self.offsets_topic}"\n'
                                'source = "python"\n')
 
-    def command(self) -> list[str]:
-        return [*monitor_command(), "run", "--config", str(self.config), "--checkpoint", str(self.checkpoint),
+    def arguments(self) -> list[str]:
+        """`rebalance-monitor`'s arguments: run with this monitor's settings."""
+        return ["run", "--config", str(self.config), "--checkpoint", str(self.checkpoint),
                 "--events-dir", str(self.events_dir), "--port", str(self.port or 0), "--host", "127.0.0.1",
                 "--cluster", self.cluster_label]
+
+    def command(self) -> list[str]:
+        return [*monitor_command(), *self.arguments()]
 
     def start(self, timeout: float = 240.0) -> Monitor:
         """Starts the process and waits until it serves /metrics and has run a batch."""

@@ -244,7 +244,13 @@ def pack(text: str) -> str:
     Spark state keeps strings; a group's members and held rows repeat ids and field names)."""
     if len(text) < PACK_MIN_CHARS:
         return text
-    packed = PACKED + base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")
+    data = text.encode()
+    # A window no larger than the text: zlib sets up (and clears) its whole window and hash table
+    # per call, which for a 1 KB model took 5x the compression itself. The stream stays standard
+    # zlib, which unpack (and every release) reads whatever the window.
+    window_bits = max(9, min(15, (len(data) - 1).bit_length()))
+    deflate = zlib.compressobj(6, zlib.DEFLATED, window_bits, max(1, min(8, window_bits - 7)))
+    packed = PACKED + base64.b64encode(deflate.compress(data) + deflate.flush()).decode("ascii")
     return packed if len(packed) < len(text) else text
 
 

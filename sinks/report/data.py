@@ -209,12 +209,20 @@ def group_storms(starts: list[int], rules: StormRules) -> list[tuple[int, int, i
 def build(paths: list[Path], filters: Filters | None = None, storm_rules: StormRules | None = None,
           max_groups: int | None = None) -> Report:
     """Read every input directory, keep what passes the filters, one GroupView per group."""
+    return build_from([(path, *read_records(path)) for path in paths], filters, storm_rules, max_groups)
+
+
+def build_from(inputs: list[tuple[Path, dict[str, list[dict]], list[dict]]], filters: Filters | None = None,
+               storm_rules: StormRules | None = None, max_groups: int | None = None) -> Report:
+    """The report of records already read: (source, records per kind, group snapshots) per input, as
+    read_records gives them (a replay's, from memory, without reading its files back)."""
     filters, storm_rules = filters or Filters(), storm_rules or StormRules()
     merged: dict[str, list[dict]] = {kind: [] for kind in KINDS}
     snapshots: dict[tuple[str, str], dict] = {}
-    for path in paths:
-        records, snaps = read_records(path)
-        for kind, rows in records.items():
+    paths = [path for path, _, _ in inputs]
+    for path, records, snaps in inputs:
+        for kind in KINDS:
+            rows = records.get(kind, [])
             _check(kind, rows, path)
             merged[kind] += rows
         snapshots.update({(s["cluster"], s["group"]): s for s in snaps if "cluster" in s and "group" in s})

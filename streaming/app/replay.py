@@ -22,16 +22,21 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def replay_records(collector: RunCollector) -> tuple[dict[str, list[dict]], list[dict]]:
+    """(records per kind, group snapshots) as the replay's files hold them, in their order."""
+    records = {kind: list(collector.records[kind]) for kind in SORT_KEYS}
+    records[OutputKind.REBALANCE] = collector.rebalances + collector.in_progress_rebalances()
+    return ({kind: sorted(rows, key=SORT_KEYS[kind]) for kind, rows in records.items()},
+            [collector.snapshots[k] for k in sorted(collector.snapshots)])
+
+
 def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
     """The replay's files; returns the number of records per file."""
     os.makedirs(out_dir, exist_ok=True)
-    records = {kind: list(collector.records[kind]) for kind in SORT_KEYS}
-    records[OutputKind.REBALANCE] = collector.rebalances + collector.in_progress_rebalances()
-    counts = {replay_file(kind): write_jsonl(os.path.join(out_dir, replay_file(kind)),
-                                             sorted(rows, key=SORT_KEYS[kind]))
+    records, snapshots = replay_records(collector)
+    counts = {replay_file(kind): write_jsonl(os.path.join(out_dir, replay_file(kind)), rows)
               for kind, rows in records.items()}
-    counts[GROUPS_FILE] = write_jsonl(os.path.join(out_dir, GROUPS_FILE),
-                                      [collector.snapshots[k] for k in sorted(collector.snapshots)])
+    counts[GROUPS_FILE] = write_jsonl(os.path.join(out_dir, GROUPS_FILE), snapshots)
     write_textfile(collector.metrics.registry, os.path.join(out_dir, METRICS_FILE))
     return counts
 

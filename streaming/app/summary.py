@@ -68,9 +68,10 @@ def removal_line(r: dict, cause_width: int = 17, root_width: int = 17) -> str:
 PER_GROUP_SUFFIX = " (per group: "
 
 
-def diagnosis_lines(rebalances: list[dict], removals: list[dict]) -> list[str]:
+def diagnosis_lines(rebalances: list[dict], removals: list[dict], max_per_cause: int | None = None) -> list[str]:
     """Removals by root cause (planned leaves only counted) with their evidence, and the rebalances
-    that ran into their rebalance timeout."""
+    that ran into their rebalance timeout. `max_per_cause`: the first removals of each root cause
+    listed, the rest counted (a fleet's day can hold tens of thousands of one cause)."""
     causes = Counter(r.get("root_cause") or "unknown" for r in removals)
     groups = {(r["cluster"], r["group"]) for r in removals}
     slow = sorted((r for r in rebalances if r.get("hit_rebalance_timeout")), key=lambda r: start_ms(r) or 0)
@@ -84,17 +85,22 @@ def diagnosis_lines(rebalances: list[dict], removals: list[dict]) -> list[str]:
             continue
         lines.append(f"\n{root} ({causes[root]})")
         previous = None
-        for r in sorted((r for r in removals if (r.get("root_cause") or "unknown") == root),
-                        key=lambda r: r["removed_at_ms"]):
+        listed = sorted((r for r in removals if (r.get("root_cause") or "unknown") == root),
+                        key=lambda r: r["removed_at_ms"])
+        for r in listed[:max_per_cause]:
             lines += removal_diagnosis(r, previous)
             previous = r
+        if max_per_cause is not None and len(listed) > max_per_cause:
+            lines.append(f"  ... {len(listed) - max_per_cause} more {root} removals: see the outputs")
     if slow:
         lines.append(f"\nrebalances that ran into their rebalance timeout ({len(slow)})")
-    for r in slow:
+    for r in slow[:max_per_cause]:
         lines.append(fit(f"  {utc(start_ms(r))}  {r['cluster']}  {r['group']}  {generation(r)}"))
         timeout = (r.get("rebalance_timeout_ms") or 0) / 1000
         lines += wrap(f"JOIN {r.get('join_seconds')} s of a {timeout:.1f} s rebalance timeout; waited for "
                       f"{r.get('waited_for_member') or '?'}", 6)
+    if max_per_cause is not None and len(slow) > max_per_cause:
+        lines.append(f"  ... {len(slow) - max_per_cause} more such rebalances: see the outputs")
     return lines
 
 
@@ -165,9 +171,10 @@ def group_lines(rebalances: list[dict], removals: list[dict], max_groups: int | 
 
 def summary_lines(rebalances: list[dict], removals: list[dict], totals: str, outputs: Iterable[str] = (),
                   max_groups: int | None = None, max_events: int | None = None) -> list[str]:
+    """`max_events` caps the events listed per group and the removals listed per root cause."""
     rebalances = list(rebalances)
     groups = {(r["cluster"], r["group"]) for r in [*rebalances, *removals]}
-    lines = diagnosis_lines(rebalances, list(removals))
+    lines = diagnosis_lines(rebalances, list(removals), max_events)
     lines.append(f"\nEVENTS BY GROUP: {len(rebalances)} rebalances, {len(removals)} member removals in "
                  f"{len(groups)} groups, UTC")
     lines += group_lines(rebalances, list(removals), max_groups, max_events)

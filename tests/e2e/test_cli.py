@@ -87,6 +87,14 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     assert f"timeline report: {report} (open it in a browser)" in summary
     assert f"full records: {folder / 'out' / '*.jsonl'}" in summary
     assert report.read_text().count('<section class="card group"') == 56
+    # written from the records in memory: the page `report` makes of the files (with the trigger
+    # decisions of the 2.7 and 4.0 poll-timeout groups)
+    again = folder / "again.html"
+    made = subprocess.run([*CLI, "report", str(folder / "out"), "-o", str(again)], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert (folder / "out" / "rebalance_triggers.jsonl").read_text().strip()
+    assert again.read_text() == report.read_text()
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.fail("promtool not installed (Debian package 'prometheus'; scripts/test installs it)")

@@ -66,7 +66,8 @@ def test_long_names_are_cut_at_the_width_and_big_inputs_are_capped():
     rebalances, removals = demo_records()
     long_group = "x" * 240
     rebalances.append(dict(rebalances[0], group=long_group))
-    removals.append(dict(next(r for r in removals if r["root_cause"] == "process_crash"), group=long_group))
+    removals.append(dict(next(r for r in removals if r["root_cause"] == "process_crash"), group=long_group,
+                         removed_at_ms=min(r["removed_at_ms"] for r in removals) - 1))   # listed first
     lines = "\n".join(summary_lines(rebalances, removals, "", max_groups=5, max_events=2)).splitlines()
     assert max(len(line) for line in lines) <= WIDTH
     assert any(line.endswith("…") for line in lines)
@@ -135,3 +136,18 @@ def test_the_first_stage_says_what_it_reads_on_a_terminal_and_in_a_log_when_it_i
     assert log.getvalue() == ""                     # a short first stage says nothing in a log
     quiet.staged(10, 1, LOG_AFTER_S)
     assert log.getvalue() == "replay: read 10 event rows in 10.0 s, replayed in 1 micro-batch(es)\n"
+
+
+def test_the_diagnosis_lists_the_first_removals_of_each_root_cause_and_counts_the_rest():
+    rebalances, removals = demo_records()
+    crash = next(r for r in removals if r["root_cause"] == "process_crash")
+    many = [dict(crash, member_id=f"m{i}", removed_at_ms=crash["removed_at_ms"] + i) for i in range(30)]
+    crashes = sum(1 for r in removals if r["root_cause"] == "process_crash") + len(many)
+    lines = summary_lines(rebalances, removals + many, "", max_groups=5, max_events=4)
+    section = lines[next(i for i, line in enumerate(lines) if line.startswith("\nprocess_crash")):]
+    section = section[:next(i for i, line in enumerate(section[1:], 1) if line.startswith("\n"))]
+    assert section[0] == f"\nprocess_crash ({crashes})"
+    assert sum(1 for line in section if " removed " not in line and line.startswith("  20")) == 4
+    assert section[-1] == f"  ... {crashes - 4} more process_crash removals: see the outputs"
+    uncapped = summary_lines(rebalances, removals + many, "")
+    assert not any("more process_crash removals" in line for line in uncapped)

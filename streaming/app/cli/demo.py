@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     collector = RunCollector(metrics)
     out_dir = args.out or str(DEFAULT_OUT)
     replay(spark, settings, logs, offsets, out_dir=out_dir, collector=collector, progress=progress_line("demo"))
-    print_summary(collector, outputs=where(out_dir, write_outputs_report(out_dir)))
+    print_summary(collector, outputs=where(out_dir, write_outputs_report(out_dir, collector)))
     if args.once:
         server.shutdown()
         return 0

@@ -83,6 +83,7 @@ class MetricsSink:
         self._over_cap: set[tuple[str, str]] = set()          # live groups folded into __other__
         r = self.registry
         self._duration_metrics(tuple(duration_buckets))
+        self._impact_metrics(tuple(duration_buckets))
         self.rebalance_timeouts = Counter(
             f"{PREFIX}_rebalance_timeouts_total",
             "Rebalances whose JOIN phase ran into the group's rebalance timeout (a member did not rejoin).",
@@ -135,6 +136,20 @@ class MetricsSink:
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
         }
+
+    def _impact_metrics(self, buckets: tuple[float, ...]) -> None:
+        """What the rebalances stopped (docs/impact.md): a counter per group and protocol, a
+        histogram of stop time per partition per cluster and protocol."""
+        r = self.registry
+        self.partition_seconds = Counter(
+            f"{PREFIX}_partition_seconds_stopped_total",
+            "Partition-seconds of consumption the group's rebalances stopped: per rebalance, each "
+            "partition it reassigned, from when it stopped to the new owner's assignment (docs/impact.md).",
+            ["cluster", "group", "protocol"], registry=r)
+        self.partition_stop = Histogram(
+            f"{PREFIX}_partition_stop_seconds",
+            "How long each partition a rebalance reassigned had stopped being consumed (docs/impact.md).",
+            ["cluster", "protocol"], buckets=buckets, registry=r)
 
     def _duration_metrics(self, buckets: tuple[float, ...]) -> None:
         """Histograms per cluster; per group only for the allow-listed groups, and the last
@@ -214,6 +229,13 @@ class MetricsSink:
             self._count_rebalance(record)
         if record.get("hit_rebalance_timeout"):
             self._child(self.rebalance_timeouts, key, labels[:2]).inc()
+        stopped = record.get("partition_seconds_stopped")
+        if stopped is not None:       # measured (null: not measurable, impact_unknown_reason says why)
+            self._child(self.partition_seconds, key, labels).inc(max(0.0, stopped))
+            stops = self.partition_stop.labels(record["cluster"], record["protocol"])
+            for seconds, partitions in record.get("partition_stop_seconds") or ():
+                for _ in range(partitions):
+                    stops.observe(max(0.0, seconds))
 
     def _count_rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

@@ -103,6 +103,12 @@ class OpenRebalance:
     timeout_removals: list[str] = field(default_factory=list)
     # Largest rebalance_timeout_ms of the members it started with or removed (the JOIN deadline).
     max_rebalance_timeout_ms: int | None = None
+    # Members removed during it (or just before: the removals that started it): member id ->
+    # [when its partitions stopped, its partitions or None] (state/impact.py).
+    departures: dict[str, list[Any]] = field(default_factory=dict)
+    # Classic, Kafka 2.8+: the member count of its "Assignment received" line, while it waits for
+    # the generation's GroupMetadata record.
+    logged_members: int | None = None
 
 
 @dataclass
@@ -120,7 +126,8 @@ class GroupModel:
     members: dict[str, Member] = field(default_factory=dict)
     open_rebalance: OpenRebalance | None = None
     # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
-    # they are attached to the next rebalance that starts.
+    # they are attached to the next rebalance that starts. [member id, time, cause, when its
+    # partitions stopped, its partitions] (the last two: state/impact.py; older states have three).
     unattached_removals: list[list[Any]] = field(default_factory=list)
     # Member ids created just before (MEMBER_CREATED lines, [member_id, ts_ms]): the trigger of
     # a rebalance that opens without a reason (Kafka 1.1-2.0) right after them.
@@ -174,6 +181,9 @@ class GroupModel:
     coordinator_moves: list[int] = field(default_factory=list)
     # Start times of recent rebalances (storm gauge), pruned to the storm window.
     rebalance_starts: list[int] = field(default_factory=list)
+    # Partitions a classic generation left without an owner after they stopped (a cooperative
+    # revocation, a departed owner's partitions not yet assigned): "topic:partition" -> stop time.
+    stopped_partitions: dict[str, int] = field(default_factory=dict)
 
     # --- serialisation (the Spark state stores this string) -----------------------------------
     def to_json(self) -> str:

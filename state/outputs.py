@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
+from state.impact import unknown
 from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
 
 
@@ -119,6 +120,8 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
     }
     record.update(slow_rebalance_fields(o.protocol, o.previous_generation, o.timeout_removals,
                                         [*member_timeouts, o.max_rebalance_timeout_ms], join_seconds))
+    # The impact fields: measured by the machine when the rebalance ends (state/impact.py).
+    record.update(unknown("the rebalance has not ended") if open_now else unknown("not measured"))
     return record
 
 

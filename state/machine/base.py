@@ -12,6 +12,7 @@ from typing import Any
 from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.impact import classic_impact, departure_ms, note_departure, unknown
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member,
     OpenRebalance, is_legal,
@@ -49,6 +50,9 @@ class MachineBase:
         self.hold_order: list[tuple[int, dict[str, Any]]] = []
         self._released = 0
         self.outputs: list[Output] = []
+        # The member list the last GroupMetadata record (or "is now empty" line) replaced, its
+        # generation and the new one: what a classic rebalance's impact compares (state/impact.py).
+        self.replaced: tuple[dict[str, Member], int | None, int | None] | None = None
         # Observations about the inputs rather than the group (clock_skew records).
         self.observations: list[Output] = []
 
@@ -122,13 +126,19 @@ class MachineBase:
         self.hold(self.removal(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text), known)
         m.removals_total += 1
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
-            self.note_removal_in(m.open_rebalance, member_id, known, cause)
+            self.note_removal_in(m.open_rebalance, member_id, known, cause, ev.ts_ms)
         else:
-            m.unattached_removals.append([member_id, ev.ts_ms, cause])
+            # [member id, time, cause, when its partitions stopped, its partitions] (impact.py)
+            m.unattached_removals.append([member_id, ev.ts_ms, cause, departure_ms(known, cause, ev.ts_ms),
+                                          None if known is None else known.partitions])
 
     @staticmethod
-    def note_removal_in(o: OpenRebalance, member_id: str, known: Member | None, cause: str) -> None:
+    def note_removal_in(o: OpenRebalance, member_id: str, known: Member | None, cause: str, at_ms: int) -> None:
         o.removals.append(member_id)
+        since = departure_ms(known, cause, at_ms)
+        if cause in ("rebalance_timeout", "sync_timeout") and o.started_at_ms is not None:
+            since = min(since, o.started_at_ms)   # it did not answer the rebalance: stopped from its start
+        note_departure(o, member_id, known, since)
         if cause in ("rebalance_timeout", "sync_timeout"):
             o.timeout_removals.append(member_id)
         if known is not None and known.rebalance_timeout_ms:
@@ -167,6 +177,8 @@ class MachineBase:
             trigger=trigger, trigger_member=trigger_member, reason_text=reason,
             coordinator=ev.broker if ev.broker is not None else m.coordinator,
             generation=generation, removals=[r[0] for r in recent],
+            # removals from before checkpoints kept them (three fields) stopped at their removal
+            departures={r[0]: [r[3], r[4]] if len(r) > 4 else [r[1], None] for r in recent},
         )
         timeouts = [mm.rebalance_timeout_ms for mm in m.members.values() if mm.rebalance_timeout_ms]
         if timeouts:
@@ -184,8 +196,10 @@ class MachineBase:
         # A leave whose removal is still undecided may be a poll timeout (clients without KIP-800
         # reasons): the record says so, and a rebalance_trigger record follows (settle_triggers).
         final = not (opened.trigger == "member_leave" and trigger_may_change(m, opened.trigger_member))
-        self.outputs.append((OutputKind.REBALANCE, rebalance_record(
-            m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts, trigger_final=final)))
+        record = rebalance_record(m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts,
+                                  trigger_final=final)
+        record.update(self.impact_of(opened, outcome))
+        self.outputs.append((OutputKind.REBALANCE, record))
         if (opened.protocol == PROTOCOL_CLASSIC and outcome == "stable" and opened.generation is not None
                 and opened.started_at_ms is not None):
             recent = sorted(m.polled_generations.items(), key=lambda kv: int(kv[0]))[-(POLLED_GENERATIONS_KEPT - 1):]
@@ -201,6 +215,15 @@ class MachineBase:
             m.last_emitted_generation = opened.generation if prior is None else max(prior, opened.generation)
         if m.open_rebalance is opened:
             m.open_rebalance = None
+
+    def impact_of(self, opened: OpenRebalance, outcome: str) -> dict[str, Any]:
+        """The rebalance record's impact fields (state/impact.py)."""
+        if opened.protocol != PROTOCOL_CLASSIC:
+            return unknown(f"not measured for {opened.protocol} groups yet")
+        previous, previous_generation = None, None
+        if self.replaced is not None and self.replaced[2] == opened.generation:
+            previous, previous_generation = self.replaced[:2]
+        return classic_impact(self.m, opened, previous, previous_generation, outcome)
 
     def settle_triggers(self, decided: list[dict[str, Any]]) -> None:
         """Removals just decided (held entries of holding.release_removals): the rebalances they
@@ -258,7 +281,8 @@ class MachineBase:
                 and closing_event.kind not in (E.OFFSET_COMMIT, E.OFFSET_COMMITS, E.OFFSET_TOMBSTONE,
                                                E.ASSIGNMENT_RECEIVED)
         if due:
-            self.emit_rebalance(o, "stable", o.completed_at_ms, len(self.m.members) or None)
+            members = o.logged_members if o.logged_members is not None else len(self.m.members) or None
+            self.emit_rebalance(o, "stable", o.completed_at_ms, members)
 
     def emit_emptied(self, o: OpenRebalance, ended_at_ms: int) -> None:
         """An epoch that emptied the group: `empty` records carry no completion time (completed_at_ms

@@ -63,7 +63,7 @@ class ClassicHandlers(CommonHandlers):
             else:
                 self.hold(record, known)
             m.removals_total += 1
-            self.note_removal_in(o, member_id, known, cause)
+            self.note_removal_in(o, member_id, known, cause, at_ms)
             if not timed_out:
                 leavers.append(member_id)
         if o.trigger == "unknown" and o.reason_text is None:
@@ -135,6 +135,7 @@ class ClassicHandlers(CommonHandlers):
         o.generation = ev.generation
         o.join_completed_at_ms = ev.ts_ms
         self.reconcile_membership(o, m.members, m.members_generation, [], ev)
+        self.replaced = (dict(m.members), m.members_generation, ev.generation)
         m.members.clear()
         m.members_generation = ev.generation
         m.leader = None
@@ -157,8 +158,10 @@ class ClassicHandlers(CommonHandlers):
             m.generation = ev.generation
         self.transition_to(STABLE, ev)
         o.completed_at_ms = ev.ts_ms
-        if ev.data.get("members") is not None:
-            # Kafka 2.8+ says how many members: nothing to wait for.
+        o.logged_members = ev.data.get("members")
+        if ev.data.get("members") is not None and E.SOURCE_OFFSETS not in m.seen_sources:
+            # Kafka 2.8+ says how many members; without the offsets topic there is no record of the
+            # generation to wait for (with it, the record's assignment is the rebalance's impact).
             self.emit_rebalance(o, "stable", ev.ts_ms, ev.data["members"])
 
     def on_group_metadata(self, ev: E.Event) -> None:
@@ -214,6 +217,7 @@ class ClassicHandlers(CommonHandlers):
         previous, previous_generation = m.members, m.members_generation
         m.members = new_members
         m.members_generation = ev.generation
+        self.replaced = (previous, previous_generation, ev.generation)
         return previous, previous_generation
 
     def _already_emitted(self, gen: int | None) -> bool:

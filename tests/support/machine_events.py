@@ -5,6 +5,7 @@ import itertools
 from typing import Any
 
 from state import events as E
+from state.impact import IMPACT_FIELDS
 from state.machine import GroupStateMachine
 from state.model import GroupModel
 
@@ -83,7 +84,7 @@ def run(events: list[E.Event], machine: GroupStateMachine | None = None) -> Grou
 
 
 DIAGNOSIS_REBALANCE_KEYS = ("waited_for_member", "hit_rebalance_timeout", "rebalance_timeout_ms",
-                            "initial_delay_seconds", "trigger_final")
+                            "initial_delay_seconds", "trigger_final", *IMPACT_FIELDS)   # impact: test_impact.py
 
 
 def _undiagnosed_removal(r: dict) -> dict:

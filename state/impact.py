@@ -1,0 +1,166 @@
+"""Rebalance impact: which partitions stopped being consumed, and for how long (docs/impact.md).
+
+A rebalance's cost is the stops it ends: every partition its new assignment gives to a member after
+the partition stopped, counted from the moment it stopped to the rebalance's completion (when the
+new owner has the assignment). When a partition stopped depends on the revocation protocol and on
+how its previous owner went:
+
+- eager assignors (range, roundrobin, sticky): every member revokes all its partitions when it
+  rejoins, so every partition a live member held stops at the rebalance's start;
+- cooperative-sticky: a member keeps the partitions it still owns; one that moves is revoked when
+  its owner receives the new assignment (the end of the first rebalance) and is assigned in the
+  follow-up rebalance, so it stops between the two ends, and the follow-up carries the cost;
+- a departed owner's partitions stop when it went: at its heartbeat expiry minus the session
+  timeout (its last heartbeat), at a poll timeout minus the rebalance timeout (its last poll: the
+  Java client's rebalance timeout is max.poll.interval.ms), else at its removal (a LeaveGroup
+  revokes first).
+
+Partitions the new assignment leaves without an owner wait in GroupModel.stopped_partitions for a
+later generation; an Empty group drops them (nobody was meant to consume: not a rebalance's cost).
+What cannot be measured is null with a reason, never a guess.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
+
+EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
+COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
+
+# The fields every rebalance record carries (null until measured).
+IMPACT_FIELDS = ("partitions_stopped", "partition_seconds_stopped", "partition_seconds_by_topic",
+                 "partition_seconds_by_departed_member", "partition_stop_seconds", "partitions_unassigned",
+                 "impact_unknown_reason")
+
+
+def unknown(reason: str) -> dict[str, Any]:
+    """The impact fields of a rebalance whose cost cannot be measured, and why."""
+    return {**dict.fromkeys(IMPACT_FIELDS), "impact_unknown_reason": reason}
+
+
+def departure_ms(known: Member | None, cause: str, at_ms: int) -> int:
+    """When a removed member's partitions stopped being consumed (module docstring)."""
+    if known is not None:
+        if cause == "heartbeat_expiry" and known.session_timeout_ms:
+            return at_ms - known.session_timeout_ms
+        if cause == "poll_timeout" and known.rebalance_timeout_ms:
+            return at_ms - known.rebalance_timeout_ms
+    return at_ms
+
+
+def note_departure(o: OpenRebalance, member_id: str, known: Member | None, since_ms: int) -> None:
+    """A member removed during (or just before) the rebalance: its partitions and their stop time."""
+    o.departures[member_id] = [since_ms, list(known.partitions) if known is not None and known.partitions
+                               is not None else None]
+
+
+def revocation(m: GroupModel) -> str | None:
+    """"eager" or "cooperative" from the group's selected assignor; None when unknown."""
+    if m.protocol_type not in (None, "consumer") or m.selected_protocol is None:
+        return None
+    if m.selected_protocol in COOPERATIVE_ASSIGNORS:
+        return "cooperative"
+    if m.selected_protocol in EAGER_ASSIGNORS:
+        return "eager"
+    return None
+
+
+def _topic(partition: str) -> str:
+    return partition.rpartition(":")[0]
+
+
+def classic_impact(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None,
+                   previous_generation: int | None, outcome: str) -> dict[str, Any]:
+    """The impact fields of a classic rebalance record; updates m.stopped_partitions. `previous`:
+    the member list the new generation's GroupMetadata record replaced (None: not seen)."""
+    if o.protocol != PROTOCOL_CLASSIC:
+        return unknown(f"not measured for {o.protocol} groups yet")
+    impact = _measure(m, o, previous, previous_generation, outcome)
+    if impact["partitions_stopped"] is None:
+        m.stopped_partitions = {}       # the chain of assignments is broken: older stops cannot end
+    return impact
+
+
+def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None,
+             previous_generation: int | None, outcome: str) -> dict[str, Any]:
+    if outcome == "empty":
+        left = len(m.stopped_partitions) + sum(len(p or ()) for p in _owned(previous or {}, o).values())
+        m.stopped_partitions = {}
+        return {**dict.fromkeys(IMPACT_FIELDS), "partitions_stopped": 0, "partition_seconds_stopped": 0.0,
+                "partition_seconds_by_topic": {}, "partition_seconds_by_departed_member": {},
+                "partition_stop_seconds": [], "partitions_unassigned": left,
+                "impact_unknown_reason": "the group emptied: its partitions have no consumer until a member joins"}
+    if outcome != "stable":
+        return unknown(f"the rebalance ended {outcome}, without an assignment")
+    if o.completed_at_ms is None:
+        return unknown("no completion time")
+    if previous is None or m.members_generation != o.generation:
+        return unknown("the new generation's GroupMetadata record (its assignment) was not seen by its end")
+    mode = revocation(m)
+    if mode is None:
+        return unknown(f"assignor {m.selected_protocol or 'unknown'} (protocol type "
+                       f"{m.protocol_type or 'unknown'}): its revocation protocol is not known")
+    if previous_generation != o.previous_generation and not (o.previous_generation == 0 and not previous):
+        return unknown(f"the assignment of generation {o.previous_generation} was not seen")
+    new_owner: dict[str, str] = {}
+    for mid, member in m.members.items():
+        if member.partitions is None:
+            return unknown("a member's assignment could not be read")
+        for p in member.partitions:
+            new_owner[p] = mid
+    old = _owned(previous, o)
+    if any(parts is None for parts in old.values()):
+        return unknown("a previous member's assignment could not be read")
+    earlier = m.stopped_partitions                          # stopped before this rebalance
+    since: dict[str, int] = {}                              # stops this rebalance ends, from when
+    due_to: dict[str, str] = {}                             # the departed owner a stop is due to
+    waiting: dict[str, int] = {}                            # stops left for a later generation
+    for mid, parts in old.items():
+        departed = o.departures.get(mid)
+        for p in parts or ():
+            if departed is not None:
+                stop, keeps = min(departed[0], o.completed_at_ms), False
+                due_to[p] = mid
+            elif mode == "eager":
+                if o.started_at_ms is None:
+                    return unknown("the rebalance's start was not seen (eager members revoke when they rejoin)")
+                stop, keeps = min(o.started_at_ms, o.completed_at_ms), False
+            else:
+                # cooperative: kept by its owner, or revoked when its owner receives this assignment
+                # and assigned by a later rebalance (a move within one generation would stop nothing)
+                stop, keeps = o.completed_at_ms, True
+            if p not in new_owner:
+                waiting[p] = stop
+            elif not keeps:
+                since[p] = stop
+    for p, stop in earlier.items():
+        if p in new_owner:
+            since.setdefault(p, stop)
+        elif p not in waiting:
+            waiting[p] = stop
+    ended = {p: max(0, o.completed_at_ms - t) / 1000 for p, t in since.items()}
+    m.stopped_partitions = waiting
+    by_topic: dict[str, float] = {}
+    by_member: dict[str, float] = {}
+    stops: dict[float, int] = {}
+    for p, seconds in ended.items():
+        by_topic[_topic(p)] = by_topic.get(_topic(p), 0.0) + seconds
+        if p in due_to:
+            by_member[due_to[p]] = by_member.get(due_to[p], 0.0) + seconds
+        stops[round(seconds, 3)] = stops.get(round(seconds, 3), 0) + 1
+    return {"partitions_stopped": len(ended), "partition_seconds_stopped": round(float(sum(ended.values())), 3),
+            "partition_seconds_by_topic": {t: round(s, 3) for t, s in sorted(by_topic.items())},
+            "partition_seconds_by_departed_member": {k: round(s, 3) for k, s in sorted(by_member.items())},
+            "partition_stop_seconds": [[s, n] for s, n in sorted(stops.items())],
+            "partitions_unassigned": len(m.stopped_partitions), "impact_unknown_reason": None}
+
+
+def _owned(previous: dict[str, Member], o: OpenRebalance) -> dict[str, list[str] | None]:
+    """The previous generation's assignment per member: the members still listed, and the ones
+    removed during the rebalance (their removal took them off the member list)."""
+    owned = {mid: member.partitions for mid, member in previous.items()}
+    for mid, (_, parts) in o.departures.items():
+        if mid not in owned and parts is not None:
+            owned[mid] = parts
+    return owned

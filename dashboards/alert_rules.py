@@ -45,6 +45,13 @@ DEFAULTS: dict[str, object] = {
     # rebalances whose JOIN phase ran into the group's rebalance timeout, counted over this window
     "rebalanceTimeoutWindow": "15m",
     "rebalanceTimeouts": 0,
+    # A group whose rebalances stopped more than this many partition-minutes of consumption in the
+    # window (docs/impact.md): 60 is 6 partitions stopped for the whole 10 minutes, an eager group of
+    # 48 partitions held 75 s, or a 5-minute rebalance timeout on 12. One crash (8 partitions x a 45 s
+    # session timeout: 6 partition-minutes) or a rolling restart of a mid-size group (12 rebalances
+    # x 3 s x 48 partitions: 29) stays under it.
+    "costWindow": "10m",
+    "costPartitionMinutes": 60,
     "heartbeatBurstWindow": "5m",
     "heartbeatBurstRemovals": 10,
     "heartbeatBurstGroups": 3,
@@ -117,6 +124,7 @@ UNKNOWN_FORMAT_REASONS = UNKNOWN_LINE_REASONS + UNKNOWN_LAYOUT_REASONS
 _HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'
 _RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
 _RT = 'rebalance_monitor_rebalance_timeouts_total{group!="__other__"}'
+_PS = 'rebalance_monitor_partition_seconds_stopped_total{group!="__other__"}'
 
 # The states in which a group is rebalancing: the classic JOIN and SYNC phases, and a KIP-848
 # consumer group computing (Assigning) or handing out (Reconciling) a new assignment. Label values
@@ -195,6 +203,19 @@ GROUP_ALERTS = [
                      "group {{ $labels.group }} on cluster {{ $labels.cluster }} waited the whole "
                      "rebalance timeout (max.poll.interval.ms) for a member that did not rejoin: that "
                      "member held the whole group until the coordinator removed it."),
+    ),
+    Alert(
+        name="KafkaConsumerGroupRebalanceCost",
+        severity="warning",
+        probe=f"sum by (cluster, group) (\n  {new_in_window(_PS, '<<costWindow>>')}\n) / 60",
+        condition="> <<costPartitionMinutes>>",
+        for_="0m",
+        summary="Rebalances of consumer group {{ $labels.group }} stopped a lot of consumption",
+        description=("In the last <<costWindow>>, the rebalances of group {{ $labels.group }} on cluster "
+                     "{{ $labels.cluster }} stopped {{ $value | humanize }} partition-minutes of "
+                     "consumption (more than <<costPartitionMinutes>>): expect lag on those partitions. "
+                     "The rebalance records say which partitions, for how long, and which removal "
+                     "cost the most."),
     ),
     Alert(
         name="KafkaConsumerHeartbeatExpiryBurst",

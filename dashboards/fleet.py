@@ -22,6 +22,8 @@ MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
 BUCKET = "rebalance_monitor_rebalance_duration_seconds_bucket"
 LAST = "rebalance_monitor_group_last_rebalance_duration_seconds"
 RT = f"rebalance_monitor_rebalance_timeouts_total{{{CG}}}"
+PS = f"rebalance_monitor_partition_seconds_stopped_total{{{CG}}}"
+COST_N = cast(int, DEFAULTS["costPartitionMinutes"])
 REBALANCING = "|".join(REBALANCING_STATES)
 STORM_WINDOW = str(DEFAULTS["stormWindow"])
 STORM_N = cast(int, DEFAULTS["stormRebalances"])
@@ -176,6 +178,26 @@ def build() -> Dashboard:
               "short", Query(f"topk(20, sum by (cluster, group, cause, root_cause) (increase({MR}[$__range])))"),
               sort_by="Value", rename={"Value": "removals"}, links=GROUP_LINK, width=24),
     ])
+    cost = Row("Cost of rebalances", [
+        timeseries("Partitions stopped by rebalances",
+                   "Partition-minutes of consumption stopped per minute, that is the average number of "
+                   "partitions not consumed because of rebalances, per cluster (docs/impact.md: each partition "
+                   "a rebalance reassigned, from when it stopped to the new owner's assignment). Classic groups "
+                   "only for now; KIP-848, share and streams groups are not measured yet.", "short",
+                   Query(f"sum by (cluster) (rate({PS}[$__rate_interval]))", "{{cluster}}"), stacked=True),
+        table("Costliest groups in the time range",
+              "The 20 groups whose rebalances stopped the most partition-minutes of consumption in the "
+              f"selected range. Red above {COST_N}, the KafkaConsumerGroupRebalanceCost alert's threshold "
+              "(over 10 minutes). The rebalance records say which partitions and which removal cost most.",
+              "short", Query(f"topk(20, sum by (cluster, group) (increase({PS}[$__range])) / 60)"),
+              sort_by="partition-minutes", rename={"Value": "partition-minutes"}, links=GROUP_LINK,
+              steps=((None, "green"), (COST_N / 2, "orange"), (COST_N, "red"))),
+        heatmap("Stop time per partition",
+                "How long each reassigned partition had stopped being consumed, per bucket and interval "
+                "(rebalance_monitor_partition_stop_seconds): eager rebalances stop every partition for the "
+                "whole rebalance; a crashed member's partitions from its last heartbeat.",
+                f'sum by (le) (increase(rebalance_monitor_partition_stop_seconds_bucket{{{C}}}[$__rate_interval]))'),
+    ])
     storms = Row("Storms and stuck groups", [
         table("Rebalances per group in the last $storm_window (storms)",
               "The 10 groups with the most rebalances in the last $storm_window (the window of the "
@@ -274,7 +296,7 @@ def build() -> Dashboard:
                    constant_variable("timeout_window", "Rebalance timeout window", TIMEOUT_WINDOW,
                                      "Window of the rebalance timeouts stat: rebalanceTimeoutWindow of the "
                                      "alert rules")],
-        rows=[overview, rebalances, durations, removals, storms, health, inputs_row()],
+        rows=[overview, rebalances, durations, cost, removals, storms, health, inputs_row()],
         links=[{"title": "Group drill-down", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-group/kafka-rebalances-group", "includeVars": True, "keepTime": True,
                 "asDropdown": False, "tags": [], "tooltip": ""}],

@@ -14,6 +14,7 @@ from state.model import ALL_STATES
 CG = 'cluster=~"$cluster", group=~"$group"'
 RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
 MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
+PS = f"rebalance_monitor_partition_seconds_stopped_total{{{CG}}}"
 # Per-group histograms exist only for the groups of the group_histograms setting; every group has
 # the last duration of each phase (docs/metrics.md, "Series per group").
 DUR = "rebalance_monitor_group_rebalance_duration_seconds"
@@ -70,6 +71,15 @@ def build() -> Dashboard:
         table("Rebalances in the time range", "Rebalances per trigger and outcome in the selected range.",
               "short", Query(f"sum by (cluster, group, protocol, trigger, outcome) (increase({RB}[$__range]))"),
               rename={"Value": "rebalances"}, sort_by="rebalances", width=24),
+    ])
+    cost = Row("Cost of rebalances", [
+        timeseries("Partition-minutes stopped", "Partition-minutes of consumption the group's rebalances "
+                   "stopped per interval (docs/impact.md): each partition a rebalance reassigned, from when it "
+                   "stopped to the new owner's assignment. Which partitions and which removal: the rebalance "
+                   "records (`rebalance-monitor report`).", "short",
+                   Query(f"sum by (group) (increase({PS}[$__rate_interval])) / 60", "{{group}}"), bars=True),
+        stat("Partition-minutes stopped in the time range", "The sum over the selected range.", "short",
+             Query(f"sum(increase({PS}[$__range])) / 60"), width=12),
     ])
     timeouts = Row("Rebalance timeouts and storms", [
         timeseries("Rebalance in progress vs rebalance timeout",
@@ -143,7 +153,7 @@ def build() -> Dashboard:
                    query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
                    query_variable("group", "Group",
                                   'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)')],
-        rows=[state, rebalances, timeouts, phases, removals],
+        rows=[state, rebalances, cost, timeouts, phases, removals],
         links=[{"title": "Fleet overview", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-fleet/kafka-rebalances-fleet-overview", "includeVars": True,
                 "keepTime": True, "asDropdown": False, "tags": [], "tooltip": ""}],

@@ -31,7 +31,7 @@ COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 # The fields every rebalance record carries (null until measured).
 IMPACT_FIELDS = ("partitions_stopped", "partition_seconds_stopped", "partition_seconds_by_topic",
                  "partition_seconds_by_departed_member", "partition_stop_seconds", "partitions_unassigned",
-                 "impact_unknown_reason")
+                 "partitions_moved", "assignor", "impact_unknown_reason")
 
 
 def unknown(reason: str) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
         m.stopped_partitions = {}
         return {**dict.fromkeys(IMPACT_FIELDS), "partitions_stopped": 0, "partition_seconds_stopped": 0.0,
                 "partition_seconds_by_topic": {}, "partition_seconds_by_departed_member": {},
-                "partition_stop_seconds": [], "partitions_unassigned": left,
+                "partition_stop_seconds": [], "partitions_unassigned": left, "partitions_moved": 0,
                 "impact_unknown_reason": "the group emptied: its partitions have no consumer until a member joins"}
     if outcome != "stable":
         return unknown(f"the rebalance ended {outcome}, without an assignment")
@@ -140,6 +140,9 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
         elif p not in waiting:
             waiting[p] = stop
     ended = {p: max(0, o.completed_at_ms - t) / 1000 for p, t in since.items()}
+    # what a cooperative assignor would have had to stop: the partitions whose owner changed
+    moved = sum(1 for mid, parts in old.items() for p in parts or () if new_owner.get(p) != mid
+                or mid in o.departures)
     m.stopped_partitions = waiting
     by_topic: dict[str, float] = {}
     by_member: dict[str, float] = {}
@@ -153,7 +156,8 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
             "partition_seconds_by_topic": {t: round(s, 3) for t, s in sorted(by_topic.items())},
             "partition_seconds_by_departed_member": {k: round(s, 3) for k, s in sorted(by_member.items())},
             "partition_stop_seconds": [[s, n] for s, n in sorted(stops.items())],
-            "partitions_unassigned": len(m.stopped_partitions), "impact_unknown_reason": None}
+            "partitions_unassigned": len(m.stopped_partitions), "partitions_moved": moved,
+            "assignor": m.selected_protocol, "impact_unknown_reason": None}
 
 
 def _owned(previous: dict[str, Member], o: OpenRebalance) -> dict[str, list[str] | None]:

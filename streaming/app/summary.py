@@ -119,6 +119,54 @@ def removal_diagnosis(r: dict, previous: dict | None) -> list[str]:
     return [fit(head), *wrap(evidence, 6)]
 
 
+def cost_lines(rebalances: list[dict], removals: list[dict], top: int = 5) -> list[str]:
+    """The rebalances that stopped the most consumption (docs/impact.md), each with why."""
+    measured = [r for r in rebalances if r.get("partition_seconds_stopped") is not None]
+    unmeasured = sum(1 for r in rebalances if r.get("partitions_stopped") is None and r["outcome"] != "in_progress")
+    total = sum(r["partition_seconds_stopped"] for r in measured)
+    head = (f"COST: the rebalances stopped {total:,.1f} partition-seconds of consumption"
+            f" ({len(measured)} rebalances measured, {unmeasured} not: impact_unknown_reason says why)")
+    lines = ["", *textwrap.wrap(head, WIDTH, subsequent_indent="  ")]
+    members = {r["member_id"]: r for r in removals}
+    for r in sorted(measured, key=lambda r: -r["partition_seconds_stopped"])[:top]:
+        if r["partition_seconds_stopped"] <= 0:
+            break
+        lines.append(fit(f"  {utc(start_ms(r))}  {r['cluster']}  {r['group']}  {generation(r)}  {r['trigger']}"))
+        why = cost_reason(r, members)
+        lines += wrap(f"{r['partitions_stopped']} partitions stopped, {r['partition_seconds_stopped']:,.1f} "
+                      f"partition-seconds" + (f": {why}" if why else ""), 6)
+    return lines
+
+
+_STOPPED_AT = {
+    "heartbeat_expiry": "its partitions stopped at its last heartbeat, a session timeout before its expiry",
+    "poll_timeout": "its partitions stopped at its last poll, max.poll.interval.ms before it left",
+    "rebalance_timeout": "it did not rejoin, and its partitions stopped for the whole JOIN phase",
+    "sync_timeout": "it did not sync, and its partitions stopped for the whole rebalance",
+}
+
+
+def cost_reason(r: dict, removals: dict[str, dict]) -> str | None:
+    """Why a rebalance cost what it did: the removal that cost most, an eager assignor, a long JOIN."""
+    by_member = r.get("partition_seconds_by_departed_member") or {}
+    total = r["partition_seconds_stopped"]
+    if by_member:
+        member, seconds = max(by_member.items(), key=lambda kv: kv[1])
+        if seconds >= total / 2:
+            removal = removals.get(member)
+            name = who(removal) if removal else member
+            cause = f" ({removal['cause']})" if removal else ""
+            how = _STOPPED_AT.get(removal["cause"] if removal else "", "its partitions stopped when it left")
+            return f"{seconds / total:.0%} of it from the removal of {name}{cause}: {how}"
+    stopped, moved = r.get("partitions_stopped") or 0, r.get("partitions_moved")
+    if r.get("assignor") in ("range", "roundrobin", "sticky") and moved is not None and moved < stopped:
+        return (f"{r['assignor']} (eager) stopped all {stopped} partitions for the whole rebalance; "
+                f"cooperative-sticky would have stopped {moved} of {stopped}")
+    if r.get("waited_for_member"):
+        return f"the JOIN phase waited {r.get('join_seconds')} s for {r['waited_for_member']}"
+    return None
+
+
 def _root_rank(root: str) -> int:
     return ROOT_ORDER.index(root) if root in ROOT_ORDER else len(ROOT_ORDER) - 1
 
@@ -175,6 +223,7 @@ def summary_lines(rebalances: list[dict], removals: list[dict], totals: str, out
     rebalances = list(rebalances)
     groups = {(r["cluster"], r["group"]) for r in [*rebalances, *removals]}
     lines = diagnosis_lines(rebalances, list(removals), max_events)
+    lines += cost_lines(rebalances, list(removals))
     lines.append(f"\nEVENTS BY GROUP: {len(rebalances)} rebalances, {len(removals)} member removals in "
                  f"{len(groups)} groups, UTC")
     lines += group_lines(rebalances, list(removals), max_groups, max_events)

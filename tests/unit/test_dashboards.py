@@ -86,7 +86,8 @@ def test_panels_sit_on_the_grid_without_overlapping(path):
 def test_fleet_overview_covers_the_issue_sections():
     board = load(ROOT / "dashboards" / "rebalance-fleet.json")
     rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
-    assert rows == ["Overview", "Rebalances", "Slowest rebalances", "Member removals", "Storms and stuck groups",
+    assert rows == ["Overview", "Rebalances", "Slowest rebalances", "Cost of rebalances", "Member removals",
+                    "Storms and stuck groups",
                     "Monitor health", "Inputs: clock skew, unknown formats, source mismatches, gaps"]
     exprs = " ".join(t["expr"] for p in panels(board) for t in p["targets"])
     for metric in ("rebalance_monitor_group_state_since_timestamp_seconds", "root_cause", "histogram_quantile",
@@ -99,7 +100,9 @@ def test_fleet_overview_covers_the_issue_sections():
                    # the safety net of the inputs, each with its alert
                    "rebalance_monitor_log_clock_skew_seconds", "rebalance_monitor_unknown_coordinator_lines_total",
                    'outcome=~"unknown_type|unknown_version"', "rebalance_monitor_source_mismatches_total",
-                   "rebalance_monitor_source_offset_gap_records"):
+                   "rebalance_monitor_source_offset_gap_records",
+                   # what the rebalances cost (issue 28)
+                   "rebalance_monitor_partition_seconds_stopped_total", "rebalance_monitor_partition_stop_seconds_bucket"):
         assert metric in exprs, metric
 
 
@@ -112,6 +115,7 @@ def test_group_drill_down_shows_rebalance_progress_storm_window_and_timeouts():
     assert "rebalance_monitor_group_rebalance_timeout_seconds{" in progress[1]
     assert "rebalance_monitor_group_rebalances_in_window{" in by_title["Rebalances started in the storm window"][0]
     assert "rebalance_monitor_rebalance_timeouts_total{" in by_title["Rebalance timeouts hit"][0]
+    assert "rebalance_monitor_partition_seconds_stopped_total{" in by_title["Partition-minutes stopped"][0]
 
 
 def test_fleet_stuck_panels_use_the_alerts_per_group_threshold_and_states():

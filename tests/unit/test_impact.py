@@ -52,6 +52,11 @@ def test_an_eager_join_stops_every_partition_for_the_whole_rebalance():
         assert r["partition_seconds_by_topic"] == {"sc02-topic": r["partition_seconds_stopped"]}
         assert r["partition_stop_seconds"] == [[r["total_seconds"], 3]]
         assert r["partition_seconds_by_departed_member"] == {} and r["partitions_unassigned"] == 0
+        # what cooperative-sticky would have stopped: the partitions whose owner changed
+        owners = {p: mid for gen_ in (gen - 1,)
+                  for mid, parts in _assignments("kafka-2.7")[("sc02-staggered-three", gen_)].items() for p in parts}
+        after = {p: mid for mid, parts in _assignments("kafka-2.7")[("sc02-staggered-three", gen)].items() for p in parts}
+        assert r["partitions_moved"] == sum(1 for p, mid in owners.items() if after.get(p) != mid) < 3
     # the group's first assignment stops nothing: nobody consumed before
     assert (rbs[1]["partitions_stopped"], rbs[1]["partition_seconds_stopped"]) == (0, 0.0)
 
@@ -67,6 +72,7 @@ def test_a_cooperative_join_stops_only_the_partitions_that_move_until_the_follow
     moved = _partitions("kafka-2.7", group, 1) - _partitions("kafka-2.7", group, 2)
     assert len(moved) == 2 and moved <= _partitions("kafka-2.7", group, 3)
     assert (join["trigger"], join["partitions_stopped"], join["partitions_unassigned"]) == ("member_join", 0, 2)
+    assert (join["partitions_moved"], join["assignor"]) == (2, "cooperative-sticky")
     assert follow_up["trigger"] == "leader_rejoin" and follow_up["partitions_stopped"] == 2
     gap = (follow_up["completed_at_ms"] - join["completed_at_ms"]) / 1000
     assert follow_up["partition_seconds_stopped"] == pytest.approx(2 * gap, abs=0.002)

@@ -7,7 +7,7 @@ import json
 import re
 
 from streaming.app.progress import LOG_AFTER_S, LOG_EVERY_S, ReplayProgress
-from streaming.app.summary import WIDTH, summary_lines
+from streaming.app.summary import WIDTH, cost_reason, summary_lines
 from tests.support.report_pages import records
 
 DATED = re.compile(r"^  (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}) (rebalance|removed) ")
@@ -151,3 +151,23 @@ def test_the_diagnosis_lists_the_first_removals_of_each_root_cause_and_counts_th
     assert section[-1] == f"  ... {crashes - 4} more process_crash removals: see the outputs"
     uncapped = summary_lines(rebalances, removals + many, "")
     assert not any("more process_crash removals" in line for line in uncapped)
+
+
+def test_the_cost_section_names_the_costliest_rebalances_and_why():
+    """docs/impact.md: the rebalances that stopped the most consumption, each with the removal that
+    cost most or what an eager assignor cost."""
+    rebalances, removals = demo_records()
+    lines = summary_lines(rebalances, removals, "")
+    start = next(i for i, line in enumerate(lines) if line.startswith("COST: "))
+    measured = [r for r in rebalances if r["partition_seconds_stopped"] is not None]
+    assert lines[start].startswith(f"COST: the rebalances stopped "
+                                   f"{sum(r['partition_seconds_stopped'] for r in measured):,.1f} partition-seconds")
+    section = " ".join("\n".join(lines[start:start + 20]).split())     # wrapped lines joined
+    costliest = max(measured, key=lambda r: r["partition_seconds_stopped"])
+    assert costliest["group"] == "sc11-stuck-in-rebalance" and costliest["group"] in lines[start + 2]
+    assert "100% of it from the removal of sc11-stuck" in section and "(rebalance_timeout)" in section
+    assert start < next(i for i, line in enumerate(lines) if line.startswith("\nEVENTS BY GROUP"))
+    eager = next(r for r in rebalances if r["group"] == "sc05b-poll-timeout-kafka-python" and r["generation"] == 3)
+    assert cost_reason(eager, {}) == ("range (eager) stopped all 3 partitions for the whole rebalance; "
+                                      f"cooperative-sticky would have stopped {eager['partitions_moved']} of 3")
+    assert eager["partitions_moved"] < 3

@@ -262,13 +262,15 @@ def build_from(inputs: list[tuple[Path, dict[str, list[dict]], list[dict]]], fil
 
 
 def fleet_bins(rebalances: list[dict], bin_ms: int) -> dict[int, dict[str, Any]]:
-    """Per bin start: rebalances by trigger and the groups that started one."""
+    """Per bin start: rebalances by trigger, the groups that started one, and the partition-seconds
+    those rebalances stopped (docs/impact.md)."""
     bins: dict[int, dict[str, Any]] = {}
     for r in rebalances:
         start = rebalance_start(r)
         if start is None:
             continue
-        b = bins.setdefault(start - start % bin_ms, {"triggers": {}, "groups": set()})
+        b = bins.setdefault(start - start % bin_ms, {"triggers": {}, "groups": set(), "partition_seconds": 0.0})
         b["triggers"][r["trigger"]] = b["triggers"].get(r["trigger"], 0) + 1
         b["groups"].add(r["group"])
+        b["partition_seconds"] += r.get("partition_seconds_stopped") or 0.0
     return bins

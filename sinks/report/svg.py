@@ -130,16 +130,47 @@ def fleet_chart(cluster: str, views: list[GroupView], rules: StormRules, width: 
             n = b["triggers"][trigger]
             y -= n * scale
             tip = (f"{utc(start)} UTC, {size // 60_000} min: {n} {trigger} of {total} rebalances in "
-                   f"{len(b['groups'])} groups")
+                   f"{len(b['groups'])} groups; they stopped {b['partition_seconds'] / 60:,.1f} partition-minutes")
             parts.append(f'<rect class="bin" data-trigger="{a(trigger)}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
                          f'height="{n * scale:.1f}" fill="{TRIGGER_COLORS.get(trigger, OTHER_COLOR)}">'
                          f'<title>{a(tip)}</title></rect>')
+    parts.append(_cost_line(bins, axis, size, top, base, width))
     for value in sorted({peak, (peak + 1) // 2}):
         y = base - value * scale
         parts.append(f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value}</text>')
     parts.append(f'<text class="caption" x="{left}" y="{height - 4}">rebalances started per '
                  f'{size // 60_000} min, UTC</text></svg>')
     return "".join(parts)
+
+
+def _cost_line(bins: dict, axis: Axis, size: int, top: int, base: int, width: int) -> str:
+    """Partition-minutes the bin's rebalances stopped (docs/impact.md), a line on its own scale."""
+    costs = {start: b["partition_seconds"] / 60 for start, b in bins.items()}
+    peak = max(costs.values(), default=0.0)
+    if peak <= 0:
+        return ""
+    points = " ".join(f"{axis.x(start + size / 2):.1f},{base - (base - top) * cost / peak:.1f}"
+                      for start, cost in sorted(costs.items()))
+    return (f'<polyline class="cost" points="{points}" fill="none" stroke="#c53030" stroke-width="1.5">'
+            f'<title>{a(f"partition-minutes stopped per bin (peak {peak:,.1f})")}</title></polyline>'
+            f'<text class="tick cost" x="{width - 12}" y="{top + 4}" text-anchor="end" fill="#c53030">'
+            f'{peak:,.1f} partition-min</text>')
+
+
+def impact_line(r: dict) -> str:
+    """What the rebalance stopped (docs/impact.md), or why that is not known."""
+    if r.get("partitions_stopped") is None:
+        return f"impact not measured: {r.get('impact_unknown_reason') or 'unknown'}"
+    line = (f"stopped {r['partitions_stopped']} partitions, {r['partition_seconds_stopped']:,.3f} partition-seconds")
+    by_member = r.get("partition_seconds_by_departed_member") or {}
+    if by_member:
+        line += "; from removed members: " + ", ".join(f"{m} {s:,.3f}" for m, s in by_member.items())
+    if r.get("partitions_unassigned"):
+        line += f"; {r['partitions_unassigned']} partitions left without an owner"
+    moved = r.get("partitions_moved") or 0
+    if r.get("assignor") in ("range", "roundrobin", "sticky") and moved < r["partitions_stopped"]:
+        line += f"; cooperative-sticky would have stopped {moved}"
+    return line
 
 
 def rebalance_tip(r: dict) -> str:
@@ -158,6 +189,8 @@ def rebalance_tip(r: dict) -> str:
                      f"total {seconds(r.get('total_seconds'))}")
     if r.get("members") is not None:
         lines.append(f"{r['members']} members after it")
+    if r["outcome"] != "in_progress":
+        lines.append(impact_line(r))
     if r.get("hit_rebalance_timeout"):
         lines.append(f"ran into the rebalance timeout ({(r.get('rebalance_timeout_ms') or 0) / 1000:.0f} s), "
                      f"waited for {r.get('waited_for_member') or '?'}")
@@ -231,7 +264,10 @@ def _members_lane(view: GroupView, axis: Axis, y0: float, height: float) -> str:
 
 
 def _rebalance_lane(view: GroupView, axis: Axis, y0: float, height: float) -> str:
+    """Phase bars; under each, a mark whose height is the rebalance's cost (partition-seconds
+    stopped) against the group's costliest rebalance."""
     parts, last_label_x = [], -1e9
+    costliest = max((r.get("partition_seconds_stopped") or 0.0 for r in view.rebalances), default=0.0)
     for r in view.rebalances:
         spans = phases(r, axis.t1)
         if not spans:
@@ -247,8 +283,14 @@ def _rebalance_lane(view: GroupView, axis: Axis, y0: float, height: float) -> st
         if r.get("generation") is not None and x_label - last_label_x >= 22:
             label = f'<text class="gen" x="{x_label:.1f}" y="{y0 - 3:.1f}">{r["generation"]}</text>'
             last_label_x = x_label
+        cost = r.get("partition_seconds_stopped")
+        if cost and costliest > 0:
+            x0, x1 = axis.x(spans[0][1]), axis.x(spans[-1][2])
+            bars.append(f'<rect class="cost" x="{x0:.1f}" y="{y0 + height + 1:.1f}" width="{max(3.0, x1 - x0):.1f}" '
+                        f'height="{max(1.0, 6 * cost / costliest):.1f}" fill="#c53030"/>')
         mark = ' stroke="#c53030" stroke-width="1.5"' if r.get("hit_rebalance_timeout") else ""
         parts.append(f'<g class="rebalance" data-outcome="{a(outcome)}" data-generation="{a(r.get("generation"))}"'
+                     f' data-partition-seconds="{a("" if cost is None else cost)}"'
                      f'{mark}><title>{a(rebalance_tip(r))}</title>{"".join(bars)}{label}</g>')
     return "".join(parts)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
+from html import escape
 
 import pytest
 
@@ -161,3 +162,22 @@ def test_write_report_replaces_the_file_atomically(tmp_path):
     first = target.read_text()
     write_report(GOLDEN, target, Filters(group=re.compile("sc01")))
     assert target.read_text() != first and not list(target.parent.glob("*.tmp"))
+
+
+def test_each_rebalance_shows_its_cost_and_the_fleet_chart_the_partition_minutes(tmp_path):
+    """docs/impact.md: a rebalance's tooltip says what it stopped (or why that is unknown), a mark
+    under its bars grows with its cost, and the fleet chart draws partition-minutes per bin."""
+    from sinks.report.svg import impact_line
+    page = render(build(GOLDEN))
+    costs = [float(c) for c in re.findall(r'<g class="rebalance"[^>]* data-partition-seconds="([0-9.]+)"', page)]
+    rebalances = records("rebalances.jsonl")
+    assert sorted(costs) == sorted(r["partition_seconds_stopped"] for r in rebalances
+                                   if r["partition_seconds_stopped"] is not None)
+    assert page.count('<rect class="cost"') == sum(1 for c in costs if c > 0) > 10
+    assert '<polyline class="cost"' in page and "partition-minutes" in page
+    stuck = next(r for r in rebalances if r["group"] == "sc11-stuck-in-rebalance" and r["generation"] == 2)
+    assert impact_line(stuck) == ("stopped 3 partitions, 45.015 partition-seconds; from removed members: "
+                                  f"{stuck['removed_members'][0]} 45.015")
+    assert escape(impact_line(stuck)) in page
+    consumer = next(r for r in rebalances if r["protocol"] == "consumer")
+    assert impact_line(consumer) == "impact not measured: not measured for consumer groups yet"

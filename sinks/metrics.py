@@ -131,7 +131,7 @@ class MetricsSink:
         r.register(self.groups)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
-            OutputKind.REBALANCE_TRIGGER: self._count_rebalance,
+            OutputKind.REBALANCE_TRIGGER: self._trigger_decided,
             OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
@@ -236,6 +236,16 @@ class MetricsSink:
             for seconds, partitions in record.get("partition_stop_seconds") or ():
                 for _ in range(partitions):
                     stops.observe(max(0.0, seconds))
+
+    def _trigger_decided(self, record: dict[str, Any]) -> None:
+        """A rebalance_trigger record: the rebalance counted with its decided trigger, and what a
+        leave decided a poll timeout adds to its cost (the stop histogram keeps the first measure)."""
+        self._count_rebalance(record)
+        added = record.get("partition_seconds_added")
+        if added:
+            key = (record["cluster"], record["group"])
+            labels = (record["cluster"], self._group_label(*key), record["protocol"])
+            self._child(self.partition_seconds, key, labels).inc(max(0.0, added))
 
     def _count_rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

@@ -34,6 +34,12 @@ IMPACT_FIELDS = ("partitions_stopped", "partition_seconds_stopped", "partition_s
                  "partitions_moved", "assignor", "impact_unknown_reason")
 
 
+# Not a record field: the stops each departed member's partitions ended in this rebalance,
+# {member: [[partition, seconds], ...]}, for the correction of a leave decided later
+# (poll_timeout_correction); the machine takes it out before the record is emitted.
+DEPARTED_STOPS = "_departed_stops"
+
+
 def unknown(reason: str) -> dict[str, Any]:
     """The impact fields of a rebalance whose cost cannot be measured, and why."""
     return {**dict.fromkeys(IMPACT_FIELDS), "impact_unknown_reason": reason}
@@ -144,6 +150,11 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
     moved = sum(1 for mid, parts in old.items() for p in parts or () if new_owner.get(p) != mid
                 or mid in o.departures)
     m.stopped_partitions = waiting
+    return _fields(m, ended, due_to, moved)
+
+
+def _fields(m: GroupModel, ended: dict[str, float], due_to: dict[str, str], moved: int) -> dict[str, Any]:
+    """The impact fields of the stops a rebalance ended (`ended`: partition -> seconds)."""
     by_topic: dict[str, float] = {}
     by_member: dict[str, float] = {}
     stops: dict[float, int] = {}
@@ -152,7 +163,12 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
         if p in due_to:
             by_member[due_to[p]] = by_member.get(due_to[p], 0.0) + seconds
         stops[round(seconds, 3)] = stops.get(round(seconds, 3), 0) + 1
-    return {"partitions_stopped": len(ended), "partition_seconds_stopped": round(float(sum(ended.values())), 3),
+    due: dict[str, list[list[Any]]] = {}
+    for p, mid in due_to.items():
+        if p in ended:
+            due.setdefault(mid, []).append([p, round(ended[p], 3)])
+    return {DEPARTED_STOPS: due,
+            "partitions_stopped": len(ended), "partition_seconds_stopped": round(float(sum(ended.values())), 3),
             "partition_seconds_by_topic": {t: round(s, 3) for t, s in sorted(by_topic.items())},
             "partition_seconds_by_departed_member": {k: round(s, 3) for k, s in sorted(by_member.items())},
             "partition_stop_seconds": [[s, n] for s, n in sorted(stops.items())],
@@ -168,3 +184,28 @@ def _owned(previous: dict[str, Member], o: OpenRebalance) -> dict[str, list[str]
         if mid not in owned and parts is not None:
             owned[mid] = parts
     return owned
+
+
+def poll_timeout_correction(impact: dict[str, Any], member_id: str, member_stops: list[list[Any]],
+                            timeout_ms: int | None) -> dict[str, Any]:
+    """The impact fields of a rebalance whose trigger member's leave was decided a poll timeout
+    after its record: that member's partitions stopped at its last poll, `timeout_ms`
+    (max.poll.interval.ms) before its leave, not at the leave. `member_stops`: [partition, seconds]
+    of its partitions whose stop the rebalance ended. Empty when nothing changes."""
+    if not member_stops or not timeout_ms or impact.get("partition_seconds_stopped") is None:
+        return {}
+    extra = timeout_ms / 1000
+    added = round(extra * len(member_stops), 3)
+    by_topic = dict(impact.get("partition_seconds_by_topic") or {})
+    stops: dict[float, int] = dict(impact.get("partition_stop_seconds") or [])
+    for partition, seconds in member_stops:
+        by_topic[_topic(partition)] = round(by_topic.get(_topic(partition), 0.0) + extra, 3)
+        stops[seconds] = stops.get(seconds, 0) - 1
+        stops[round(seconds + extra, 3)] = stops.get(round(seconds + extra, 3), 0) + 1
+    by_member = dict(impact.get("partition_seconds_by_departed_member") or {})
+    by_member[member_id] = round(by_member.get(member_id, 0.0) + added, 3)
+    return {"partition_seconds_stopped": round(impact["partition_seconds_stopped"] + added, 3),
+            "partition_seconds_by_topic": dict(sorted(by_topic.items())),
+            "partition_seconds_by_departed_member": dict(sorted(by_member.items())),
+            "partition_stop_seconds": [[s, n] for s, n in sorted(stops.items()) if n > 0],
+            "partition_seconds_added": added}

@@ -148,11 +148,19 @@ def apply_trigger_decisions(rebalances: Iterable[dict[str, Any]], decisions: Ite
     final = {_decision_key(d): d["trigger"] for d in decisions}
     if not final:
         return list(rebalances)
+    corrected = {_decision_key(d): {k: d[k] for k in CORRECTED_IMPACT_FIELDS if k in d} for d in decisions}
     out = []
     for r in rebalances:
         trigger = final.get(_decision_key(r)) if not r.get("trigger_final", True) else None
-        out.append(r if trigger is None else dict(r, trigger=trigger, trigger_final=True))
+        out.append(r if trigger is None else dict(r, trigger=trigger, trigger_final=True,
+                                                  **corrected.get(_decision_key(r), {})))
     return out
+
+
+# The impact fields a rebalance_trigger record corrects when a leave was decided a poll timeout
+# (state/impact.poll_timeout_correction).
+CORRECTED_IMPACT_FIELDS = ("partition_seconds_stopped", "partition_seconds_by_topic",
+                           "partition_seconds_by_departed_member", "partition_stop_seconds")
 
 
 def in_progress_rebalance_record(snap: dict[str, Any]) -> dict[str, Any] | None:

@@ -12,7 +12,9 @@ from typing import Any
 from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
-from state.impact import classic_impact, departure_ms, note_departure, unknown
+from state.impact import (
+    DEPARTED_STOPS, classic_impact, departure_ms, note_departure, poll_timeout_correction, unknown
+)
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member,
     OpenRebalance, is_legal,
@@ -198,7 +200,9 @@ class MachineBase:
         final = not (opened.trigger == "member_leave" and trigger_may_change(m, opened.trigger_member))
         record = rebalance_record(m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts,
                                   trigger_final=final)
-        record.update(self.impact_of(opened, outcome))
+        impact = self.impact_of(opened, outcome)
+        departed_stops = impact.pop(DEPARTED_STOPS, {})
+        record.update(impact)
         self.outputs.append((OutputKind.REBALANCE, record))
         if (opened.protocol == PROTOCOL_CLASSIC and outcome == "stable" and opened.generation is not None
                 and opened.started_at_ms is not None):
@@ -208,7 +212,11 @@ class MachineBase:
             m.provisional_triggers.append({
                 "member_id": opened.trigger_member, "generation": opened.generation,
                 "started_at_ms": opened.started_at_ms, "protocol": opened.protocol, "outcome": outcome,
-                "trigger": opened.trigger, "trigger_member": opened.trigger_member})
+                "trigger": opened.trigger, "trigger_member": opened.trigger_member,
+                # what a poll timeout would change in its impact (impact.poll_timeout_correction)
+                "impact": {k: impact[k] for k in ("partition_seconds_stopped", "partition_seconds_by_topic",
+                                                  "partition_seconds_by_departed_member", "partition_stop_seconds")},
+                "member_stops": departed_stops.get(opened.trigger_member or "", [])})
         m.rebalances_total += 1
         if opened.generation is not None:
             prior = m.last_emitted_generation
@@ -236,6 +244,10 @@ class MachineBase:
             if (rec["cause"] == "poll_timeout" and o is not None and o.trigger == "member_leave"
                     and o.trigger_member == rec["member_id"]):
                 o.trigger = "poll_timeout"
+                departed = o.departures.get(rec["member_id"])
+                if departed is not None and rec.get("rebalance_timeout_ms"):
+                    # its partitions stopped at its last poll, not at its leave (state/impact.py)
+                    departed[0] = min(departed[0], rec["removed_at_ms"] - rec["rebalance_timeout_ms"])
         if not m.provisional_triggers:
             return
         by_member = {h["rec"]["member_id"]: h for h in decided}
@@ -247,15 +259,21 @@ class MachineBase:
                 keep.append(p)
                 continue
             rec = settled["rec"] if settled is not None else None
+            correction: dict[str, Any] = {}
             if rec is not None and rec["cause"] == "poll_timeout":
                 trigger = REMOVAL_CAUSE_TO_TRIGGER["poll_timeout"]
                 evidence = f"its removal was decided a poll timeout: {rec.get('evidence')}"
+                if p.get("impact"):
+                    correction = poll_timeout_correction(p["impact"], p["member_id"], p.get("member_stops") or [],
+                                                         rec.get("rebalance_timeout_ms"))
             else:
                 trigger = p["trigger"]
                 evidence = (f"its removal was decided {rec['cause']}: {rec.get('evidence')}" if rec is not None
                             else "its removal was no longer held")
-            self.outputs.append((OutputKind.REBALANCE_TRIGGER, trigger_decision(
-                m.cluster, m.group, p, trigger, settled["decide_at"] if settled is not None else None, evidence)))
+            decision = trigger_decision(m.cluster, m.group, p, trigger,
+                                        settled["decide_at"] if settled is not None else None, evidence)
+            decision.update(correction)
+            self.outputs.append((OutputKind.REBALANCE_TRIGGER, decision))
         m.provisional_triggers = keep
 
     def flush_pending_completion(self, now_ms: int, closing_event: E.Event | None = None) -> None:

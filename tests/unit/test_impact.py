@@ -186,3 +186,39 @@ def test_a_custom_assignor_is_not_guessed():
     last = [r for k, r in machine.outputs if k == OutputKind.REBALANCE][-1]
     assert last["partitions_stopped"] is None
     assert "my-assignor" in last["impact_unknown_reason"]
+
+
+def test_a_leave_decided_a_poll_timeout_later_counts_from_the_last_poll():
+    """4.0 k4-sc05: the slow member leaves without a reason; its rebalance's record counts its
+    partitions from the leave, and the rebalance_trigger record that decides poll_timeout adds its
+    max.poll.interval.ms (the member's rebalance timeout) per partition."""
+    outputs = _outputs("kafka-4.0")
+    decision = next(d for d in outputs[OutputKind.REBALANCE_TRIGGER]
+                    if d["group"] == "k4-sc05-poll-timeout" and d["trigger"] == "poll_timeout")
+    member = decision["trigger_member"]
+    removal = next(r for r in outputs[OutputKind.REMOVAL] if r["member_id"] == member)
+    owned = _assignments("kafka-4.0")[("k4-sc05-poll-timeout", 1)][member]
+    assert decision["partition_seconds_added"] == pytest.approx(len(owned) * removal["rebalance_timeout_ms"] / 1000)
+    # run_local gives the records as decided (apply_trigger_decisions)
+    decided = _rebalances("kafka-4.0", "k4-sc05-poll-timeout")[decision["generation"]]
+    assert decided["trigger"] == "poll_timeout"
+    assert decided["partition_seconds_stopped"] == decision["partition_seconds_stopped"]
+    completed = decided["completed_at_ms"]
+    last_poll = removal["removed_at_ms"] - removal["rebalance_timeout_ms"]
+    assert decided["partition_seconds_by_departed_member"][member] == pytest.approx(
+        len(owned) * (completed - last_poll) / 1000, abs=0.002)
+    assert sum(n for _, n in decided["partition_stop_seconds"]) == decided["partitions_stopped"]
+    # the counter: the record as emitted, then what the decision added
+    sink = MetricsSink([1, 10, 100])
+    machine = GroupStateMachine(GroupModel(cluster="default", group="k4-sc05-poll-timeout"))
+    machine.apply_all(sorted((e for e in capture_events(*capture_inputs("kafka-4.0"))
+                              if e.group == "k4-sc05-poll-timeout"), key=E.Event.sort_key))
+    machine.advance_to(10**13)
+    emitted = [r for k, r in machine.outputs if k == OutputKind.REBALANCE]
+    for kind, record in machine.outputs:
+        sink.observe(kind, record)
+    value = sink.registry.get_sample_value("rebalance_monitor_partition_seconds_stopped_total",
+                                           {"cluster": "default", "group": "k4-sc05-poll-timeout",
+                                            "protocol": "classic"})
+    assert value == pytest.approx(sum(r["partition_seconds_stopped"] or 0 for r in emitted)
+                                  + decision["partition_seconds_added"])

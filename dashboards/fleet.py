@@ -182,8 +182,8 @@ def build() -> Dashboard:
         timeseries("Partitions stopped by rebalances",
                    "Partition-minutes of consumption stopped per minute, that is the average number of "
                    "partitions not consumed because of rebalances, per cluster (docs/impact.md: each partition "
-                   "a rebalance reassigned, from when it stopped to the new owner's assignment). Classic groups "
-                   "only for now; KIP-848, share and streams groups are not measured yet.", "short",
+                   "a rebalance reassigned, from when it stopped to the new owner's assignment). Classic and "
+                   "consumer (KIP-848) groups; share and streams groups are not measured yet.", "short",
                    Query(f"sum by (cluster) (rate({PS}[$__rate_interval]))", "{{cluster}}"), stacked=True),
         table("Costliest groups in the time range",
               "The 20 groups whose rebalances stopped the most partition-minutes of consumption in the "

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
+from state.model import PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, GroupModel, Member, OpenRebalance
 
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
@@ -209,3 +209,51 @@ def poll_timeout_correction(impact: dict[str, Any], member_id: str, member_stops
             "partition_seconds_by_departed_member": dict(sorted(by_member.items())),
             "partition_stop_seconds": [[s, n] for s, n in sorted(stops.items()) if n > 0],
             "partition_seconds_added": added}
+
+
+# ---------------------------------------------------------------- consumer groups (KIP-848)
+# A member's current assignment record (type 8) lists what it owns: its assigned partitions and
+# those pending revocation, which it consumes until it revokes them. A partition a member no longer
+# owns stopped then; the member whose record next owns it has it from then on. The coordinator gives
+# a partition to its new owner only once the old one revoked it (partition epochs), so the gap is the
+# stop. Stops end in member records; the group's next rebalance record reports them.
+
+def note_ownership(m: GroupModel, member: Member, owned: list[str], ts_ms: int) -> None:
+    """A consumer member's current assignment record: what it released stopped at `ts_ms`; what it
+    gained after a stop ends that stop."""
+    before = set(member.partitions or ())
+    now = set(owned)
+    for p in sorted(before - now):
+        m.stopped_partitions.setdefault(p, ts_ms)
+    for p in sorted(now - before):
+        since = m.stopped_partitions.pop(p, None)
+        if since is not None:
+            m.ended_stops[p] = [round(max(0, ts_ms - since) / 1000, 3), m.stop_causes.pop(p, None)]
+    member.partitions = sorted(now)
+
+
+def note_consumer_departure(m: GroupModel, member_id: str, known: Member | None, since_ms: int) -> None:
+    """A consumer member removed (left, fenced): what it owned stopped at `since_ms`."""
+    for p in (known.partitions or ()) if known is not None else ():
+        if p not in m.stopped_partitions or m.stopped_partitions[p] > since_ms:
+            m.stopped_partitions[p] = since_ms
+            m.stop_causes[p] = member_id
+
+
+def consumer_impact(m: GroupModel, outcome: str) -> dict[str, Any]:
+    """The impact fields of a consumer group's rebalance record: the stops its members' records
+    ended since the group's last rebalance record."""
+    if m.protocol != PROTOCOL_CONSUMER:
+        return unknown(f"not measured for {m.protocol} groups yet")
+    if outcome not in ("stable", "empty"):
+        return unknown(f"the rebalance ended {outcome}: its stops count in the next one that completes")
+    ended = {p: seconds for p, (seconds, _) in m.ended_stops.items()}
+    due_to = {p: cause for p, (_, cause) in m.ended_stops.items() if cause is not None}
+    m.ended_stops = {}
+    fields = _fields(m, ended, due_to, len(ended))
+    fields.pop(DEPARTED_STOPS)
+    fields["assignor"] = None           # the server-side assignor is not in the records
+    if outcome == "empty":
+        m.stopped_partitions, m.stop_causes = {}, {}
+        fields["impact_unknown_reason"] = "the group emptied: its partitions have no consumer until a member joins"
+    return fields

@@ -184,6 +184,11 @@ class GroupModel:
     # Partitions a classic generation left without an owner after they stopped (a cooperative
     # revocation, a departed owner's partitions not yet assigned): "topic:partition" -> stop time.
     stopped_partitions: dict[str, int] = field(default_factory=dict)
+    # Consumer groups (KIP-848): who a stopped partition's stop is due to (a departed member), and
+    # the stops member assignment records ended since the last rebalance record: "topic id:partition"
+    # -> [seconds, departed member or None] (state/impact.py).
+    stop_causes: dict[str, str] = field(default_factory=dict)
+    ended_stops: dict[str, list[Any]] = field(default_factory=dict)
 
     # --- serialisation (the Spark state stores this string) -----------------------------------
     def to_json(self) -> str:

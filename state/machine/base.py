@@ -13,11 +13,12 @@ from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.impact import (
-    DEPARTED_STOPS, classic_impact, departure_ms, note_departure, poll_timeout_correction, unknown
+    DEPARTED_STOPS, classic_impact, consumer_impact, departure_ms, note_consumer_departure, note_departure,
+    poll_timeout_correction, unknown
 )
 from state.model import (
-    DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, UNKNOWN, GroupModel, Member,
-    OpenRebalance, is_legal,
+    DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
+    Member, OpenRebalance, is_legal,
 )
 from state.outputs import (
     OutputKind, invalid_transition_record, rebalance_record, removal_record, trigger_decision,
@@ -125,6 +126,8 @@ class MachineBase:
         known = m.members.pop(member_id, None)
         if m.leader == member_id:
             m.leader = None
+        if m.protocol == PROTOCOL_CONSUMER:
+            note_consumer_departure(m, member_id, known, departure_ms(known, cause, ev.ts_ms))
         self.hold(self.removal(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text), known)
         m.removals_total += 1
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
@@ -227,7 +230,8 @@ class MachineBase:
     def impact_of(self, opened: OpenRebalance, outcome: str) -> dict[str, Any]:
         """The rebalance record's impact fields (state/impact.py)."""
         if opened.protocol != PROTOCOL_CLASSIC:
-            return unknown(f"not measured for {opened.protocol} groups yet")
+            return consumer_impact(self.m, outcome) if opened.protocol == self.m.protocol \
+                else unknown(f"not measured for {opened.protocol} groups yet")
         previous, previous_generation = None, None
         if self.replaced is not None and self.replaced[2] == opened.generation:
             previous, previous_generation = self.replaced[:2]

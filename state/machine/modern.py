@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from state import events as E
 from state.machine.base import REMOVAL_CAUSE_TO_TRIGGER
+from state.impact import note_consumer_departure, note_ownership
 from state.machine.common import CommonHandlers
 from state.model import (
     ASSIGNING, DEAD, EMPTY, EPOCH_PROTOCOLS, NOT_READY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, PROTOCOL_SHARE,
@@ -254,9 +255,13 @@ class ModernHandlers(CommonHandlers):
         if not ev.member_id:
             return
         if ev.data.get("tombstone"):
-            self.m.members.pop(ev.member_id, None)
+            gone = self.m.members.pop(ev.member_id, None)
+            if self.m.protocol == PROTOCOL_CONSUMER:
+                note_consumer_departure(self.m, ev.member_id, gone, ev.ts_ms)
         else:
             self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
+            if self.m.protocol == PROTOCOL_CONSUMER and ev.data.get("owned") is not None:
+                note_ownership(self.m, self.m.members[ev.member_id], ev.data["owned"], ev.ts_ms)
         self.check_convergence(ev)
 
     def on_member_assignment_state(self, ev: E.Event) -> None:

@@ -11,7 +11,7 @@ from state.events import (
 from state.quarantine_reasons import QuarantineReason as R
 from streaming.offsets.decoder import decode_record
 from streaming.offsets.records import GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, OFFSETS_SOURCE_PREFIX
-from streaming.offsets.structs import count_partitions
+from streaming.offsets.structs import count_partitions, partition_keys
 from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
@@ -149,9 +149,13 @@ def _member_assignment_data(v: dict[str, Any], group_type: str) -> dict[str, Any
         assigned, pending = v["active_tasks"], v["active_tasks_pending_revocation"]
     else:
         assigned, pending = v["assigned_partitions"], v.get("partitions_pending_revocation")
-    return {"member_epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
+    data = {"member_epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
             "state": v["state"], "state_name": v["state_name"], "assigned": count_partitions(assigned),
             "pending_revocation": count_partitions(pending), "tombstone": False}
+    if group_type == "consumer":
+        # what the member owns (it consumes the partitions pending revocation until it revokes them)
+        data["owned"] = partition_keys(assigned, pending)
+    return data
 
 
 _KIP848_DATA = {CG_EPOCH: _epoch_data, CG_MEMBER: _member_data, CG_TARGET_EPOCH: _target_epoch_data,

@@ -88,6 +88,11 @@ def count_partitions(topic_partitions: list | None) -> int:
     return sum(len(tp["partitions"]) for tp in topic_partitions or ())
 
 
+def partition_keys(*topic_partitions: list | None) -> list[str]:
+    """The partitions of decoded []TopicPartitions as sorted "<topic id>:<partition>" keys."""
+    return sorted(f"{tp['topic_id']}:{p}" for tps in topic_partitions for tp in tps or () for p in tp["partitions"])
+
+
 def partition_metadata_topics(r: BinaryReader) -> dict:
     """ConsumerGroupPartitionMetadataValue (type 4) and the 4.0 ShareGroupPartitionMetadataValue
     (type 9): []TopicMetadata {TopicId, TopicName, NumPartitions, PartitionMetadata []{Partition,

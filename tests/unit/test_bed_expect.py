@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.capture_expectations import FIXTURES
 from tests.support.kafkabed.expect import (
-    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, group_lines
+    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, expected_stops, group_lines
 )
 from tests.support.kafkabed.verdict import judge
 
@@ -90,6 +90,35 @@ def test_a_removal_of_another_protocol_than_the_groups_fails_the_verdict():
                                  {}).failures if f[0] == "removals"]
     assert removal_failures("share") == []
     assert removal_failures("consumer") == [("removals", "g-b: protocol consumer, expected share")]
+
+
+def test_a_killed_members_stop_is_judged_against_the_kill_and_the_survivors_assignment():
+    """docs/impact.md on the bed: the killed member's partitions stopped at the kill and were
+    assigned when the survivor's client said so; the monitor's share of the rebalance for that
+    member's removal must be within the tolerance per partition."""
+    timeline = [
+        {"action": "joined", "client_id": "g-a", "group": "g", "ts_ms": 1000, "partitions": ["t-0", "t-1"]},
+        {"action": "joined", "client_id": "g-b", "group": "g", "ts_ms": 1000, "partitions": ["t-2", "t-3"]},
+        {"action": "kill", "client_id": "g-a", "group": "g", "ts_ms": 10_000},
+        {"action": "reassigned", "client_id": "g-b", "group": "g", "ts_ms": 13_600,
+         "partitions": ["t-0", "t-1", "t-2", "t-3"]},
+    ]
+    stops = expected_stops(timeline)
+    assert [(s.client_id, s.stopped_ms, s.partitions, s.reassigned_ms) for s in stops] == [
+        ("g-a", 10_000, ["t-0", "t-1"], {"t-0": 13_600, "t-1": 13_600})]
+    exp = Expected("g", "classic", removals=[ExpRemoval("g-a", "heartbeat_expiry", "process_crash", "kill", 10_000)],
+                   removal_lines={"m-a": [13_000]}, stops=stops)
+    removal = {"group": "g", "client_id": "g-a", "member_id": "m-a", "removed_at_ms": 13_000, "protocol": "classic",
+               "cause": "heartbeat_expiry", "root_cause": "process_crash"}
+
+    def verdict(charged: float):
+        rebalance = {"group": "g", "partition_seconds_by_departed_member": {"m-a": charged}}
+        return judge("4.4.0", "kill", exp, {"member_removals": [removal], "rebalances": [rebalance]}, {})
+    good = verdict(2 * 3.55)          # 3.6 s per partition in truth: 50 ms off each
+    assert [f for f in good.failures if f[0] == "impact"] == [] and good.impact_checked == 1
+    assert good.impact_error_s == 0.05
+    bad = verdict(2 * 0.55)           # counted from the expiry: 3 s per partition missing
+    assert [f[0] for f in bad.failures if f[0] == "impact"] == ["impact"]
 
 
 # A CI run's consumer group (Kafka 4.4.0, scenario kip848): b is killed and fenced when its

@@ -151,7 +151,7 @@ def test_every_rebalance_of_the_captures_is_measured_or_says_why_not():
             else:
                 assert r["partition_seconds_stopped"] >= 0
                 assert sum(n for _, n in r["partition_stop_seconds"]) == r["partitions_stopped"]
-            if r["protocol"] != "classic":
+            if r["protocol"] in ("share", "streams"):
                 assert r["impact_unknown_reason"] == f"not measured for {r['protocol']} groups yet"
 
 
@@ -222,3 +222,51 @@ def test_a_leave_decided_a_poll_timeout_later_counts_from_the_last_poll():
                                             "protocol": "classic"})
     assert value == pytest.approx(sum(r["partition_seconds_stopped"] or 0 for r in emitted)
                                   + decision["partition_seconds_added"])
+
+
+def _consumer_gaps(capture: str, group: str) -> list[float]:
+    """From the capture's own member assignment records (type 8): for every partition a member
+    released (its record no longer lists it, or the member's record was deleted) and another
+    member's record later listed, the seconds between the two."""
+    owns: dict[str, set] = {}
+    released: dict[str, int] = {}
+    gaps = []
+    for ev in sorted((e for e in capture_events(*capture_inputs(capture)) if e.group == group),
+                     key=E.Event.sort_key):
+        if ev.kind != E.CG_MEMBER_ASSIGNMENT:
+            continue
+        before = owns.get(ev.member_id, set())
+        now = set() if ev.data.get("tombstone") else set(ev.data["owned"])
+        for p in before - now:
+            released.setdefault(p, ev.ts_ms)
+        for p in now - before:
+            if p in released:
+                gaps.append((ev.ts_ms - released.pop(p)) / 1000)
+        owns[ev.member_id] = now
+    return gaps
+
+
+@pytest.mark.parametrize("group", ["k4-sc09-consumer-protocol", "k4-sc10-consumer-00", "k4-sc10-consumer-03"])
+def test_kip848_stops_are_the_gaps_between_a_release_and_the_next_owner(group):
+    """4.0 consumer groups: a partition stops when its owner's current assignment record no longer
+    lists it (revoked, or the member left or was fenced) and resumes when another member's record
+    lists it. The records' totals are those gaps, taken from the records here independently."""
+    records = [r for r in _outputs("kafka-4.0")[OutputKind.REBALANCE] if r["group"] == group]
+    gaps = _consumer_gaps("kafka-4.0", group)
+    measured = [r for r in records if r["partitions_stopped"] is not None]
+    assert sum(r["partitions_stopped"] for r in measured) == len(gaps) > 0
+    # a fence line comes a few ms before the member's records are deleted: counted from the line
+    assert sum(r["partition_seconds_stopped"] for r in measured) == pytest.approx(sum(gaps), abs=0.05 * len(gaps))
+    for r in records:
+        if r["partitions_stopped"] is None:
+            assert r["outcome"] == "superseded" and "next one that completes" in r["impact_unknown_reason"]
+
+
+def test_kip848_a_join_stops_only_what_moves_to_the_new_member():
+    """4.0 k4-sc09, epoch 2: the second member joins; the first releases 3 of its 6 partitions when
+    it reconciles, the new member gets them about a second later (its next heartbeat). The first
+    member's other 3 never stop."""
+    r = _rebalances("kafka-4.0", "k4-sc09-consumer-protocol")[2]
+    assert (r["trigger"], r["partitions_stopped"], r["partitions_moved"]) == ("member_join", 3, 3)
+    assert 0.5 < r["partition_seconds_stopped"] / 3 < r["total_seconds"]
+    assert r["partition_seconds_by_departed_member"] == {} and r["assignor"] is None

@@ -179,5 +179,6 @@ def test_each_rebalance_shows_its_cost_and_the_fleet_chart_the_partition_minutes
     assert impact_line(stuck) == ("stopped 3 partitions, 45.015 partition-seconds; from removed members: "
                                   f"{stuck['removed_members'][0]} 45.015")
     assert escape(impact_line(stuck)) in page
-    consumer = next(r for r in rebalances if r["protocol"] == "consumer")
-    assert impact_line(consumer) == "impact not measured: not measured for consumer groups yet"
+    superseded = next(r for r in rebalances if r["protocol"] == "consumer" and r["outcome"] == "superseded")
+    assert impact_line(superseded) == ("impact not measured: the rebalance ended superseded: its stops count "
+                                       "in the next one that completes")

@@ -117,7 +117,9 @@ def consumer_group_rows(view: BatchView) -> tuple[list[pa.RecordBatch], np.ndarr
     lay = _layouts(view)
     if lay is None:
         return [], taken
-    rows = np.flatnonzero(lay.tomb | lay.epoch | lay.t7 | lay.t8)
+    # Type 8 (a member's current assignment) is left to the next tier: its event names the
+    # partitions the member owns (docs/impact.md), which this tier does not build.
+    rows = np.flatnonzero(lay.tomb | lay.epoch | lay.t7)
     if len(rows) == 0:
         return [], taken
     took = lay.rows[rows]

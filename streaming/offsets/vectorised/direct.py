@@ -6,6 +6,7 @@ unusual (flexible v4, trailing bytes, a blob that does not decode, bad UTF-8, an
 returns None and the record goes to the full decoder, which names the failing field."""
 from __future__ import annotations
 
+import base64
 import struct
 
 import numpy as np
@@ -336,16 +337,20 @@ def _no_tags(b: bytes, p: int) -> int:
     return p + 1
 
 
-def _cg_partitions(b: bytes, p: int, epochs: bool = False):
+def _cg_partitions(b: bytes, p: int, epochs: bool = False, keys: list[str] | None = None):
     """[]{TopicId uuid, Partitions []int32, tags}: (partition count, new position). With `epochs`
     (type 8, 4.3+) each element may carry tag 0 AssignmentEpochs, a compact []int32 that fills
-    the tag exactly (anything else: _Bad, the full decoder reads it)."""
+    the tag exactly (anything else: _Bad, the full decoder reads it). `keys`: appended with each
+    partition as "<topic id>:<partition>" (structs.partition_keys)."""
     if p >= len(b) or not 0 < b[p] < 0x80:
         raise _Bad
     n = b[p] - 1
     p += 1
     total = 0
     for _ in range(n):
+        if keys is not None and p + 17 <= len(b) and 0 < b[p + 16] < 0x80:
+            topic = base64.urlsafe_b64encode(b[p:p + 16]).rstrip(b"=").decode("ascii")
+            keys.extend(f"{topic}:{q}" for q in struct.unpack_from(f">{b[p + 16] - 1}i", b, p + 17))
         p += 16
         if p >= len(b) or not 0 < b[p] < 0x80:
             raise _Bad
@@ -485,14 +490,16 @@ def fast_consumer_group_record(key: bytes, value):
                 return None
             epoch, prev = _I(b, 2)[0], _I(b, 6)[0]
             state = struct.unpack_from(">b", b, 10)[0]
-            assigned, p = _cg_partitions(b, 11, epochs=True)
-            pending, p = _cg_partitions(b, p, epochs=True)
+            owned: list[str] = []
+            assigned, p = _cg_partitions(b, 11, epochs=True, keys=owned)
+            pending, p = _cg_partitions(b, p, epochs=True, keys=owned)
             if _no_tags(b, p) != len(b):
                 return None
             return group, E.CG_MEMBER_ASSIGNMENT, None, member_id, {
                 "member_epoch": epoch, "previous_member_epoch": prev, "state": state,
                 "state_name": MEMBER_STATE_NAMES.get(state, "UNKNOWN"), "assigned": assigned,
-                "pending_revocation": pending, "tombstone": False, "group_type": "consumer"}, t, 0
+                "pending_revocation": pending, "owned": sorted(owned), "tombstone": False,
+                "group_type": "consumer"}, t, 0
         # t == 5: member metadata, with or without the classic-member tag
         instance, p = _cstr(b, 2, True)
         rack, p = _cstr(b, p, True)

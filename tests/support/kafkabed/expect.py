@@ -127,6 +127,17 @@ class ExpRemoval:
 
 
 @dataclass
+class ExpStop:
+    """A killed classic member's partitions: the bed knows when they stopped being consumed (the
+    kill) and when each was assigned again (the survivor's client said so: its `reassigned` entry).
+    The ground truth of the impact of the rebalance that reassigned them (docs/impact.md)."""
+    client_id: str                    # as the broker knows it
+    stopped_ms: int
+    partitions: list
+    reassigned_ms: dict               # partition -> when a survivor's client got it
+
+
+@dataclass
 class Expected:
     group: str
     protocol: str
@@ -136,6 +147,7 @@ class Expected:
     last_line_ms: int | None = None
     removal_lines: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    stops: list = field(default_factory=list)     # ExpStop: killed members' partitions
 
 
 # Rebalances a client starts by itself, not because of anything the bed did: the broker's
@@ -437,6 +449,29 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
     return out
 
 
+def expected_stops(timeline: list) -> list[ExpStop]:
+    """Classic members killed (not static: a static member's partitions wait for it) while they
+    owned partitions, and when the survivors' clients got each of those partitions."""
+    owned: dict[str, list] = {}
+    out: list[ExpStop] = []
+    for k, e in enumerate(timeline):
+        cid = e.get("client_id")
+        if cid is None:
+            continue
+        if e["action"] in ("joined", "reassigned"):
+            owned[cid] = list(e.get("partitions") or [])
+        elif e["action"] == "kill" and owned.get(cid) and not _static(e):
+            back: dict[str, int] = {}
+            for later in timeline[k + 1:]:
+                if later["action"] == "reassigned" and later.get("client_id") != cid:
+                    for p in later.get("partitions") or []:
+                        if p in owned[cid]:
+                            back.setdefault(p, later["ts_ms"])
+            out.append(ExpStop(broker_client_id(e), e["ts_ms"], owned[cid], back))
+            owned[cid] = []
+    return out
+
+
 def _restarted_within_session(kill: dict, later: list) -> bool:
     """Back well within the session (the broker counts it from the last heartbeat, before the
     kill): the scenarios restart either at once or after the broker said the member failed."""
@@ -482,6 +517,8 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
     exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline),
                                      _clients_of(EXPIRED_MEMBER, lines, timeline))
     exp.dead = any(e["action"] in ("delete_group", "offsets_expired") for e in timeline)
+    if protocol == "classic":
+        exp.stops = expected_stops(timeline)
     if jars.parse_version(version) < (3, 2):
         exp.notes.append("no KIP-800 client reasons (3.2+): poll timeouts are inferred from the rejoin")
     return exp

@@ -54,6 +54,8 @@ class Verdict:
     note: str = ""
     latency_span: tuple | None = None             # (first broker line, last first-scrape) epoch ms
     monitor_down: bool = False                    # the monitor was restarting within latency_span
+    impact_checked: int = 0                       # killed members' stops checked against the bed
+    impact_error_s: float | None = None           # the largest difference per partition
 
     @property
     def passed(self) -> bool:
@@ -202,5 +204,35 @@ def judge(version: str, scenario: str, exp: Expected, sink: dict, samples: dict,
     for q in quarantine or []:
         v.fail("quarantine", f"{q.get('reason')}: {(q.get('raw') or q.get('detail') or '')[:160]}")
     _check_metrics(v, exp, reb_pairs, rem_pairs, samples)
+    _check_impact(v, exp, rem_pairs, sink.get("rebalances", []))
     _latencies(v, exp, reb_pairs, rem_pairs, watch)
     return v.settle(known_for(version, scenario))
+
+
+# How far the monitor's estimate of when a killed member's partitions stopped (its last heartbeat:
+# its removal minus its session timeout) may be from the kill, per partition: the bed's members
+# heartbeat every 0.5 s (member.py), and the survivors' clients log their assignment a moment after
+# the rebalance's completion.
+IMPACT_TOLERANCE_S = 1.5
+
+
+def _check_impact(v: Verdict, exp: Expected, rem_pairs: list, rebalances: list) -> None:
+    """docs/impact.md against the bed's ground truth: the partition-seconds the rebalance that
+    reassigned a killed member's partitions charges to that member's removal, against the kill and
+    the survivors' own assignment callbacks."""
+    for stop in exp.stops:
+        removal = next((rec for e, rec in rem_pairs if e.client_id == stop.client_id and e.action == "kill"), None)
+        if removal is None or len(stop.reassigned_ms) < len(stop.partitions):
+            continue          # the removal check failed already, or the bed did not see every reassignment
+        member = removal["member_id"]
+        record = next((r for r in rebalances if member in (r.get("partition_seconds_by_departed_member") or {})), None)
+        if record is None:
+            v.fail("impact", f"no rebalance record counts the stop of {stop.client_id}'s partitions")
+            continue
+        truth = sum(t - stop.stopped_ms for t in stop.reassigned_ms.values()) / 1000
+        got = record["partition_seconds_by_departed_member"][member]
+        v.impact_checked += 1
+        v.impact_error_s = max(v.impact_error_s or 0.0, round(abs(got - truth) / len(stop.partitions), 3))
+        if abs(got - truth) > IMPACT_TOLERANCE_S * len(stop.partitions):
+            v.fail("impact", f"{stop.client_id}'s {len(stop.partitions)} partitions: the monitor counts "
+                             f"{got:.3f} partition-seconds, the bed {truth:.3f} (kill to the survivors' assignment)")

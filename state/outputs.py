@@ -52,7 +52,9 @@ _UUID_SUFFIX = re.compile(r"^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 # records equal an uninterrupted run's (tests/spark/test_checkpoint_compat.py).
 ADDED_FIELDS: dict[str, dict[str, Any]] = {
     OutputKind.REBALANCE: {"assigned_at_ms": None,      # KIP-848 end of the assignment phase
-                           "trigger_final": True},      # before trigger decisions, every trigger was
+                           "trigger_final": True,       # before trigger decisions, every trigger was
+                           # the impact (state/impact.py): not measured by the release that wrote it
+                           **unknown("written by a release that did not measure the impact")},
 }
 
 
@@ -145,6 +147,7 @@ def apply_trigger_decisions(rebalances: Iterable[dict[str, Any]], decisions: Ite
     """The rebalance records as finally decided: each one a rebalance_trigger record names (same
     cluster, group, generation, start and trigger member) gets its trigger and trigger_final true.
     What the replay files, `report` and the bed's judge show; consumers of the event sink do the same."""
+    decisions = list(decisions)     # read twice below (an event sink yields them)
     final = {_decision_key(d): d["trigger"] for d in decisions}
     if not final:
         return list(rebalances)

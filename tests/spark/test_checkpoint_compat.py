@@ -18,6 +18,7 @@ import shutil
 
 import pytest
 
+from sinks.files import EventSink
 from tests.support.capture_expectations import FIXTURES, capture_inputs
 from tests.support.golden import comparable_metrics
 
@@ -116,6 +117,52 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     return records, snapshots, _group_metrics(collector.metrics.registry)
 
 
+def _as_written_before_the_upgrade(expected: dict, fixture) -> dict:
+    """The uninterrupted run's records, where the fixture's version wrote a record before the upgrade,
+    as the event sink gives that record back: the fields added since with the value an older record
+    means (state.outputs.ADDED_FIELDS: the impact, not measured by the release that wrote it). A
+    record is not re-measured after an upgrade."""
+    from state.outputs import ADDED_FIELDS, OutputKind
+    sink = EventSink(str(fixture / "events"))
+    written = {(r["group"], r.get("generation"), r.get("started_at_ms")) for r in sink.records(OutputKind.REBALANCE)}
+    added = ADDED_FIELDS[OutputKind.REBALANCE]
+    out = dict(expected)
+    out["rebalance"] = sorted(
+        json.dumps({**r, **added} if (r["group"], r.get("generation"), r.get("started_at_ms")) in written else r,
+                   sort_keys=True)
+        for r in map(json.loads, expected["rebalance"]))
+    return out
+
+
+COUNTER = "rebalance_monitor_partition_seconds_stopped_total"
+
+
+def _split_cost(metrics: list[str]) -> tuple[list[str], dict[str, float]]:
+    """(the group samples but the impact counter, the impact counter per group)."""
+    cost = {line.split('group="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+            for line in metrics if line.startswith(COUNTER + "{")}
+    return [line for line in metrics if not line.startswith(COUNTER)], cost
+
+
+def _check_resumed(resumed, collector, fixture) -> None:
+    """Records, snapshots and group metrics of a resumed run against the uninterrupted one."""
+    by_kind = {"rebalance": collector.rebalances, "removal": collector.removals, "anomaly": collector.anomalies,
+               "quarantine": collector.quarantine, "clock_skew": collector.clock_skew}
+    expected = {kind: sorted(json.dumps(r, sort_keys=True) for r in by_kind[kind]) for kind in KINDS}
+    assert len(expected["rebalance"]) == 82 and len(expected["removal"]) == 76
+    records, snapshots, metrics = resumed
+    assert records == _as_written_before_the_upgrade(expected, fixture)
+    assert snapshots == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
+    rest, cost = _split_cost(metrics)
+    assert rest == _split_cost(_group_metrics(collector.metrics.registry))[0]
+    # the impact counter of the resumed run: what its records say (the ones the fixture wrote say none)
+    totals: dict[str, float] = {}
+    for r in map(json.loads, records["rebalance"]):
+        if r["partition_seconds_stopped"] is not None:
+            totals[r["group"]] = totals.get(r["group"], 0.0) + r["partition_seconds_stopped"]
+    assert cost == pytest.approx(totals) and len(cost) > 10
+
+
 def _group_metrics(registry) -> list[str]:
     """Every sample of a per-group series (order: by text; series are created in input order)."""
     from sinks.exposition import text
@@ -129,13 +176,7 @@ def test_resume_from_a_checkpoint_of_the_previous_version(spark, replay_capture,
     assert state_file["batch_id"] == 3   # the fixture is mid-input
     resumed = _run(spark, resumed_dir, inputs=_rest_of_input(resumed_dir))
     collector, _ = replay_capture("kafka-2.7")
-    by_kind = {"rebalance": collector.rebalances, "removal": collector.removals, "anomaly": collector.anomalies,
-               "quarantine": collector.quarantine, "clock_skew": collector.clock_skew}
-    expected = {kind: sorted(json.dumps(r, sort_keys=True) for r in by_kind[kind]) for kind in KINDS}
-    assert len(expected["rebalance"]) == 82 and len(expected["removal"]) == 76
-    assert resumed[0] == expected
-    assert resumed[1] == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
-    assert resumed[2] == _group_metrics(collector.metrics.registry)
+    _check_resumed(resumed, collector, FIXTURES / "checkpoint-v1")
 
 
 def test_a_bucketed_checkpoint_resumes_with_its_own_bucket_count(spark, replay_capture, tmp_path):
@@ -185,13 +226,8 @@ def test_resume_under_the_live_settings(replay_capture, tmp_path):
     done = subprocess.run([sys.executable, "-c", RESUME_LIVE, str(resumed_dir), str(out)], cwd=root,
                           env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    records, snapshots, metrics = json.loads(out.read_text())
     collector, _ = replay_capture("kafka-2.7")
-    by_kind = {"rebalance": collector.rebalances, "removal": collector.removals, "anomaly": collector.anomalies,
-               "quarantine": collector.quarantine, "clock_skew": collector.clock_skew}
-    assert records == {kind: sorted(json.dumps(r, sort_keys=True) for r in by_kind[kind]) for kind in KINDS}
-    assert snapshots == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
-    assert metrics == _group_metrics(collector.metrics.registry)
+    _check_resumed(json.loads(out.read_text()), collector, FIXTURES / "checkpoint-v1")
     offsets = resumed_dir / "checkpoint" / "query" / "offsets"
     written = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
     assert written[-1] > 3                                       # batches after the fixture's

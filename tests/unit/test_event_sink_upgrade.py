@@ -10,7 +10,7 @@ from sinks.files import RECORD_FILES, EventSink
 from state.outputs import ADDED_FIELDS, OutputKind
 
 
-def test_a_rebalance_record_written_before_assigned_at_ms_and_trigger_final_reads_back_with_them(tmp_path):
+def test_a_rebalance_record_written_before_assigned_at_ms_trigger_final_and_impact_reads_back_with_them(tmp_path):
     old = {"cluster": "c", "group": "g", "protocol": "classic", "generation": 1, "outcome": "stable"}
     folder = tmp_path / RECORD_FILES[OutputKind.REBALANCE]
     folder.mkdir(parents=True)
@@ -19,7 +19,9 @@ def test_a_rebalance_record_written_before_assigned_at_ms_and_trigger_final_read
     removal.mkdir(parents=True)
     (removal / "batch-00000000000000000003.jsonl").write_text(json.dumps({"member_id": "m"}) + "\n")
     sink = EventSink(str(tmp_path))
-    assert list(sink.records(OutputKind.REBALANCE)) == [{**old, "assigned_at_ms": None, "trigger_final": True}]
+    from state.impact import IMPACT_FIELDS
+    impact = {**dict.fromkeys(IMPACT_FIELDS), "impact_unknown_reason": "written by a release that did not measure the impact"}
+    assert list(sink.records(OutputKind.REBALANCE)) == [{**old, "assigned_at_ms": None, "trigger_final": True, **impact}]
     assert list(sink.records(OutputKind.REMOVAL)) == [{"member_id": "m"}]
     assert set(ADDED_FIELDS) <= set(RECORD_FILES)
 

@@ -270,3 +270,18 @@ def test_kip848_a_join_stops_only_what_moves_to_the_new_member():
     assert (r["trigger"], r["partitions_stopped"], r["partitions_moved"]) == ("member_join", 3, 3)
     assert 0.5 < r["partition_seconds_stopped"] / 3 < r["total_seconds"]
     assert r["partition_seconds_by_departed_member"] == {} and r["assignor"] is None
+
+
+def test_decisions_read_from_an_event_sink_apply_their_corrections():
+    """apply_trigger_decisions reads the decisions twice (triggers, corrections): an event sink
+    yields them once, so they must be taken as a list (a generator lost the corrections)."""
+    from state.outputs import apply_trigger_decisions
+    outputs = _outputs("kafka-4.0")
+    decisions = [d for d in outputs[OutputKind.REBALANCE_TRIGGER] if d.get("partition_seconds_added")]
+    emitted = [dict(r, trigger="member_leave", trigger_final=False,
+                    partition_seconds_stopped=r["partition_seconds_stopped"] - d["partition_seconds_added"])
+               for d in decisions for r in outputs[OutputKind.REBALANCE]
+               if (r["group"], r["generation"]) == (d["group"], d["generation"])]
+    applied = apply_trigger_decisions(emitted, (d for d in decisions))
+    assert [r["partition_seconds_stopped"] for r in applied] == [d["partition_seconds_stopped"] for d in decisions]
+    assert decisions and all(r["trigger"] == "poll_timeout" for r in applied)

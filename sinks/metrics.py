@@ -145,7 +145,9 @@ class MetricsSink:
             f"{PREFIX}_partition_seconds_stopped_total",
             "Partition-seconds of consumption the group's rebalances stopped: per rebalance, each "
             "partition it reassigned, from when it stopped to the new owner's assignment (docs/impact.md).",
-            ["cluster", "group", "protocol"], registry=r)
+            # no protocol label: a group that converts between protocols keeps one series (the
+            # series budget per group, docs/metrics.md); the histogram has the protocol
+            ["cluster", "group"], registry=r)
         self.partition_stop = Histogram(
             f"{PREFIX}_partition_stop_seconds",
             "How long each partition a rebalance reassigned had stopped being consumed (docs/impact.md).",
@@ -231,7 +233,7 @@ class MetricsSink:
             self._child(self.rebalance_timeouts, key, labels[:2]).inc()
         stopped = record.get("partition_seconds_stopped")
         if stopped is not None:       # measured (null: not measurable, impact_unknown_reason says why)
-            self._child(self.partition_seconds, key, labels).inc(max(0.0, stopped))
+            self._child(self.partition_seconds, key, labels[:2]).inc(max(0.0, stopped))
             stops = self.partition_stop.labels(record["cluster"], record["protocol"])
             for seconds, partitions in record.get("partition_stop_seconds") or ():
                 for _ in range(partitions):
@@ -244,8 +246,7 @@ class MetricsSink:
         added = record.get("partition_seconds_added")
         if added:
             key = (record["cluster"], record["group"])
-            labels = (record["cluster"], self._group_label(*key), record["protocol"])
-            self._child(self.partition_seconds, key, labels).inc(max(0.0, added))
+            self._child(self.partition_seconds, key, (record["cluster"], self._group_label(*key))).inc(max(0.0, added))
 
     def _count_rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

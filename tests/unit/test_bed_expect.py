@@ -106,19 +106,24 @@ def test_a_killed_members_stop_is_judged_against_the_kill_and_the_survivors_assi
     stops = expected_stops(timeline)
     assert [(s.client_id, s.stopped_ms, s.partitions, s.reassigned_ms) for s in stops] == [
         ("g-a", 10_000, ["t-0", "t-1"], {"t-0": 13_600, "t-1": 13_600})]
+    assert stops[0].group_partitions == 4
     exp = Expected("g", "classic", removals=[ExpRemoval("g-a", "heartbeat_expiry", "process_crash", "kill", 10_000)],
                    removal_lines={"m-a": [13_000]}, stops=stops)
     removal = {"group": "g", "client_id": "g-a", "member_id": "m-a", "removed_at_ms": 13_000, "protocol": "classic",
                "cause": "heartbeat_expiry", "root_cause": "process_crash"}
 
-    def verdict(charged: float):
-        rebalance = {"group": "g", "partition_seconds_by_departed_member": {"m-a": charged}}
+    def verdict(charged: float, stopped: int = 4):
+        rebalance = {"group": "g", "partition_seconds_by_departed_member": {"m-a": charged}, "assignor": "range",
+                     "partitions_stopped": stopped}
         return judge("4.4.0", "kill", exp, {"member_removals": [removal], "rebalances": [rebalance]}, {})
     good = verdict(2 * 3.55)          # 3.6 s per partition in truth: 50 ms off each
     assert [f for f in good.failures if f[0] == "impact"] == [] and good.impact_checked == 1
     assert good.impact_error_s == 0.05
     bad = verdict(2 * 0.55)           # counted from the expiry: 3 s per partition missing
     assert [f[0] for f in bad.failures if f[0] == "impact"] == ["impact"]
+    only_moved = verdict(2 * 3.55, stopped=2)   # range revokes all 4 partitions, not only the dead member's
+    assert [f[1] for f in only_moved.failures if f[0] == "impact"] == [
+        "the rebalance after g-a's kill stopped 2 partitions; range predicts 4"]
 
 
 # A CI run's consumer group (Kafka 4.4.0, scenario kip848): b is killed and fenced when its

@@ -163,7 +163,7 @@ def test_the_counter_adds_up_the_measured_rebalances_of_a_group():
     group = "sc09-cooperative-sticky"
     total = sum(r["partition_seconds_stopped"] or 0 for r in records if r["group"] == group)
     value = sink.registry.get_sample_value("rebalance_monitor_partition_seconds_stopped_total",
-                                           {"cluster": "default", "group": group, "protocol": "classic"})
+                                           {"cluster": "default", "group": group})
     assert value == pytest.approx(total) and total > 6
     count = sink.registry.get_sample_value("rebalance_monitor_partition_stop_seconds_count",
                                            {"cluster": "default", "protocol": "classic"})
@@ -218,8 +218,7 @@ def test_a_leave_decided_a_poll_timeout_later_counts_from_the_last_poll():
     for kind, record in machine.outputs:
         sink.observe(kind, record)
     value = sink.registry.get_sample_value("rebalance_monitor_partition_seconds_stopped_total",
-                                           {"cluster": "default", "group": "k4-sc05-poll-timeout",
-                                            "protocol": "classic"})
+                                           {"cluster": "default", "group": "k4-sc05-poll-timeout"})
     assert value == pytest.approx(sum(r["partition_seconds_stopped"] or 0 for r in emitted)
                                   + decision["partition_seconds_added"])
 

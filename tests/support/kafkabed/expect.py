@@ -135,6 +135,7 @@ class ExpStop:
     stopped_ms: int
     partitions: list
     reassigned_ms: dict               # partition -> when a survivor's client got it
+    group_partitions: int = 0         # what every member owned at the kill (an eager rebalance stops all)
 
 
 @dataclass
@@ -467,7 +468,8 @@ def expected_stops(timeline: list) -> list[ExpStop]:
                     for p in later.get("partitions") or []:
                         if p in owned[cid]:
                             back.setdefault(p, later["ts_ms"])
-            out.append(ExpStop(broker_client_id(e), e["ts_ms"], owned[cid], back))
+            out.append(ExpStop(broker_client_id(e), e["ts_ms"], owned[cid], back,
+                               len({p for parts in owned.values() for p in parts})))
             owned[cid] = []
     return out
 

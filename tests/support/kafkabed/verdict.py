@@ -229,6 +229,13 @@ def _check_impact(v: Verdict, exp: Expected, rem_pairs: list, rebalances: list) 
         if record is None:
             v.fail("impact", f"no rebalance record counts the stop of {stop.client_id}'s partitions")
             continue
+        # what the protocol predicts: an eager assignor stops every partition of the group, a
+        # cooperative one only the killed member's
+        predicted = stop.group_partitions if record.get("assignor") in ("range", "roundrobin", "sticky") \
+            else len(stop.partitions)
+        if record.get("partitions_stopped") != predicted:
+            v.fail("impact", f"the rebalance after {stop.client_id}'s kill stopped {record.get('partitions_stopped')} "
+                             f"partitions; {record.get('assignor')} predicts {predicted}")
         truth = sum(t - stop.stopped_ms for t in stop.reassigned_ms.values()) / 1000
         got = record["partition_seconds_by_departed_member"][member]
         v.impact_checked += 1

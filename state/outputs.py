@@ -55,6 +55,7 @@ ADDED_FIELDS: dict[str, dict[str, Any]] = {
                            "trigger_final": True,       # before trigger decisions, every trigger was
                            # the impact (state/impact.py): not measured by the release that wrote it
                            **unknown("written by a release that did not measure the impact")},
+    OutputKind.REMOVAL: {"partition_seconds_stopped": None},
 }
 
 
@@ -200,6 +201,9 @@ def removal_record(model: GroupModel, member_id: str, known: Member | None, caus
         "removed_at_ms": at_ms, "cause": cause, "root_cause": "unknown", "evidence": evidence,
         "reason_text": reason_text, "generation": generation, "coordinator": coordinator,
         "source_id": source_id, "seq": seq,
+        # what this removal cost (state/impact.py): set when the rebalance that reassigned the
+        # member's partitions ends while the record is still held for its diagnosis
+        "partition_seconds_stopped": None,
     }
 
 

@@ -17,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Any
 
+from state.outputs import OutputKind, upgrade_record
 from state.diagnosis.rules import (
     DEFAULT_SETTINGS, KIP848_DEFAULT_SESSION_MS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
 )
@@ -45,9 +46,10 @@ class Correlator:
         return {"pending": self.pending, "recent": self.recent, "clock_ms": self.clock_ms}
 
     def load_state(self, state: dict[str, Any] | None) -> None:
+        """The held removal records as a release wrote them, in today's shape (upgrade_record)."""
         state = state or {}
-        self.pending = list(state.get("pending") or [])
-        self.recent = list(state.get("recent") or [])
+        self.pending = [upgrade_record(OutputKind.REMOVAL, r) for r in state.get("pending") or []]
+        self.recent = [upgrade_record(OutputKind.REMOVAL, r) for r in state.get("recent") or []]
         self.clock_ms = state.get("clock_ms")
 
     # --- flow ---------------------------------------------------------------------------------

@@ -207,6 +207,7 @@ class MachineBase:
         departed_stops = impact.pop(DEPARTED_STOPS, {})
         record.update(impact)
         self.outputs.append((OutputKind.REBALANCE, record))
+        self.charge_removals(impact.get("partition_seconds_by_departed_member") or {})
         if (opened.protocol == PROTOCOL_CLASSIC and outcome == "stable" and opened.generation is not None
                 and opened.started_at_ms is not None):
             recent = sorted(m.polled_generations.items(), key=lambda kv: int(kv[0]))[-(POLLED_GENERATIONS_KEPT - 1):]
@@ -226,6 +227,16 @@ class MachineBase:
             m.last_emitted_generation = opened.generation if prior is None else max(prior, opened.generation)
         if m.open_rebalance is opened:
             m.open_rebalance = None
+
+    def charge_removals(self, by_member: dict[str, float]) -> None:
+        """Each removal still held for its diagnosis gets what it cost (its record's
+        partition_seconds_stopped; a removal released before stays null)."""
+        if not by_member:
+            return
+        for held in [*self.m.held_removals, *self.m.pending_inferred]:
+            seconds = by_member.get(held["rec"]["member_id"])
+            if seconds is not None:
+                held["rec"]["partition_seconds_stopped"] = seconds
 
     def impact_of(self, opened: OpenRebalance, outcome: str) -> dict[str, Any]:
         """The rebalance record's impact fields (state/impact.py)."""
@@ -277,6 +288,9 @@ class MachineBase:
             decision = trigger_decision(m.cluster, m.group, p, trigger,
                                         settled["decide_at"] if settled is not None else None, evidence)
             decision.update(correction)
+            if rec is not None and correction:
+                by_member = correction["partition_seconds_by_departed_member"]
+                rec["partition_seconds_stopped"] = by_member.get(rec["member_id"])
             self.outputs.append((OutputKind.REBALANCE_TRIGGER, decision))
         m.provisional_triggers = keep
 

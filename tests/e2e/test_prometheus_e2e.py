@@ -16,7 +16,7 @@ Then every query of every dashboard panel, with $cluster/$group as ".*", $__rate
 $__range as 1h and $storm_window/$timeout_window as 5s, must be valid PromQL and return at least one series: a panel query that
 returns nothing is a broken panel. For each alert, the whole expression must be valid PromQL and
 its probe (alert_rules.py: the expression before the threshold) must return series (the
-counter windows of the storm, burst and rebalance-timeout alerts are shortened to 5 s, E2E_PARAMS,
+counter windows of the storm, burst, rebalance-timeout and cost alerts are shortened to 5 s, E2E_PARAMS,
 as Prometheus holds only seconds of data); the alerts
 that the scraped data really should trigger (the down target, the down Kafka source, the demo's
 hours-old data, the groups caught in a rebalance hours ago) must return series as whole expressions and be pending in Prometheus. The
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Prometheus holds only seconds of data here: the alerts' counter windows (10m/5m by default) are
 # shortened so that "growth over the window" has samples at both ends. Everything else is default.
-E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s", "rebalanceTimeoutWindow": "5s"}
+E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s", "rebalanceTimeoutWindow": "5s", "costWindow": "5s"}
 SUBSTITUTIONS = {"$storm_window": E2E_PARAMS["stormWindow"], "$timeout_window": E2E_PARAMS["rebalanceTimeoutWindow"],
                  "$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s",
                  '"$cluster"': '".*"', '"$group"': '".*"'}

@@ -284,3 +284,20 @@ def test_decisions_read_from_an_event_sink_apply_their_corrections():
     applied = apply_trigger_decisions(emitted, (d for d in decisions))
     assert [r["partition_seconds_stopped"] for r in applied] == [d["partition_seconds_stopped"] for d in decisions]
     assert decisions and all(r["trigger"] == "poll_timeout" for r in applied)
+
+
+@pytest.mark.parametrize(("capture", "group", "cause"), [
+    ("kafka-2.7", "sc03-heartbeat-expiry", "heartbeat_expiry"),
+    ("kafka-2.7", "sc09-cooperative-sticky", "leave_group"),
+    ("kafka-4.0", "k4-sc05-poll-timeout", "poll_timeout"),     # the corrected value of a decided poll timeout
+    ("kafka-4.0", "k4-sc09-consumer-protocol", "heartbeat_expiry"),
+])
+def test_a_removal_record_carries_what_it_cost(capture, group, cause):
+    outputs = _outputs(capture)
+    charged = {m: s for r in outputs[OutputKind.REBALANCE] if r["group"] == group
+               for m, s in (r["partition_seconds_by_departed_member"] or {}).items()}
+    removals = [r for r in outputs[OutputKind.REMOVAL] if r["group"] == group and r["cause"] == cause]
+    costly = [r for r in removals if r["partition_seconds_stopped"] is not None]
+    assert costly and all(r["partition_seconds_stopped"] == charged[r["member_id"]] for r in costly)
+    # a removal whose partitions nobody took over (the last member of the group) cost none
+    assert all(r["member_id"] not in charged for r in removals if r["partition_seconds_stopped"] is None)

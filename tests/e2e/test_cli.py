@@ -81,6 +81,9 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     summary = (folder / "demo.stdout").read_text()
     assert summary.startswith("DIAGNOSIS: 155 member removals in 56 groups")
     assert "EVENTS BY GROUP: 188 rebalances, 155 member removals in 56 groups" in summary
+    # what the rebalances cost (docs/impact.md), before the per-group listing
+    assert 0 < summary.index("\nCOST: the rebalances stopped ") < summary.index("\nEVENTS BY GROUP")
+    assert "100% of it from the removal of" in " ".join(summary.split())
     assert max(len(line) for line in summary.splitlines()) <= 100
     # the demo says where its full records and its report are, and they are there
     report = folder / "out" / "report.html"

@@ -168,3 +168,17 @@ def test_the_event_sink_folders_are_in_the_configuration_reference():
     row = next(line for line in (ROOT / "docs" / "configuration.md").read_text().splitlines()
                if line.startswith("| `events_dir`"))
     assert all(f"`{folder}/`" in row for folder in RECORD_FILES.values()), row
+
+
+def test_every_record_field_is_in_docs_output():
+    """Every field of the records the golden replays wrote (rebalances, removals, trigger decisions
+    with their impact corrections, group snapshots' top level) is named in docs/output.md."""
+    import json
+    text = (ROOT / "docs" / "output.md").read_text()
+    golden = ROOT / "tests" / "fixtures" / "golden"
+    missing = set()
+    for name in ("rebalances.jsonl", "member_removals.jsonl", "rebalance_triggers.jsonl"):
+        for capture in ("kafka-2.7", "kafka-4.0"):
+            for line in (golden / capture / name).read_text().splitlines():
+                missing |= {f"{name}: {key}" for key in json.loads(line) if f"`{key}`" not in text}
+    assert not missing, sorted(missing)

@@ -138,8 +138,8 @@ class MetricsSink:
         }
 
     def _impact_metrics(self, buckets: tuple[float, ...]) -> None:
-        """What the rebalances stopped (docs/impact.md): a counter per group and protocol, a
-        histogram of stop time per partition per cluster and protocol."""
+        """What the rebalances stopped (docs/impact.md): a counter per group, a histogram of stop
+        time per partition per cluster and protocol."""
         r = self.registry
         self.partition_seconds = Counter(
             f"{PREFIX}_partition_seconds_stopped_total",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from state.model import PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, GroupModel, Member, OpenRebalance
+from state.model import GroupModel, Member, OpenRebalance
 
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
@@ -32,6 +32,13 @@ COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 IMPACT_FIELDS = ("partitions_stopped", "partition_seconds_stopped", "partition_seconds_by_topic",
                  "partition_seconds_by_departed_member", "partition_stop_seconds", "partitions_unassigned",
                  "partitions_moved", "assignor", "impact_unknown_reason")
+
+
+# The fields a rebalance_trigger record corrects when a leave was decided a poll timeout after its
+# rebalance's record (poll_timeout_correction; state.outputs.apply_trigger_decisions applies them).
+CORRECTED_IMPACT_FIELDS = ("partition_seconds_stopped", "partition_seconds_by_topic",
+                           "partition_seconds_by_departed_member", "partition_stop_seconds")
+EMPTIED = "the group emptied: its partitions have no consumer until a member joins"
 
 
 # Not a record field: the stops each departed member's partitions ended in this rebalance,
@@ -61,6 +68,15 @@ def note_departure(o: OpenRebalance, member_id: str, known: Member | None, since
                                is not None else None]
 
 
+def cooperative_would_stop(r: dict[str, Any]) -> int | None:
+    """For a measured rebalance of an eager assignor that stopped more partitions than changed owner:
+    how many a cooperative assignor would have stopped (its `partitions_moved`); else None."""
+    stopped, moved = r.get("partitions_stopped"), r.get("partitions_moved")
+    if r.get("assignor") in EAGER_ASSIGNORS and stopped is not None and moved is not None and moved < stopped:
+        return int(moved)
+    return None
+
+
 def revocation(m: GroupModel) -> str | None:
     """"eager" or "cooperative" from the group's selected assignor; None when unknown."""
     if m.protocol_type not in (None, "consumer") or m.selected_protocol is None:
@@ -80,8 +96,6 @@ def classic_impact(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] 
                    previous_generation: int | None, outcome: str) -> dict[str, Any]:
     """The impact fields of a classic rebalance record; updates m.stopped_partitions. `previous`:
     the member list the new generation's GroupMetadata record replaced (None: not seen)."""
-    if o.protocol != PROTOCOL_CLASSIC:
-        return unknown(f"not measured for {o.protocol} groups yet")
     impact = _measure(m, o, previous, previous_generation, outcome)
     if impact["partitions_stopped"] is None:
         m.stopped_partitions = {}       # the chain of assignments is broken: older stops cannot end
@@ -93,10 +107,8 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
     if outcome == "empty":
         left = len(m.stopped_partitions) + sum(len(p or ()) for p in _owned(previous or {}, o).values())
         m.stopped_partitions = {}
-        return {**dict.fromkeys(IMPACT_FIELDS), "partitions_stopped": 0, "partition_seconds_stopped": 0.0,
-                "partition_seconds_by_topic": {}, "partition_seconds_by_departed_member": {},
-                "partition_stop_seconds": [], "partitions_unassigned": left, "partitions_moved": 0,
-                "impact_unknown_reason": "the group emptied: its partitions have no consumer until a member joins"}
+        return {**_fields(m, {}, {}, 0), "partitions_unassigned": left, "assignor": None,
+                "impact_unknown_reason": EMPTIED}
     if outcome != "stable":
         return unknown(f"the rebalance ended {outcome}, without an assignment")
     if o.completed_at_ms is None:
@@ -243,17 +255,14 @@ def note_consumer_departure(m: GroupModel, member_id: str, known: Member | None,
 def consumer_impact(m: GroupModel, outcome: str) -> dict[str, Any]:
     """The impact fields of a consumer group's rebalance record: the stops its members' records
     ended since the group's last rebalance record."""
-    if m.protocol != PROTOCOL_CONSUMER:
-        return unknown(f"not measured for {m.protocol} groups yet")
     if outcome not in ("stable", "empty"):
         return unknown(f"the rebalance ended {outcome}: its stops count in the next one that completes")
     ended = {p: seconds for p, (seconds, _) in m.ended_stops.items()}
     due_to = {p: cause for p, (_, cause) in m.ended_stops.items() if cause is not None}
     m.ended_stops = {}
     fields = _fields(m, ended, due_to, len(ended))
-    fields.pop(DEPARTED_STOPS)
     fields["assignor"] = None           # the server-side assignor is not in the records
     if outcome == "empty":
         m.stopped_partitions, m.stop_causes = {}, {}
-        fields["impact_unknown_reason"] = "the group emptied: its partitions have no consumer until a member joins"
+        fields["impact_unknown_reason"] = EMPTIED
     return fields

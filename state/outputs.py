@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from state.impact import unknown
+from state.impact import CORRECTED_IMPACT_FIELDS, unknown
 from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
 
 
@@ -160,11 +160,6 @@ def apply_trigger_decisions(rebalances: Iterable[dict[str, Any]], decisions: Ite
                                                   **corrected.get(_decision_key(r), {})))
     return out
 
-
-# The impact fields a rebalance_trigger record corrects when a leave was decided a poll timeout
-# (state/impact.poll_timeout_correction).
-CORRECTED_IMPACT_FIELDS = ("partition_seconds_stopped", "partition_seconds_by_topic",
-                           "partition_seconds_by_departed_member", "partition_stop_seconds")
 
 
 def in_progress_rebalance_record(snap: dict[str, Any]) -> dict[str, Any] | None:

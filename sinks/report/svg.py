@@ -9,6 +9,7 @@ from html import escape
 
 from sinks.report.data import GroupView, StormRules, fleet_bins, rebalance_start
 from state.diagnosis.rules import ROOT_CAUSES
+from state.impact import cooperative_would_stop
 from state.events import TRIGGERS
 
 TRIGGER_COLORS = dict(zip(TRIGGERS, (
@@ -167,8 +168,8 @@ def impact_line(r: dict) -> str:
         line += "; from removed members: " + ", ".join(f"{m} {s:,.3f}" for m, s in by_member.items())
     if r.get("partitions_unassigned"):
         line += f"; {r['partitions_unassigned']} partitions left without an owner"
-    moved = r.get("partitions_moved") or 0
-    if r.get("assignor") in ("range", "roundrobin", "sticky") and moved < r["partitions_stopped"]:
+    moved = cooperative_would_stop(r)
+    if moved is not None:
         line += f"; cooperative-sticky would have stopped {moved}"
     return line
 

@@ -13,8 +13,8 @@ from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.impact import (
-    DEPARTED_STOPS, classic_impact, consumer_impact, departure_ms, note_consumer_departure, note_departure,
-    poll_timeout_correction, unknown
+    CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, classic_impact, consumer_impact, departure_ms, note_consumer_departure,
+    note_departure, poll_timeout_correction, unknown
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
@@ -218,8 +218,7 @@ class MachineBase:
                 "started_at_ms": opened.started_at_ms, "protocol": opened.protocol, "outcome": outcome,
                 "trigger": opened.trigger, "trigger_member": opened.trigger_member,
                 # what a poll timeout would change in its impact (impact.poll_timeout_correction)
-                "impact": {k: impact[k] for k in ("partition_seconds_stopped", "partition_seconds_by_topic",
-                                                  "partition_seconds_by_departed_member", "partition_stop_seconds")},
+                "impact": {k: impact[k] for k in CORRECTED_IMPACT_FIELDS},
                 "member_stops": departed_stops.get(opened.trigger_member or "", [])})
         m.rebalances_total += 1
         if opened.generation is not None:
@@ -240,9 +239,10 @@ class MachineBase:
 
     def impact_of(self, opened: OpenRebalance, outcome: str) -> dict[str, Any]:
         """The rebalance record's impact fields (state/impact.py)."""
+        if opened.protocol == PROTOCOL_CONSUMER == self.m.protocol:
+            return consumer_impact(self.m, outcome)
         if opened.protocol != PROTOCOL_CLASSIC:
-            return consumer_impact(self.m, outcome) if opened.protocol == self.m.protocol \
-                else unknown(f"not measured for {opened.protocol} groups yet")
+            return unknown(f"not measured for {opened.protocol} groups yet")
         previous, previous_generation = None, None
         if self.replaced is not None and self.replaced[2] == opened.generation:
             previous, previous_generation = self.replaced[:2]

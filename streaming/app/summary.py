@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from state.impact import cooperative_would_stop
+
 WIDTH = 100
 ROOT_ORDER = ("process_crash", "process_pause", "slow_processing", "host_wide", "coordinator_wide", "unknown",
               "graceful_shutdown")
@@ -158,8 +160,9 @@ def cost_reason(r: dict, removals: dict[str, dict]) -> str | None:
             cause = f" ({removal['cause']})" if removal else ""
             how = _STOPPED_AT.get(removal["cause"] if removal else "", "its partitions stopped when it left")
             return f"{seconds / total:.0%} of it from the removal of {name}{cause}: {how}"
-    stopped, moved = r.get("partitions_stopped") or 0, r.get("partitions_moved")
-    if r.get("assignor") in ("range", "roundrobin", "sticky") and moved is not None and moved < stopped:
+    moved = cooperative_would_stop(r)
+    if moved is not None:
+        stopped = r["partitions_stopped"]
         return (f"{r['assignor']} (eager) stopped all {stopped} partitions for the whole rebalance; "
                 f"cooperative-sticky would have stopped {moved} of {stopped}")
     if r.get("waited_for_member"):

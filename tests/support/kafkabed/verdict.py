@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from state.impact import EAGER_ASSIGNORS
+
 from . import jars
 from .expect import TIME_TOLERANCE_MS, Expected, ExpRebalance
 from .monitor import group_total
@@ -231,8 +233,7 @@ def _check_impact(v: Verdict, exp: Expected, rem_pairs: list, rebalances: list) 
             continue
         # what the protocol predicts: an eager assignor stops every partition of the group, a
         # cooperative one only the killed member's
-        predicted = stop.group_partitions if record.get("assignor") in ("range", "roundrobin", "sticky") \
-            else len(stop.partitions)
+        predicted = stop.group_partitions if record.get("assignor") in EAGER_ASSIGNORS else len(stop.partitions)
         if record.get("partitions_stopped") != predicted:
             v.fail("impact", f"the rebalance after {stop.client_id}'s kill stopped {record.get('partitions_stopped')} "
                              f"partitions; {record.get('assignor')} predicts {predicted}")

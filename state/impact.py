@@ -62,6 +62,19 @@ def departure_ms(known: Member | None, cause: str, at_ms: int) -> int:
     return at_ms
 
 
+def consumer_departure_ms(known: Member | None, cause: str, at_ms: int, session_ms: int) -> int:
+    """When a removed consumer-protocol member's partitions stopped. A session fence counts from its
+    last heartbeat: the fence minus the session timeout (a classic member's own; else `session_ms`,
+    the brokers' group.consumer.session.timeout.ms, which the records do not carry), not before its
+    last current-assignment record, which the coordinator wrote when it heartbeated."""
+    if cause != "heartbeat_expiry" or known is None:
+        return departure_ms(known, cause, at_ms)
+    since = at_ms - (known.session_timeout_ms or session_ms)
+    if known.assignment_record_ms is not None:
+        since = max(since, known.assignment_record_ms)
+    return min(since, at_ms)
+
+
 def note_departure(o: OpenRebalance, member_id: str, known: Member | None, since_ms: int) -> None:
     """A member removed during (or just before) the rebalance: its partitions and their stop time."""
     o.departures[member_id] = [since_ms, list(known.partitions) if known is not None and known.partitions
@@ -113,6 +126,10 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
         return unknown(f"the rebalance ended {outcome}, without an assignment")
     if o.completed_at_ms is None:
         return unknown("no completion time")
+    if o.previous_generation == 0 and not m.stopped_partitions and m.members_generation != o.generation:
+        # a new group's first generation (Kafka 2.8+ logs its end before the offsets topic has
+        # its record, which a new group's monitor does not wait for): nobody consumed before it
+        return _fields(m, {}, {}, 0)
     if previous is None or m.members_generation != o.generation:
         return unknown("the new generation's GroupMetadata record (its assignment) was not seen by its end")
     mode = revocation(m)
@@ -165,20 +182,23 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
     return _fields(m, ended, due_to, moved)
 
 
-def _fields(m: GroupModel, ended: dict[str, float], due_to: dict[str, str], moved: int) -> dict[str, Any]:
-    """The impact fields of the stops a rebalance ended (`ended`: partition -> seconds)."""
+def _fields(m: GroupModel, ended: dict[str, float], due_to: dict[str, str], moved: int,
+            due_seconds: dict[str, float] | None = None) -> dict[str, Any]:
+    """The impact fields of the stops a rebalance ended (`ended`: partition -> seconds; of them, due
+    to the departed member `due_to[p]`: `due_seconds[p]`, else all)."""
+    due_seconds = due_seconds or {}
     by_topic: dict[str, float] = {}
     by_member: dict[str, float] = {}
     stops: dict[float, int] = {}
     for p, seconds in ended.items():
         by_topic[_topic(p)] = by_topic.get(_topic(p), 0.0) + seconds
         if p in due_to:
-            by_member[due_to[p]] = by_member.get(due_to[p], 0.0) + seconds
+            by_member[due_to[p]] = by_member.get(due_to[p], 0.0) + due_seconds.get(p, seconds)
         stops[round(seconds, 3)] = stops.get(round(seconds, 3), 0) + 1
     due: dict[str, list[list[Any]]] = {}
     for p, mid in due_to.items():
         if p in ended:
-            due.setdefault(mid, []).append([p, round(ended[p], 3)])
+            due.setdefault(mid, []).append([p, round(due_seconds.get(p, ended[p]), 3)])
     return {DEPARTED_STOPS: due,
             "partitions_stopped": len(ended), "partition_seconds_stopped": round(float(sum(ended.values())), 3),
             "partition_seconds_by_topic": {t: round(s, 3) for t, s in sorted(by_topic.items())},
@@ -240,8 +260,24 @@ def note_ownership(m: GroupModel, member: Member, owned: list[str], ts_ms: int) 
     for p in sorted(now - before):
         since = m.stopped_partitions.pop(p, None)
         if since is not None:
-            m.ended_stops[p] = [round(max(0, ts_ms - since) / 1000, 3), m.stop_causes.pop(p, None)]
+            _end_stop(m, p, round(max(0, ts_ms - since) / 1000, 3), m.stop_causes.pop(p, None))
     member.partitions = sorted(now)
+
+
+def _end_stop(m: GroupModel, p: str, seconds: float, cause: str | None) -> None:
+    """A stop of `p` ended: GroupModel.ended_stops[p] is [seconds, the departed member it is due to,
+    and, when the partition stopped more than once before the group's next rebalance record
+    (superseded epochs in between), the seconds due to that member]. A second departed member
+    of the same partition in that window is not split out: the first one is named."""
+    prev = m.ended_stops.get(p)
+    if prev is None:
+        m.ended_stops[p] = [seconds, cause]
+        return
+    owner = prev[1] if prev[1] is not None else cause
+    due = (prev[2] if len(prev) > 2 else prev[0]) if prev[1] is not None else 0.0
+    if cause is not None and cause == owner:
+        due += seconds
+    m.ended_stops[p] = [round(prev[0] + seconds, 3), owner, round(due, 3)]
 
 
 def note_consumer_departure(m: GroupModel, member_id: str, known: Member | None, since_ms: int) -> None:
@@ -257,10 +293,11 @@ def consumer_impact(m: GroupModel, outcome: str) -> dict[str, Any]:
     ended since the group's last rebalance record."""
     if outcome not in ("stable", "empty"):
         return unknown(f"the rebalance ended {outcome}: its stops count in the next one that completes")
-    ended = {p: seconds for p, (seconds, _) in m.ended_stops.items()}
-    due_to = {p: cause for p, (_, cause) in m.ended_stops.items() if cause is not None}
+    ended = {p: stop[0] for p, stop in m.ended_stops.items()}
+    due_to = {p: stop[1] for p, stop in m.ended_stops.items() if stop[1] is not None}
+    due_seconds = {p: stop[2] for p, stop in m.ended_stops.items() if len(stop) > 2}
     m.ended_stops = {}
-    fields = _fields(m, ended, due_to, len(ended))
+    fields = _fields(m, ended, due_to, len(ended), due_seconds)
     fields["assignor"] = None           # the server-side assignor is not in the records
     if outcome == "empty":
         m.stopped_partitions, m.stop_causes = {}, {}

@@ -78,6 +78,8 @@ class Member:
     member_epoch: int | None = None
     member_state: int | None = None
     has_assignment_record: bool = False
+    # Consumer protocol: when its last current-assignment record was written (it heartbeated then).
+    assignment_record_ms: int | None = None
     # Classic consumer protocol: assigned partitions ("topic:partition") from the GroupMetadata
     # record (None: not known). Commit evidence of the poll-timeout inference.
     partitions: list[str] | None = None
@@ -186,7 +188,8 @@ class GroupModel:
     stopped_partitions: dict[str, int] = field(default_factory=dict)
     # Consumer groups (KIP-848): who a stopped partition's stop is due to (a departed member), and
     # the stops member assignment records ended since the last rebalance record: "topic id:partition"
-    # -> [seconds, departed member or None] (state/impact.py).
+    # -> [seconds, departed member or None(, seconds due to it when the partition stopped twice)]
+    # (state/impact.py).
     stop_causes: dict[str, str] = field(default_factory=dict)
     ended_stops: dict[str, list[Any]] = field(default_factory=dict)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from state.outputs import OutputKind, upgrade_record
 from state.diagnosis.rules import (
-    DEFAULT_SETTINGS, KIP848_DEFAULT_SESSION_MS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
+    DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
 )
 
 INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coordinator_wide")
@@ -81,7 +81,7 @@ class Correlator:
     def _host_window(self, rec: dict[str, Any]) -> int:
         if self.s.host_wide_window_ms:
             return self.s.host_wide_window_ms
-        session = rec.get("session_timeout_ms") or KIP848_DEFAULT_SESSION_MS
+        session = rec.get("session_timeout_ms") or self.s.consumer_session_timeout_ms
         return min(session, MAX_SESSION_LOOKAROUND_MS)
 
     def _classify(self, rec: dict[str, Any], pool: _Pool) -> None:

@@ -42,18 +42,20 @@ class DiagnosisSettings:
     coordinator_wide_baseline_ms: int = 600_000
     # Rebalance-storm gauge: rebalances started within this much event time.
     storm_window_ms: int = 600_000
+    # The brokers' group.consumer.session.timeout.ms: a consumer-protocol (KIP-848) member's
+    # records carry no session timeout, so a session fence counts its partitions from this long
+    # before the fence (state/impact.py), and the host-wide window of such a removal is this long.
+    consumer_session_timeout_ms: int = 45_000
 
     def leave_window_ms(self, rebalance_timeout_ms: int | None) -> int:
         return max(rebalance_timeout_ms or 0, self.poll_rejoin_min_window_ms)
 
     def correlation_window_ms(self) -> int:
         """How far the cross-group rules look either side of a removal (upper bound)."""
-        return max(self.host_wide_window_ms or KIP848_DEFAULT_SESSION_MS, self.coordinator_wide_window_ms,
+        return max(self.host_wide_window_ms or self.consumer_session_timeout_ms, self.coordinator_wide_window_ms,
                    MAX_SESSION_LOOKAROUND_MS)
 
 
-# KIP-848 session timeout default (group.consumer.session.timeout.ms): members carry none.
-KIP848_DEFAULT_SESSION_MS = 45_000
 # Classic session timeouts up to this are used as host_wide windows; longer ones are capped
 # (the correlator must know how long to hold a removal).
 MAX_SESSION_LOOKAROUND_MS = 60_000

@@ -13,8 +13,8 @@ from state import events as E
 from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.impact import (
-    CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, classic_impact, consumer_impact, departure_ms, note_consumer_departure,
-    note_departure, poll_timeout_correction, unknown
+    CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, classic_impact, consumer_departure_ms, consumer_impact, departure_ms,
+    note_consumer_departure, note_departure, poll_timeout_correction, unknown
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
@@ -127,14 +127,17 @@ class MachineBase:
         if m.leader == member_id:
             m.leader = None
         if m.protocol == PROTOCOL_CONSUMER:
-            note_consumer_departure(m, member_id, known, departure_ms(known, cause, ev.ts_ms))
+            since = consumer_departure_ms(known, cause, ev.ts_ms, self.settings.consumer_session_timeout_ms)
+            note_consumer_departure(m, member_id, known, since)
+        else:
+            since = departure_ms(known, cause, ev.ts_ms)
         self.hold(self.removal(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text), known)
         m.removals_total += 1
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
             self.note_removal_in(m.open_rebalance, member_id, known, cause, ev.ts_ms)
         else:
             # [member id, time, cause, when its partitions stopped, its partitions] (impact.py)
-            m.unattached_removals.append([member_id, ev.ts_ms, cause, departure_ms(known, cause, ev.ts_ms),
+            m.unattached_removals.append([member_id, ev.ts_ms, cause, since,
                                           None if known is None else known.partitions])
 
     @staticmethod

@@ -260,8 +260,11 @@ class ModernHandlers(CommonHandlers):
                 note_consumer_departure(self.m, ev.member_id, gone, ev.ts_ms)
         else:
             self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
-            if self.m.protocol == PROTOCOL_CONSUMER and ev.data.get("owned") is not None:
-                note_ownership(self.m, self.m.members[ev.member_id], ev.data["owned"], ev.ts_ms)
+            if self.m.protocol == PROTOCOL_CONSUMER:
+                member = self.m.members[ev.member_id]
+                member.assignment_record_ms = ev.ts_ms
+                if ev.data.get("owned") is not None:
+                    note_ownership(self.m, member, ev.data["owned"], ev.ts_ms)
         self.check_convergence(ev)
 
     def on_member_assignment_state(self, ev: E.Event) -> None:

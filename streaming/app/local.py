@@ -7,6 +7,7 @@ records must equal these.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from state import events as E
@@ -14,6 +15,7 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.local import run_events
 from state.outputs import OutputKind
 from streaming.inputs import file_source_ids
+from streaming.logs.broker_config import consumer_session_timeout_ms
 from streaming.logs.merge import LogMergeCursor
 from streaming.logs.step import LogSourceSpec, parse_log_rows, unwrap_rows
 from streaming.offsets.reader import OffsetsRowReader, offsets_input_kind
@@ -52,8 +54,12 @@ def capture_events(logs: Sequence[Any], offsets: Sequence[Any]) -> list[E.Event]
 def run_local(logs: Sequence[Any], offsets: Sequence[Any],
               settings: DiagnosisSettings | None = None) -> dict[str, list[Any]]:
     """Records per output kind (and "quarantine": the quarantined input rows)."""
+    if settings is None:     # the defaults, with what the brokers' start-up lines say (as replay does)
+        found = consumer_session_timeout_ms([i.path for i in logs])
+        settings = (DEFAULT_SETTINGS if found is None
+                    else replace(DEFAULT_SETTINGS, consumer_session_timeout_ms=found[0]))
     event_rows = capture_rows(logs, offsets)
     events = [row_to_event(list(r)) for r in event_rows if r[EVENT_KIND] != QUARANTINE]
-    out: dict[str, list[Any]] = dict(run_events(events, settings or DEFAULT_SETTINGS))
+    out: dict[str, list[Any]] = dict(run_events(events, settings))
     out[QUARANTINE] = [r for r in event_rows if r[EVENT_KIND] == QUARANTINE]
     return out

@@ -62,6 +62,7 @@ def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], 
     """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`)."""
     if collector is None:
         collector = RunCollector(MetricsSink(settings.duration_buckets, **settings.metrics_sink_options()))
+    settings = settings.model_copy(update={"diagnosis": settings.diagnosis.with_broker_logs([i.path for i in logs])})
     collector.configure(settings.diagnosis.to_settings())
     options = settings.query_options()
     staging = tempfile.mkdtemp(prefix="rebalance-monitor-stage-")

@@ -27,6 +27,7 @@ from pydantic_settings.exceptions import SettingsError
 
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
 from state.diagnosis.rules import DiagnosisSettings
+from streaming.logs.broker_config import consumer_session_timeout_ms
 from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
 from streaming.logs.step import LogSourceSpec
 from streaming.logs.timeutil import zone
@@ -198,6 +199,17 @@ class DiagnosisConfig(BaseModel):
     coordinator_wide_background_factor: float = Field(default=_D.coordinator_wide_background_factor, ge=0)
     coordinator_wide_baseline_seconds: float = Field(default=_D.coordinator_wide_baseline_ms / 1000, gt=0)
     storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
+    consumer_session_timeout_seconds: float | None = Field(
+        default=None, gt=0, description="the brokers' group.consumer.session.timeout.ms; unset: what the broker "
+                                        f"logs say at start (replay), else {_D.consumer_session_timeout_ms / 1000:g}")
+
+    def with_broker_logs(self, paths: list[str]) -> DiagnosisConfig:
+        """The session timeout of consumer-protocol groups from the brokers' own start-up lines
+        when it was not given (streaming/logs/broker_config.py)."""
+        if self.consumer_session_timeout_seconds is not None:
+            return self
+        found = consumer_session_timeout_ms(paths)
+        return self if found is None else self.model_copy(update={"consumer_session_timeout_seconds": found[0] / 1000})
 
     def to_settings(self) -> DiagnosisSettings:
         return DiagnosisSettings(
@@ -209,7 +221,9 @@ class DiagnosisConfig(BaseModel):
             coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
             coordinator_wide_background_factor=self.coordinator_wide_background_factor,
             coordinator_wide_baseline_ms=int(self.coordinator_wide_baseline_seconds * 1000),
-            storm_window_ms=int(self.storm_window_seconds * 1000))
+            storm_window_ms=int(self.storm_window_seconds * 1000),
+            consumer_session_timeout_ms=(_D.consumer_session_timeout_ms if self.consumer_session_timeout_seconds is None
+                                         else int(self.consumer_session_timeout_seconds * 1000)))
 
 
 # ---------------------------------------------------------------------------- sources

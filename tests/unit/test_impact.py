@@ -2,6 +2,7 @@
 stopped, checked against the times and assignments of the capture's own records."""
 from __future__ import annotations
 
+import json
 from functools import cache
 
 import pytest
@@ -13,7 +14,7 @@ from state.machine import GroupStateMachine
 from state.model import GroupModel
 from state.outputs import OutputKind
 from streaming.app.local import capture_events, run_local
-from tests.support.capture_expectations import capture_inputs
+from tests.support.capture_expectations import FIXTURES, capture_inputs
 
 
 @cache
@@ -223,42 +224,99 @@ def test_a_leave_decided_a_poll_timeout_later_counts_from_the_last_poll():
                                   + decision["partition_seconds_added"])
 
 
+# The 4.0 capture's brokers: group.consumer.session.timeout.ms=10000, heartbeat interval 2000
+# (tests/fixtures/kafka-4.0/README.md); the monitor reads the first from the brokers' start-up lines.
+K40_SESSION_MS, K40_HEARTBEAT_MS = 10_000, 2_000
+
+
 def _consumer_gaps(capture: str, group: str) -> list[float]:
     """From the capture's own member assignment records (type 8): for every partition a member
     released (its record no longer lists it, or the member's record was deleted) and another
-    member's record later listed, the seconds between the two."""
+    member's record later listed, the seconds between the two. A member fenced for its session
+    released what it owned at its last heartbeat: the fence line minus the session timeout, not
+    before its last record."""
     owns: dict[str, set] = {}
+    last_record: dict[str, int] = {}
+    fenced: dict[str, int] = {}
     released: dict[str, int] = {}
     gaps = []
     for ev in sorted((e for e in capture_events(*capture_inputs(capture)) if e.group == group),
                      key=E.Event.sort_key):
+        if ev.kind == E.CONSUMER_MEMBER_FENCED and ev.data.get("fence_reason") == "session":
+            fenced[ev.member_id] = ev.ts_ms
         if ev.kind != E.CG_MEMBER_ASSIGNMENT:
             continue
         before = owns.get(ev.member_id, set())
         now = set() if ev.data.get("tombstone") else set(ev.data["owned"])
+        at = ev.ts_ms
+        if ev.data.get("tombstone") and ev.member_id in fenced:
+            at = max(fenced[ev.member_id] - K40_SESSION_MS, last_record[ev.member_id])
         for p in before - now:
-            released.setdefault(p, ev.ts_ms)
+            released.setdefault(p, at)
         for p in now - before:
             if p in released:
                 gaps.append((ev.ts_ms - released.pop(p)) / 1000)
         owns[ev.member_id] = now
+        last_record[ev.member_id] = ev.ts_ms
     return gaps
 
 
 @pytest.mark.parametrize("group", ["k4-sc09-consumer-protocol", "k4-sc10-consumer-00", "k4-sc10-consumer-03"])
 def test_kip848_stops_are_the_gaps_between_a_release_and_the_next_owner(group):
     """4.0 consumer groups: a partition stops when its owner's current assignment record no longer
-    lists it (revoked, or the member left or was fenced) and resumes when another member's record
-    lists it. The records' totals are those gaps, taken from the records here independently."""
+    lists it (revoked, or the member left), or at a fenced member's last heartbeat, and resumes when
+    another member's record lists it. The records' totals are those gaps, taken from the records
+    here independently."""
     records = [r for r in _outputs("kafka-4.0")[OutputKind.REBALANCE] if r["group"] == group]
     gaps = _consumer_gaps("kafka-4.0", group)
     measured = [r for r in records if r["partitions_stopped"] is not None]
     assert sum(r["partitions_stopped"] for r in measured) == len(gaps) > 0
-    # a fence line comes a few ms before the member's records are deleted: counted from the line
+    # a fence line comes a few ms before the member's records are deleted
     assert sum(r["partition_seconds_stopped"] for r in measured) == pytest.approx(sum(gaps), abs=0.05 * len(gaps))
     for r in records:
         if r["partitions_stopped"] is None:
             assert r["outcome"] == "superseded" and "next one that completes" in r["impact_unknown_reason"]
+
+
+def test_kip848_a_killed_members_partitions_count_from_the_kill_not_the_fence():
+    """Against the 4.0 capture's ground truth (its driver's kill -9 and SIGSTOP times): a consumer
+    member's partitions stop when the process dies, seconds before the broker fences it. The
+    monitor dates them back to its last heartbeat, the fence minus the session timeout it read
+    from the brokers' start-up lines: at most one heartbeat interval before the kill."""
+    truth = [json.loads(line) for line in (FIXTURES / "kafka-4.0" / "ground-truth.jsonl").read_text().splitlines()]
+    stopped_at = {e["client_id"]: e["ts_ms"] for e in truth if e["action"] in ("sigkill", "sigstop")}
+    outputs = _outputs("kafka-4.0")
+    checked = 0
+    for removal in outputs[OutputKind.REMOVAL]:
+        if removal["cause"] != "heartbeat_expiry" or removal["protocol"] != "consumer":
+            continue
+        killed = stopped_at[removal["client_id"]]
+        rebalance = next(r for r in outputs[OutputKind.REBALANCE]
+                         if removal["member_id"] in (r["partition_seconds_by_departed_member"] or {}))
+        assert list(rebalance["partition_seconds_by_departed_member"]) == [removal["member_id"]]
+        per_partition = rebalance["partition_seconds_stopped"] / rebalance["partitions_stopped"]
+        resumed = rebalance["completed_at_ms"]       # every owner had its partitions by then
+        since = resumed - per_partition * 1000       # when the monitor says they stopped
+        assert killed - K40_HEARTBEAT_MS <= since <= killed + 50, (removal["client_id"], killed, since)
+        assert removal["partition_seconds_stopped"] == rebalance["partition_seconds_stopped"]
+        checked += 1
+    assert checked == 4          # sc09's kill -9 and SIGSTOP, sc10-00's and sc10-01's kill -9
+
+
+def test_the_consumer_session_timeout_comes_from_the_brokers_start_up_lines_unless_it_is_set(tmp_path):
+    """The 4.0 brokers log group.consumer.session.timeout.ms = 10000 when they start; the 2.7 ones
+    have no such setting (the default applies); a value given in the settings wins."""
+    from streaming.app.settings import DiagnosisConfig
+    from streaming.logs.broker_config import consumer_session_timeout_ms
+    k40 = [i.path for i in capture_inputs("kafka-4.0")[0]]
+    assert consumer_session_timeout_ms(k40) == (10_000, k40[0])
+    assert consumer_session_timeout_ms([i.path for i in capture_inputs("kafka-2.7")[0]]) is None
+    (tmp_path / "empty.log").write_bytes(b"")
+    assert consumer_session_timeout_ms([str(tmp_path / "empty.log"), str(tmp_path / "missing.log")]) is None
+    assert DiagnosisConfig().with_broker_logs(k40).to_settings().consumer_session_timeout_ms == 10_000
+    assert DiagnosisConfig().to_settings().consumer_session_timeout_ms == 45_000
+    given = DiagnosisConfig(consumer_session_timeout_seconds=6)
+    assert given.with_broker_logs(k40).to_settings().consumer_session_timeout_ms == 6_000
 
 
 def test_kip848_a_join_stops_only_what_moves_to_the_new_member():
@@ -301,3 +359,43 @@ def test_a_removal_record_carries_what_it_cost(capture, group, cause):
     assert costly and all(r["partition_seconds_stopped"] == charged[r["member_id"]] for r in costly)
     # a removal whose partitions nobody took over (the last member of the group) cost none
     assert all(r["member_id"] not in charged for r in removals if r["partition_seconds_stopped"] is None)
+
+
+def test_a_partition_that_stops_twice_before_the_groups_next_record_counts_both_stops():
+    """The member assignment records of a real-Kafka bed run (4.4.0, kip848; times in ms from the
+    first): epochs 3 and 4 were superseded, so the record of epoch 5 carries their stops. Partition
+    3 moved from b to a (237 ms), then from a to j (111 ms): both stops count, once as a partition.
+    Then b is fenced (its session, 6 s, expired) and its 0 and 1 go to a and j."""
+    from state.impact import consumer_departure_ms, consumer_impact, note_consumer_departure, note_ownership
+    from state.model import Member
+    m = GroupModel("default", "g", protocol="consumer")
+    b, a, j = (m.members.setdefault(k, Member(k)) for k in "baj")
+    for member, owned, ts in [(b, "0123", 0), (b, "01", 1032), (a, "23", 1269), (a, "2", 2289), (j, "3", 2400)]:
+        note_ownership(m, member, [f"t:{p}" for p in owned], ts)
+        member.assignment_record_ms = ts
+    since = consumer_departure_ms(m.members.pop("b"), "heartbeat_expiry", 7033, session_ms=6000)
+    assert since == 1033                  # the fence minus the session, after its last record (1032)
+    note_consumer_departure(m, "b", b, since)
+    note_ownership(m, a, ["t:1", "t:2"], 7298)
+    note_ownership(m, j, ["t:0", "t:3"], 7496)
+    r = consumer_impact(m, "stable")
+    assert r["partitions_stopped"] == 4
+    assert r["partition_seconds_stopped"] == pytest.approx(0.237 * 2 + 0.111 + 6.265 + 6.463)
+    assert r["partition_seconds_by_departed_member"] == {"b": pytest.approx(6.265 + 6.463)}
+    assert sorted(n for _, n in r["partition_stop_seconds"]) == [1, 1, 1, 1]
+
+
+def test_a_new_groups_first_generation_stops_nothing_without_its_record():
+    """Kafka 2.8+ logs "Assignment received" before the offsets topic has the generation's record,
+    and the monitor of a group it has seen no offsets of yet does not wait for it (a real-Kafka bed
+    run of 2.8.2 ended the first generation so). Nobody consumed before a new group's first
+    generation: it stopped nothing, record or not. The next generation, whose previous assignment
+    is now unknown, says so."""
+    from state.local import run_events
+    group = "k4-sc02-staggered-three"
+    events = [e for e in capture_events(*capture_inputs("kafka-4.0")) if e.group == group
+              and not (e.kind == E.GROUP_METADATA and e.generation == 1)]
+    records = {r["generation"]: r for r in run_events(events)[OutputKind.REBALANCE]}
+    assert (records[1]["partitions_stopped"], records[1]["partition_seconds_stopped"]) == (0, 0.0)
+    assert records[1]["impact_unknown_reason"] is None
+    assert records[2]["impact_unknown_reason"] == "the assignment of generation 1 was not seen"

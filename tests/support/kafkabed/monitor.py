@@ -27,6 +27,7 @@ from state.outputs import apply_trigger_decisions
 
 from .checks import REPO, monitor_command
 from .procs import BedError, wait_for
+from .settings import KIP848_SETTINGS
 
 _RUNNING: dict = {}      # pid -> Popen of every monitor still running (killed at exit)
 
@@ -64,8 +65,15 @@ class MonitorSettings:
     diagnosis: dict = field(default_factory=dict)    # more [diagnosis] keys (seconds)
     shuffle_partitions: int | None = None             # None: the setting's default
 
+    def _diagnosis(self) -> dict:
+        # `run` reads brokers' lines from a topic, without their start-up settings: an operator
+        # whose brokers do not use Kafka's default group.consumer.session.timeout.ms says so.
+        return {"host_wide_min_removals": self.host_wide_min_removals,
+                "consumer_session_timeout_seconds": KIP848_SETTINGS["group.consumer.session.timeout.ms"] / 1000,
+                **self.diagnosis}
+
     def toml(self) -> str:
-        diag = {"host_wide_min_removals": self.host_wide_min_removals, **self.diagnosis}
+        diag = self._diagnosis()
         partitions = "" if self.shuffle_partitions is None else f"shuffle_partitions = {self.shuffle_partitions}\n"
         return (f"lateness_seconds = {self.lateness_s}\ntrigger_interval_seconds = {self.trigger_s}\n{partitions}"
                 f"dead_group_retention_seconds = {self.dead_group_retention_s}\n\n[diagnosis]\n"
@@ -75,7 +83,7 @@ class MonitorSettings:
         """The product's DiagnosisSettings for these keys (only to size waits)."""
         from state.diagnosis.rules import DiagnosisSettings
         kw = {}
-        for key, value in {"host_wide_min_removals": self.host_wide_min_removals, **self.diagnosis}.items():
+        for key, value in self._diagnosis().items():
             kw[key[:-len("_seconds")] + "_ms" if key.endswith("_seconds") else key] = (
                 int(value * 1000) if key.endswith("_seconds") else value)
         return DiagnosisSettings(**kw)

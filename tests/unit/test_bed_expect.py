@@ -16,7 +16,8 @@ import pytest
 
 from tests.support.capture_expectations import FIXTURES
 from tests.support.kafkabed.expect import (
-    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, expected_stops, group_lines
+    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, expected_stops, group_lines,
+    Ownership
 )
 from tests.support.kafkabed.verdict import judge
 
@@ -97,34 +98,106 @@ def test_a_killed_members_stop_is_judged_against_the_kill_and_the_survivors_assi
     assigned when the survivor's client said so; the monitor's share of the rebalance for that
     member's removal must be within the tolerance per partition."""
     timeline = [
-        {"action": "joined", "client_id": "g-a", "group": "g", "ts_ms": 1000, "partitions": ["t-0", "t-1"]},
-        {"action": "joined", "client_id": "g-b", "group": "g", "ts_ms": 1000, "partitions": ["t-2", "t-3"]},
+        _callback("a", 1000, "assigned", ["t-0", "t-1"]), _callback("b", 1000, "assigned", ["t-2", "t-3"]),
         {"action": "kill", "client_id": "g-a", "group": "g", "ts_ms": 10_000},
-        {"action": "reassigned", "client_id": "g-b", "group": "g", "ts_ms": 13_600,
-         "partitions": ["t-0", "t-1", "t-2", "t-3"]},
+        _callback("b", 13_100, "revoked", ["t-2", "t-3"]),
+        _callback("b", 13_600, "assigned", ["t-0", "t-1", "t-2", "t-3"]),
     ]
-    stops = expected_stops(timeline)
+    stops = expected_stops(timeline, Ownership(timeline).gaps)
     assert [(s.client_id, s.stopped_ms, s.partitions, s.reassigned_ms) for s in stops] == [
         ("g-a", 10_000, ["t-0", "t-1"], {"t-0": 13_600, "t-1": 13_600})]
     assert stops[0].group_partitions == 4
     exp = Expected("g", "classic", removals=[ExpRemoval("g-a", "heartbeat_expiry", "process_crash", "kill", 10_000)],
-                   removal_lines={"m-a": [13_000]}, stops=stops)
+                   removal_lines={"m-a": [13_000]}, stops=stops, gaps=Ownership(timeline).gaps)
     removal = {"group": "g", "client_id": "g-a", "member_id": "m-a", "removed_at_ms": 13_000, "protocol": "classic",
                "cause": "heartbeat_expiry", "root_cause": "process_crash"}
 
     def verdict(charged: float, stopped: int = 4):
         rebalance = {"group": "g", "partition_seconds_by_departed_member": {"m-a": charged}, "assignor": "range",
-                     "partitions_stopped": stopped}
+                     "partitions_stopped": stopped, "partition_seconds_stopped": charged + 2 * 0.5}
         return judge("4.4.0", "kill", exp, {"member_removals": [removal], "rebalances": [rebalance]}, {})
+
+    def killed_member(v):
+        return [f[1] for f in v.failures if f[0] == "impact" and "g-a" in f[1]]
     good = verdict(2 * 3.55)          # 3.6 s per partition in truth: 50 ms off each
     assert [f for f in good.failures if f[0] == "impact"] == [] and good.impact_checked == 1
     assert good.impact_error_s == 0.05
     bad = verdict(2 * 0.55)           # counted from the expiry: 3 s per partition missing
-    assert [f[0] for f in bad.failures if f[0] == "impact"] == ["impact"]
+    assert len(killed_member(bad)) == 1 and "g-a's 2 partitions" in killed_member(bad)[0]
     only_moved = verdict(2 * 3.55, stopped=2)   # range revokes all 4 partitions, not only the dead member's
-    assert [f[1] for f in only_moved.failures if f[0] == "impact"] == [
-        "the rebalance after g-a's kill stopped 2 partitions; range predicts 4"]
+    assert killed_member(only_moved) == ["the rebalance after g-a's kill stopped 2 partitions; range predicts 4"]
 
+
+def _callback(cid: str, ts_ms: int, callback: str, partitions: list) -> dict:
+    return {"action": "callback", "client_id": f"g-{cid}", "group": "g", "ts_ms": ts_ms, "callback": callback,
+            "partitions": partitions}
+
+
+def test_the_stops_are_what_the_members_callbacks_say():
+    """An eager client revokes all it owns and is given its whole assignment; a cooperative one names
+    only what changes. A stop runs from the owner's revocation (or its kill or leave) to the next
+    owner's assignment; a partition revoked and given back to the same member stopped too. The
+    timeline is sorted first (Runner.record_callbacks adds the callbacks at the end)."""
+    eager = [_callback("a", 1000, "assigned", ["t-0", "t-1"]),
+             {"action": "leave", "client_id": "g-b", "group": "g", "ts_ms": 4000},
+             _callback("a", 2000, "revoked", ["t-0", "t-1"]),
+             _callback("a", 2500, "assigned", ["t-0"]), _callback("b", 2500, "assigned", ["t-1"]),
+             _callback("b", 4100, "revoked", ["t-1"]), _callback("a", 4100, "revoked", ["t-0"]),
+             _callback("a", 4600, "assigned", ["t-0", "t-1"])]
+    got = [(g.partition, g.stopped_ms, g.resumed_ms, g.owner, g.how) for g in Ownership(eager).gaps]
+    assert got == [("t-0", 2000, 2500, "g-a", "revoked"), ("t-1", 2000, 2500, "g-a", "revoked"),
+                   ("t-0", 4100, 4600, "g-a", "revoked"), ("t-1", 4000, 4600, "g-b", "leave")]
+    cooperative = [_callback("a", 1000, "assigned", ["t-0", "t-1"]), _callback("b", 3000, "assigned", []),
+                   _callback("a", 3000, "revoked", ["t-1"]), _callback("b", 3400, "assigned", ["t-1"]),
+                   {"action": "kill", "client_id": "g-b", "group": "g", "ts_ms": 5000},
+                   _callback("a", 8000, "assigned", ["t-1"])]
+    got = [(g.partition, g.stopped_ms, g.resumed_ms, g.how) for g in Ownership(cooperative).gaps]
+    assert got == [("t-1", 3000, 3400, "revoked"), ("t-1", 5000, 8000, "kill")]
+    assert Ownership(cooperative, until_ms=5000).consumed() == {"t-0", "t-1"}
+
+
+def test_the_monitors_stops_are_judged_against_the_callbacks():
+    """join_leave/kill/cooperative/kip848: the records' stopped partitions in all are the stops the
+    callbacks show, their partition-seconds within the tolerance per partition; a stable rebalance
+    the monitor did not measure fails."""
+    timeline = [_callback("a", 1000, "assigned", ["t-0", "t-1"]), _callback("a", 3000, "revoked", ["t-1"]),
+                _callback("b", 4000, "assigned", ["t-1"])]
+    exp = Expected("g", "classic", gaps=Ownership(timeline).gaps)
+
+    def impact(*records):
+        return [f[1] for f in judge("4.4.0", "cooperative", exp, {"rebalances": list(records)}, {}).failures
+                if f[0] == "impact"]
+    join = {"generation": 2, "outcome": "stable", "partitions_stopped": 0, "partition_seconds_stopped": 0.0}
+    assert impact(join, {"generation": 3, "outcome": "stable", "partitions_stopped": 1,
+                         "partition_seconds_stopped": 1.2}) == []
+    assert impact(join, {"generation": 3, "outcome": "stable", "partitions_stopped": 2,
+                         "partition_seconds_stopped": 2.0}) == [
+        "the rebalance records stopped 2 partitions in all; the members' callbacks show 1 (1 stops: revoked)"]
+    assert impact(join, {"generation": 3, "outcome": "stable", "partitions_stopped": 1,
+                         "partition_seconds_stopped": 3.0}) == [
+        "the rebalance records count 3.000 partition-seconds stopped, the members' callbacks 1.000 (1 stops)"]
+    assert impact({**join, "partitions_stopped": None, "trigger": "member_join",
+                   "impact_unknown_reason": "no record"}, {"generation": 3, "outcome": "stable",
+                                                         "partitions_stopped": 1, "partition_seconds_stopped": 1.0}) == [
+        "rebalance of generation 2 (member_join) not measured: no record"]
+
+
+def test_a_partition_that_stopped_twice_counts_once_per_record():
+    """A KIP-848 record carries the stops of the superseded epochs before it: a partition that
+    moved twice in its window is one partition of it (with both stops' seconds); in two records'
+    windows, one of each."""
+    timeline = [_callback("a", 1000, "assigned", ["t-0"]), _callback("a", 2000, "revoked", ["t-0"]),
+                _callback("b", 2200, "assigned", ["t-0"]), _callback("b", 3000, "revoked", ["t-0"]),
+                _callback("c", 3100, "assigned", ["t-0"])]
+    exp = Expected("g", "consumer", gaps=Ownership(timeline).gaps)
+
+    def found(*ends):
+        records = [{"generation": n, "outcome": "stable", "completed_at_ms": end, "partitions_stopped": 1,
+                    "partition_seconds_stopped": 0.3 / len(ends)} for n, end in enumerate(ends)]
+        v = judge("4.4.0", "kip848", exp, {"rebalances": records}, {})
+        return v.stops_expected, [f[1] for f in v.failures if f[0] == "impact"]
+    assert found(3050) == (1, [])                  # one record for both: the partition once
+    assert found(2150, 3050)[0] == 2               # a record after each: twice
 
 # A CI run's consumer group (Kafka 4.4.0, scenario kip848): b is killed and fenced when its
 # session expires; the fence's epoch bump was logged 10 ms after the fence, in the millisecond the

@@ -127,10 +127,21 @@ class ExpRemoval:
 
 
 @dataclass
+class ExpGap:
+    """A partition nobody consumed for a while, as the bed saw it: from when its owner stopped
+    consuming it (its client revoked or lost it, or the bed killed it or told it to leave) to when
+    a member's client next got it. The ground truth of a rebalance's cost (docs/impact.md)."""
+    partition: str
+    stopped_ms: int
+    resumed_ms: int
+    owner: str                        # the bed's client id of the member that stopped
+    how: str                          # revoked | lost | kill | leave
+
+
+@dataclass
 class ExpStop:
-    """A killed classic member's partitions: the bed knows when they stopped being consumed (the
-    kill) and when each was assigned again (the survivor's client said so: its `reassigned` entry).
-    The ground truth of the impact of the rebalance that reassigned them (docs/impact.md)."""
+    """A killed member's partitions: when they stopped being consumed (the kill) and when each was
+    assigned again (a survivor's client said so). The ground truth of what its removal cost."""
     client_id: str                    # as the broker knows it
     stopped_ms: int
     partitions: list
@@ -149,6 +160,7 @@ class Expected:
     removal_lines: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     stops: list = field(default_factory=list)     # ExpStop: killed members' partitions
+    gaps: list = field(default_factory=list)      # ExpGap: every partition's stops that ended
 
 
 # Rebalances a client starts by itself, not because of anything the bed did: the broker's
@@ -450,27 +462,58 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
     return out
 
 
-def expected_stops(timeline: list) -> list[ExpStop]:
-    """Classic members killed (not static: a static member's partitions wait for it) while they
-    owned partitions, and when the survivors' clients got each of those partitions."""
-    owned: dict[str, list] = {}
+# Bed actions after which a member consumes nothing more (a pause or a stalled poll loop may
+# resume and keep its partitions: not judged here).
+ENDS_CONSUMING = ("kill", "leave")
+
+
+class Ownership:
+    """Who consumes which partition, from the members' own callbacks (Runner.record_callbacks) and
+    the bed's kills and leaves. An eager client revokes everything it owns and is given its whole
+    new assignment; a cooperative or KIP-848 client names only what it loses or gains."""
+
+    def __init__(self, timeline: list, until_ms: int | None = None):
+        self.owned: dict[str, set] = {}
+        self.stopped: dict[str, tuple] = {}
+        self.gaps: list[ExpGap] = []          # every stop that ended
+        for e in sorted(timeline, key=lambda e: e["ts_ms"]):
+            if until_ms is not None and e["ts_ms"] >= until_ms:
+                break
+            if e.get("client_id") is not None:
+                self._apply(e, self.owned.setdefault(e["client_id"], set()))
+
+    def _apply(self, e: dict, mine: set) -> None:
+        if e["action"] == "callback" and e["callback"] == "assigned":
+            for p in e["partitions"]:
+                if p in self.stopped:
+                    at, owner, how = self.stopped.pop(p)
+                    self.gaps.append(ExpGap(p, at, e["ts_ms"], owner, how))
+                mine.add(p)
+        elif e["action"] == "callback":
+            for p in set(e["partitions"]) & mine:
+                self.stopped.setdefault(p, (e["ts_ms"], e["client_id"], e["callback"]))
+            mine -= set(e["partitions"])
+        elif e["action"] in ENDS_CONSUMING:
+            for p in sorted(mine):
+                self.stopped.setdefault(p, (e["ts_ms"], e["client_id"], e["action"]))
+            mine.clear()
+
+    def consumed(self) -> set:
+        return set().union(*self.owned.values())
+
+
+def expected_stops(timeline: list, gaps: list[ExpGap]) -> list[ExpStop]:
+    """Members killed (not static: a static member's partitions wait for it) while they owned
+    partitions, and when the survivors' clients got each of those partitions."""
     out: list[ExpStop] = []
-    for k, e in enumerate(timeline):
-        cid = e.get("client_id")
-        if cid is None:
+    for e in timeline:
+        if e["action"] != "kill" or _static(e):
             continue
-        if e["action"] in ("joined", "reassigned"):
-            owned[cid] = list(e.get("partitions") or [])
-        elif e["action"] == "kill" and owned.get(cid) and not _static(e):
-            back: dict[str, int] = {}
-            for later in timeline[k + 1:]:
-                if later["action"] == "reassigned" and later.get("client_id") != cid:
-                    for p in later.get("partitions") or []:
-                        if p in owned[cid]:
-                            back.setdefault(p, later["ts_ms"])
-            out.append(ExpStop(broker_client_id(e), e["ts_ms"], owned[cid], back,
-                               len({p for parts in owned.values() for p in parts})))
-            owned[cid] = []
+        mine = [g for g in gaps if g.owner == e["client_id"] and g.how == "kill" and g.stopped_ms == e["ts_ms"]]
+        if mine:
+            out.append(ExpStop(broker_client_id(e), e["ts_ms"], sorted(g.partition for g in mine),
+                               {g.partition: g.resumed_ms for g in mine},
+                               len(Ownership(timeline, until_ms=e["ts_ms"]).consumed())))
     return out
 
 
@@ -519,8 +562,8 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
     exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline),
                                      _clients_of(EXPIRED_MEMBER, lines, timeline))
     exp.dead = any(e["action"] in ("delete_group", "offsets_expired") for e in timeline)
-    if protocol == "classic":
-        exp.stops = expected_stops(timeline)
+    exp.gaps = Ownership(timeline).gaps
+    exp.stops = expected_stops(timeline, exp.gaps)
     if jars.parse_version(version) < (3, 2):
         exp.notes.append("no KIP-800 client reasons (3.2+): poll timeouts are inferred from the rejoin")
     return exp

@@ -228,14 +228,15 @@ def table(version: str, verdicts: list, info: dict) -> str:
             + (f"; {info['error']}" if info.get("error") else ""))
     rows = [head, "",
             "| scenario | rebalances exp/found | removals exp/found | triggers right | causes right | "
-            "line→/metrics s (rebalance, max) | line→/metrics s (removal, max) | stop error s/partition | passed |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "line→/metrics s (rebalance, max) | line→/metrics s (removal, max) | stops exp/found | "
+            "stop error s/partition | passed |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for v in verdicts:
         passed = {"PASS": "yes", "KNOWN": "no (known)", "SKIP": "skip"}.get(v.status, "**no**")
         rows.append(f"| {v.scenario} | {_cell(v.rebalances_expected, v.rebalances_found)} | "
                     f"{_cell(v.removals_expected, v.removals_found)} | {_cell(v.triggers_right, v.rebalances_expected)} | "
                     f"{_cell(v.causes_right, v.removals_expected)} | {_secs(v.rebalance_latency_s, v.monitor_down)} | "
-                    f"{_secs(v.removal_latency_s, v.monitor_down)} | "
+                    f"{_secs(v.removal_latency_s, v.monitor_down)} | {_cell(v.stops_expected, v.stops_found)} | "
                     f"{'-' if v.impact_error_s is None else v.impact_error_s} | {passed} |")
     notes = []
     for v in verdicts:

@@ -110,10 +110,11 @@ class Member:
     def mark(self) -> int:
         return len(self.events)
 
-    def wait_event(self, name: str, timeout: float, since: int = 0) -> dict:
+    def wait_event(self, name: str, timeout: float, since: int = 0, where=None) -> dict:
+        """The first `name` event after `since` (for which `where(event)` holds, when given)."""
         def found():
             for ev in self.events[since:]:
-                if ev.get("event") == name:
+                if ev.get("event") == name and (where is None or where(ev)):
                     return ev
             if ev_err := next((e for e in self.events[since:] if e.get("event") == "error"), None):
                 raise BedError(f"member {self.spec.client_id} reported: {ev_err.get('error')}")
@@ -125,6 +126,17 @@ class Member:
                                f"{self.proc.popen.returncode} before '{name}': {self.proc.tail(800)}")
         return wait_for(found, timeout, f"member {self.spec.client_id} ({self.spec.library}, group "
                         f"{self.spec.group}) to print '{name}'", alive=alive)
+
+    def owned(self) -> set:
+        """What the client owns now, by its callbacks (eager clients name their whole assignment,
+        cooperative and KIP-848 ones what changes)."""
+        owned: set = set()
+        for ev in list(self.events):
+            if ev.get("event") == "assigned":
+                owned |= set(ev.get("partitions") or [])
+            elif ev.get("event") in ("revoked", "lost"):
+                owned -= set(ev.get("partitions") or [])
+        return owned
 
     def stop_polling(self) -> None:
         self.stop_file.touch()

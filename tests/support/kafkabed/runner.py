@@ -110,6 +110,28 @@ class Runner:
             ev = m.wait_event("assigned", timeout, k)
             self.record("reassigned", member=m, ts_ms=ev["ts_ms"], partitions=ev.get("partitions"))
 
+    def wait_given(self, m: Member, since: int, timeout: float = 60.0) -> dict:
+        """The member's client was given partitions after its mark: a cooperative client's first
+        assignment after a join can be empty (what it gets waits for the follow-up rebalance)."""
+        ev = m.wait_event("assigned", timeout, since, where=lambda e: bool(e.get("partitions")))
+        self.record("reassigned", member=m, ts_ms=ev["ts_ms"], partitions=ev.get("partitions"))
+        return ev
+
+    def wait_taken_over(self, partitions: set, survivors: list[Member], marks: list[int],
+                        timeout: float = 60.0) -> None:
+        """Every one of `partitions` (what a killed or leaving member owned: `Member.owned` before
+        it went) was given to one of `survivors` after its mark (a cooperative or KIP-848
+        assignor may give nothing new to some of them)."""
+        def taken() -> bool:
+            given = {p for m, k in zip(survivors, marks) for ev in list(m.events)[k:]
+                     if ev.get("event") == "assigned" for p in ev.get("partitions") or []}
+            return partitions <= given
+        wait_for(taken, timeout, f"the others to take over partitions {sorted(partitions)}")
+        for m, k in zip(survivors, marks):
+            ev = next((e for e in list(m.events)[k:] if e.get("event") == "assigned" and e.get("partitions")), None)
+            if ev is not None:
+                self.record("reassigned", member=m, ts_ms=ev["ts_ms"], partitions=ev.get("partitions"))
+
     def kill(self, m: Member) -> None:
         self.record("kill", member=m, signal="SIGKILL")
         m.kill()
@@ -209,7 +231,8 @@ class Runner:
 
     # ------------------------------------------------------------------ teardown
     def close(self) -> None:
-        """Stops producers and every member still alive (SIGCONT first, then SIGKILL)."""
+        """Stops producers and every member still alive (SIGCONT first, then SIGKILL); then adds
+        every member's assignment callbacks to the timeline (`record_callbacks`)."""
         for p in self.producers:
             p.stop()
         for m in self.members:
@@ -218,7 +241,19 @@ class Runner:
                 m.kill()
             else:
                 m.proc.close_files()
+        self.record_callbacks()
         self._file.close()
+
+    def record_callbacks(self) -> None:
+        """What each member's client said it was given or had taken away, when (its rebalance
+        listener; cooperative and KIP-848 clients name only what changed): the ground truth of
+        who consumed which partition (expect.ownership_gaps). Added at the end, so the timeline
+        is in time order only once sorted."""
+        for m in self.members:
+            for ev in list(m.events):
+                if ev.get("event") in ("assigned", "revoked", "lost"):
+                    self.record("callback", member=m, ts_ms=ev["ts_ms"], callback=ev["event"],
+                                partitions=ev.get("partitions") or [])
 
     def __enter__(self) -> Runner:
         return self

@@ -108,6 +108,27 @@ def join_leave(r: Runner, ctx: Ctx) -> None:
     r.wait_log(EMPTY.replace("{g}", re.escape(ctx.group)), 30)
 
 
+COOPERATIVE = {"partition.assignment.strategy": "cooperative-sticky"}
+
+
+def cooperative(r: Runner, ctx: Ctx) -> None:
+    """A cooperative-sticky group (KIP-429): a join moves only what the new member gets (revoked in
+    one rebalance, assigned in the follow-up); a killed member's partitions go to the others
+    while they keep theirs; a leaving member's go to the last one."""
+    def spec(cid: str) -> MemberSpec:
+        return _spec(ctx, cid, library="confluent", session_timeout_ms=3000, extra=COOPERATIVE)
+    a, b = _start_all(r, [spec("a"), spec("b")])
+    c = r.start(spec("c"), wait=False)
+    r.wait_given(c, 0)
+    marks = [b.mark(), c.mark()]
+    r.kill(a)
+    r.wait_taken_over(a.owned(), [b, c], marks)
+    mark, owned = c.mark(), b.owned()
+    r.leave(b)
+    r.wait_taken_over(owned, [c], [mark])
+    r.leave(c)
+
+
 def kill(r: Runner, ctx: Ctx) -> None:
     ms = _start_all(r, [_spec(ctx, c, session_timeout_ms=3000) for c in "abc"])
     marks = [m.mark() for m in ms[1:]]
@@ -208,9 +229,12 @@ def kip848(r: Runner, ctx: Ctx) -> None:
         specs.append(_spec(ctx, "j", library="java", protocol="consumer"))
     ms = _start_all(r, specs)
     since = r.shipper.mark()
+    survivors = [ms[0]] + ms[2:]
+    marks = [m.mark() for m in survivors]
     r.kill(ms[1])                                 # fenced when its session (6 s) expires
     r.wait_log(C_FENCED.replace("{g}", re.escape(ctx.group)), 30, since)
-    for m in [ms[0]] + ms[2:]:
+    r.wait_taken_over(ms[1].owned(), survivors, marks)    # what its partitions cost ends there
+    for m in survivors:
         r.leave(m)
 
 
@@ -245,6 +269,8 @@ SCENARIOS = [
     Scenario("join_leave", join_leave, lambda c: _classic(c, Expect("left", LEFT, 2, "member_left"),
                                                           Expect("empty", EMPTY, 1, "group_empty")), quick=True),
     Scenario("kill", kill, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed")), quick=True),
+    Scenario("cooperative", cooperative, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed")),
+             quick=True, partitions=6),
     Scenario("pause", pause, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
     Scenario("poll_timeout", poll_timeout, lambda c: _classic(c, Expect("left", LEFT, 1, "member_left"))),
     Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),

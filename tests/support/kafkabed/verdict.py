@@ -58,6 +58,8 @@ class Verdict:
     monitor_down: bool = False                    # the monitor was restarting within latency_span
     impact_checked: int = 0                       # killed members' stops checked against the bed
     impact_error_s: float | None = None           # the largest difference per partition
+    stops_expected: int | None = None             # partitions the members' callbacks show stopped
+    stops_found: int | None = None                # ... and the monitor's records
 
     @property
     def passed(self) -> bool:
@@ -207,6 +209,8 @@ def judge(version: str, scenario: str, exp: Expected, sink: dict, samples: dict,
         v.fail("quarantine", f"{q.get('reason')}: {(q.get('raw') or q.get('detail') or '')[:160]}")
     _check_metrics(v, exp, reb_pairs, rem_pairs, samples)
     _check_impact(v, exp, rem_pairs, sink.get("rebalances", []))
+    if scenario in IMPACT_SCENARIOS:
+        _check_stops(v, exp, sink.get("rebalances", []))
     _latencies(v, exp, reb_pairs, rem_pairs, watch)
     return v.settle(known_for(version, scenario))
 
@@ -232,9 +236,10 @@ def _check_impact(v: Verdict, exp: Expected, rem_pairs: list, rebalances: list) 
             v.fail("impact", f"no rebalance record counts the stop of {stop.client_id}'s partitions")
             continue
         # what the protocol predicts: an eager assignor stops every partition of the group, a
-        # cooperative one only the killed member's
+        # cooperative one only the killed member's (a KIP-848 record, assignor null, may also carry
+        # the stops of the superseded epochs before it: _check_stops judges those)
         predicted = stop.group_partitions if record.get("assignor") in EAGER_ASSIGNORS else len(stop.partitions)
-        if record.get("partitions_stopped") != predicted:
+        if record.get("assignor") is not None and record.get("partitions_stopped") != predicted:
             v.fail("impact", f"the rebalance after {stop.client_id}'s kill stopped {record.get('partitions_stopped')} "
                              f"partitions; {record.get('assignor')} predicts {predicted}")
         truth = sum(t - stop.stopped_ms for t in stop.reassigned_ms.values()) / 1000
@@ -244,3 +249,46 @@ def _check_impact(v: Verdict, exp: Expected, rem_pairs: list, rebalances: list) 
         if abs(got - truth) > IMPACT_TOLERANCE_S * len(stop.partitions):
             v.fail("impact", f"{stop.client_id}'s {len(stop.partitions)} partitions: the monitor counts "
                              f"{got:.3f} partition-seconds, the bed {truth:.3f} (kill to the survivors' assignment)")
+
+
+# Scenarios whose every stop the bed knows: members only join, leave and die (a paused or stalled
+# member may keep its partitions and consume again without a callback; a static member's wait for
+# its return is no rebalance's cost).
+IMPACT_SCENARIOS = frozenset({"join_leave", "kill", "cooperative", "kip848"})
+# A client hears of its new partitions after the broker completed the rebalance (classic: the
+# SyncGroup response; KIP-848: the heartbeat response after its assignment record).
+RESUME_SLACK_MS = 500
+
+
+def _check_stops(v: Verdict, exp: Expected, rebalances: list) -> None:
+    """docs/impact.md against the bed's ground truth, over the whole scenario: the partitions the
+    monitor's rebalance records say stopped are the stops the members' own callbacks show (an eager
+    rebalance stops every partition, a cooperative or KIP-848 one only those that move), and their
+    partition-seconds are the bed's, within IMPACT_TOLERANCE_S per partition."""
+    unmeasured = [r for r in rebalances if r.get("partitions_stopped") is None
+                  and r.get("outcome") == "stable"]
+    for r in unmeasured:
+        v.fail("impact", f"rebalance of generation {r.get('generation')} ({r.get('trigger')}) not measured: "
+                         f"{r.get('impact_unknown_reason')}")
+    stopped = sum(r.get("partitions_stopped") or 0 for r in rebalances)
+    seconds = sum(r.get("partition_seconds_stopped") or 0 for r in rebalances)
+    truth = sum(g.resumed_ms - g.stopped_ms for g in exp.gaps) / 1000
+    # A record counts a partition once, however often it stopped since the group's previous record
+    # (a KIP-848 record also carries the stops of the superseded epochs before it): the partitions
+    # whose stops ended in each record's window, from the previous measured completion on.
+    ends = sorted(r["completed_at_ms"] for r in rebalances
+                  if r.get("partitions_stopped") is not None and r.get("completed_at_ms") is not None)
+    windows: dict[int, set] = {}
+    for g in exp.gaps:
+        k = next((n for n, end in enumerate(ends) if g.resumed_ms <= end + RESUME_SLACK_MS), len(ends))
+        windows.setdefault(k, set()).add(g.partition)
+    expected = sum(len(parts) for parts in windows.values())
+    v.stops_expected, v.stops_found = expected, stopped
+    if stopped != expected:
+        v.fail("impact", f"the rebalance records stopped {stopped} partitions in all; the members' callbacks show "
+                         f"{expected} ({len(exp.gaps)} stops: {', '.join(sorted({g.how for g in exp.gaps})) or 'none'})")
+    elif exp.gaps:
+        v.impact_error_s = max(v.impact_error_s or 0.0, round(abs(seconds - truth) / len(exp.gaps), 3))
+        if abs(seconds - truth) > IMPACT_TOLERANCE_S * len(exp.gaps):
+            v.fail("impact", f"the rebalance records count {seconds:.3f} partition-seconds stopped, the members' "
+                             f"callbacks {truth:.3f} ({len(exp.gaps)} stops)")

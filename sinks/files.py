@@ -135,14 +135,22 @@ class GroupStateFile:
         return doc
 
     def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
-             correlator: dict | None = None) -> None:
+             correlator: dict | None = None, timeouts: dict[str, int] | None = None) -> None:
         """`correlator`: the driver's pending cross-group state (state/diagnosis/correlate.py), saved in the
-        same atomic write so a restart neither loses nor repeats held removal records."""
+        same atomic write so a restart neither loses nor repeats held removal records; `timeouts`:
+        the state keys' event-time timeouts, which plan the quiet sources' markers after a restart."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump({VERSION_KEY: STATE_FILE_VERSION, "batch_id": batch_id, "groups": list(snapshots.values()),
-                       "correlator": correlator}, handle, separators=(",", ":"), sort_keys=True)
+                       "correlator": correlator, "timeouts": timeouts or {}}, handle, separators=(",", ":"),
+                      sort_keys=True)
         os.replace(tmp, self.path)
+
+    def load_timeouts(self) -> dict[str, int]:
+        """The state keys' timeouts saved with the last batch (empty when absent: older files)."""
+        doc = self._read()
+        timeouts = None if doc is None else doc.get("timeouts")
+        return {str(k): int(v) for k, v in timeouts.items()} if isinstance(timeouts, dict) else {}
 
     def load_extra(self) -> dict | None:
         """The correlator state saved with the last batch (None when absent)."""

@@ -52,6 +52,10 @@ class Correlator:
         self.recent = [upgrade_record(OutputKind.REMOVAL, r) for r in state.get("recent") or []]
         self.clock_ms = state.get("clock_ms")
 
+    def next_deadline_ms(self) -> int | None:
+        """The event time the watermark must pass for the next held record to be decided."""
+        return min(r["removed_at_ms"] for r in self.pending) + self.hold_ms if self.pending else None
+
     # --- flow ---------------------------------------------------------------------------------
     def add(self, records: Iterable[dict[str, Any]]) -> None:
         self.pending.extend(records)

@@ -24,6 +24,7 @@ from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_progress_rebalance_record
 from streaming.app.source_offsets import source_offset
+from streaming.spark.sources.markers import due_ms, write_plan
 from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
 
 # A log source whose lines are this far from the offsets records of the same actions is reported
@@ -107,6 +108,12 @@ class RunCollector:
     # re-run batch at or below it neither feeds it again nor rewrites the event sink.
     correlated_through: int = -1
     gate: StopGate = field(default_factory=StopGate)
+    # The event-time timeout of every state key (the CLOCK rows: "cluster\tkey" -> ms), saved with
+    # the state file; with the correlator's next deadline they say when a quiet live source's
+    # next marker is due, which the collector writes to `marker_plan` (sources/markers.py).
+    timeouts: dict[str, int] = field(default_factory=dict)
+    marker_plan: str | None = None
+    lateness_ms: int = 0
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -180,14 +187,33 @@ class RunCollector:
             for record in by_kind.get(kind, []):
                 self.handle(kind, record)
         self.metrics.groups.set_correlating(self.correlator.pending)
+        self.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
         if self.state_file is not None:
-            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state())
+            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state(), self.timeouts)
+        self.plan_markers()
         self.correlated_through = max(self.correlated_through, batch_id)
         self.warn_silent_sources()
         self.metrics.health.batches.inc()
         self.last_batch_id = batch_id
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
+
+    def note_timeouts(self, clocks: list[dict[str, Any]]) -> None:
+        """Each called state key's timeout after its call (CLOCK rows)."""
+        for clock in clocks:
+            if clock.get("key") is None:
+                continue
+            key = f"{clock.get('cluster')}\t{clock['key']}"
+            if clock.get("timeout_ms") is None:
+                self.timeouts.pop(key, None)
+            else:
+                self.timeouts[key] = int(clock["timeout_ms"])
+
+    def plan_markers(self) -> None:
+        """When the quiet live sources' next marker is due (sources/markers.py)."""
+        if self.marker_plan is not None:
+            write_plan(self.marker_plan, due_ms(self.timeouts.values(), self.correlator.next_deadline_ms(),
+                                                self.lateness_ms))
 
     def configure(self, diagnosis: DiagnosisSettings) -> RunCollector:
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
@@ -202,6 +228,7 @@ class RunCollector:
         if self.state_file is not None:
             last, snapshots = self.state_file.load()
             self.correlator.load_state(self.state_file.load_extra())
+            self.timeouts = self.state_file.load_timeouts()
             self.metrics.groups.set_correlating(self.correlator.pending)
             self.correlated_through = last
             for snap in snapshots:

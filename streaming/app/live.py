@@ -10,8 +10,11 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -154,6 +157,14 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
     server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     kafka = settings.kafka
+    # The quiet sources' marker plan (sources/markers.py): a file on the driver's host, where the
+    # sources plan their offsets; not in the checkpoint, which may be remote.
+    plans = tempfile.mkdtemp(prefix="rebalance-monitor-markers-")
+    if kafka.idle_markers and kafka.idle_tick_max_seconds:
+        collector.marker_plan = os.path.join(plans, "plan.json")
+        collector.lateness_ms = int(settings.lateness_seconds * 1000)
+        collector.plan_markers()
+    read = dataclasses.replace(kafka.read(), marker_plan=collector.marker_plan)
     try:
         if kafka.source != "spark":
             # kafka-python reads (python) or may read (auto): check with it before Spark starts.
@@ -188,7 +199,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         backoff = 1.0
         while not stop.is_set():
             try:
-                outputs = live_query(spark, options, kafka.read(), settings.log_spec(), source)
+                outputs = live_query(spark, options, read, settings.log_spec(), source)
                 query = (outputs.writeStream
                          .foreachBatch(collector.foreach_batch)
                          .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
@@ -213,3 +224,4 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         return 0
     finally:
         server.shutdown()
+        shutil.rmtree(plans, ignore_errors=True)

@@ -116,6 +116,7 @@ class OffsetsInput(BaseModel):
 # kafka.idle_tick_seconds: a quiet cluster's micro-batches come this often, not every trigger
 # (docs/benchmarks.md, "Quiet cluster").
 IDLE_TICK_SECONDS = 5.0
+IDLE_TICK_MAX_SECONDS = 60.0
 
 
 class KafkaSettings(BaseModel):
@@ -148,6 +149,10 @@ class KafkaSettings(BaseModel):
     # a batch every this many seconds, not every trigger). Held records wait up to this much longer
     # on a quiet cluster; the live view does not wait for markers. 0: a marker every trigger.
     idle_tick_seconds: float = Field(default=IDLE_TICK_SECONDS, ge=0)
+    # ... and only when something waits for the watermark (a group's held events or deadline, a
+    # removal the driver holds: streaming/spark/sources/markers.py); with nothing waiting, a quiet
+    # source adds one this often (it bounds rebalance_monitor_watermark_delay_seconds). 0: every slot.
+    idle_tick_max_seconds: float = Field(default=IDLE_TICK_MAX_SECONDS, ge=0)
 
     @field_validator("client_secret_files")
     @classmethod
@@ -178,7 +183,7 @@ class KafkaSettings(BaseModel):
     def read(self) -> KafkaRead:
         return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
                          self.starting_offsets, self.max_rows_per_batch, self.idle_flush, self.idle_tick_seconds,
-                         self.client_config(), dict(self.spark_options))
+                         self.idle_tick_max_seconds, None, self.client_config(), dict(self.spark_options))
 
 
 _D = DIAGNOSIS_DEFAULTS

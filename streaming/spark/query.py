@@ -65,6 +65,8 @@ class KafkaRead:
     max_rows_per_batch: int | None = None
     idle_flush: bool = True
     idle_tick_seconds: float = 0.0      # markers of a source without new records: at most this often
+    idle_tick_max_seconds: float = 0.0  # ... and with a plan, when nothing is due, this often (sources/markers.py)
+    marker_plan: str | None = None      # the driver's plan file (sources/markers.py; None: a marker per slot)
     client_config: dict[str, Any] = field(default_factory=dict)   # kafka-python settings
     spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
 
@@ -150,8 +152,8 @@ def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], k
         reader = reader.option(key, value)
     raw = connector_rows_to_raw(reader.load(), kind)
     if kafka.idle_flush and not kafka.max_rows_per_batch:   # sources/clock.py says why not with a cap
-        raw = raw.unionByName(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind)
-                              .option("idleTickMs", str(int(kafka.idle_tick_seconds * 1000))).load())
+        raw = raw.unionByName(_marker_options(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind),
+                                              kafka).load())
     return raw
 
 
@@ -170,15 +172,22 @@ def connector_rows_to_raw(raw: DataFrame, kind: str) -> DataFrame:
 
 
 def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], kind: str) -> DataFrame:
-    return (spark.readStream.format(KAFKA_SOURCE_NAME)
-            .option("bootstrapServers", kafka.bootstrap_servers).option("topics", ",".join(topics))
-            .option("kind", kind).option("startingOffsets", kafka.starting_offsets)
-            .option("clientConfig", json.dumps(kafka.client_config))
-            .option("maxRowsPerBatch", str(kafka.max_rows_per_batch or ""))
-            # One read task per core: more only adds per-task cost (sources/kafka.py).
-            .option("readTasks", str(spark.sparkContext.defaultParallelism))
-            .option("idleFlush", "true" if kafka.idle_flush else "false")
-            .option("idleTickMs", str(int(kafka.idle_tick_seconds * 1000))).load())
+    reader = (spark.readStream.format(KAFKA_SOURCE_NAME)
+              .option("bootstrapServers", kafka.bootstrap_servers).option("topics", ",".join(topics))
+              .option("kind", kind).option("startingOffsets", kafka.starting_offsets)
+              .option("clientConfig", json.dumps(kafka.client_config))
+              .option("maxRowsPerBatch", str(kafka.max_rows_per_batch or ""))
+              # One read task per core: more only adds per-task cost (sources/kafka.py).
+              .option("readTasks", str(spark.sparkContext.defaultParallelism))
+              .option("idleFlush", "true" if kafka.idle_flush else "false"))
+    return _marker_options(reader, kafka).load()
+
+
+def _marker_options(reader: Any, kafka: KafkaRead) -> Any:
+    """When a caught-up source adds a marker (sources/markers.py)."""
+    reader = (reader.option("idleTickMs", str(int(kafka.idle_tick_seconds * 1000)))
+              .option("maxIdleMs", str(int(kafka.idle_tick_max_seconds * 1000))))
+    return reader.option("markerPlan", kafka.marker_plan) if kafka.marker_plan else reader
 
 
 def live_query(spark: SparkSession, o: QueryOptions, kafka: KafkaRead, spec: LogSourceSpec, source: str) -> DataFrame:

@@ -61,11 +61,15 @@ def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) ->
     return not any(re.search(p, group) for p in deny)
 
 
-def _clock_row(cluster: str, watermark: int, turns: int, folds: int = 0) -> tuple:
+def _clock_row(cluster: str, watermark: int, turns: int, folds: int = 0, key: str | None = None,
+               timeout: int | None = None) -> tuple:
     """Every call reports the batch watermark: the driver's cross-group correlator
     (state/diagnosis/correlate.py) learns event-time progress from it. With it, how many groups
-    took a state-machine turn and how many only folded commits (the health counters)."""
-    record = {"watermark_ms": watermark, "turns": turns, "folds": folds}
+    took a state-machine turn and how many only folded commits (the health counters), and the
+    state key's event-time timeout after the call (null: none), from which the driver plans the
+    quiet sources' markers (sources/markers.py)."""
+    record = {"watermark_ms": watermark, "turns": turns, "folds": folds, "cluster": cluster, "key": key,
+              "timeout_ms": timeout}
     return (str(OutputKind.CLOCK), cluster, None, watermark, _dump(record))
 
 
@@ -198,7 +202,6 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         _pass_through(cluster, group, incoming, out)
         yield _frame(out)
         return
-    out[0] = _clock_row(cluster, watermark, 1)
     stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
                                   diagnosis, live_view, out)
     if stored is None:
@@ -207,6 +210,7 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         state.update(stored[:2])
         if timeout is not None:
             state.setTimeoutTimestamp(timeout)
+    out[0] = _clock_row(cluster, watermark, 1, key=group, timeout=timeout if stored is not None else None)
     yield _frame(out)
 
 
@@ -251,6 +255,7 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         turns += 1
         _keep(bucket, group, _step_group(cluster, group, [], _stored(entry), watermark,
                                          diagnosis, live_view, out, _digest(entry), True))
+    earliest = None
     if not bucket:
         state.remove()
     else:
@@ -258,7 +263,7 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         earliest = bucket.earliest_timeout()
         if earliest is not None:
             state.setTimeoutTimestamp(earliest)
-    out.insert(0, _clock_row(cluster, watermark, turns, folds))
+    out.insert(0, _clock_row(cluster, watermark, turns, folds, key=str(key[1]), timeout=earliest))
     yield _frame(out)
 
 

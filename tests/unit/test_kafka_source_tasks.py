@@ -190,3 +190,51 @@ def test_the_connectors_clock_ticks_at_most_once_per_idle_tick(monkeypatch):
     now[0] += 0.5
     assert reader.latestOffset(first, None) == {"tick": 5_002_000}  # the next slot, as the topics' sources
     assert clock_source.ClockStreamReader("offsets").latestOffset(first, None) == {"tick": 5_002_000}
+
+
+def test_with_the_drivers_plan_a_quiet_source_ticks_only_when_a_deadline_is_due(reader, monkeypatch, tmp_path):
+    """sources/markers.py: with a plan, a caught-up source without new records adds a marker only
+    once the plan's time has come (then one per slot, until the plan moves), or when its last
+    marker is `maxIdleMs` old; new records still move the offset at once."""
+    from kafka import TopicPartition
+
+    from streaming.spark.sources.markers import write_plan
+    tp = TopicPartition("logs", 0)
+    monkeypatch.setattr(reader, "_bounds", lambda: ({tp: 0}, {tp: 10}))
+    clock = [1_000.0]
+    monkeypatch.setattr(source.time, "time", lambda: clock[0])
+    reader.idle_tick_ms, reader.max_idle_ms, reader.marker_plan = 2_000, 60_000, str(tmp_path / "plan.json")
+    limit = reader.getDefaultReadLimit()
+    first = reader.latestOffset({"source": "broker_log", "topics": {"logs": {"0": 0}}, "tick": None, "gap": 0,
+                                 "error": None}, limit)
+    assert first["tick"] == 1_000_000                     # no plan yet: a marker per slot
+    write_plan(reader.marker_plan, None)                  # nothing waits
+    clock[0] += 30
+    assert reader.latestOffset(first, limit) is first     # 1_030_000: a new slot, nothing due
+    write_plan(reader.marker_plan, 1_040_000)             # a deadline fires with a marker from then on
+    clock[0] += 9.9
+    assert reader.latestOffset(first, limit) is first
+    clock[0] += 0.1
+    due = reader.latestOffset(first, limit)
+    assert due["tick"] == 1_040_000
+    clock[0] += 1
+    assert reader.latestOffset(due, limit) is due         # one per slot
+    clock[0] += 1
+    last = reader.latestOffset(due, limit)
+    assert last["tick"] == 1_042_000
+    write_plan(reader.marker_plan, None)
+    clock[0] += 59.9
+    assert reader.latestOffset(last, limit) is last       # 1_101_900: 59.9 s after the last marker
+    clock[0] += 0.1
+    assert reader.latestOffset(last, limit)["tick"] == 1_102_000  # maxIdleMs
+
+
+def test_the_plan_is_the_earliest_deadline_plus_the_lateness():
+    """A timeout at event time T fires once the watermark (newest event time - lateness) is above
+    it: a marker at wall-clock T + lateness + 1. The correlator's held removals count; timeouts of
+    a replay's end of input do not."""
+    from streaming.spark.sources.markers import FAR_FUTURE_MS, due_ms
+    assert due_ms([5_000, 3_000, None], None, 10_000) == 13_001
+    assert due_ms([5_000], 2_000, 10_000) == 12_001
+    assert due_ms([FAR_FUTURE_MS + 1], None, 10_000) is None
+    assert due_ms([], None, 10_000) is None

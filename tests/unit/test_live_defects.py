@@ -164,3 +164,51 @@ def test_diagnosis_limits_give_the_real_delay_of_removal_records():
     assert f"{hold_s} s" in limits                  # the correlator's hold
     assert "300 s" in limits                        # the default max.poll.interval.ms
     assert "group_pending_removals" in limits       # where the removal is seen meanwhile
+
+
+class _Frame:
+    """A foreachBatch frame of output rows (kind, record)."""
+
+    def __init__(self, rows: list[tuple[str, dict]]):
+        self.rows = rows
+
+    def select(self, *columns):
+        return self
+
+    def toArrow(self):
+        import json
+
+        import pyarrow as pa
+        return pa.table({"kind": pa.array([k for k, _ in self.rows], pa.string()),
+                         "record_json": pa.array([json.dumps(r) for _, r in self.rows], pa.string())})
+
+
+def test_the_quiet_sources_marker_plan_follows_the_state_timeouts_and_held_removals(tmp_path):
+    """The driver keeps every state key's timeout from the CLOCK rows (a key called without a
+    timeout drops it) and the correlator's next decision, writes the earliest plus the lateness as
+    the sources' marker plan (sources/markers.py), and saves the timeouts with the state file so a
+    restarted monitor plans the same."""
+    from sinks.files import GroupStateFile
+    from streaming.spark.sources.markers import read_plan
+
+    def clock(key, timeout, watermark=1_000):
+        return ("clock", {"watermark_ms": watermark, "turns": 1, "folds": 0, "cluster": "c", "key": key,
+                          "timeout_ms": timeout})
+    state = GroupStateFile(str(tmp_path / "groups.json"))
+    collector = RunCollector(MetricsSink([1.0]), keep_records=False, state_file=state,
+                             marker_plan=str(tmp_path / "plan.json"), lateness_ms=10_000)
+    collector.foreach_batch(_Frame([clock("7", 50_000), clock("9", 20_000)]), 0)
+    assert read_plan(collector.marker_plan) == {"due_ms": 30_001}
+    collector.foreach_batch(_Frame([clock("9", None)]), 1)        # bucket 9 has nothing left waiting
+    assert read_plan(collector.marker_plan) == {"due_ms": 60_001}
+    removal = {"cluster": "c", "group": "g", "member_id": "m", "removed_at_ms": 2_000, "cause": "heartbeat_expiry",
+               "root_cause": "process_crash", "client_host": "/10.0.0.1", "protocol": "classic"}
+    collector.foreach_batch(_Frame([("removal", removal), clock("7", 500_000)]), 2)
+    assert read_plan(collector.marker_plan) == {"due_ms": 2_000 + collector.correlator.hold_ms + 10_001}
+    restarted = RunCollector(MetricsSink([1.0]), keep_records=False, state_file=state)
+    restarted.restore()
+    assert restarted.timeouts == {"c\t7": 500_000}
+    collector.foreach_batch(_Frame([clock("7", None)]), 3)
+    collector.correlator.pending.clear()
+    collector.plan_markers()
+    assert read_plan(collector.marker_plan) == {"due_ms": None}

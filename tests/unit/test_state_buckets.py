@@ -283,3 +283,21 @@ def test_a_bucket_decodes_only_the_groups_a_call_touches():
     assert again.split("\n")[1] == text.split("\n")[1]     # "a..." as it was stored
     assert bucket_groups(again) == {"a\tb\nc": groups["a\tb\nc"], "c": ["m3", "[]", 9, {}]}
     assert not Bucket.load("v3\n") and Bucket.load(again)
+
+
+@pytest.mark.parametrize("buckets", [0, 4])
+def test_every_call_reports_the_timeout_its_key_keeps(buckets):
+    """The CLOCK row of every call names its state key and the event-time timeout the key keeps
+    after the call (null: none, or the key's state is gone): the driver plans the quiet sources'
+    markers from them (sources/markers.py). After every batch of the 2.7 capture, the last
+    report of each key is the timeout Spark holds for it."""
+    events = sorted(capture_events(*capture_inputs("kafka-2.7")), key=lambda e: e.sort_key())
+    driver = StatefulDriver(2_000, buckets=buckets) if buckets else StatefulDriver(2_000)
+    reported: dict = {}
+    for batch in _batches(events, 700):
+        for kind, record in driver.batch(batch):
+            if kind == OutputKind.CLOCK and record["key"] is not None:
+                reported[record["key"]] = record["timeout_ms"]
+        held = {str(key[1]): state.timeout_ms if state.exists else None for key, state in driver.states.items()}
+        assert {k: v for k, v in reported.items() if v is not None} == {k: v for k, v in held.items() if v is not None}
+    assert any(v is not None for v in reported.values())

@@ -18,15 +18,17 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
-from streaming.spark.sources.kafka import TickPartition, idle_tick_due, tick_row
+from streaming.spark.sources.kafka import TickPartition, tick_row
+from streaming.spark.sources.markers import marker_due, read_plan
 from streaming.spark.worker_gc import freeze_worker_heap
 
 CLOCK_SOURCE_NAME = "rebalance_clock"
 
 
 class ClockStreamReader(DataSourceStreamReader):
-    def __init__(self, kind: str, idle_tick_ms: int = 0):
+    def __init__(self, kind: str, idle_tick_ms: int = 0, max_idle_ms: int = 0, marker_plan: str | None = None):
         self.kind, self.idle_tick_ms = kind, idle_tick_ms
+        self.max_idle_ms, self.marker_plan = max_idle_ms, marker_plan
 
     def initialOffset(self) -> dict:
         return {"tick": None}
@@ -35,11 +37,11 @@ class ClockStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        # One marker per wall-clock slot of idle_tick_ms (kafka.idle_tick_seconds; kafka.py
+        # One marker per wall-clock slot of idle_tick_ms when a deadline waits (markers.py; kafka.py
         # idle_tick_held): the connector's own rows start their micro-batches whenever records
         # arrive; the marker only moves a quiet topic's watermark.
         now = int(time.time() * 1000)
-        if not idle_tick_due(start.get("tick"), now, self.idle_tick_ms):
+        if not marker_due(start.get("tick"), now, self.idle_tick_ms, read_plan(self.marker_plan), self.max_idle_ms):
             return start
         return {"tick": now}
 
@@ -58,7 +60,7 @@ class ClockStreamReader(DataSourceStreamReader):
 
 class ClockSource(DataSource):
     """options: kind (broker_log|offsets): the raw schema of the markers; idleTickMs: at most one
-    marker per this many ms (0: one per micro-batch)."""
+    marker per this many ms (0: one per micro-batch); markerPlan, maxIdleMs: markers.py."""
 
     @classmethod
     def name(cls) -> str:
@@ -68,4 +70,5 @@ class ClockSource(DataSource):
         return RAW_OFFSETS_SCHEMA if self.options.get("kind") == SOURCE_KIND_OFFSETS else RAW_LOG_SCHEMA
 
     def streamReader(self, schema) -> DataSourceStreamReader:
-        return ClockStreamReader(self.options.get("kind", SOURCE_KIND_LOG), int(self.options.get("idleTickMs") or 0))
+        return ClockStreamReader(self.options.get("kind", SOURCE_KIND_LOG), int(self.options.get("idleTickMs") or 0),
+                                 int(self.options.get("maxIdleMs") or 0), self.options.get("markerPlan") or None)

@@ -41,6 +41,7 @@ from streaming.rows import RAW_LOG_ARROW_SCHEMA, RAW_OFFSETS_ARROW_SCHEMA
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.base import arrow_batches
 from streaming.spark.sources.kafka_login import KafkaLoginFailed, probe_login
+from streaming.spark.sources.markers import marker_due, read_plan
 from streaming.spark.worker_gc import freeze_worker_heap
 
 KAFKA_SOURCE_NAME = "rebalance_kafka"
@@ -65,20 +66,17 @@ def _consumer(options: Mapping[str, str], **extra: Any) -> Any:
     return KafkaConsumer(**config)
 
 
-def idle_tick_held(start: dict, topics: dict, now_ms: int, idle_tick_ms: int) -> bool:
-    """Is a new caught-up marker not due yet: no new records since `start` (same positions) and its
-    marker still in the current slot of `idle_tick_ms` of wall-clock time? Then the source returns
-    `start` as its latest offset, and Spark, seeing no new data, runs no micro-batch for it
-    (kafka.idle_tick_seconds). Slots, not the marker's age: every source of the query (the log
-    topic, the offsets topic, the connector's clock) sees a slot end at the same trigger, so a
-    quiet cluster gets one micro-batch per slot, not one per source."""
-    return bool(idle_tick_ms) and not idle_tick_due(start.get("tick"), now_ms, idle_tick_ms) \
+def idle_tick_held(start: dict, topics: dict, now_ms: int, idle_tick_ms: int, plan: dict | None = None,
+                   max_idle_ms: int = 0) -> bool:
+    """Is a new caught-up marker not due yet: no new records since `start` (same positions) and no
+    marker due (markers.marker_due: one per wall-clock slot of `idle_tick_ms`, and with the driver's
+    plan only when a deadline waits for it)? Then the source returns `start` as its latest offset,
+    and Spark, seeing no new data, runs no micro-batch for it (kafka.idle_tick_seconds). Slots, not
+    the marker's age: every source of the query (the log topic, the offsets topic, the connector's
+    clock) sees a slot end at the same trigger, so a quiet cluster gets one micro-batch per slot,
+    not one per source."""
+    return bool(idle_tick_ms) and not marker_due(start.get("tick"), now_ms, idle_tick_ms, plan, max_idle_ms) \
         and topics == (start.get("topics") or {})
-
-
-def idle_tick_due(last_tick: Any, now_ms: int, idle_tick_ms: int) -> bool:
-    """A new marker is due: none yet, or the wall-clock slot of `idle_tick_ms` changed since it."""
-    return last_tick is None or not idle_tick_ms or now_ms // idle_tick_ms != int(last_tick) // idle_tick_ms
 
 
 def tick_row(kind: str, ts_ms: int) -> tuple:
@@ -152,6 +150,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_rows = int(options["maxRowsPerBatch"]) if options.get("maxRowsPerBatch") else None
         self.idle_flush = options.get("idleFlush", "true") == "true"
         self.idle_tick_ms = int(options.get("idleTickMs") or 0)
+        self.max_idle_ms = int(options.get("maxIdleMs") or 0)
+        self.marker_plan = options.get("markerPlan") or None
         self.read_tasks = max(1, int(options.get("readTasks") or 2))
         self._consumer = None
         self._backoff = 0.0
@@ -237,9 +237,9 @@ class KafkaStreamReader(DataSourceStreamReader):
             topics[topic][key] += take
             caught_up &= take == waiting
         tick = int(time.time() * 1000) if caught_up and self.idle_flush else None
-        if tick is not None and idle_tick_held(start, topics, tick, self.idle_tick_ms) and gap == start.get("gap") \
-                and start.get("error") is None:
-            return start    # nothing new and the last marker is recent: no micro-batch for this source
+        if tick is not None and gap == start.get("gap") and start.get("error") is None and idle_tick_held(
+                start, topics, tick, self.idle_tick_ms, read_plan(self.marker_plan), self.max_idle_ms):
+            return start    # nothing new and no marker due: no micro-batch for this source
         return {"source": self.kind, "topics": topics, "tick": tick, "gap": gap, "error": None}
 
     def partitions(self, start: dict, end: dict) -> list:

@@ -26,6 +26,11 @@ from streaming.quarantine import Quarantined
 END_OF_INPUT_TS_MS = E.END_OF_INPUT_TS_MS
 # The watermark after it is 2099-12-31 minus the lateness (Spark's progress reports print it).
 END_OF_INPUT_WATERMARK_YEAR = "2099"
+# A group whose last applied events were offset commits only gets no snapshot for them (commits
+# change no gauge); it is called once more, with this timeout, when a replay's end-of-input marker
+# moves the watermark to END_OF_INPUT_TS_MS, so the final snapshot (groups.jsonl) has its commit
+# counters. A live watermark never gets there: such a timeout is no live deadline.
+FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
 QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)
 STATS_GROUP = "\u0000stats"             # state key of the offsets decoder's decode-health rows
 LOG_STATS_GROUP = "\u0000log-stats"     # state key of the log parse step's per-source counts

@@ -31,7 +31,7 @@ from state.live import live_snapshot
 from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
-    END_OF_INPUT_TS_MS, EVENT_DATA, EVENT_KIND, EVENT_TS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
+    EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
     PACKED_DATA, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_rows_of, packed_fields, row_to_event,
     unpack_event_rows
 )
@@ -96,11 +96,6 @@ def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list
         out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
 
 
-# A group whose last applied events were offset commits only gets no snapshot for them (commits
-# change no gauge); it is called once more, with this timeout, when a replay's end-of-input marker
-# moves the watermark to END_OF_INPUT_TS_MS, so the final snapshot (groups.jsonl) has its commit
-# counters. A live watermark never gets there.
-FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
 _COMMIT_KINDS = frozenset({E.OFFSET_COMMIT, E.OFFSET_COMMITS})
 
 

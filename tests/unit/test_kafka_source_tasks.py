@@ -233,8 +233,9 @@ def test_the_plan_is_the_earliest_deadline_plus_the_lateness():
     """A timeout at event time T fires once the watermark (newest event time - lateness) is above
     it: a marker at wall-clock T + lateness + 1. The correlator's held removals count; timeouts of
     a replay's end of input do not."""
-    from streaming.spark.sources.markers import FAR_FUTURE_MS, due_ms
+    from streaming.rows import FINAL_SNAPSHOT_TS_MS
+    from streaming.spark.sources.markers import due_ms
     assert due_ms([5_000, 3_000, None], None, 10_000) == 13_001
     assert due_ms([5_000], 2_000, 10_000) == 12_001
-    assert due_ms([FAR_FUTURE_MS + 1], None, 10_000) is None
+    assert due_ms([FINAL_SNAPSHOT_TS_MS], None, 10_000) is None
     assert due_ms([], None, 10_000) is None

@@ -10,8 +10,8 @@ import pandas as pd
 
 from state import events as E
 from state.outputs import OutputKind
-from streaming.rows import EVENT_COLUMNS, STATE_INPUT_COLUMNS, event_row, pack_event_row
-from streaming.spark.stateful import FINAL_SNAPSHOT_TS_MS, _rows, process_group
+from streaming.rows import EVENT_COLUMNS, FINAL_SNAPSHOT_TS_MS, STATE_INPUT_COLUMNS, event_row, pack_event_row
+from streaming.spark.stateful import _rows, process_group
 
 
 class FakeState:

@@ -23,8 +23,8 @@ import json
 import os
 from typing import Any
 
-# A timeout at or past this is the replay's end of input (stateful.FINAL_SNAPSHOT_TS_MS), not a deadline.
-FAR_FUTURE_MS = 4_070_908_800_000     # 2099-01-01
+from streaming.rows import FINAL_SNAPSHOT_TS_MS
+
 
 
 def read_plan(path: str | None) -> dict[str, Any] | None:
@@ -51,7 +51,7 @@ def due_ms(timeouts: Any, correlator_deadline_ms: int | None, lateness_ms: int) 
     """The wall-clock time from which a marker (at wall-clock event time) fires the earliest
     deadline: the watermark is the newest event time minus the lateness, and a timeout fires when
     the watermark is above it. None: nothing waits."""
-    deadlines = [t for t in timeouts if t is not None and t < FAR_FUTURE_MS]
+    deadlines = [t for t in timeouts if t is not None and t < FINAL_SNAPSHOT_TS_MS]   # the replay's end: none
     if correlator_deadline_ms is not None:
         deadlines.append(correlator_deadline_ms)
     return min(deadlines) + lateness_ms + 1 if deadlines else None

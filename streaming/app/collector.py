@@ -114,6 +114,7 @@ class RunCollector:
     timeouts: dict[str, int] = field(default_factory=dict)
     marker_plan: str | None = None
     lateness_ms: int = 0
+    planned: tuple[int | None] | None = None     # the plan last written (none yet: None)
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -211,9 +212,12 @@ class RunCollector:
 
     def plan_markers(self) -> None:
         """When the quiet live sources' next marker is due (sources/markers.py)."""
-        if self.marker_plan is not None:
-            write_plan(self.marker_plan, due_ms(self.timeouts.values(), self.correlator.next_deadline_ms(),
-                                                self.lateness_ms))
+        if self.marker_plan is None:
+            return
+        due = due_ms(self.timeouts.values(), self.correlator.next_deadline_ms(), self.lateness_ms)
+        if self.planned != (due,):      # most batches leave it as it was: no write
+            write_plan(self.marker_plan, due)
+            self.planned = (due,)
 
     def configure(self, diagnosis: DiagnosisSettings) -> RunCollector:
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""

@@ -157,15 +157,16 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
     server = settings.serve_metrics(metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     kafka = settings.kafka
-    # The quiet sources' marker plan (sources/markers.py): a file on the driver's host, where the
-    # sources plan their offsets; not in the checkpoint, which may be remote.
-    plans = tempfile.mkdtemp(prefix="rebalance-monitor-markers-")
-    if kafka.idle_markers and kafka.idle_tick_max_seconds:
-        collector.marker_plan = os.path.join(plans, "plan.json")
-        collector.lateness_ms = int(settings.lateness_seconds * 1000)
-        collector.plan_markers()
-    read = dataclasses.replace(kafka.read(), marker_plan=collector.marker_plan)
+    plans = None
     try:
+        # The quiet sources' marker plan (sources/markers.py): a file on the driver's host, where
+        # the sources plan their offsets; not in the checkpoint, which may be remote.
+        if kafka.idle_markers and kafka.idle_tick_max_seconds:
+            plans = tempfile.mkdtemp(prefix="rebalance-monitor-markers-")
+            collector.marker_plan = os.path.join(plans, "plan.json")
+            collector.lateness_ms = int(settings.lateness_seconds * 1000)
+            collector.plan_markers()
+        read = dataclasses.replace(kafka.read(), marker_plan=collector.marker_plan)
         if kafka.source != "spark":
             # kafka-python reads (python) or may read (auto): check with it before Spark starts.
             _wait_for_kafka(settings, metrics, stop)
@@ -224,4 +225,5 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         return 0
     finally:
         server.shutdown()
-        shutil.rmtree(plans, ignore_errors=True)
+        if plans is not None:
+            shutil.rmtree(plans, ignore_errors=True)

@@ -183,7 +183,8 @@ class KafkaSettings(BaseModel):
     def read(self) -> KafkaRead:
         return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
                          self.starting_offsets, self.max_rows_per_batch, self.idle_flush, self.idle_tick_seconds,
-                         self.idle_tick_max_seconds, None, self.client_config(), dict(self.spark_options))
+                         idle_tick_max_seconds=self.idle_tick_max_seconds, client_config=self.client_config(),
+                         spark_options=dict(self.spark_options))
 
 
 _D = DIAGNOSIS_DEFAULTS

@@ -63,6 +63,10 @@ def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
            'group="k4-sc09-consumer-protocol",protocol="consumer",root_cause="process_crash"} 1.0' in page
     assert 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry",cluster="kafka-4.0",' \
            'group="k4-sc09-consumer-protocol",protocol="consumer",root_cause="process_pause"} 1.0' in page
+    # Its fenced members' partitions count from their last heartbeat: the fence minus the 10 s
+    # session timeout that the 4.0 brokers' start-up lines say (docs/impact.md).
+    assert 'rebalance_monitor_partition_seconds_stopped_total{cluster="kafka-4.0",' \
+           'group="k4-sc09-consumer-protocol"} 64.194' in page
     # Duration histograms per cluster, protocol and phase; per group the last duration of each phase.
     assert 'rebalance_monitor_rebalance_duration_seconds_bucket{cluster="kafka-2.7",' \
            'le="30.0",phase="join",protocol="classic"}' in page

@@ -13,8 +13,11 @@ from streaming.logs.envelope import (
     EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, is_json_row, json_layout_fields
 )
 from streaming.logs.header import PREFIXED_JSON_RE, read_header
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, HEADER_RE
+from streaming.logs.layout import (
+    COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS, HEADER_RE
+)
 from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms_or_none, zone
+from streaming.logs.wrapped import ENTRY_START, MAX_LINES, NOT_CONTINUING
 from streaming.rows import END_OF_INPUT_TS_MS
 
 # Every coordinator marker (COORDINATOR_LOGGER_MARKERS) contains this core: one bytes.find pass
@@ -31,9 +34,29 @@ _ANY_MARKER = re.compile(b"|".join(re.escape(m.encode()) for m in COORDINATOR_MA
 # The first lines of every file are emitted whatever they hold: the parse step reads their layout
 # (which the monitor reports per source) even when the file has no coordinator line at all.
 SAMPLE_LINES = 20
+# The lines right after a kept line that start no entry of their own and are no stack trace are
+# kept too, up to this many: the rest of a message that continues over lines (a wrapped paste:
+# streaming/logs/wrapped.py joins it back; the lines before a coordinator name that begin its
+# entry are kept as well, _lead).
+FOLLOW_LINES = MAX_LINES - 1
+_ENTRY_START = re.compile(ENTRY_START.encode())
+_NOT_A_FOLLOWER = re.compile(NOT_CONTINUING.encode())
 # How many lines from the top of a file decide whether it names loggers in full (file_uses_full_names).
 SNIFF_LINES = 200
 _SNIFF_BYTES = 256 << 10
+
+
+_PREFIX_CORE = b"[Group"
+_PREFIXES = tuple(m.encode() for m in COORDINATOR_PREFIX_MARKERS)
+
+
+def _prefix_hit(buf: bytes, at: int, stop: int) -> int:
+    """Index of the first coordinator prefix (`[GroupCoordinator 1]: `, ...) in buf[at:stop], or -1."""
+    while True:
+        hit = buf.find(_PREFIX_CORE, at, stop)
+        if hit < 0 or any(buf.startswith(p, hit) for p in _PREFIXES):
+            return hit
+        at = hit + 1
 
 
 def _doc(text: str) -> dict | None:
@@ -143,7 +166,7 @@ class KeptLines:
     """
 
     def __init__(self, path: str, pos: int, line_no: int, carry_ts: int | None, tz, envelope: str,
-                 keep_all: bool = False, full_names: bool = True, end: int | None = None):
+                 keep_all: bool = False, full_names: bool = True, end: int | None = None, follow: int = 0):
         self.handle = open(path, "rb")
         self.handle.seek(pos)
         self.limit = end            # read up to this file offset (a line start), or to the end
@@ -156,19 +179,34 @@ class KeptLines:
         self.carry_ts = carry_ts    # header time in force at buf[0]
         self.mark = (0, carry_ts)   # (index, time of the nearest header line starting before index)
         self.eof = False
+        self.follow = follow        # lines after the last kept one that may still continue it
+        self.floor = 0              # index in buf after the last line emitted (a lead goes no further back)
+        self.followed = False       # the line _next_hit found is such a line
 
     def close(self) -> None:
         self.handle.close()
 
     def _refill(self) -> bool:
-        """Next chunk, cut after its last newline. The current buffer must be fully counted."""
+        """Next chunk, cut after its last newline. The current buffer must be fully counted. The
+        last lines after the last one emitted (at most FOLLOW_LINES) stay in front of the new
+        chunk, counted already, so that a lead (_lead) finds the same lines whatever the chunks."""
         if self.end:
             self.carry_ts = self._header_ts_before(self.end)
-        self.buf_pos += self.end
-        self.buf, self.cursor, self.end = b"", 0, 0
-        self.mark = (0, self.carry_ts)
+        carried = b""
+        if self.end and not self.keep_all:
+            keep_from = self.end
+            for _ in range(FOLLOW_LINES):
+                if keep_from <= self.floor:
+                    break
+                keep_from = self.buf.rfind(b"\n", 0, keep_from - 1) + 1
+            keep_from = max(keep_from, self.floor)
+            carried = self.buf[keep_from:self.end]
+        self.buf_pos += self.end - len(carried)
+        self.buf, self.cursor, self.end, self.floor = carried, len(carried), len(carried), 0
+        self.mark = (len(carried), self.carry_ts)
         if self.eof:
             return False
+        data_pos = self.buf_pos + len(carried)
         data = self.handle.read(self._allowed(CHUNK_BYTES))
         if not data:
             self.eof = True
@@ -184,8 +222,10 @@ class KeptLines:
             data += more
             cut = data.rfind(b"\n")
         if not self.eof:
-            self.handle.seek(self.buf_pos + cut + 1)
-        self.buf, self.end = data, cut + 1     # no copy: searches are bounded by `end`
+            self.handle.seek(data_pos + cut + 1)
+        # Searches are bounded by `end`: the bytes after the cut are read again with the next chunk.
+        self.buf = carried + data if carried else data
+        self.end = len(carried) + cut + 1
         return True
 
     def _allowed(self, size: int) -> int:
@@ -218,22 +258,58 @@ class KeptLines:
         if self.keep_all or self.line_no < SAMPLE_LINES:
             return self.cursor if self.cursor < self.end else -1
         buf, at, end_of_chunk = self.buf, self.cursor, self.end
+        if self.follow and at < end_of_chunk:
+            if _NOT_A_FOLLOWER.match(buf, at) is None:
+                self.follow -= 1
+                self.followed = True
+                return at
+            self.follow = 0
+        self.followed = False
         if not self.full_names:
             m = _ANY_MARKER.search(buf, at, end_of_chunk)
-            return -1 if m is None else m.start()
+            return -1 if m is None else self._lead(m.start())
         core = len(_MARKER_CORE)
+        start = at
         while True:
             hit = buf.find(_MARKER_CORE, at, end_of_chunk)
             if hit < 0:
-                return -1
-            for before, after in _MARKER_PARTS:
-                if buf.startswith(after, hit + core) and (
-                        not before or (hit >= len(before) and buf.startswith(before, hit - len(before)))):
-                    return hit
+                break
+            if any(buf.startswith(after, hit + core) and (
+                    not before or (hit >= len(before) and buf.startswith(before, hit - len(before))))
+                   for before, after in _MARKER_PARTS):
+                break
             at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
+        # A coordinator prefix before it: a line whose logger name a wrap cut in two (wrapped.py).
+        prefix = _prefix_hit(buf, start, hit if hit >= 0 else end_of_chunk)
+        if prefix >= 0:
+            return self._lead(prefix)
+        return -1 if hit < 0 else self._lead(hit)
 
-    def next(self) -> tuple[int, int, str, int] | None:
-        """(ts_ms, line number, line, file offset after the line) of the next kept line, or None."""
+    def _lead(self, hit: int) -> int:
+        """`hit`, or the first line of its entry when the line of `hit` starts none (a wrapped
+        message whose coordinator name comes in a later line): at most FOLLOW_LINES lines back, not
+        before the cursor, through lines that may continue an entry (the lines up to `hit` are then
+        kept as followers). Lines before the cursor may be taken (skipped, counted), not lines
+        before `floor` (emitted)."""
+        buf, floor = self.buf, self.floor
+        at = buf.rfind(b"\n", 0, hit) + 1
+        if _NOT_A_FOLLOWER.match(buf, at):      # starts an entry, or a stack trace
+            return hit
+        for _ in range(FOLLOW_LINES):
+            if at <= floor:
+                return hit
+            at = buf.rfind(b"\n", 0, at - 1) + 1
+            if at < floor:
+                return hit
+            if _ENTRY_START.match(buf, at):
+                return at
+            if _NOT_A_FOLLOWER.match(buf, at):
+                return hit
+        return hit
+
+    def next(self) -> tuple[int, int, str, int, int] | None:
+        """(ts_ms, line number, line, file offset after the line, lines after it that may still
+        continue it: `follow` of a reader resuming there) of the next kept line, or None."""
         while True:
             hit = self._next_hit()
             if hit >= 0:
@@ -245,8 +321,14 @@ class KeptLines:
         buf = self.buf
         start = buf.rfind(b"\n", 0, hit) + 1
         end = buf.find(b"\n", hit)
-        self.line_no += buf.count(b"\n", self.cursor, start) + 1
-        self.cursor = end + 1
+        if not self.followed:
+            self.follow = FOLLOW_LINES
+        if start < self.cursor:     # a lead into lines counted already (_lead)
+            self.line_no -= buf.count(b"\n", start, self.cursor)
+        else:
+            self.line_no += buf.count(b"\n", self.cursor, start)
+        self.line_no += 1
+        self.cursor = self.floor = end + 1
         line = buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
         ts = line_ts(line, self.tz, is_json_row(line, self.envelope))
         if ts is None:
@@ -257,7 +339,7 @@ class KeptLines:
                 ts = 1
         else:
             self.mark = (self.cursor, ts)
-        return ts, self.line_no, line, self.buf_pos + self.cursor
+        return ts, self.line_no, line, self.buf_pos + self.cursor, self.follow
 
     def count_rest(self) -> int:
         """Count the lines left in the file (consumes it); returns the final line number."""
@@ -288,17 +370,18 @@ class LogMergeCursor:
 
     def initial(self) -> dict:
         n = len(self.files)
-        return {"source": "broker_log", "pos": [0] * n, "seq": [0] * n, "last_ts": [None] * n,
+        return {"source": "broker_log", "pos": [0] * n, "seq": [0] * n, "last_ts": [None] * n, "follow": [0] * n,
                 "lines": 0, "emitted": 0, "eof": False}
 
     def advance(self, start: dict, max_rows: int) -> tuple[list, dict]:
         pos, seq, last_ts = list(start["pos"]), list(start["seq"]), list(start["last_ts"])
+        follow = list(start.get("follow") or [0] * len(pos))
         lines = int(start.get("lines", 0))
         rows: list = []
         if start["eof"]:
             return rows, start
         scanners = [KeptLines(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i], self.keep_all,
-                              self.full_names[i]) for i, f in enumerate(self.files)]
+                              self.full_names[i], follow=follow[i]) for i, f in enumerate(self.files)]
         try:
             heap: list = []
             for i, scanner in enumerate(scanners):
@@ -307,7 +390,7 @@ class LogMergeCursor:
                     heap.append((item[0], i, item))
             heapq.heapify(heap)
             while heap and len(rows) < max_rows:
-                ts, i, (_, line_no, line, after) = heapq.heappop(heap)
+                ts, i, (_, line_no, line, after, follow[i]) = heapq.heappop(heap)
                 lines += line_no - seq[i]
                 pos[i], seq[i], last_ts[i] = after, line_no, ts
                 rows.append((self.files[i]["source_id"], line_no, line, ts, False))
@@ -326,5 +409,5 @@ class LogMergeCursor:
         finally:
             for scanner in scanners:
                 scanner.close()
-        return rows, {"source": "broker_log", "pos": pos, "seq": seq, "last_ts": last_ts,
+        return rows, {"source": "broker_log", "pos": pos, "seq": seq, "last_ts": last_ts, "follow": follow,
                       "lines": lines, "emitted": start["emitted"] + len(rows), "eof": eof}

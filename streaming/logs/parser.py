@@ -103,10 +103,32 @@ def _header_of(line: str, fields: Header | None) -> Header | None:
     return Header(fields.layout, fields.ts, fields.level, fields.logger, line)
 
 
+# Whitespace a copy-paste or a shipper mangled: runs of blanks, tabs, blanks at the end.
+_MANGLED_SPACE = re.compile(r"[ \t]{2,}|\t|[ \t]$")
+_SPACE_RUN = re.compile(r"[ \t]+")
+_NOT_READ = (OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, OUTCOME_NOT_COORDINATOR)
+
+
 def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
                         default_broker: int | None = None, fields: Header | None = None) -> LineParse:
     """Like parse_line, plus the outcome class, the catalog entry and the layout (for the caller's
-    counters). `fields`: time, level and logger of a JSON layout (envelope.py), `line` its message."""
+    counters). `fields`: time, level and logger of a JSON layout (envelope.py), `line` its message.
+
+    A line that is not read as it is and whose whitespace looks mangled (doubled blanks, tabs,
+    blanks at the end: lines pasted into a ticket, reflowed by a shipper) is read again with each
+    run of blanks as one space; that reading is kept only when it recognises the line. Kafka's own
+    messages never hold two blanks in a row, except `%-5p`'s padding, which the header allows."""
+    parsed = _parse_line(line, source_id, seq, tz, default_broker, fields)
+    if parsed.outcome in _NOT_READ and _MANGLED_SPACE.search(line.rstrip("\r\n")):
+        again = _parse_line(_SPACE_RUN.sub(" ", line.rstrip("\r\n")).strip(), source_id, seq, tz,
+                            default_broker, fields)
+        if again.outcome in (OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_DEBUG):
+            return again
+    return parsed
+
+
+def _parse_line(line: str, source_id: str, seq: int, tz: tzinfo, default_broker: int | None,
+                fields: Header | None) -> LineParse:
     line = line.rstrip("\r\n")
     header = HEADER_RE.match(line) if fields is None else None
     if header is not None:     # the default layout, the common case: keep it fast

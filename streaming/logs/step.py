@@ -10,9 +10,10 @@ them into the layout report and the silent-source check (sinks/log_sources.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import islice
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from itertools import islice
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -22,9 +23,10 @@ from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
 from streaming.logs.header import Header, strip_prefixes
 from streaming.logs.parser import (
     OUTCOME_CONTINUATION, OUTCOME_DEBUG, OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN,
-    OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE, UNPARSEABLE_LINE, parse_line_detailed
+    OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE, UNPARSEABLE_LINE, LineParse, parse_line_detailed
 )
 from streaming.logs.timeutil import zone
+from streaming.logs.wrapped import WrappedEntries
 from streaming.quarantine import RAW_LIMIT, Quarantined
 from streaming.rows import (
     EVENT_ARROW_SCHEMA, event_row, is_missing, log_stats_row, marker_row, quarantine_row, rows_to_arrow
@@ -146,7 +148,8 @@ def _layout_name(layout: str | None, line: str, raw: str | None, fields: Header 
 
 def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
                    sampler: UnknownLineSampler | None = None,
-                   default_spec: LogSourceSpec | None = None, stats: LogSourceStats | None = None) -> list[tuple]:
+                   default_spec: LogSourceSpec | None = None, stats: LogSourceStats | None = None,
+                   wrapped: WrappedEntries | None = None) -> list[tuple]:
     """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof[, fields]) tuples -> event rows.
 
     `line` is the unwrapped log line (None when the row's envelope could not be read), `raw` the
@@ -155,19 +158,24 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
     first few per logger, counts for the rest; the caller adds `sampler.summary_rows()` at the
     end); without one every such line is quarantined. `stats` counts every line per source (the
     caller adds `stats.rows()`). `specs` maps a replay file's source_id to its settings; rows of
-    other sources (partitions of a live log topic) use `default_spec`. Pure Python, testable.
+    other sources (partitions of a live log topic) use `default_spec`. `wrapped`: a message that
+    continues over rows is read as one (wrapped.py); the caller emits `flush_wrapped` at the end
+    (without it, the rows of this call are joined among themselves only). Pure Python, testable.
     """
     out: list[tuple] = []
     fallback = default_spec or LogSourceSpec(cluster="default")
+    joiner = wrapped if wrapped is not None else WrappedEntries()
     for row in rows:
         source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof = row[:8]
         if eof:
+            _emit_all(joiner.flush_source(source_id), out, sampler, stats)
             out.append(marker_row(E.SOURCE_LOG, ts_hint, source_id, seq))
             continue
         spec = specs.get(source_id) or fallback
         hint = None if is_missing(ts_hint) else int(ts_hint)
         host_hint = None if is_missing(host_hint) else host_hint
         if is_missing(line):
+            _emit_all(joiner.flush_source(source_id), out, sampler, stats)
             detail = unwrap(raw or "", spec.envelope, spec.broker_id_field).error or "envelope has no log line"
             q = Quarantined(source=E.SOURCE_LOG, source_id=source_id, seq=int(seq), reason=UNPARSEABLE_LINE,
                             detail=detail, raw=(raw or "")[:RAW_LIMIT])
@@ -177,29 +185,66 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
             continue
         fields = row[8] if len(row) > 8 else None
         broker = spec.broker_id if is_missing(broker_hint) else int(broker_hint)
-        parsed = parse_line_detailed(line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
-                                     default_broker=broker, fields=fields)
-        result = parsed.result
-        if stats is not None:
-            stats.add(spec.cluster, host_hint or source_id, _layout_name(parsed.layout, line, raw, fields),
-                      parsed.outcome, result[0].ts_ms if isinstance(result, list) else hint)
-        if result is None:
-            continue
-        if isinstance(result, Quarantined):
-            if result.reason == UNKNOWN_LINE or parsed.outcome == OUTCOME_UNKNOWN_LAYOUT:
-                sampler = sampler if sampler is not None else UnknownLineSampler(keep=1 << 62)
-                row_out = sampler.offer(result, spec.cluster, hint, host_hint, parsed.logger)
-                if row_out is not None:
-                    out.append(row_out)
-            else:
-                out.append(quarantine_row(result, spec.cluster, hint, host_hint))
-            continue
-        for ev in result:
-            ev.cluster = spec.cluster
-            if host_hint is not None:
-                ev.data["log_host"] = host_hint
-            out.append(event_row(ev))
+        context = _RowContext(spec, source_id, line, raw, hint, host_hint, fields)
+        read = partial(_read_line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
+                       default_broker=broker, fields=fields)
+        _emit_all(joiner.feed(source_id, int(seq), line, read, context), out, sampler, stats)
+    if wrapped is None:
+        _emit_all(joiner.flush(), out, sampler, stats)
     return out
+
+
+def flush_wrapped(wrapped: WrappedEntries, sampler: UnknownLineSampler | None = None,
+                  stats: LogSourceStats | None = None) -> list[tuple]:
+    """The rows of lines still waiting for a continuation (the end of a task)."""
+    out: list[tuple] = []
+    _emit_all(wrapped.flush(), out, sampler, stats)
+    return out
+
+
+class _RowContext(NamedTuple):
+    spec: LogSourceSpec
+    source_id: str
+    line: str
+    raw: Any
+    hint: int | None
+    host_hint: str | None
+    fields: Header | None
+
+
+def _read_line(text: str, **kwargs: Any) -> LineParse:
+    return parse_line_detailed(text, **kwargs)
+
+
+def _emit_all(readings: list[tuple[_RowContext, LineParse]], out: list[tuple], sampler: UnknownLineSampler | None,
+              stats: LogSourceStats | None) -> None:
+    for context, parsed in readings:
+        _emit(context, parsed, out, sampler, stats)
+
+
+def _emit(c: _RowContext, parsed: LineParse, out: list[tuple], sampler: UnknownLineSampler | None,
+          stats: LogSourceStats | None) -> None:
+    """The rows of one line's reading: its events, or its quarantine row (sampled when unknown)."""
+    result = parsed.result
+    if stats is not None:
+        stats.add(c.spec.cluster, c.host_hint or c.source_id, _layout_name(parsed.layout, c.line, c.raw, c.fields),
+                  parsed.outcome, result[0].ts_ms if isinstance(result, list) else c.hint)
+    if result is None:
+        return
+    if isinstance(result, Quarantined):
+        if result.reason == UNKNOWN_LINE or parsed.outcome == OUTCOME_UNKNOWN_LAYOUT:
+            sampler = sampler if sampler is not None else UnknownLineSampler(keep=1 << 62)
+            row_out = sampler.offer(result, c.spec.cluster, c.hint, c.host_hint, parsed.logger)
+            if row_out is not None:
+                out.append(row_out)
+        else:
+            out.append(quarantine_row(result, c.spec.cluster, c.hint, c.host_hint))
+        return
+    for ev in result:
+        ev.cluster = c.spec.cluster
+        if c.host_hint is not None:
+            ev.data["log_host"] = c.host_hint
+        out.append(event_row(ev))
 
 
 def unwrap_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
@@ -260,8 +305,9 @@ def _parsed_batches(chunks: Iterable[Iterable[tuple]], specs: dict[str, LogSourc
                     default_spec: LogSourceSpec | None) -> Iterator[pa.RecordBatch]:
     sampler = UnknownLineSampler(unknown_sample)     # one per task
     stats = LogSourceStats()
+    wrapped = WrappedEntries()
     for rows in chunks:
-        yield _batch(parse_log_rows(rows, specs, sampler, default_spec, stats))
-    summary = sampler.summary_rows() + stats.rows()
+        yield _batch(parse_log_rows(rows, specs, sampler, default_spec, stats, wrapped))
+    summary = flush_wrapped(wrapped, sampler, stats) + sampler.summary_rows() + stats.rows()
     if summary:
         yield _batch(summary)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.capture_expectations import FIXTURES
-from tests.support.log_rewrite import filebeat, fluent_bit, read_lines, vector, write
+from tests.support.log_rewrite import filebeat, fluent_bit, pasted, read_lines, vector, write
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "streaming.app.cli"]
@@ -86,22 +86,52 @@ def test_parse_logs_accepts_a_file_whose_first_log4j_line_is_far_in(tmp_path):
         _comparable(_parse_logs([str(REAL / "kafka-4.4.0" / "broker1-strimzi4.log")]), True)
 
 
-def _renamed(tmp_path: Path, version: str, layout: str) -> list[str]:
-    """The layout's files with its group (and its members and topic) renamed after the layout,
-    so that one replay holds every layout's rebalances side by side."""
+PASTED_LAYOUTS = ("default", "strimzi4", "padded")
+
+
+def _pasted(tmp_path: Path, version: str, layout: str) -> list[str]:
+    """The layout's files as pasted into a ticket: coordinator lines wrapped over lines, hard and
+    soft, or with their blanks doubled (log_rewrite.pasted)."""
     out = []
     for path in _files(version, layout):
-        text = Path(path).read_text().replace("layouts-kill", f"{version}-{layout}")
-        target = tmp_path / version / Path(path).name
+        target = tmp_path / "pasted" / version / Path(path).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out.append(write(target, pasted(read_lines(Path(path)))))
+    return out
+
+
+@pytest.mark.parametrize("version", sorted({v for v, _ in CASES}))
+@pytest.mark.parametrize("layout", PASTED_LAYOUTS)
+def test_parse_logs_reads_lines_that_were_wrapped_or_had_their_blanks_mangled(tmp_path, version, layout):
+    """Lines copied from a ticket or a chat: every coordinator message is read as the broker wrote it,
+    none is left unrecognised."""
+    files = _pasted(tmp_path, version, layout)
+    assert sum(len(read_lines(Path(p))) for p in files) > sum(len(read_lines(Path(p))) for p in _files(version, layout))
+    result = subprocess.run(CLI + ["parse-logs", *files], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "0 in a layout not understood, 0 unrecognised" in result.stderr, result.stderr
+    second = layout in SECOND_LAYOUTS
+    assert _comparable([json.loads(line) for line in result.stdout.splitlines()], second) == \
+        _comparable(_parse_logs(_files(version, "default")), second)
+
+
+def _renamed(tmp_path: Path, version: str, layout: str) -> list[str]:
+    """The layout's files with its group (and its members and topic) renamed after the layout,
+    so that one replay holds every layout's rebalances side by side ("pasted": the default layout's
+    files, renamed, then as log_rewrite.pasted gives them)."""
+    out = []
+    for path in _files(version, "default" if layout == "pasted" else layout):
+        lines = [line.replace("layouts-kill", f"{version}-{layout}") for line in read_lines(Path(path))]
+        target = tmp_path / version / Path(path).name.replace("default", layout)
         target.parent.mkdir(exist_ok=True)
-        target.write_text(text)
-        out.append(str(target))
+        out.append(write(target, pasted(lines) if layout == "pasted" else lines))
     return out
 
 
 @pytest.mark.spark
 def test_replay_reads_every_layout_in_one_run(tmp_path):
-    layouts = sorted({(v, x) for v, x in CASES} | {(v, "default") for v, _ in CASES})
+    layouts = sorted({(v, x) for v, x in CASES} | {(v, d) for v, _ in CASES for d in ("default", "pasted")})
     logs = [p for v, x in layouts for p in _renamed(tmp_path, v, x)]
     out = tmp_path / "out"
     result = subprocess.run(CLI + ["replay", "--broker-log", *logs, "--out", str(out)], cwd=ROOT, env=_env(),

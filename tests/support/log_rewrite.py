@@ -94,3 +94,34 @@ def write(path: Path, lines: list[str]) -> str:
 
 def read_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def pasted(lines: list[str], width: int = 100) -> list[str]:
+    """The lines as they come out of a ticket or a chat after an incident: every group-coordinator
+    line mangled one of three ways in turn. Hard-wrapped at `width` (mid-word, as a narrow terminal
+    copies it), soft-wrapped at the last blank before `width` (the blank stays at the end of the
+    first part, the rest indented by two), or with its blanks doubled, a tab after the level and
+    blanks at the end. Other lines stay as they are."""
+    out: list[str] = []
+    turn = 0
+    for line in lines:
+        if ("coordinator" not in line and "GroupCoordinator" not in line) or len(line) <= width:
+            out.append(line)
+            continue
+        way, turn = turn % 3, turn + 1
+        if way == 0:
+            out += [line[i:i + width] for i in range(0, len(line), width)]
+        elif way == 1:
+            parts, rest = [], line
+            while len(rest) > width and rest.rfind(" ", 0, width) > 0:
+                cut = rest.rfind(" ", 0, width) + 1
+                parts.append(rest[:cut])
+                rest = "  " + rest[cut:]
+            out += parts + [rest]
+        else:
+            # The time stays as it is (its blank is part of its format); the blank after the level
+            # becomes a tab.
+            time = HEADER.match(line) or re.match(r"^\S+ \S+ ", line)
+            at = time.end() if time else 0
+            out.append(line[:at] + line[at:].replace(" ", "\t", 1).replace(" ", "  ") + "  ")
+    return out

@@ -10,6 +10,7 @@ same, whatever the chunk size and however the input is cut into batches.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,12 @@ import pytest
 from streaming.logs import merge
 from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
 from streaming.logs.files import iter_log_file
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS
+from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS
+from streaming.logs.wrapped import ENTRY_START, NOT_CONTINUING
 from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 from streaming.rows import END_OF_INPUT_TS_MS
 from tests.support.capture_expectations import FIXTURES
+from tests.support.log_rewrite import pasted, read_lines, write
 
 CAPTURE_LOGS = sorted(str(p) for c in ("kafka-2.7", "kafka-4.0") for p in FIXTURES.glob(f"{c}/*.log"))
 GC = "kafka.coordinator.group.GroupCoordinator"
@@ -36,9 +39,43 @@ def _ts(line: str, envelope: str):
     return merge.line_ts(line, UTC, is_json_row(line, envelope))   # other layouts
 
 
-def _kept(line: str, full_names: bool) -> bool:
-    markers = COORDINATOR_LOGGER_MARKERS if full_names else COORDINATOR_MARKERS
+def _marked(line: str, full_names: bool) -> bool:
+    markers = COORDINATOR_LOGGER_MARKERS + COORDINATOR_PREFIX_MARKERS if full_names else COORDINATOR_MARKERS
     return any(m in line for m in markers)
+
+
+ENTRY = re.compile(ENTRY_START)
+NOT_CONTINUING_RE = re.compile(NOT_CONTINUING)
+
+
+def _kept_lines(lines: list[str], full_names: bool) -> list[bool]:
+    """Which lines the reader keeps, line by line: the sample, the marked lines, the lines after a
+    kept one that may continue it (at most FOLLOW_LINES), and for a marked line that starts no entry,
+    the lines back to its entry's first line (not before the last kept line)."""
+    kept = [False] * len(lines)
+    follow, floor, i = 0, 0, 0
+    while i < len(lines):
+        line = lines[i]
+        if i < merge.SAMPLE_LINES:
+            kept[i], follow, floor, i = True, merge.FOLLOW_LINES, i + 1, i + 1
+            continue
+        if follow and not NOT_CONTINUING_RE.match(line):
+            kept[i], follow, floor, i = True, follow - 1, i + 1, i + 1
+            continue
+        follow = 0
+        if not _marked(line, full_names):
+            i += 1
+            continue
+        head = i
+        if not NOT_CONTINUING_RE.match(line):
+            for k in range(i - 1, max(floor, i - merge.FOLLOW_LINES) - 1, -1):
+                if ENTRY.match(lines[k]):
+                    head = k
+                    break
+                if NOT_CONTINUING_RE.match(lines[k]):
+                    break
+        kept[head], follow, floor, i = True, merge.FOLLOW_LINES, head + 1, head + 1
+    return kept
 
 
 def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
@@ -48,11 +85,12 @@ def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
     for f in files:
         rows, last = [], None
         full = merge.file_uses_full_names(f["path"], f.get("envelope", "auto"))
-        for seq, line in iter_log_file(f["path"]):
+        lines = list(iter_log_file(f["path"]))
+        for (seq, line), kept in zip(lines, _kept_lines([line for _, line in lines], full)):
             ts = _ts(line, f.get("envelope", "auto"))
             ts = ts if ts is not None else (last if last is not None else 1)
             last = ts
-            rows.append((ts, seq, line, seq <= merge.SAMPLE_LINES or _kept(line, full)))
+            rows.append((ts, seq, line, kept))
         per_file.append(rows)
         total += len(rows)
     heads = [0] * len(files)
@@ -122,10 +160,11 @@ def test_same_rows_as_reading_every_line(monkeypatch, awkward_logs, chunk):
         rows, end = read_all(files, batch)
         assert rows == expected, (chunk, batch)
         assert end["lines"] == total == 14
-    # the marker-free lines are never emitted, the continuation lines with a marker are, with
-    # the time of their entry; the line before the first header gets 1 ms
+    # the marker-free lines are never emitted unless a marked line continues their entry (line 8,
+    # headerless, may continue line 7); the continuation lines with a marker are, with the time of
+    # their entry; the line before the first header gets 1 ms
     seqs = {(r[0], r[1]): r[3] for r in expected if not r[4]}
-    assert ("c:a.log", 6) not in seqs and ("c:a.log", 7) not in seqs
+    assert ("c:a.log", 6) not in seqs and seqs[("c:a.log", 7)] == seqs[("c:a.log", 8)]
     assert seqs[("c:a.log", 1)] == 1
     assert seqs[("c:a.log", 5)] == seqs[("c:a.log", 3)]
     assert seqs[("c:b.json", 3)] == seqs[("c:b.json", 2)]
@@ -141,7 +180,30 @@ def test_first_lines_are_emitted_as_layout_sample(monkeypatch, awkward_logs, chu
         rows, end = read_all(files, batch)
         assert rows == expected, (chunk, batch)
     kept = {(r[0], r[1]) for r in expected if not r[4]}
-    assert ("c:a.log", 6) in kept and ("c:a.log", 7) not in kept      # sampled / marker-free after it
+    assert ("c:a.log", 6) in kept and ("c:a.log", 7) in kept and ("c:a.log", 9) in kept   # sampled / lead of 8
+
+
+@pytest.mark.parametrize("chunk", [16, 64, 4096, merge.CHUNK_BYTES])
+def test_wrapped_entries_are_kept_whole_whatever_the_chunks(monkeypatch, tmp_path, chunk):
+    """Pasted logs (log_rewrite.pasted: coordinator lines wrapped, hard and soft): the reader keeps
+    every line of a wrapped coordinator entry, the lines before its coordinator name included, the
+    same way for every chunk size and batch."""
+    monkeypatch.setattr(merge, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(merge, "SAMPLE_LINES", 0)
+    paths = [write(tmp_path / f"{v}-{p.name}", pasted(read_lines(p)))
+             for v in ("kafka-2.8.2", "kafka-4.4.0") for p in sorted((FIXTURES / "layouts" / v).glob("broker*-default.log"))]
+    files = _files(paths)
+    expected, _ = reference(files)
+    for batch in (1, 7, 1000):
+        rows, _ = read_all(files, batch)
+        assert rows == expected, (chunk, batch)
+    kept = {(r[0], r[1]): r[2] for r in expected if not r[4]}
+    # a wrap of "Preparing to rebalance" whose logger name falls in the last piece: every piece kept
+    pieces = [(k, line) for k, line in kept.items() if "Preparing to rebalance" in line]
+    assert pieces
+    for (source, seq), _ in pieces:
+        following = [kept.get((source, seq + n)) for n in (1, 2)]
+        assert following[0] is not None, (source, seq)
 
 
 def test_keep_all_reads_every_line(monkeypatch, awkward_logs):

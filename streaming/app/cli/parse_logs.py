@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
-from typing import Any
+from collections import Counter, deque
+from functools import partial
+from typing import Any, NamedTuple
 
 from streaming.app.cli.options import BROKER_ID, CONFIG, LOG_READING, broker_ids, flags_of
 from streaming.app.probe import check_inputs
@@ -16,10 +17,11 @@ from streaming.logs.files import iter_log_file
 from streaming.logs.layout import has_coordinator_marker
 from streaming.logs.merge import SAMPLE_LINES
 from streaming.logs.parser import (
-    OUTCOME_CONTINUATION, OUTCOME_EVENTS, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, parse_line_detailed
+    OUTCOME_CONTINUATION, OUTCOME_EVENTS, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, LineParse, parse_line_detailed
 )
 from streaming.logs.step import CLASS_OF_OUTCOME, UNKNOWN_LAYOUT
 from streaming.logs.timeutil import zone
+from streaming.logs.wrapped import MAX_LINES, WrappedEntries, leading_lines
 
 
 def add_parser(sub: Any) -> None:
@@ -59,35 +61,59 @@ def _parse_file(spec: LogInput, counts: _Counts, out: Any) -> list[str]:
     tz = zone(spec.broker_timezone)
     layouts: Counter = Counter()
     classes: Counter = Counter()
-    for seq, raw in iter_log_file(spec.path):
-        counts.lines += 1
-        if seq > SAMPLE_LINES and not has_coordinator_marker(raw):
-            continue
-        u = unwrap(raw, spec.envelope, spec.broker_id_field)
-        if u.line is None:
-            counts.outcomes["unreadable_envelope"] += 1
-            continue
-        broker = u.broker if u.broker is not None else spec.broker_id
-        parsed = parse_line_detailed(u.line, source_id=spec.path, seq=seq, tz=tz, default_broker=broker,
-                                     fields=u.fields)
+    wrapped = WrappedEntries()   # a message that continues over lines (streaming/logs/wrapped.py)
+
+    def count(line: _Line, parsed: LineParse) -> None:
         if parsed.outcome != OUTCOME_CONTINUATION:
             layouts[parsed.layout or UNKNOWN_LAYOUT] += 1
         classes[CLASS_OF_OUTCOME[parsed.outcome]] += 1
-        if seq <= SAMPLE_LINES and not has_coordinator_marker(raw):
-            continue     # read for the layout only
+        if not line.coordinator:
+            return     # read for the layout only (the first lines), or a continuation
         counts.outcomes[parsed.outcome] += 1
         if parsed.outcome == OUTCOME_UNKNOWN:
             counts.unknown_by_logger[parsed.logger or "?"] += 1
         if parsed.outcome != OUTCOME_EVENTS or not isinstance(parsed.result, list):
-            continue
+            return
         for ev in parsed.result:
             counts.events += 1
             out.write(json.dumps({
                 "ts_ms": ev.ts_ms, "broker": ev.broker, "kind": ev.kind, "group": ev.group,
                 "generation": ev.generation, "member_id": ev.member_id, "reason": ev.reason,
-                "trigger": ev.data.get("trigger"), "file": spec.path, "line": seq,
-                **({"host": u.host} if u.host else {})}) + "\n")
+                "trigger": ev.data.get("trigger"), "file": spec.path, "line": line.seq,
+                **({"host": line.host} if line.host else {})}) + "\n")
+
+    def feed(seq: int, raw: str, coordinator: bool) -> None:
+        u = unwrap(raw, spec.envelope, spec.broker_id_field)
+        if u.line is None:
+            counts.outcomes["unreadable_envelope"] += 1
+            return
+        broker = u.broker if u.broker is not None else spec.broker_id
+        read = partial(parse_line_detailed, source_id=spec.path, seq=seq, tz=tz, default_broker=broker,
+                       fields=u.fields)
+        for line, parsed in wrapped.feed(spec.path, seq, u.line, read, _Line(seq, u.host, coordinator)):
+            count(line, parsed)
+
+    skipped: deque[tuple[int, str]] = deque(maxlen=MAX_LINES - 1)   # the entry a later line may continue
+    for seq, raw in iter_log_file(spec.path):
+        counts.lines += 1
+        coordinator = has_coordinator_marker(raw)
+        if seq > SAMPLE_LINES and not coordinator and not wrapped.pending:
+            skipped.append((seq, raw))
+            continue
+        if coordinator and not wrapped.pending:
+            for before_seq, before in leading_lines(list(skipped), seq, raw):
+                feed(before_seq, before, False)
+        skipped.clear()
+        feed(seq, raw, coordinator)
+    for line, parsed in wrapped.flush():
+        count(line, parsed)
     return _layout_report(spec.path, layouts, classes)
+
+
+class _Line(NamedTuple):
+    seq: int
+    host: str | None
+    coordinator: bool      # names a coordinator logger or prefix (else: read for the layout, or continues one)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -147,7 +147,7 @@ def read_log_file(r: FileRead) -> Iterator[tuple]:
                        end=None if r.end < 0 else r.end)
     try:
         while (item := lines.next()) is not None:
-            ts, line_no, line, _ = item
+            ts, line_no, line = item[:3]
             yield r.source_id, line_no, line, ts, False
         total = lines.count_rest()
     finally:

@@ -117,6 +117,7 @@ class OffsetsInput(BaseModel):
 # (docs/benchmarks.md, "Quiet cluster").
 IDLE_TICK_SECONDS = 5.0
 IDLE_TICK_MAX_SECONDS = 60.0
+COMMIT_HOLD_SECONDS = 5.0
 
 
 class KafkaSettings(BaseModel):
@@ -153,6 +154,11 @@ class KafkaSettings(BaseModel):
     # removal the driver holds: streaming/spark/sources/markers.py); with nothing waiting, a quiet
     # source adds one this often (it bounds rebalance_monitor_watermark_delay_seconds). 0: every slot.
     idle_tick_max_seconds: float = Field(default=IDLE_TICK_MAX_SECONDS, ge=0)
+    # New `__consumer_offsets` records that are all offset commits wait up to this long (or until
+    # a marker is due, or other records come) before they start a micro-batch: a fleet's
+    # auto-commits do not cost a batch each on a quiet cluster (streaming/spark/sources/kafka.py,
+    # "Commit holding"). kafka-python source only. 0: read them at once.
+    commit_hold_seconds: float = Field(default=COMMIT_HOLD_SECONDS, ge=0)
 
     @field_validator("client_secret_files")
     @classmethod
@@ -183,7 +189,9 @@ class KafkaSettings(BaseModel):
     def read(self) -> KafkaRead:
         return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
                          self.starting_offsets, self.max_rows_per_batch, self.idle_flush, self.idle_tick_seconds,
-                         idle_tick_max_seconds=self.idle_tick_max_seconds, client_config=self.client_config(),
+                         idle_tick_max_seconds=self.idle_tick_max_seconds,
+                         commit_hold_seconds=self.commit_hold_seconds,
+                         client_config=self.client_config(),
                          spark_options=dict(self.spark_options))
 
 

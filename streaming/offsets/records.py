@@ -32,6 +32,14 @@ RECORD_TYPE_NAMES: dict[int, str] = {
     22: "StreamsGroupCurrentMemberAssignment",
     23: "StreamsGroupTopology",
 }
+OFFSET_COMMIT_TYPES = frozenset({0, 1})
+
+
+def is_offset_commit_key(key: bytes | None) -> bool:
+    """Is this `__consumer_offsets` key an offset commit's (record type 0 or 1)?"""
+    return key is not None and len(key) >= 2 and int.from_bytes(key[:2], "big") in OFFSET_COMMIT_TYPES
+
+
 # Group type of each KIP-848-family record type (events carry it as data["group_type"]).
 GROUP_TYPE_BY_TYPE: dict[int, str] = {**dict.fromkeys((3, 4, 5, 6, 7, 8, 16), "consumer"),
                                       **dict.fromkeys(range(9, 16), "share"),

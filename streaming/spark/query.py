@@ -67,6 +67,7 @@ class KafkaRead:
     idle_tick_seconds: float = 0.0      # markers of a source without new records: at most this often
     idle_tick_max_seconds: float = 0.0  # ... and with a plan, when nothing is due, this often (sources/markers.py)
     marker_plan: str | None = None      # the driver's plan file (sources/markers.py; None: a marker per slot)
+    commit_hold_seconds: float = 0.0    # new offset commits alone wait up to this long (sources/kafka.py)
     client_config: dict[str, Any] = field(default_factory=dict)   # kafka-python settings
     spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
 
@@ -179,7 +180,8 @@ def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], 
               .option("maxRowsPerBatch", str(kafka.max_rows_per_batch or ""))
               # One read task per core: more only adds per-task cost (sources/kafka.py).
               .option("readTasks", str(spark.sparkContext.defaultParallelism))
-              .option("idleFlush", "true" if kafka.idle_flush else "false"))
+              .option("idleFlush", "true" if kafka.idle_flush else "false")
+              .option("commitHoldMs", str(int(kafka.commit_hold_seconds * 1000))))
     return _marker_options(reader, kafka).load()
 
 

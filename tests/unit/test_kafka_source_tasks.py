@@ -3,6 +3,7 @@ with them, and one KafkaConsumer per Python worker kept across tasks (sources/ka
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -239,3 +240,77 @@ def test_the_plan_is_the_earliest_deadline_plus_the_lateness():
     assert due_ms([5_000], 2_000, 10_000) == 12_001
     assert due_ms([FINAL_SNAPSHOT_TS_MS], None, 10_000) is None
     assert due_ms([], None, 10_000) is None
+
+
+class KeyedConsumer(FakeConsumer):
+    """Records whose keys are given by offset: b"\\x00\\x01..." (a commit) unless listed in `other`."""
+    other: ClassVar[set[int]] = set()
+    polls = 0
+
+    def poll(self, timeout_ms: int = 0) -> dict:
+        KeyedConsumer.polls += 1
+        out = {}
+        for tp in self.assigned:
+            start = self.pos[tp]
+            recs = [Record(o, tp.partition, key=(b"\x00\x02g" if o in self.other else b"\x00\x01g"))
+                    for o in range(start, min(100, start + 7))]
+            self.pos[tp] = start + len(recs)
+            out[tp] = recs
+        return out
+
+
+def test_new_records_that_are_only_commits_wait_until_the_hold_ends_or_other_records_come(monkeypatch, tmp_path):
+    """kafka.commit_hold_seconds ("Commit holding", sources/kafka.py): a caught-up offsets source
+    whose new records are all offset commits keeps its offset (no micro-batch) for up to the hold;
+    a record of another type, a due marker, the hold's end or a backlog over PEEK_MAX_RECORDS move
+    it at once. Each record's key is read once."""
+    from kafka import TopicPartition
+
+    from streaming.spark.sources.markers import write_plan
+    monkeypatch.setattr(source, "_consumer", lambda options, **extra: KeyedConsumer())
+    KeyedConsumer.other, KeyedConsumer.polls = set(), 0
+    tp = TopicPartition("__consumer_offsets", 0)
+    ends = {tp: 10}
+    monkeypatch.setattr(source.KafkaStreamReader, "_bounds", lambda self: ({tp: 0}, dict(ends)))
+    clock = [1_000.0]
+    monkeypatch.setattr(source.time, "time", lambda: clock[0])
+    r = KafkaStreamReader({"bootstrapServers": "127.0.0.1:1", "topics": "__consumer_offsets", "kind": "offsets",
+                           "idleTickMs": "5000", "maxIdleMs": "60000", "commitHoldMs": "4000",
+                           "markerPlan": str(tmp_path / "plan.json")})
+    limit = r.getDefaultReadLimit()
+    write_plan(r.marker_plan, None)
+    start = {"source": "offsets", "topics": {"__consumer_offsets": {"0": 10}}, "tick": 1_000_000, "gap": 0,
+             "error": None}
+    ends[tp] = 20                                          # ten commits
+    clock[0] += 0.5
+    assert r.latestOffset(start, limit) is start           # held
+    polls = KeyedConsumer.polls
+    ends[tp] = 22
+    clock[0] += 0.5
+    assert r.latestOffset(start, limit) is start           # still held; only offsets 20-21 read
+    assert KeyedConsumer.polls == polls + 1
+    clock[0] += 2.9
+    assert r.latestOffset(start, limit) is start           # 1_003_900: 3.4 s into the hold
+    clock[0] += 0.6                                        # 1_004_500: 4 s after the hold began
+    released = r.latestOffset(start, limit)
+    assert released["topics"] == {"__consumer_offsets": {"0": 22}} and released["tick"] == 1_004_500
+
+    ends[tp] = 30                                          # commits, then a group-metadata record
+    KeyedConsumer.other = {27}
+    clock[0] += 0.5
+    assert r.latestOffset(released, limit)["topics"] == {"__consumer_offsets": {"0": 30}}
+
+    KeyedConsumer.other = set()
+    write_plan(r.marker_plan, 1_005_000)                   # a deadline is due: commits go with the marker
+    clock[0] += 1.0
+    assert r.latestOffset(released, limit)["topics"] == {"__consumer_offsets": {"0": 30}}
+
+    write_plan(r.marker_plan, None)
+    ends[tp] = 22 + source.PEEK_MAX_RECORDS + 1            # a backlog: read at once, keys unread
+    polls = KeyedConsumer.polls
+    assert r.latestOffset(released, limit)["topics"] == {"__consumer_offsets": {"0": ends[tp]}}
+    assert KeyedConsumer.polls == polls
+
+    log = KafkaStreamReader({"bootstrapServers": "127.0.0.1:1", "topics": "logs", "kind": "broker_log",
+                             "idleTickMs": "5000", "commitHoldMs": "4000"})
+    assert log.commit_hold_ms == 0                         # log topics are never held

@@ -20,6 +20,14 @@ Idle flush: an event waits in state until its source's watermark passes it. A qu
 hold it forever, so when every partition of the topic has been read to its end the reader adds a
 marker row at the current wall-clock time. A source with a backlog (e.g. after a restart) never
 ticks, so a tick can not make unread records late.
+
+Commit holding (offsets topic, `commitHoldMs`): a caught-up source whose new records are all
+offset commits (a quiet fleet's auto-commits) keeps its offset for up to `commitHoldMs`, so that
+they start no micro-batch of their own: they come with the next batch that a marker due, the hold's
+end or any other record starts. The live view does not wait on commits; a deadline that may need
+them (a removal's poll-timeout evidence) is due in the driver's plan, and a due marker ends the hold
+in the same batch. The reader looks at the new records' keys only (record type 0/1), at most
+PEEK_MAX_RECORDS of them: a larger backlog is read at once.
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from streaming.offsets.records import is_offset_commit_key
 from streaming.rows import RAW_LOG_ARROW_SCHEMA, RAW_OFFSETS_ARROW_SCHEMA
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.base import arrow_batches
@@ -48,6 +57,9 @@ KAFKA_SOURCE_NAME = "rebalance_kafka"
 LOG = logging.getLogger("rebalance_monitor.kafka_source")
 MAX_BACKOFF_S = 30.0
 READ_TIMEOUT_S = 120.0
+# Commit holding: the new records whose keys the source looks at before holding them, at most.
+PEEK_MAX_RECORDS = 2_000
+PEEK_TIMEOUT_S = 2.0
 
 
 def _client_config(options: Mapping[str, str]) -> dict[str, Any]:
@@ -141,6 +153,32 @@ def _drop_worker_consumers() -> None:
             pass
 
 
+def _records(consumer: Any, r: KafkaRange, timeout_s: float) -> Iterator[Any]:
+    """The records of `r` (offsets start..end-1; compacted or transactional ranges may have
+    fewer), read with `consumer`; TimeoutError when they do not all come within `timeout_s`."""
+    from kafka import TopicPartition
+    tp = TopicPartition(r.topic, r.partition)
+    deadline = time.monotonic() + timeout_s
+    consumer.assign([tp])
+    consumer.seek(tp, r.start)
+    position = r.start
+    while position < r.end:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{r.topic}-{r.partition}: read {position - r.start} of "
+                               f"{r.end - r.start} records in {timeout_s:.0f} s")
+        batch = consumer.poll(timeout_ms=1000).get(tp, [])
+        if not batch:
+            # Compacted or transactional ranges end before `end` without records.
+            if consumer.position(tp) >= r.end:
+                break
+            continue
+        for rec in batch:
+            if rec.offset >= r.end:
+                return
+            position = rec.offset + 1
+            yield rec
+
+
 class KafkaStreamReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]):   # case-insensitive: keep it as given
         self.options = options
@@ -153,8 +191,14 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.max_idle_ms = int(options.get("maxIdleMs") or 0)
         self.marker_plan = options.get("markerPlan") or None
         self.read_tasks = max(1, int(options.get("readTasks") or 2))
+        self.commit_hold_ms = int(options.get("commitHoldMs") or 0) if self.kind == SOURCE_KIND_OFFSETS else 0
         self._consumer = None
+        self._peek_consumer = None
         self._backoff = 0.0
+        # Commit holding: when the held commits were first seen (wall ms), and the position up to
+        # which each partition's new records are known to be commits only.
+        self._held_since: int | None = None
+        self._commits_to: dict[tuple[str, str], int] = {}
 
     # -------------------------------------------------------------- Kafka metadata
     def _meta_consumer(self):
@@ -196,12 +240,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def _reset_client(self) -> None:
-        try:
-            if self._consumer is not None:
-                self._consumer.close()
-        except Exception:
-            pass
-        self._consumer = None
+        for consumer in (self._consumer, self._peek_consumer):
+            try:
+                if consumer is not None:
+                    consumer.close()
+            except Exception:
+                pass
+        self._consumer = self._peek_consumer = None
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         try:
@@ -237,10 +282,60 @@ class KafkaStreamReader(DataSourceStreamReader):
             topics[topic][key] += take
             caught_up &= take == waiting
         tick = int(time.time() * 1000) if caught_up and self.idle_flush else None
-        if tick is not None and gap == start.get("gap") and start.get("error") is None and idle_tick_held(
-                start, topics, tick, self.idle_tick_ms, read_plan(self.marker_plan), self.max_idle_ms):
-            return start    # nothing new and no marker due: no micro-batch for this source
+        if tick is not None and gap == start.get("gap") and start.get("error") is None:
+            plan = read_plan(self.marker_plan)
+            if idle_tick_held(start, topics, tick, self.idle_tick_ms, plan, self.max_idle_ms):
+                return start    # nothing new and no marker due: no micro-batch for this source
+            if budget is None and self._commits_held(start, topics, tick, plan):
+                return start    # only commits, and nothing waits for them yet
+        self._held_since = None
+        self._commits_to.clear()
         return {"source": self.kind, "topics": topics, "tick": tick, "gap": gap, "error": None}
+
+    # -------------------------------------------------------------- commit holding
+    def _commits_held(self, start: dict, topics: dict, now_ms: int, plan: dict | None) -> bool:
+        """Hold the new records (module doc, "Commit holding")? Only while they are all offset
+        commits, no marker is due and the hold is younger than `commit_hold_ms`."""
+        if not self.commit_hold_ms or marker_due(start.get("tick"), now_ms, self.idle_tick_ms, plan, self.max_idle_ms):
+            return False
+        if self._held_since is not None and now_ms - self._held_since >= self.commit_hold_ms:
+            return False
+        before = start.get("topics") or {}
+        ranges = [KafkaRange(topic, int(key), max(int((before.get(topic) or {}).get(key, end)),
+                                                  self._commits_to.get((topic, key), 0)), end)
+                  for topic, parts in topics.items() for key, end in parts.items()]
+        ranges = [r for r in ranges if r.end > r.start]
+        if sum(r.end - r.start for r in ranges) > PEEK_MAX_RECORDS or not self._only_commits(ranges):
+            return False
+        for r in ranges:
+            self._commits_to[(r.topic, str(r.partition))] = r.end
+        if self._held_since is None:
+            self._held_since = now_ms
+        return True
+
+    def _only_commits(self, ranges: list[KafkaRange]) -> bool:
+        """Are all records of these ranges offset commits? False when a read fails (no hold)."""
+        if not ranges:
+            return True
+        try:
+            if self._peek_consumer is None:
+                self._peek_consumer = _consumer(self.options, max_poll_records=PEEK_MAX_RECORDS,
+                                                request_timeout_ms=15000)
+            consumer = self._peek_consumer
+            for r in ranges:
+                for rec in _records(consumer, r, PEEK_TIMEOUT_S):
+                    if not is_offset_commit_key(rec.key):
+                        return False
+            return True
+        except Exception as exc:
+            LOG.info("kafka source %s: not holding commits: %s", self.topics, exc)
+            broken, self._peek_consumer = self._peek_consumer, None
+            try:
+                if broken is not None:
+                    broken.close()
+            except Exception:
+                pass
+            return False
 
     def partitions(self, start: dict, end: dict) -> list:
         ranges: list[KafkaRange] = []
@@ -285,29 +380,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         return tick_row(self.kind, ts_ms)
 
     def _read_range(self, consumer: Any, r: KafkaRange) -> Iterator[tuple]:
-        from kafka import TopicPartition
-        tp = TopicPartition(r.topic, r.partition)
         source_id = f"{r.topic}-{r.partition}"
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        consumer.assign([tp])
-        consumer.seek(tp, r.start)
-        position = r.start
-        while position < r.end:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{source_id}: read {position - r.start} of "
-                                   f"{r.end - r.start} records in {READ_TIMEOUT_S:.0f} s")
-            batch = consumer.poll(timeout_ms=1000).get(tp, [])
-            if not batch:
-                # Compacted or transactional ranges end before `end` without records.
-                if consumer.position(tp) >= r.end:
-                    break
-                continue
-            for rec in batch:
-                if rec.offset >= r.end:
-                    position = r.end
-                    break
-                position = rec.offset + 1
-                yield self._row(source_id, rec)
+        for rec in _records(consumer, r, READ_TIMEOUT_S):
+            yield self._row(source_id, rec)
 
     def _row(self, source_id: str, rec) -> tuple:
         if self.kind == SOURCE_KIND_OFFSETS:

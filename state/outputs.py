@@ -55,7 +55,10 @@ ADDED_FIELDS: dict[str, dict[str, Any]] = {
                            "trigger_final": True,       # before trigger decisions, every trigger was
                            # the impact (state/impact.py): not measured by the release that wrote it
                            **unknown("written by a release that did not measure the impact")},
-    OutputKind.REMOVAL: {"partition_seconds_stopped": None},
+    OutputKind.REMOVAL: {"partition_seconds_stopped": None,
+                         # the root cause's confidence and the per-group verdict (state/diagnosis)
+                         "root_cause_confidence": None, "root_cause_confidence_reason": None,
+                         "group_root_cause": None, "host_members": None},
 }
 
 
@@ -186,6 +189,15 @@ def member_info(member_id: str, known: Member | None, protocol: str) -> dict[str
     return info
 
 
+def host_members(model: GroupModel, known: Member | None) -> int | None:
+    """Members of the group on the removed member's client host (itself included), or None when
+    its host is not known."""
+    if known is None or known.client_host is None:
+        return None
+    host = known.client_host
+    return 1 + sum(1 for m in model.members.values() if m.client_host == host and m.member_id != known.member_id)
+
+
 def removal_record(model: GroupModel, member_id: str, known: Member | None, cause: str,
                    at_ms: int, generation: int | None, coordinator: int | None, source_id: str,
                    seq: int, reason_text: str | None = None, evidence: str = "") -> dict[str, Any]:
@@ -194,6 +206,10 @@ def removal_record(model: GroupModel, member_id: str, known: Member | None, caus
         "cluster": model.cluster, "group": model.group, "protocol": model.protocol,
         **member_info(member_id, known, model.protocol),
         "removed_at_ms": at_ms, "cause": cause, "root_cause": "unknown", "evidence": evidence,
+        "root_cause_confidence": None, "root_cause_confidence_reason": None, "group_root_cause": None,
+        # members of the group on the same client host when it was removed, itself included (the
+        # host-wide rule weighs how many of a host's members were affected)
+        "host_members": host_members(model, known),
         "reason_text": reason_text, "generation": generation, "coordinator": coordinator,
         "source_id": source_id, "seq": seq,
         # what this removal cost (state/impact.py): set when the rebalance that reassigned the

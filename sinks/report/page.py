@@ -165,9 +165,19 @@ def _diagnosis(view: GroupView) -> str:
         rows.append(f'<tr class="removal-row{" unplanned" if unplanned else ""}" title="{a(removal_tip(r))}">'
                     f"<td>{a(utc(r['removed_at_ms'], date=False))}<br><b>{a(_who(r))}</b></td>"
                     f"<td>{a(r['cause'])}<br>{_swatch(ROOT_CAUSE_COLORS.get(root, OTHER_COLOR))}{a(root)}</td>"
+                    f"<td>{_confidence(r)}</td>"
                     f'<td class="ev">{a(r.get("evidence") or "")}</td></tr>')
-    return ('<table class="diagnosis"><tr><th>removed, member</th><th>cause, root cause</th><th>evidence</th></tr>'
-            f"{''.join(rows)}</table>")
+    return ('<table class="diagnosis"><tr><th>removed, member</th><th>cause, root cause</th><th>confidence</th>'
+            f"<th>evidence</th></tr>{''.join(rows)}</table>")
+
+
+def _confidence(r: dict) -> str:
+    """The root cause's confidence and why (records of releases before it: not rated)."""
+    sure = r.get("root_cause_confidence")
+    if not sure:
+        return '<span class="note">not rated</span>'
+    return f'<b class="confidence-{a(sure)}">{a(sure)}</b><br>{a(r.get("root_cause_confidence_reason") or "")}'
+
 
 
 def _rebalance_rows(view: GroupView) -> str:

@@ -58,7 +58,10 @@ class Correlator:
 
     # --- flow ---------------------------------------------------------------------------------
     def add(self, records: Iterable[dict[str, Any]]) -> None:
-        self.pending.extend(records)
+        for r in records:
+            if r.get("group_root_cause") is None:     # a record of a release before the field
+                r["group_root_cause"] = r.get("root_cause")
+            self.pending.append(r)
 
     def advance(self, clock_ms: int | None) -> list[dict[str, Any]]:
         """Event time reached `clock_ms`: classify and return the records that are decided."""
@@ -89,37 +92,78 @@ class Correlator:
         return min(session, MAX_SESSION_LOOKAROUND_MS)
 
     def _classify(self, rec: dict[str, Any], pool: _Pool) -> None:
-        t, cluster = rec["removed_at_ms"], rec["cluster"]
-        host = rec.get("client_host")
-        if host is not None:
-            w = self._host_window(rec)
-            same_host = pool.around(("host", cluster, host), t, w)
-            if len(same_host) >= self.s.host_wide_min_removals:
-                groups = sorted({r["group"] for r in same_host})
-                span = max(r["removed_at_ms"] for r in same_host) - min(r["removed_at_ms"] for r in same_host)
-                self._override(rec, "host_wide",
-                               f"{len(same_host)} members on host {host} were removed involuntarily within "
-                               f"{span / 1000:.1f} s (window {w / 1000:.1f} s, threshold "
-                               f"{self.s.host_wide_min_removals}) in {len(groups)} group(s): "
-                               f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
-                return
-        coordinator = rec.get("coordinator")
-        if coordinator is not None:
-            w = self.s.coordinator_wide_window_ms
-            key = ("coordinator", cluster, coordinator)
-            same = pool.around(key, t, w)
-            groups = sorted({r["group"] for r in same})
-            hosts = {r.get("client_host") for r in same}
-            background = self._background_groups(pool, key, t, w)
-            if len(groups) >= self.s.coordinator_wide_min_groups \
-                    and len(hosts) >= self.s.coordinator_wide_min_groups \
-                    and len(groups) >= self.s.coordinator_wide_background_factor * background:
-                self._override(rec, "coordinator_wide",
-                               f"{len(groups)} groups of coordinator broker {coordinator} lost members "
-                               f"involuntarily within {w / 1000:.1f} s (threshold "
-                               f"{self.s.coordinator_wide_min_groups}; background {background:.1f} groups per "
-                               f"window), members on {len(hosts)} hosts: "
-                               f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
+        # The coordinator's own evidence first: members that expire while their coordinator moves
+        # share a cause whatever their addresses.
+        if rec.get("group_root_cause") == "coordinator_wide" or self._coordinator_burst(rec, pool):
+            return
+        self._host_wide(rec, pool)
+
+    def _host_wide(self, rec: dict[str, Any], pool: _Pool) -> None:
+        """A host's members removed together: how many, how close in time, what share of the host's
+        members in those groups, and whether they met the same fate (all crashed or all paused)."""
+        t, cluster, host = rec["removed_at_ms"], rec["cluster"], rec.get("client_host")
+        if host is None:
+            return
+        w = self._host_window(rec)
+        same_host = pool.around(("host", cluster, host), t, w)
+        if len(same_host) < 2:
+            return
+        fates = {_group_root(r) for r in same_host}
+        span = max(r["removed_at_ms"] for r in same_host) - min(r["removed_at_ms"] for r in same_host)
+        groups = sorted({r["group"] for r in same_host})
+        # Members of those groups on the host that were not removed (each group's largest count).
+        known = {g: max((r.get("host_members") or 0 for r in same_host if r["group"] == g), default=0)
+                 for g in groups}
+        spared = sum(max(0, known[g] - sum(1 for r in same_host if r["group"] == g)) for g in groups)
+        census = all(known[g] for g in groups)
+        clients = {r.get("client_id") for r in same_host if r.get("client_id")}
+        together = span <= self.s.host_wide_together_ms
+        enough = len(same_host) >= self.s.host_wide_min_removals
+        if len(fates) > 1:
+            return      # some came back, some did not: no common cause on the host
+        if not (enough or (together and census and spared == 0)):
+            return
+        if census and spared > len(same_host):
+            return      # most of the host's members in these groups went on: independent failures
+        if together and census and spared == 0:
+            sure, why = ("high" if enough else "medium"), (
+                f"every member the host had in {'these groups' if len(groups) > 1 else 'the group'} was removed "
+                f"within {span / 1000:.1f} s")
+        elif together or (census and spared == 0):
+            sure, why = "medium", "many of the host's members were removed close together"
+        else:
+            sure, why = "low", (f"{len(same_host)} removals on the host within {span / 1000:.1f} s; "
+                                "independent failures close together look the same")
+        detail = (f"{len(same_host)} members on host {host} were removed involuntarily within "
+                  f"{span / 1000:.1f} s (window {w / 1000:.1f} s) in {len(groups)} group(s): "
+                  f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}; "
+                  f"{len(clients)} distinct client id(s); "
+                  + (f"{spared} other member(s) of the host in these groups stayed" if census
+                     else "the host's other members are not known"))
+        self._override(rec, "host_wide", detail, sure, why)
+
+    def _coordinator_burst(self, rec: dict[str, Any], pool: _Pool) -> bool:
+        t, cluster, coordinator = rec["removed_at_ms"], rec["cluster"], rec.get("coordinator")
+        if coordinator is None:
+            return False
+        w = self.s.coordinator_wide_window_ms
+        key = ("coordinator", cluster, coordinator)
+        same = pool.around(key, t, w)
+        groups = sorted({r["group"] for r in same})
+        hosts = {r.get("client_host") for r in same}
+        background = self._background_groups(pool, key, t, w)
+        if len(groups) >= self.s.coordinator_wide_min_groups \
+                and len(hosts) >= self.s.coordinator_wide_min_groups \
+                and len(groups) >= self.s.coordinator_wide_background_factor * background:
+            self._override(rec, "coordinator_wide",
+                           f"{len(groups)} groups of coordinator broker {coordinator} lost members "
+                           f"involuntarily within {w / 1000:.1f} s (threshold "
+                           f"{self.s.coordinator_wide_min_groups}; background {background:.1f} groups per "
+                           f"window), members on {len(hosts)} hosts: "
+                           f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}",
+                           "medium", "many groups of one coordinator lost members at once, on many hosts")
+            return True
+        return False
 
     def _background_groups(self, pool: _Pool, key: tuple[Any, ...], t: int, w: int) -> float:
         """Groups of the coordinator expected to lose a member in a window of 2w anyway: their
@@ -131,11 +175,18 @@ class Correlator:
         return len({r["group"] for r in base}) * 2 * w / span
 
     @staticmethod
-    def _override(rec: dict[str, Any], root: str, text: str) -> None:
+    def _override(rec: dict[str, Any], root: str, text: str, confidence: str, reason: str) -> None:
         if rec.get("root_cause") == root:
             return
         rec["evidence"] = f"{text} (per group: {rec.get('root_cause')}: {rec.get('evidence')})"
         rec["root_cause"] = root
+        rec["root_cause_confidence"], rec["root_cause_confidence_reason"] = confidence, reason
+
+
+def _group_root(r: dict[str, Any]) -> str | None:
+    """The verdict of a removal's own group, before any cross-group override (`add` sets it on
+    records of releases before the field)."""
+    return r.get("group_root_cause") or r.get("root_cause")
 
 
 class _Pool:

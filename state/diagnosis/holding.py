@@ -34,6 +34,7 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | 
     if not (parts and stall):
         held["commit_text"] = "commit evidence not available (assignment unknown), the rejoin alone decides"
         return
+    held["commit_known"] = True
     commits = [model.partition_commits[p] for p in parts if p in model.partition_commits]
     newest = max((c for c in commits if c <= at), default=None)
     held["stalled"] = newest is None or newest <= at - stall

@@ -15,6 +15,10 @@ from typing import Any
 
 ROOT_CAUSES = ("process_crash", "process_pause", "slow_processing", "graceful_shutdown",
                "host_wide", "coordinator_wide", "unknown")
+# How sure a root cause is (root_cause_confidence), with the reason in root_cause_confidence_reason:
+# high: the broker or the client said so; medium: inferred from evidence another cause could also
+# leave; low: the evidence fits another cause as well as this one.
+CONFIDENCES = ("high", "medium", "low")
 
 
 @dataclass(frozen=True)
@@ -26,9 +30,12 @@ class DiagnosisSettings:
     # max(its rebalance_timeout_ms (= max.poll.interval.ms), this) is a poll timeout (inferred).
     poll_rejoin_min_window_ms: int = 60_000
     # host_wide: at least this many involuntary removals of members on one client host, across the
-    # groups of a cluster, within the window (0: each removal's session timeout, 45 s if unknown).
+    # groups of a cluster, within the window (0: each removal's session timeout, 45 s if unknown)...
     host_wide_min_removals: int = 3
     host_wide_window_ms: int = 0
+    # ... or at least two within this much of each other, when they were every member that host
+    # had in their groups (members killed together expire within a heartbeat interval or so).
+    host_wide_together_ms: int = 5_000
     # coordinator_wide: at least this many groups of one coordinator losing members involuntarily
     # within the window, the members on at least as many distinct hosts (else host_wide explains it);
     # or a load/unload of the group by its
@@ -83,85 +90,117 @@ def _session(rec: dict[str, Any]) -> str:
     return f"its session timeout {_secs(ms)}"
 
 
+Verdict = tuple[str, str, str, str]    # root cause, evidence, confidence, the confidence's reason
+
+
 def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> None:
-    """Set cause / root_cause / evidence of a held removal record at its decision time.
+    """Set cause / root_cause / its confidence / evidence of a held removal record at its decision
+    time (group_root_cause keeps this verdict when the correlator overrides root_cause).
 
     `held` carries what the machine learned while holding it: rejoined_at_ms, rejoin_member,
     commit evidence (stall_commit_ms: newest commit on its partitions before the leave;
     commit_known: whether its partitions were known), coordinator_move_ms.
     """
-    cause = rec["cause"]
-    static = rec.get("group_instance_id") is not None
-    rejoin = held.get("rejoined_at_ms")
-    gap = None if rejoin is None else rejoin - rec["removed_at_ms"]
-    who = rec.get("client_id") or rec["member_id"]
-    host = rec.get("client_host") or "?"
+    if rec["cause"] == "leave_group" and held.get("poll_inferred"):
+        rec["cause"] = "poll_timeout"
+    rule = _RULES.get(rec["cause"])
+    root, text, sure, why = ("unknown", "no rule matched", "low", "no rule matched") if rule is None \
+        else rule(rec, held, s)
     prior = rec.get("evidence") or ""
-    text: str
-    root = "unknown"
-    if cause == "leave_group" and held.get("poll_inferred"):
-        rec["cause"] = cause = "poll_timeout"
-    if cause == "poll_timeout":
-        root = "slow_processing"
-        if held.get("poll_inferred"):
-            text = (f"{who}@{host} sent LeaveGroup and the same client joined again {_secs(gap)} later, "
-                    f"within max(max.poll.interval.ms {_secs(rec.get('rebalance_timeout_ms'))}, "
-                    f"{_secs(s.poll_rejoin_min_window_ms)}); {held.get('commit_text')}: poll timeout (inferred)")
-        else:
-            text = (f"the client said so (reason: {rec.get('reason_text')!r}): processing between polls exceeded "
-                    "max.poll.interval.ms")
-    elif cause in ("rebalance_timeout", "sync_timeout"):
-        root = "slow_processing"
-        text = (f"{who}@{host} did not {'rejoin' if cause == 'rebalance_timeout' else 'sync'} within the "
-                f"rebalance timeout {_secs(rec.get('rebalance_timeout_ms'))} (max.poll.interval.ms): "
-                "still busy in processing between polls")
-    elif cause in ("leave_group", "pending_member_timeout"):
-        root = "graceful_shutdown"
-        text = f"{who}@{host} sent LeaveGroup (consumer closed)"
-        if cause == "pending_member_timeout":
-            root, text = "unknown", f"{who}@{host} never completed its join"
-        elif rejoin is not None:
-            text += (f"; the same client joined again {_secs(gap)} later but "
-                     f"{held.get('commit_text') or 'no poll-timeout evidence'}: a restart")
-        else:
-            text += " and did not come back"
-    elif cause == "static_member_fenced":
-        root = "graceful_shutdown"
-        text = (f"static member {rec.get('group_instance_id')} was replaced by a new instance with the same "
-                "group.instance.id: a restart (static members send no LeaveGroup)")
-    elif cause == "group_deleted":
-        root, text = "unknown", "the group was deleted or its offsets expired"
-    elif cause == "heartbeat_expiry":
-        if static:
-            root = "graceful_shutdown"
-            text = (f"static member {rec.get('group_instance_id')} ({who}@{host}) expired after its session "
-                    f"timeout {_secs(rec.get('session_timeout_ms'))}: static members send no LeaveGroup on "
-                    "close, so a stop looks like this")
-        elif held.get("coordinator_move_ms") is not None:
-            root = "coordinator_wide"
-            text = (f"{who}@{host} expired {_secs(abs(held['coordinator_move_ms'] - rec['removed_at_ms']))} "
-                    f"{'after' if held['coordinator_move_ms'] <= rec['removed_at_ms'] else 'before'} its "
-                    "coordinator loaded/unloaded the group, with other members of the group")
-        elif rejoin is not None and gap is not None and gap <= s.pause_rejoin_window_ms:
-            root = "process_pause"
-            same = "with the same member id" if held.get("same_member_id") else "with a new member id"
-            text = (f"{who}@{host} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "
-                    f"(within {_secs(s.pause_rejoin_window_ms)}): the process froze and resumed")
-        elif rec.get("protocol") == "streams":
-            # Kafka Streams stays in the group when it closes (KIP-1092's default): a stop and a
-            # crash both end in a session expiry, and nothing the broker records tells them apart.
-            root = "unknown"
-            text = (f"{who}@{host} missed heartbeats for {_session(rec)} and did not come back within "
-                    f"{_secs(s.pause_rejoin_window_ms)}: Kafka Streams instances do not leave the group when "
-                    "they close, so this is a stop or a crash")
-        else:
-            root = "process_crash"
-            text = (f"{who}@{host} missed heartbeats for {_session(rec)} and did not come back within "
-                    f"{_secs(s.pause_rejoin_window_ms)}: the process died")
-    else:
-        text = "no rule matched"
-    rec["root_cause"] = root
+    rec["root_cause"] = rec["group_root_cause"] = root
+    rec["root_cause_confidence"], rec["root_cause_confidence_reason"] = sure, why
     rec["evidence"] = f"{prior}; {text}" if prior else text
+
+
+def _who(rec: dict[str, Any]) -> str:
+    return f"{rec.get('client_id') or rec['member_id']}@{rec.get('client_host') or '?'}"
+
+
+def _gap(rec: dict[str, Any], held: dict[str, Any]) -> int | None:
+    rejoin = held.get("rejoined_at_ms")
+    return None if rejoin is None else rejoin - rec["removed_at_ms"]
+
+
+def _poll_timeout(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    if not held.get("poll_inferred"):
+        return ("slow_processing", f"the client said so (reason: {rec.get('reason_text')!r}): processing between "
+                "polls exceeded max.poll.interval.ms", "high", "the client gave the reason")
+    text = (f"{_who(rec)} sent LeaveGroup and the same client joined again {_secs(_gap(rec, held))} later, "
+            f"within max(max.poll.interval.ms {_secs(rec.get('rebalance_timeout_ms'))}, "
+            f"{_secs(s.poll_rejoin_min_window_ms)}); {held.get('commit_text')}: poll timeout (inferred)")
+    if held.get("commit_known"):
+        return "slow_processing", text, "medium", "inferred: a quick rejoin, and no commit on its partitions while " \
+                                                  "it stalled"
+    return "slow_processing", text, "low", "inferred from the quick rejoin alone: its partitions were not known"
+
+
+def _timed_out(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    step = "rejoin" if rec["cause"] == "rebalance_timeout" else "sync"
+    return ("slow_processing", f"{_who(rec)} did not {step} within the rebalance timeout "
+            f"{_secs(rec.get('rebalance_timeout_ms'))} (max.poll.interval.ms): still busy in processing between polls",
+            "high", "the broker removed it at the rebalance timeout")
+
+
+def _left(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    text = f"{_who(rec)} sent LeaveGroup (consumer closed)"
+    if held.get("rejoined_at_ms") is None:
+        return "graceful_shutdown", text + " and did not come back", "high", "the client sent LeaveGroup"
+    text += (f"; the same client joined again {_secs(_gap(rec, held))} later but "
+             f"{held.get('commit_text') or 'no poll-timeout evidence'}: a restart")
+    if (rec.get("reason_text") or "not provided") == "not provided":
+        return "graceful_shutdown", text, "medium", "a quick rejoin without a client reason: a restart, not a poll " \
+                                                    "timeout, by the commit or poll evidence"
+    return "graceful_shutdown", text, "high", "the client sent LeaveGroup"
+
+
+def _never_joined(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    return "unknown", f"{_who(rec)} never completed its join", "low", "a join that never completed says nothing " \
+                                                                       "of the client"
+
+
+def _static_replaced(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    return ("graceful_shutdown", f"static member {rec.get('group_instance_id')} was replaced by a new instance with "
+            "the same group.instance.id: a restart (static members send no LeaveGroup)",
+            "medium", "a crash followed by a quick restart is replaced the same way")
+
+
+def _deleted(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    return "unknown", "the group was deleted or its offsets expired", "high", "the group itself ended"
+
+
+def _expired(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+    who, gap = _who(rec), _gap(rec, held)
+    if rec.get("group_instance_id") is not None:
+        return ("graceful_shutdown", f"static member {rec.get('group_instance_id')} ({who}) expired after its session "
+                f"timeout {_secs(rec.get('session_timeout_ms'))}: static members send no LeaveGroup on close, so a "
+                "stop looks like this", "low", "a static member's stop and its crash both end in a session expiry")
+    move = held.get("coordinator_move_ms")
+    if move is not None:
+        return ("coordinator_wide", f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
+                f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group, "
+                "with other members of the group", "medium",
+                "the coordinator moved the group as several of its members expired")
+    if gap is not None and gap <= s.pause_rejoin_window_ms:
+        same = "with the same member id" if held.get("same_member_id") else "with a new member id"
+        text = (f"{who} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "
+                f"(within {_secs(s.pause_rejoin_window_ms)}): the process froze and resumed")
+        if held.get("same_member_id"):
+            return "process_pause", text, "high", "the same member came back"
+        return "process_pause", text, "medium", "the same client id and host came back with a new member id (a fast " \
+                                                "restart looks the same)"
+    text = (f"{who} missed heartbeats for {_session(rec)} and did not come back within "
+            f"{_secs(s.pause_rejoin_window_ms)}: the process died")
+    if rec.get("protocol") == "streams":
+        # Kafka Streams stays in the group when it closes (KIP-1092's default): a stop and a crash
+        # both end in a session expiry.
+        return ("process_crash", text + "; Kafka Streams instances do not leave the group when they close, so it may "
+                "have stopped", "low", "a Kafka Streams instance does not leave when it closes: a stop looks the same")
+    return "process_crash", text, "medium", "it did not come back; a longer freeze or a lost host looks the same"
+
+
+_RULES = {"poll_timeout": _poll_timeout, "rebalance_timeout": _timed_out, "sync_timeout": _timed_out,
+          "leave_group": _left, "pending_member_timeout": _never_joined, "static_member_fenced": _static_replaced,
+          "group_deleted": _deleted, "heartbeat_expiry": _expired}
 
 
 def decision_window_ms(rec: dict[str, Any], s: DiagnosisSettings) -> int:

@@ -208,6 +208,9 @@ class DiagnosisConfig(BaseModel):
     host_wide_min_removals: int = Field(default=_D.host_wide_min_removals, ge=2)
     host_wide_window_seconds: float = Field(default=_D.host_wide_window_ms / 1000, ge=0,
                                             description="0: each removal's session timeout")
+    host_wide_together_seconds: float = Field(default=_D.host_wide_together_ms / 1000, ge=0,
+                                              description="two removals this close that were all of a host's "
+                                                          "members in their groups are host-wide")
     coordinator_wide_min_groups: int = Field(default=_D.coordinator_wide_min_groups, ge=2)
     coordinator_wide_window_seconds: float = Field(default=_D.coordinator_wide_window_ms / 1000, gt=0)
     coordinator_wide_background_factor: float = Field(default=_D.coordinator_wide_background_factor, ge=0)
@@ -231,6 +234,7 @@ class DiagnosisConfig(BaseModel):
             poll_rejoin_min_window_ms=int(self.poll_rejoin_min_window_seconds * 1000),
             host_wide_min_removals=self.host_wide_min_removals,
             host_wide_window_ms=int(self.host_wide_window_seconds * 1000),
+            host_wide_together_ms=int(self.host_wide_together_seconds * 1000),
             coordinator_wide_min_groups=self.coordinator_wide_min_groups,
             coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
             coordinator_wide_background_factor=self.coordinator_wide_background_factor,

@@ -118,6 +118,9 @@ def removal_diagnosis(r: dict, previous: dict | None) -> list[str]:
         evidence = f"{who(r)}: {evidence}"
     if previous is not None and evidence == (previous.get("evidence") or "").split(PER_GROUP_SUFFIX)[0]:
         return [fit(head)]
+    sure = r.get("root_cause_confidence")
+    if sure:
+        evidence += f" [confidence {sure}: {r.get('root_cause_confidence_reason')}]"
     return [fit(head), *wrap(evidence, 6)]
 
 

@@ -70,9 +70,10 @@ def test_streams_group_rebalances_and_removals(name, group):
     _, truth = _capture(name)
     timeline = [e for e in truth if e.get("group") == group]
     removals = expected_removals(timeline, "4.4.0", "streams", 60_000)
-    assert [(r.client_id, r.cause, r.root_cause, r.action) for r in removals] == [
-        (f"{group}-b-StreamThread-1-consumer", "heartbeat_expiry", "unknown", "kill"),
-        (f"{group}-a-StreamThread-1-consumer", "heartbeat_expiry", "unknown", "leave")]
+    # b's kill is a crash; a's close looks the same to the brokers: a crash, rated low
+    assert [(r.client_id, r.cause, r.root_cause, r.action, r.confidence) for r in removals] == [
+        (f"{group}-b-StreamThread-1-consumer", "heartbeat_expiry", "process_crash", "kill", None),
+        (f"{group}-a-StreamThread-1-consumer", "heartbeat_expiry", "process_crash", "leave", "low")]
 
 
 def test_a_streams_instance_is_named_by_its_thread_consumer():
@@ -236,3 +237,23 @@ def test_a_consumer_bump_is_caused_by_the_action_before_its_member_change():
     got = [(r.generation, r.trigger) for r in consumer_rebalances(lines, group, timeline, "consumer")]
     assert got == [(2, "member_join"), (3, "member_join"), (4, "member_join"), (5, "heartbeat_expiry"),
                    (6, "member_leave"), (7, "member_leave")]
+
+
+def test_members_of_one_host_killed_together_are_host_wide_in_the_truth():
+    """expect._killed_together: a host's every member of the group killed within 2 s is one
+    host-wide cause; a kill next to them on a host with a survivor stays a crash."""
+    def start(cid, host):
+        return {"action": "start", "group": "g", "client_id": cid, "library": "kafka-python", "host": host,
+                "ts_ms": 0}
+
+    def act(action, cid, ts):
+        return {"action": action, "group": "g", "client_id": cid, "library": "kafka-python", "ts_ms": ts}
+    timeline = [start("a", "/127.0.0.2"), start("b", "/127.0.0.2"), start("c", "/127.0.0.1"), start("d", "/127.0.0.1"),
+                *(act("joined", x, 10) for x in "abcd"), act("kill", "a", 100), act("kill", "b", 150),
+                act("kill", "c", 200), act("leave", "d", 9000)]
+    removals = expected_removals(timeline, "4.4.0", "classic", 20_000)
+    assert [(r.client_id, r.root_cause) for r in removals] == [
+        ("a", "host_wide"), ("b", "host_wide"), ("c", "process_crash"), ("d", "graceful_shutdown")]
+    later = [dict(e, ts_ms=5000) if e.get("client_id") == "b" and e["action"] == "kill" else e for e in timeline]
+    assert [r.root_cause for r in expected_removals(later, "4.4.0", "classic", 20_000)][:2] == \
+        ["process_crash", "process_crash"]      # 4.9 s apart: two crashes

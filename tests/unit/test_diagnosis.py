@@ -106,11 +106,14 @@ def test_kafka40_kip848_leave_kill_and_sigstop():
 
 
 @pytest.mark.parametrize("cluster,prefix,n", [("kafka-2.7", "sc10-storm-", 5), ("kafka-4.0", "k4-sc10-", 5)])
-def test_storm_kills_on_one_host_are_host_wide(cluster, prefix, n):
+def test_storm_kills_next_to_live_members_of_their_host_are_crashes(cluster, prefix, n):
+    """sc10: 5 of the host's processes SIGKILLed together while the other members of their groups,
+    on the same host, kept heartbeating: the host was fine, each process died (the host-wide rule
+    weighs the host's members that stayed, host_members)."""
     expired = [r for r in _run(cluster)["removal"]
                if r["group"].startswith(prefix) and r["cause"] == "heartbeat_expiry"]
-    assert len(expired) == n and {r["root_cause"] for r in expired} == {"host_wide"}
-    assert f"{n} members on host /127.0.0.1" in expired[0]["evidence"]
+    assert len(expired) == n and {r["root_cause"] for r in expired} == {"process_crash"}
+    assert all(r["host_members"] >= 2 and r["root_cause_confidence"] == "medium" for r in expired)
     leaves = [r for r in _run(cluster)["removal"] if r["group"].startswith(prefix) and r["cause"] == "leave_group"]
     assert leaves and {r["root_cause"] for r in leaves} == {CLOSE}
 
@@ -136,7 +139,8 @@ def _copies(specs: list[tuple[str, str, int, int]]) -> list[dict]:
     for group, host, coordinator, dt in specs:
         r = copy.deepcopy(base)
         r.update(group=group, client_host=host, coordinator=coordinator,
-                 removed_at_ms=base["removed_at_ms"] + dt, member_id=f"{group}-c2-{dt}")
+                 removed_at_ms=base["removed_at_ms"] + dt, member_id=f"{group}-c2-{dt}",
+                 host_members=None)    # the host's other members unknown: the count alone decides
         out.append(r)
     return out
 
@@ -185,11 +189,13 @@ def _brute_force(recs: list[dict], settings: DiagnosisSettings) -> list[tuple]:
         same = [r for r in pool if r["cluster"] == rec["cluster"] and r.get("coordinator") == rec.get("coordinator")
                 and abs(r["removed_at_ms"] - t) <= settings.coordinator_wide_window_ms]
         root = rec["root_cause"]
-        if is_candidate(rec) and len(same_host) >= settings.host_wide_min_removals:
-            root = "host_wide"
-        elif is_candidate(rec) and len({r["group"] for r in same}) >= settings.coordinator_wide_min_groups \
+        # the coordinator's evidence first, then the host's (these copies carry no host census and
+        # all crashed: the host rule is then the count alone)
+        if is_candidate(rec) and len({r["group"] for r in same}) >= settings.coordinator_wide_min_groups \
                 and len({r.get("client_host") for r in same}) >= settings.coordinator_wide_min_groups:
             root = "coordinator_wide"
+        elif is_candidate(rec) and len(same_host) >= settings.host_wide_min_removals:
+            root = "host_wide"
         out.append((rec["group"], root))
     return out
 
@@ -202,6 +208,11 @@ def test_indexed_correlator_equals_the_brute_force_rules_on_a_random_fleet():
     recs = _copies(specs)
     for r in recs[::7]:
         r["cluster"] = "other"
+    # a cluster where one host loses members of groups of different coordinators: host-wide
+    burst = _copies([(f"h{i}", "/10.9.9.9", i + 1, 100_000 + i * 300) for i in range(3)])
+    for r in burst:
+        r["cluster"] = "third"
+    recs += burst
     settings = DiagnosisSettings(coordinator_wide_background_factor=0)   # the rules without the background
     expected = _brute_force(copy.deepcopy(recs), settings)
     got = [(r["group"], r["root_cause"]) for r in correlate_all(copy.deepcopy(recs), settings)]
@@ -229,6 +240,58 @@ def test_independent_expiries_of_a_big_fleet_are_not_coordinator_wide_but_a_real
     # without the background check (the rule before issue 15) nearly every expiry was coordinator_wide
     plain = correlate_all(_copies(background[:2000]), DiagnosisSettings(coordinator_wide_background_factor=0))
     assert sum(r["root_cause"] == "coordinator_wide" for r in plain) > 1500
+
+
+def _on_host(specs: list[tuple[str, str, int, int, int]], pause: set | frozenset = frozenset()) -> list[dict]:
+    """Copies with the host's member count of their group (host_members); `pause`: groups whose
+    member came back (process_pause in its group)."""
+    recs = _copies([s[:4] for s in specs])
+    for r, spec in zip(recs, specs):
+        r["host_members"] = spec[4]
+        if r["group"] in pause:
+            r["root_cause"] = r["group_root_cause"] = "process_pause"
+    return recs
+
+
+def test_host_wide_weighs_the_hosts_members_their_fates_and_how_close_they_were():
+    # two members killed together, every member the host had in their groups: host-wide, medium
+    recs = _on_host([("orders", "/10.1.0.7", 1, 0, 1), ("billing", "/10.1.0.7", 2, 800, 1)])
+    out = correlate_all(recs)
+    assert [(r["root_cause"], r["root_cause_confidence"]) for r in out] == [("host_wide", "medium")] * 2
+    assert [r["group_root_cause"] for r in out] == ["process_crash"] * 2
+    assert "0 other member(s) of the host in these groups stayed" in out[0]["evidence"]
+    # ... three of them: high
+    recs = _on_host([("a", "/10.1.0.7", 1, 0, 1), ("b", "/10.1.0.7", 2, 800, 1), ("c", "/10.1.0.7", 3, 1500, 1)])
+    assert {(r["root_cause"], r["root_cause_confidence"]) for r in correlate_all(recs)} == {("host_wide", "high")}
+    # the same two, 8 s apart: independent crashes
+    recs = _on_host([("orders", "/10.1.0.7", 1, 0, 1), ("billing", "/10.1.0.7", 2, 8000, 1)])
+    assert {r["root_cause"] for r in correlate_all(recs)} == {"process_crash"}
+    # two of a host that had more members in those groups, which stayed: independent
+    recs = _on_host([("orders", "/10.1.0.7", 1, 0, 3), ("billing", "/10.1.0.7", 2, 300, 3)])
+    assert {r["root_cause"] for r in correlate_all(recs)} == {"process_crash"}
+    # three close together, but most of the host's members in those groups stayed: independent
+    recs = _on_host([("a", "/10.1.0.7", 1, 0, 4), ("b", "/10.1.0.7", 2, 300, 4), ("c", "/10.1.0.7", 3, 600, 4)])
+    assert {r["root_cause"] for r in correlate_all(recs)} == {"process_crash"}
+    # a pause next to a crash: two fates, two causes
+    recs = _on_host([("a", "/10.1.0.7", 1, 0, 1), ("b", "/10.1.0.7", 2, 300, 1), ("c", "/10.1.0.7", 3, 600, 1)],
+                    pause={"b"})
+    assert {r["group"]: r["root_cause"] for r in correlate_all(recs)} == {
+        "a": "process_crash", "b": "process_pause", "c": "process_crash"}
+
+
+def test_the_coordinators_evidence_wins_over_a_shared_address():
+    """Members that expire while their coordinator moves the group are coordinator-wide, whatever
+    host they share (a coordinator broker killed under clients on one machine)."""
+    recs = _on_host([("a", "/10.1.0.7", 1, 0, 1), ("b", "/10.1.0.7", 1, 300, 1), ("c", "/10.1.0.7", 1, 600, 1)])
+    for r in recs:
+        r["root_cause"] = r["group_root_cause"] = "coordinator_wide"
+    assert {r["root_cause"] for r in correlate_all(recs)} == {"coordinator_wide"}
+    recs = _on_host([("a", "/10.1.0.7", 4, 0, 1), ("b", "/10.1.0.7", 4, 300, 1), ("c", "/10.1.0.7", 4, 600, 1)])
+    for r, host in zip(recs, ("/10.1.0.7", "/10.1.0.8", "/10.1.0.9")):
+        r["client_host"] = host
+    recs += _on_host([("d", "/10.1.0.7", 4, 900, 1), ("e", "/10.1.0.7", 4, 1200, 1)])
+    out = {r["group"]: r for r in correlate_all(recs)}
+    assert {g: r["root_cause"] for g, r in out.items()} == dict.fromkeys("abcde", "coordinator_wide")
 
 
 def test_correlator_is_independent_of_batching_and_survives_a_restart():

@@ -22,7 +22,9 @@ def test_a_rebalance_record_written_before_assigned_at_ms_trigger_final_and_impa
     from state.impact import IMPACT_FIELDS
     impact = {**dict.fromkeys(IMPACT_FIELDS), "impact_unknown_reason": "written by a release that did not measure the impact"}
     assert list(sink.records(OutputKind.REBALANCE)) == [{**old, "assigned_at_ms": None, "trigger_final": True, **impact}]
-    assert list(sink.records(OutputKind.REMOVAL)) == [{"member_id": "m", "partition_seconds_stopped": None}]
+    assert list(sink.records(OutputKind.REMOVAL)) == [{
+        "member_id": "m", "partition_seconds_stopped": None, "root_cause_confidence": None,
+        "root_cause_confidence_reason": None, "group_root_cause": None, "host_members": None}]
     assert set(ADDED_FIELDS) <= set(RECORD_FILES)
 
 

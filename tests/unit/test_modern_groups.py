@@ -97,9 +97,10 @@ def test_streams_group_removals_and_rebalances(replayed):
     group, truth = f"{prefix}-streams", _truth(capture)
     removals = sorted(_of(out, "removal", group), key=lambda r: r["removed_at_ms"])
     # b was killed; a closed, and Kafka Streams does not leave on close: both sessions expire,
-    # and the broker's record cannot tell the stop from the crash
+    # and the broker's record cannot tell the stop from the crash: a crash each, rated low
     assert [r["cause"] for r in removals] == ["heartbeat_expiry", "heartbeat_expiry"]
-    assert {r["root_cause"] for r in removals} == {"unknown"}
+    assert {(r["root_cause"], r["root_cause_confidence"]) for r in removals} == {("process_crash", "low")}
+    assert "Kafka Streams" in removals[0]["root_cause_confidence_reason"]
     killed, closed = _action(truth, "kill", f"{group}-b"), _action(truth, "leave", f"{group}-a")
     assert killed + SESSION_MS - SLACK_MS <= removals[0]["removed_at_ms"] <= killed + SESSION_MS + SLACK_MS
     assert closed + SESSION_MS - SLACK_MS <= removals[1]["removed_at_ms"] <= closed + SESSION_MS + SLACK_MS

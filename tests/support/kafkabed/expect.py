@@ -124,6 +124,10 @@ class ExpRemoval:
     root_cause: str
     action: str
     at_ms: int                        # the action's time (the removal line follows it)
+    # When what the brokers record cannot tell the bed's action from another (a static member's or
+    # a Kafka Streams member's close from its crash): the root cause the evidence points to, which
+    # the monitor must then rate `low` (root_cause_confidence).
+    confidence: str | None = None
 
 
 @dataclass
@@ -444,11 +448,13 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
         if protocol == "streams" and (a in ("kill", "pause") or (a == "leave" and _no_leave_on_close(e, protocol))):
             # Kafka Streams sends no leave when it closes (KIP-1092's default): a close and a crash
             # both end in a session fence, which the broker's records cannot tell apart unless the
-            # member comes back (docs/diagnosis.md: unknown, or process_pause).
+            # member comes back (docs/diagnosis.md: process_crash rated low, or process_pause).
             back = _rejoined(cid, e["ts_ms"], later, pause_window_ms)
-            out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_pause" if back else "unknown", a, e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_pause" if back else "process_crash", a, e["ts_ms"],
+                                  confidence=None if back or a != "leave" else "low"))
         elif (a == "kill" and static) or (a == "leave" and _no_leave_on_close(e, protocol)):
-            out.append(ExpRemoval(bcid, "heartbeat_expiry", "graceful_shutdown", a, e["ts_ms"]))
+            out.append(ExpRemoval(bcid, "heartbeat_expiry", "graceful_shutdown", a, e["ts_ms"],
+                                  confidence="low" if a == "kill" else None))
         elif a == "kill" or a == "pause":
             back = _rejoined(cid, e["ts_ms"], later, pause_window_ms)
             out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_pause" if back else "process_crash", a, e["ts_ms"]))
@@ -459,7 +465,28 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
             out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_crash", a, e["ts_ms"]))
         else:
             out.append(ExpRemoval(bcid, "leave_group", "graceful_shutdown", a, e["ts_ms"]))
-    return out
+    return _killed_together(out, timeline)
+
+
+# Kills the bed makes one after the other, as one event: within this much of each other.
+TOGETHER_MS = 2000
+
+
+def _killed_together(removals: list[ExpRemoval], timeline: list) -> list[ExpRemoval]:
+    """Members of one host (their client host) killed together, all the members that host had in the
+    group: one cause, the host (docs/diagnosis.md host_wide), not as many crashes."""
+    host_of = {broker_client_id(e): e.get("host") or "/127.0.0.1" for e in timeline if e["action"] == "start"}
+    members_of: dict[str, set] = {}
+    for cid, host in host_of.items():
+        members_of.setdefault(host, set()).add(cid)
+    crashes = [r for r in removals if r.action == "kill" and r.root_cause == "process_crash"]
+    for host, members in members_of.items():
+        killed = sorted((r for r in crashes if host_of.get(r.client_id) == host), key=lambda r: r.at_ms)
+        if len(killed) >= 2 and killed[-1].at_ms - killed[0].at_ms <= TOGETHER_MS and \
+                {r.client_id for r in killed} == members:
+            for r in killed:
+                r.root_cause = "host_wide"
+    return removals
 
 
 # Bed actions after which a member consumes nothing more (a pause or a stalled poll loop may

@@ -41,6 +41,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--slow-ms", type=int, default=0)
     p.add_argument("--stop-file")
     p.add_argument("--extra", default="{}", help="JSON: more client settings")
+    p.add_argument("--source-address", help="kafka-python: connect from this loopback address (a host of its own)")
     return p.parse_args()
 
 
@@ -71,6 +72,27 @@ def loop(poll_once) -> None:
             last_report = time.monotonic()
 
 
+def _bind_connections(address: str) -> None:
+    """Every socket of this process connects from `address` (127.0.0.2 and up are loopback
+    addresses too): the broker then sees the member on a host of its own (client_host)."""
+    import socket
+
+    class Bound(socket.socket):
+        def connect(self, addr):
+            self._bind_once()
+            return super().connect(addr)
+
+        def connect_ex(self, addr):
+            self._bind_once()
+            return super().connect_ex(addr)
+
+        def _bind_once(self):
+            if self.family == socket.AF_INET and self.getsockname()[1] == 0:
+                self.bind((address, 0))
+
+    socket.socket = Bound       # kafka-python makes its sockets with socket.socket(...)
+
+
 def run_kafka_python() -> None:
     from kafka import KafkaConsumer
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -89,6 +111,8 @@ def run_kafka_python() -> None:
     if ARGS.instance_id:
         conf["group_instance_id"] = ARGS.instance_id
     conf.update(json.loads(ARGS.extra))
+    if ARGS.source_address:
+        _bind_connections(ARGS.source_address)
     consumer = KafkaConsumer(**conf)
     consumer.subscribe(ARGS.topics.split(","), listener=Listener())
     emit("started", library="kafka-python")

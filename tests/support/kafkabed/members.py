@@ -58,6 +58,13 @@ class MemberSpec:
     protocol: str = "classic"         # classic | consumer | streams
     slow_ms: int = 0
     extra: dict = field(default_factory=dict)
+    # kafka-python only: connect from this loopback address (127.0.0.2 and up), a host of its own
+    source_address: str | None = None
+
+    @property
+    def host(self) -> str:
+        """The client host the broker records for it."""
+        return f"/{self.source_address or '127.0.0.1'}"
 
 
 class Member:
@@ -87,6 +94,8 @@ class Member:
             cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, JAVA_MAINS[spec.library], *args]
         else:
+            if spec.source_address:
+                args += ["--source-address", spec.source_address]
             cmd = [sys.executable, str(HERE / "member.py"), "--library", spec.library, *args,
                    "--extra", json.dumps(spec.extra)]
         self.proc = Proc(cmd, name or spec.client_id, out_dir, stdout_pipe=True)

@@ -66,7 +66,7 @@ class Runner:
         if member is not None:
             entry.update(member=member.spec.client_id, client_id=member.spec.client_id, pid=member.pid,
                          library=member.spec.library, protocol=member.spec.protocol,
-                         instance_id=member.spec.instance_id, group=member.spec.group)
+                         instance_id=member.spec.instance_id, group=member.spec.group, host=member.spec.host)
         entry.update(fields)
         self.timeline.append(entry)
         self._file.write(json.dumps(entry) + "\n")

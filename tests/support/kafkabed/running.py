@@ -31,8 +31,9 @@ class ScenarioResult:
 
 
 def java_libs(version: str) -> tuple[Path | None, Path | None, list]:
-    """(clients lib, streams lib, notes). Streams falls back to the newest kafka-streams
-    served at or below `version` (4.4.0's is not on Maven Central)."""
+    """(clients lib, streams lib, notes). Streams is kafka-streams `version`; when Maven does not
+    serve it (4.4.0's came weeks after the release), the newest served at or below it, and offline
+    the newest in the cache."""
     notes = []
     try:
         clients = jars.fetch_clients(version)
@@ -44,7 +45,8 @@ def java_libs(version: str) -> tuple[Path | None, Path | None, list]:
         candidates = [version] + [f"{v[0]}.{m}.{p}" for m in range(v[1], 1, -1) for p in range(3, -1, -1)
                                   if (v[0], m, p) < v]
         cached = [c for c in candidates if (jars.cache_root() / "kafka" / c / ".streams.complete").exists()]
-        cand = cached[0] if cached else jars.newest_served(candidates, "kafka-streams")
+        cand = version if version in cached else (jars.newest_served(candidates, "kafka-streams")
+                                                  or (cached[0] if cached else None))
         if cand is None:
             notes.append(f"kafka-streams not served for {version} or any 4.2+ version below it")
         else:

@@ -183,6 +183,33 @@ def static_beyond(r: Runner, ctx: Ctx) -> None:
     r.leave(b)
 
 
+def host_pair(r: Runner, ctx: Ctx) -> None:
+    """Two members of a host of their own (127.0.0.2) killed together, next to an independent crash
+    on the shared host: the pair is host-wide, the other a crash (docs/diagnosis.md host_wide)."""
+    def spec(cid: str, source: str | None = None) -> MemberSpec:
+        return _spec(ctx, cid, library="kafka-python", session_timeout_ms=3000, source_address=source)
+    a, b, c, d = _start_all(r, [spec("a", "127.0.0.2"), spec("b", "127.0.0.2"), spec("c"), spec("d")])
+    mark = d.mark()
+    for m in (a, b, c):
+        r.kill(m)
+    r.wait_reassigned([d], [mark])
+    r.leave(d)
+
+
+def pause_crash(r: Runner, ctx: Ctx) -> None:
+    """A member frozen and another killed at the same moment on the same host: a pause (it comes
+    back) and a crash, not one host-wide cause."""
+    a, b, c = _start_all(r, [_spec(ctx, x, library="kafka-python", session_timeout_ms=3000) for x in "abc"])
+    mark_a, mark_c = a.mark(), c.mark()
+    r.pause(a)
+    r.kill(b)
+    r.wait_reassigned([c], [mark_c])          # both sessions expired, c owns everything
+    r.resume(a)
+    r.wait_reassigned([a], [mark_a])          # a rejoins as a new member
+    r.leave(a)
+    r.leave(c)
+
+
 def failover(r: Runner, ctx: Ctx) -> None:
     a, b = _start_all(r, [_spec(ctx, "a"), _spec(ctx, "b")])
     r.shipper.mark()
@@ -275,6 +302,8 @@ SCENARIOS = [
     Scenario("poll_timeout", poll_timeout, lambda c: _classic(c, Expect("left", LEFT, 1, "member_left"))),
     Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),
     Scenario("static_beyond", static_beyond, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
+    Scenario("host_pair", host_pair, lambda c: _classic(c, Expect("failed", FAILED, 3, "member_failed"))),
+    Scenario("pause_crash", pause_crash, lambda c: _classic(c, Expect("failed", FAILED, 2, "member_failed"))),
     Scenario("failover", failover, lambda c: _classic(c, Expect("loaded", LOADED, 1))),
     Scenario("delete_group", delete_group, lambda c: _classic(c, Expect("deleted", DELETED, 1))),
     Scenario("offset_expiry", offset_expiry, lambda c: _classic(c, Expect("expired", EXPIRED, 1)),

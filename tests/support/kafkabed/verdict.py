@@ -135,6 +135,10 @@ def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
         v.removals_found += 1
         if (rec.get("cause"), rec.get("root_cause")) == (e.cause, e.root_cause):
             v.causes_right += 1
+            if e.confidence is not None and rec.get("root_cause_confidence") != e.confidence:
+                v.fail("cause", f"{e.client_id} after '{e.action}': {e.root_cause} rated "
+                                f"{rec.get('root_cause_confidence')}, expected {e.confidence}: the brokers' records "
+                                f"cannot tell it from another cause")
         else:
             v.fail("cause", f"{e.client_id} after '{e.action}': {rec.get('cause')}/{rec.get('root_cause')}, "
                             f"expected {e.cause}/{e.root_cause} ({rec.get('evidence')})")

@@ -149,6 +149,9 @@ class GroupModel:
     # Streams groups: the topology epoch, and why the group is NotReady (None when it is not).
     topology_epoch: int | None = None
     not_ready_reason: str | None = None
+    # Epoch-based groups, 4.1+: the metadata hash of the newest epoch (its subscribed topics'
+    # partitions): a bump that changes it without a member change is a metadata_change.
+    metadata_hash: int | None = None
     # Sources ("log", "offsets") that have delivered any event for this group.
     seen_sources: list[str] = field(default_factory=list)
     # Classic generations waiting for the other source's evidence, by str(generation):

@@ -136,13 +136,29 @@ class ModernHandlers(CommonHandlers):
         pending = m.pending_consumer_trigger or {}
         m.pending_consumer_trigger = None
         self.start_rebalance(ev, m.protocol, m.generation,
-                             pending.get("trigger") or "group_epoch_bump", pending.get("member"),
+                             pending.get("trigger") or self._bump_trigger(ev), pending.get("member"),
                              pending.get("reason") or ev.reason, ev.ts_ms, generation=epoch)
         m.generation = epoch
         # Completion is decided by the members' current assignments.
         self.move_to(ASSIGNING if m.members else EMPTY, ev)
 
+    def _bump_trigger(self, ev: E.Event) -> str:
+        """An epoch bump no member change explains: `metadata_change` when the group's metadata hash
+        (of its subscribed topics' partitions, 4.1+: the epoch record and the "Bumped" line carry it)
+        differs from the previous epoch's, as after a partition increase; else `group_epoch_bump`."""
+        new, old = ev.data.get("metadata_hash"), self.m.metadata_hash
+        return "metadata_change" if new is not None and old is not None and new != old else "group_epoch_bump"
+
+    def note_metadata_hash(self, ev: E.Event) -> None:
+        if ev.data.get("metadata_hash") is not None and ev.generation is not None \
+                and (self.m.generation is None or ev.generation >= self.m.generation):
+            self.m.metadata_hash = ev.data["metadata_hash"]
+
     def on_group_epoch_bumped(self, ev: E.Event) -> None:
+        self._epoch_bumped(ev)
+        self.note_metadata_hash(ev)
+
+    def _epoch_bumped(self, ev: E.Event) -> None:
         m = self.m
         if ev.generation is None:
             return
@@ -205,6 +221,10 @@ class ModernHandlers(CommonHandlers):
                          else EMPTY, ev)
 
     def on_cg_epoch(self, ev: E.Event) -> None:
+        self._epoch_record(ev)
+        self.note_metadata_hash(ev)
+
+    def _epoch_record(self, ev: E.Event) -> None:
         m = self.m
         if ev.data.get("tombstone"):
             if m.protocol in EPOCH_PROTOCOLS:

@@ -1039,3 +1039,27 @@ def test_empty_metadata_record_before_its_is_now_empty_line_is_one_rebalance():
     rebalances = records(m, OutputKind.REBALANCE)
     assert [(r["generation"], r["outcome"]) for r in rebalances] == [(1, "stable"), (2, "empty")]
     assert m.m.invalid_transitions == 0
+
+
+@pytest.mark.parametrize("line_first", [True, False])
+def test_kip848_epoch_bump_with_a_new_metadata_hash_is_a_metadata_change(line_first):
+    """4.1+: the epoch record and the "Bumped group epoch" line carry the group's metadata hash (its
+    subscribed topics' partitions). A bump no member change explains, whose hash differs from the
+    previous epoch's (a partition increase), is metadata_change; an unchanged hash stays
+    group_epoch_bump. Whichever of the line and the record comes first."""
+    def bump(ts: int, epoch: int, h: int) -> list[E.Event]:
+        pair = [ev(ts, E.GROUP_EPOCH_BUMPED, epoch, data={"metadata_hash": h}),
+                ev(ts, E.CG_EPOCH, epoch, data={"metadata_hash": h})]
+        return pair if line_first else pair[::-1]
+
+    evs, _ = _consumer_start()
+    evs = [e for e in evs if e.kind not in (E.GROUP_EPOCH_BUMPED, E.CG_EPOCH)]
+    evs[1:1] = bump(1001, 1, 100)
+    evs += bump(20000, 2, 200) + [ev(20002, E.TARGET_ASSIGNMENT, 2),
+                                  ev(20010, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={"member_epoch": 2, "state": 0})]
+    evs += bump(30000, 3, 200) + [ev(30002, E.TARGET_ASSIGNMENT, 3),
+                                  ev(30010, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={"member_epoch": 3, "state": 0})]
+    m = run(evs)
+    assert [(r["generation"], r["trigger"]) for k, r in m.outputs if k == OutputKind.REBALANCE] == [
+        (1, "member_join"), (2, "metadata_change"), (3, "group_epoch_bump")]
+    assert m.m.metadata_hash == 200

@@ -533,14 +533,17 @@ def expected_stops(timeline: list, gaps: list[ExpGap]) -> list[ExpStop]:
     """Members killed (not static: a static member's partitions wait for it) while they owned
     partitions, and when the survivors' clients got each of those partitions."""
     out: list[ExpStop] = []
+    kills = [e["ts_ms"] for e in timeline if e["action"] == "kill"]
     for e in timeline:
         if e["action"] != "kill" or _static(e):
             continue
         mine = [g for g in gaps if g.owner == e["client_id"] and g.how == "kill" and g.stopped_ms == e["ts_ms"]]
         if mine:
+            # Members killed together are one rebalance: it stops what the group owned before the first.
+            first = min(t for t in kills if e["ts_ms"] - TOGETHER_MS <= t <= e["ts_ms"])
             out.append(ExpStop(broker_client_id(e), e["ts_ms"], sorted(g.partition for g in mine),
                                {g.partition: g.resumed_ms for g in mine},
-                               len(Ownership(timeline, until_ms=e["ts_ms"]).consumed())))
+                               len(Ownership(timeline, until_ms=first).consumed())))
     return out
 
 

@@ -300,10 +300,12 @@ SCENARIOS = [
              quick=True, partitions=6),
     Scenario("pause", pause, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
     Scenario("poll_timeout", poll_timeout, lambda c: _classic(c, Expect("left", LEFT, 1, "member_left"))),
-    Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),
-    Scenario("static_beyond", static_beyond, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
+    # Before the static ones, not right before failover: their expiries would come within the
+    # coordinator-wide window of the broker stop that moves every group of that broker.
     Scenario("host_pair", host_pair, lambda c: _classic(c, Expect("failed", FAILED, 3, "member_failed"))),
     Scenario("pause_crash", pause_crash, lambda c: _classic(c, Expect("failed", FAILED, 2, "member_failed"))),
+    Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),
+    Scenario("static_beyond", static_beyond, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
     Scenario("failover", failover, lambda c: _classic(c, Expect("loaded", LOADED, 1))),
     Scenario("delete_group", delete_group, lambda c: _classic(c, Expect("deleted", DELETED, 1))),
     Scenario("offset_expiry", offset_expiry, lambda c: _classic(c, Expect("expired", EXPIRED, 1)),

@@ -257,3 +257,13 @@ def test_members_of_one_host_killed_together_are_host_wide_in_the_truth():
     later = [dict(e, ts_ms=5000) if e.get("client_id") == "b" and e["action"] == "kill" else e for e in timeline]
     assert [r.root_cause for r in expected_removals(later, "4.4.0", "classic", 20_000)][:2] == \
         ["process_crash", "process_crash"]      # 4.9 s apart: two crashes
+
+
+def test_members_killed_together_are_one_eager_rebalance_over_what_the_group_owned_before_the_first():
+    """host_pair: three of four members killed within 2 s; the one rebalance that follows stops
+    every partition the group owned before the first kill, whichever kill the stop is charged to."""
+    timeline = [_callback(x, 1000, "assigned", [f"t-{i}"]) for i, x in enumerate("abcd")] + [
+        {"action": "kill", "client_id": f"g-{x}", "group": "g", "ts_ms": 10_000 + 100 * i} for i, x in enumerate("abc")
+    ] + [_callback("d", 14_000, "revoked", ["t-3"]), _callback("d", 14_500, "assigned", ["t-0", "t-1", "t-2", "t-3"])]
+    stops = expected_stops(timeline, Ownership(timeline).gaps)
+    assert [(s.client_id, s.group_partitions) for s in stops] == [("g-a", 4), ("g-b", 4), ("g-c", 4)]

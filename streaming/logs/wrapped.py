@@ -2,14 +2,17 @@
 
 Kafka writes each message on one line, but a line pasted into a ticket, a terminal or a chat is
 often wrapped (`assignedPartitions=[foo-0,` / ` foo-1], ...`), and such files are what users
-replay after an incident. A line that starts an entry (a time up front), names the coordinator and
-is not read as it is waits for the next line of its source: when that line is the very next one (seq + 1) and starts no
-entry of its own, the two are read again as one: joined by a blank when either side of the break
-has one, else both ways, by nothing (a wrap inside a word) and then by a blank (a wrap that ate it).
-Up to MAX_LINES lines join; the first reading that recognises the entry is kept,
-with the first line's seq, and the lines it took count as continuations. When none does, every
-line keeps its own reading. Each caller keeps one joiner per task or file (one pending entry per
-source), and emits what `flush` returns at the end."""
+replay after an incident. A line that starts an entry (ENTRY_START) and is not whole (`_whole`: a
+layout that ends with the logger, read with it) waits for the next line of its source. When that
+line is the very next one (seq + 1) and continues it (no entry, blank line or stack trace of its
+own), the lines so far are read again as one: joined by a blank when either side of the break has
+one, else both ways, by nothing first (a wrap inside a word) and then by a blank (a wrap that ate
+it). A reading that recognises the entry and ends with its logger is kept at once; one in a layout
+that ends with the message is kept unless a longer join reads too. Up to MAX_LINES lines join; the
+kept reading carries the first line's seq and the lines it took count as continuations; when no
+join reads, every line keeps its own reading. Each caller keeps one joiner per task or file (one
+pending entry per source) and emits what `flush` returns at the end.
+"""
 from __future__ import annotations
 
 import re

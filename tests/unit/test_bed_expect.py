@@ -267,3 +267,24 @@ def test_members_killed_together_are_one_eager_rebalance_over_what_the_group_own
     ] + [_callback("d", 14_000, "revoked", ["t-3"]), _callback("d", 14_500, "assigned", ["t-0", "t-1", "t-2", "t-3"])]
     stops = expected_stops(timeline, Ownership(timeline).gaps)
     assert [(s.client_id, s.group_partitions) for s in stops] == [("g-a", 4), ("g-b", 4), ("g-c", 4)]
+
+
+def test_a_member_still_syncing_when_the_leader_rejoins_waits_through_that_rebalance():
+    """CI, 2.8.2 join_leave: kafka-python's leader rejoined (leader_rejoin) before a had received its
+    first assignment. The eager rebalance stopped every partition, a's two included: they waited
+    through it, though no callback shows them stopping. They count where a was first given them."""
+    timeline = [_callback("b", 1194, "assigned", ["t-2", "t-3"]), _callback("b", 1759, "revoked", ["t-2", "t-3"]),
+                _callback("a", 1783, "assigned", ["t-0", "t-1"]), _callback("b", 1790, "assigned", ["t-2", "t-3"]),
+                {"action": "leave", "client_id": "g-a", "group": "g", "ts_ms": 1821},
+                _callback("a", 1882, "revoked", ["t-0", "t-1"]), _callback("b", 2304, "revoked", ["t-2", "t-3"]),
+                _callback("b", 2315, "assigned", ["t-0", "t-1", "t-2", "t-3"])]
+    owners = Ownership(timeline)
+    exp = Expected("g", "classic", gaps=owners.gaps, first_given=owners.first_given)
+
+    def record(generation: int, previous: int, stopped: int, seconds: float, completed: int) -> dict:
+        return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": "range",
+                "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
+    records = [record(1, 0, 0, 0.0, 1190), record(2, 1, 4, 2.188, 1776), record(3, 2, 4, 1.686, 2310)]
+    verdict = judge("2.8.2", "join_leave", exp, {"rebalances": records}, {})
+    assert [f for f in verdict.failures if f[0] == "impact"] == []
+    assert (verdict.stops_expected, verdict.stops_found) == (8, 8)

@@ -165,6 +165,7 @@ class Expected:
     notes: list = field(default_factory=list)
     stops: list = field(default_factory=list)     # ExpStop: killed members' partitions
     gaps: list = field(default_factory=list)      # ExpGap: every partition's stops that ended
+    first_given: dict = field(default_factory=dict)   # partition -> when a client was first given it
 
 
 # Rebalances a client starts by itself, not because of anything the bed did: the broker's
@@ -503,6 +504,7 @@ class Ownership:
         self.owned: dict[str, set] = {}
         self.stopped: dict[str, tuple] = {}
         self.gaps: list[ExpGap] = []          # every stop that ended
+        self.first_given: dict[str, int] = {}     # partition -> when a client was first given it
         for e in sorted(timeline, key=lambda e: e["ts_ms"]):
             if until_ms is not None and e["ts_ms"] >= until_ms:
                 break
@@ -512,6 +514,7 @@ class Ownership:
     def _apply(self, e: dict, mine: set) -> None:
         if e["action"] == "callback" and e["callback"] == "assigned":
             for p in e["partitions"]:
+                self.first_given.setdefault(p, e["ts_ms"])
                 if p in self.stopped:
                     at, owner, how = self.stopped.pop(p)
                     self.gaps.append(ExpGap(p, at, e["ts_ms"], owner, how))
@@ -592,7 +595,8 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
     exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline),
                                      _clients_of(EXPIRED_MEMBER, lines, timeline))
     exp.dead = any(e["action"] in ("delete_group", "offsets_expired") for e in timeline)
-    exp.gaps = Ownership(timeline).gaps
+    owners = Ownership(timeline)
+    exp.gaps, exp.first_given = owners.gaps, owners.first_given
     exp.stops = expected_stops(timeline, exp.gaps)
     if jars.parse_version(version) < (3, 2):
         exp.notes.append("no KIP-800 client reasons (3.2+): poll timeouts are inferred from the rejoin")

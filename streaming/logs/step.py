@@ -186,7 +186,7 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
         fields = row[8] if len(row) > 8 else None
         broker = spec.broker_id if is_missing(broker_hint) else int(broker_hint)
         context = _RowContext(spec, source_id, line, raw, hint, host_hint, fields)
-        read = partial(_read_line, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
+        read = partial(parse_line_detailed, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
                        default_broker=broker, fields=fields)
         _emit_all(joiner.feed(source_id, int(seq), line, read, context), out, sampler, stats)
     if wrapped is None:
@@ -210,10 +210,6 @@ class _RowContext(NamedTuple):
     hint: int | None
     host_hint: str | None
     fields: Header | None
-
-
-def _read_line(text: str, **kwargs: Any) -> LineParse:
-    return parse_line_detailed(text, **kwargs)
 
 
 def _emit_all(readings: list[tuple[_RowContext, LineParse]], out: list[tuple], sampler: UnknownLineSampler | None,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streaming.offsets.records import MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
+from streaming.offsets.records import MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, OFFSET_COMMIT_TYPES, RECORD_TYPE_NAMES
 from streaming.offsets.share_streams import SHARE_STREAMS_VALUE_DECODERS, target_assignment_metadata_value_v0
 from streaming.offsets.structs import (
     TAGGED, int64_tag, partition_metadata_topics, top_level_tags, topic_partitions,
@@ -56,7 +56,7 @@ def _regular_expression_key(r: BinaryReader) -> dict:
 
 
 def _key_decoder(record_type: int) -> Callable[[BinaryReader], dict]:
-    if record_type in (0, 1):
+    if record_type in OFFSET_COMMIT_TYPES:
         return _offset_commit_key
     if record_type == 2:
         return _group_metadata_key

@@ -10,7 +10,7 @@ from state.events import (
 )
 from state.quarantine_reasons import QuarantineReason as R
 from streaming.offsets.decoder import decode_record
-from streaming.offsets.records import GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, OFFSETS_SOURCE_PREFIX
+from streaming.offsets.records import GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, OFFSET_COMMIT_TYPES, OFFSETS_SOURCE_PREFIX
 from streaming.offsets.structs import count_partitions, partition_keys
 from streaming.offsets.wire import DecodeError, UnknownRecordType, UnknownVersion
 from streaming.quarantine import RAW_LIMIT, Quarantined
@@ -69,7 +69,7 @@ def _event_fields(k: dict[str, Any], value: dict[str, Any] | None
     t = k["type"]
     tomb = value is None
     v: dict[str, Any] = value if value is not None else {}   # read only when not a tombstone
-    if t in (0, 1):
+    if t in OFFSET_COMMIT_TYPES:
         if tomb:
             return OFFSET_TOMBSTONE, None, None, {"topic": k["topic"], "partition": k["partition"]}
         return OFFSET_COMMIT, None, None, {

@@ -9,7 +9,7 @@ from functools import cache
 import pytest
 
 from state.diagnosis.correlate import Correlator, correlate_all
-from state.diagnosis.rules import DiagnosisSettings
+from state.diagnosis.rules import CONFIDENCES, DiagnosisSettings
 from streaming.app.local import run_local
 from tests.support.capture_expectations import capture_inputs
 
@@ -122,6 +122,7 @@ def test_every_removal_has_a_root_cause_and_evidence():
     for cluster in ("kafka-2.7", "kafka-4.0"):
         for r in _run(cluster)["removal"]:
             assert r["evidence"], r
+            assert r["root_cause_confidence"] in CONFIDENCES and r["root_cause_confidence_reason"], r
             if r["cause"] != "group_deleted":
                 assert r["root_cause"] != "unknown", r
 

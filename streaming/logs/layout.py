@@ -133,6 +133,23 @@ _PREFIX_RE = re.compile(
     r"|GroupCoordinator id=(?P<java_id>\d+)(?: topic=[^ \]]+ partition=(?P<java_partition>\d+))?\] )"
 )
 
+# A message wrapped over lines (a paste: streaming/logs/wrapped.py joins it back) spans at most this
+# many. The readers that keep only coordinator lines (merge.KeptLines, parse-logs) keep the lines
+# around them that may belong to the same entry: up to MAX_WRAPPED_LINES - 1 lines after a kept
+# line, and back to the entry's first line when a coordinator name falls in a later line (the
+# default layout's logger comes last). Here, not in wrapped.py, so that the readers do not import
+# the parser and its catalog.
+MAX_WRAPPED_LINES = 8
+# An entry's first line, after any blanks: a time up front (log4j `[2024-05-01 12:00:00,123]`,
+# ISO-8601, Strimzi's `2024-05-01 12:00:00,123`, a container runtime's), a level in brackets
+# (Confluent's `[INFO] `), a JSON document, a syslog or docker compose prefix. As text, so that
+# the byte reader (merge.py) compiles the same.
+ENTRY_START = (r"\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d|\[[A-Z]{4,5}\] |\{|<\d{1,3}>"
+               r"|[A-Za-z][\w.-]*[_-]\d+ *\| |(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d )")
+# A line that continues no entry: one of its own, a blank line, a stack trace.
+NOT_CONTINUING = (ENTRY_START + r"|\s*$|\t|\s*at [\w$.<>]+\(|\s*Caused by: |\s*Suppressed: |\s*\.\.\. \d+ "
+                  r"|(?:[a-z_$][\w$]*\.)+[A-Z$][\w$]*(?:: |\r?$)")
+
 # Lines of a multi-line entry (stack traces, multi-line messages). Matched at the line start.
 _CONTINUATION_RE = re.compile(
     r"[ \t]"                                   # indented: "\tat ...", "\t... 12 more", wrapped text

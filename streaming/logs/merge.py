@@ -8,16 +8,17 @@ import heapq
 import json
 import os
 import re
+from typing import NamedTuple
 
 from streaming.logs.envelope import (
     EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, is_json_row, json_layout_fields
 )
 from streaming.logs.header import PREFIXED_JSON_RE, read_header
 from streaming.logs.layout import (
-    COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS, HEADER_RE
+    COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS, ENTRY_START, HEADER_RE,
+    MAX_WRAPPED_LINES, NOT_CONTINUING
 )
 from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms_or_none, zone
-from streaming.logs.wrapped import ENTRY_START, MAX_LINES, NOT_CONTINUING
 from streaming.rows import END_OF_INPUT_TS_MS
 
 # Every coordinator marker (COORDINATOR_LOGGER_MARKERS) contains this core: one bytes.find pass
@@ -38,10 +39,10 @@ SAMPLE_LINES = 20
 # kept too, up to this many: the rest of a message that continues over lines (a wrapped paste:
 # streaming/logs/wrapped.py joins it back; the lines before a coordinator name that begin its
 # entry are kept as well, _lead).
-FOLLOW_LINES = MAX_LINES - 1
+FOLLOW_LINES = MAX_WRAPPED_LINES - 1
 _ENTRY_START = re.compile(ENTRY_START.encode())
 _NOT_A_FOLLOWER = re.compile(NOT_CONTINUING.encode())
-# How many lines from the top of a file decide whether it names loggers in full (file_uses_full_names).
+# How many lines from the top of a file decide whether it names loggers in full (file_shape).
 SNIFF_LINES = 200
 _SNIFF_BYTES = 256 << 10
 
@@ -136,24 +137,55 @@ def _logger_of(line: str, json_row: bool) -> str | None:
     return _logger_of(message, message[:1] == "{")
 
 
-def file_uses_full_names(path: str, envelope: str) -> bool:
+class FileShape(NamedTuple):
+    """What the top of a log file says about how to find its coordinator lines (file_shape)."""
+    full_names: bool    # loggers named in full: one fast search for the full coordinator names
+    wrapped: bool       # entries continue over lines that are no stack trace: a wrapped paste
+
+
+def file_shape(path: str, envelope: str) -> FileShape:
     """Do the first SNIFF_LINES lines of the file with a readable layout all name their logger in
     full? Then only lines with a full coordinator logger name (COORDINATOR_LOGGER_MARKERS) can be
     coordinator lines, which one fast search finds; otherwise (short names, or no layout read)
-    the reader keeps every line with any coordinator marker. Decided per file, from its top."""
+    the reader keeps every line with any coordinator marker. Does the top of the file (its first
+    256 KiB: all of a paste) hold an entry continued over lines that are no stack trace or dump?
+    Then a wrap may have cut a logger name in two, and the reader also looks for the coordinators'
+    message prefixes (_prefix_hit), a second pass over every byte. Decided per file, from its top."""
     with open(path, "rb") as handle:
         head = handle.read(_SNIFF_BYTES)
-    lines = head.split(b"\n")[:SNIFF_LINES]
-    seen = False
-    for raw in lines:
+    lines = head.split(b"\n")
+    if len(head) == _SNIFF_BYTES:
+        lines.pop()                           # cut by the read
+    full_names = seen = False
+    for raw in lines[:SNIFF_LINES]:
         line = raw.decode("utf-8", errors="replace").rstrip("\r")
         logger = _logger_of(line, is_json_row(line, envelope))
         if logger is None:
             continue
         if "." not in logger:
-            return False
+            break
         seen = True
-    return seen
+    else:
+        full_names = seen
+    return FileShape(full_names, _continued_entry(lines))
+
+
+# A whole logger name alone on a line: the end of a message that ended with a newline (Kafka's
+# ` (kafka.zk.KafkaZkClient)` after a znode's stat), or a wrap before an intact name, which the
+# search for the full names finds anyway.
+_LOGGER_ALONE = re.compile(rb"\s*\([\w$.]+\)\s*$")
+
+
+def _continued_entry(lines: list[bytes]) -> bool:
+    """Does a line that starts an entry go on over a line that is no stack trace, blank or indented
+    dump line, or logger name alone (_LOGGER_ALONE)?"""
+    continues = False             # may the line before continue (start) an entry
+    for raw in lines:
+        follows = _NOT_A_FOLLOWER.match(raw) is None
+        if follows and continues and _LOGGER_ALONE.match(raw) is None:
+            return True
+        continues = follows or _ENTRY_START.match(raw) is not None
+    return False
 
 
 class KeptLines:
@@ -166,11 +198,13 @@ class KeptLines:
     """
 
     def __init__(self, path: str, pos: int, line_no: int, carry_ts: int | None, tz, envelope: str,
-                 keep_all: bool = False, full_names: bool = True, end: int | None = None, follow: int = 0):
+                 keep_all: bool = False, full_names: bool = True, end: int | None = None, follow: int = 0,
+                 wrapped: bool = True):
         self.handle = open(path, "rb")
         self.handle.seek(pos)
         self.limit = end            # read up to this file offset (a line start), or to the end
         self.tz, self.envelope, self.keep_all, self.full_names = tz, envelope, keep_all, full_names
+        self.wrapped = wrapped      # look for coordinator prefixes too (FileShape.wrapped)
         self.buf = b""
         self.end = 0                # buf[:end] is the current chunk (whole lines); the rest is reread
         self.buf_pos = pos          # file offset of buf[0]
@@ -206,12 +240,16 @@ class KeptLines:
         self.mark = (len(carried), self.carry_ts)
         if self.eof:
             return False
-        data_pos = self.buf_pos + len(carried)
-        data = self.handle.read(self._allowed(CHUNK_BYTES))
-        if not data:
+        data_pos = self.buf_pos
+        # The carried lines are read again with the chunk (from the page cache): cheaper than
+        # copying the chunk behind them.
+        self.handle.seek(data_pos)
+        fresh = len(carried)                  # data[fresh:] is new
+        data = self.handle.read(self._allowed(fresh + CHUNK_BYTES))
+        if len(data) <= fresh:
             self.eof = True
             return False
-        cut = data.rfind(b"\n")
+        cut = data.rfind(b"\n", fresh)
         while cut < 0:                        # a line longer than a chunk: keep reading
             more = self.handle.read(self._allowed(CHUNK_BYTES))
             if not more:                      # last line without a newline
@@ -220,12 +258,12 @@ class KeptLines:
                 cut = len(data) - 1
                 break
             data += more
-            cut = data.rfind(b"\n")
+            cut = data.rfind(b"\n", fresh)
         if not self.eof:
             self.handle.seek(data_pos + cut + 1)
         # Searches are bounded by `end`: the bytes after the cut are read again with the next chunk.
-        self.buf = carried + data if carried else data
-        self.end = len(carried) + cut + 1
+        self.buf = data
+        self.end = cut + 1
         return True
 
     def _allowed(self, size: int) -> int:
@@ -268,29 +306,36 @@ class KeptLines:
         if not self.full_names:
             m = _ANY_MARKER.search(buf, at, end_of_chunk)
             return -1 if m is None else self._lead(m.start())
-        core = len(_MARKER_CORE)
         start = at
         while True:
             hit = buf.find(_MARKER_CORE, at, end_of_chunk)
             if hit < 0:
                 break
-            if any(buf.startswith(after, hit + core) and (
-                    not before or (hit >= len(before) and buf.startswith(before, hit - len(before))))
-                   for before, after in _MARKER_PARTS):
+            if self._is_marker(hit):
                 break
             at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
         # A coordinator prefix before it: a line whose logger name a wrap cut in two (wrapped.py).
-        prefix = _prefix_hit(buf, start, hit if hit >= 0 else end_of_chunk)
-        if prefix >= 0:
-            return self._lead(prefix)
+        if self.wrapped:
+            prefix = _prefix_hit(buf, start, hit if hit >= 0 else end_of_chunk)
+            if prefix >= 0:
+                return self._lead(prefix)
         return -1 if hit < 0 else self._lead(hit)
+
+    def _is_marker(self, hit: int) -> bool:
+        """Is the core found at `hit` part of a group-coordinator logger name?"""
+        buf, after_core = self.buf, hit + len(_MARKER_CORE)
+        for before, after in _MARKER_PARTS:
+            if buf.startswith(after, after_core) and (
+                    not before or (hit >= len(before) and buf.startswith(before, hit - len(before)))):
+                return True
+        return False
 
     def _lead(self, hit: int) -> int:
         """`hit`, or the first line of its entry when the line of `hit` starts none (a wrapped
-        message whose coordinator name comes in a later line): at most FOLLOW_LINES lines back, not
-        before the cursor, through lines that may continue an entry (the lines up to `hit` are then
-        kept as followers). Lines before the cursor may be taken (skipped, counted), not lines
-        before `floor` (emitted)."""
+        message whose coordinator name comes in a later line): at most FOLLOW_LINES lines back,
+        through lines that may continue an entry (the lines up to `hit` are then kept as
+        followers). Lines before the cursor may be taken (skipped, counted), not lines before
+        `floor` (emitted)."""
         buf, floor = self.buf, self.floor
         at = buf.rfind(b"\n", 0, hit) + 1
         if _NOT_A_FOLLOWER.match(buf, at):      # starts an entry, or a stack trace
@@ -366,7 +411,7 @@ class LogMergeCursor:
         self.zones = [zone(f.get("tz") or "UTC") for f in files]
         self.envelopes = [f.get("envelope") or ENVELOPE_AUTO for f in files]
         self.keep_all = keep_all
-        self.full_names = [file_uses_full_names(f["path"], e) for f, e in zip(files, self.envelopes)]
+        self.shapes = [file_shape(f["path"], e) for f, e in zip(files, self.envelopes)]
 
     def initial(self) -> dict:
         n = len(self.files)
@@ -381,7 +426,8 @@ class LogMergeCursor:
         if start["eof"]:
             return rows, start
         scanners = [KeptLines(f["path"], pos[i], seq[i], last_ts[i], self.zones[i], self.envelopes[i], self.keep_all,
-                              self.full_names[i], follow=follow[i]) for i, f in enumerate(self.files)]
+                              self.shapes[i].full_names, follow=follow[i], wrapped=self.shapes[i].wrapped)
+                    for i, f in enumerate(self.files)]
         try:
             heap: list = []
             for i, scanner in enumerate(scanners):

@@ -8,8 +8,8 @@ line is the very next one (seq + 1) and continues it (no entry, blank line or st
 own), the lines so far are read again as one: joined by a blank when either side of the break has
 one, else both ways, by nothing first (a wrap inside a word) and then by a blank (a wrap that ate
 it). A reading that recognises the entry and ends with its logger is kept at once; one in a layout
-that ends with the message is kept unless a longer join reads too. Up to MAX_LINES lines join; the
-kept reading carries the first line's seq and the lines it took count as continuations; when no
+that ends with the message is kept unless a longer join reads too. Up to MAX_WRAPPED_LINES (layout.py)
+lines join; the kept reading carries the first line's seq and the lines it took count as continuations; when no
 join reads, every line keeps its own reading. Each caller keeps one joiner per task or file (one
 pending entry per source) and emits what `flush` returns at the end.
 """
@@ -20,27 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from streaming.logs.layout import ENTRY_START, MAX_WRAPPED_LINES, NOT_CONTINUING
 from streaming.logs.parser import (
     OUTCOME_CONTINUATION, OUTCOME_DEBUG, OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN,
     OUTCOME_UNKNOWN_LAYOUT, LineParse
 )
 
-MAX_LINES = 8
 # Readings tried per line at most (a break without a blank doubles them): the likeliest first.
 MAX_JOINS = 8
-# The readers that keep only coordinator lines (merge.KeptLines, parse-logs) keep the lines around
-# them that may belong to the same entry: up to MAX_LINES - 1 lines after a kept line, and back to
-# the entry's first line when a coordinator name falls in a later line (the default layout's
-# logger comes last).
-# An entry's first line, after any blanks: a time up front (log4j `[2024-05-01 12:00:00,123]`,
-# ISO-8601, Strimzi's `2024-05-01 12:00:00,123`, a container runtime's), a level in brackets
-# (Confluent's `[INFO] `), a JSON document, a syslog or docker compose prefix. As text, so that
-# the byte reader (merge.py) compiles the same.
-ENTRY_START = (r"\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d|\[[A-Z]{4,5}\] |\{|<\d{1,3}>"
-               r"|[A-Za-z][\w.-]*[_-]\d+ *\| |(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d )")
-# A line that continues no entry: one of its own, a blank line, a stack trace.
-NOT_CONTINUING = (ENTRY_START + r"|\s*$|\t|\s*at [\w$.<>]+\(|\s*Caused by: |\s*Suppressed: |\s*\.\.\. \d+ "
-                  r"|(?:[a-z_$][\w$]*\.)+[A-Z$][\w$]*(?:: |\r?$)")
 _STARTS_ENTRY = re.compile(ENTRY_START)
 _NOT_JOINED = re.compile(NOT_CONTINUING)
 # Layouts that end with the logger: a line read in one of them is whole. The others end with the
@@ -94,7 +81,7 @@ class WrappedEntries:
                         if _whole(again):
                             return pending.readings()      # whole: its logger ends it
                         break
-                if len(pending.rest) + 1 < MAX_LINES:
+                if len(pending.rest) + 1 < MAX_WRAPPED_LINES:
                     self.pending[source] = pending
                     return out
                 return pending.readings()
@@ -143,7 +130,7 @@ def _may_continue(line: str, parsed: LineParse) -> bool:
     read in a layout that ends with the message or by position only. Of those, the coordinator
     lines not read as they are, the lines read, and the lines that may be cut before a coordinator
     logger name."""
-    if not _STARTS_ENTRY.match(line) or _whole(parsed):
+    if _whole(parsed) or not _STARTS_ENTRY.match(line):
         return False
     return parsed.outcome in _WAITS or parsed.outcome in _READ or parsed.outcome == OUTCOME_NOT_COORDINATOR
 

@@ -14,7 +14,7 @@ import pytest
 from streaming.logs import layout as L
 from streaming.logs.envelope import unwrap
 from streaming.logs.header import read_header, strip_prefixes
-from streaming.logs.merge import LogMergeCursor, file_uses_full_names, line_ts
+from streaming.logs.merge import LogMergeCursor, file_shape, line_ts
 from streaming.logs.parser import OUTCOME_EVENTS, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN_LAYOUT, parse_line_detailed
 from streaming.logs.step import LogSourceSpec, LogSourceStats, parse_log_rows, unwrap_rows
 from streaming.logs.timeutil import UTC, to_epoch_ms, zone
@@ -60,8 +60,8 @@ def test_real_lines_of_every_layout_give_the_default_layouts_events(version, lay
 
 def test_real_strimzi4_files_use_short_names_and_the_reader_keeps_their_coordinator_lines():
     paths = sorted((REAL / "kafka-4.4.0").glob("broker*-strimzi4.log"))
-    assert not any(file_uses_full_names(str(p), "auto") for p in paths)
-    assert all(file_uses_full_names(str(p), "auto") for p in (REAL / "kafka-4.4.0").glob("broker*-json.log"))
+    assert not any(file_shape(str(p), "auto").full_names for p in paths)
+    assert all(file_shape(str(p), "auto").full_names for p in (REAL / "kafka-4.4.0").glob("broker*-json.log"))
 
 
 # ----------------------------------------------------------------------------- one line each

@@ -19,7 +19,7 @@ from streaming.logs import merge
 from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
 from streaming.logs.files import iter_log_file
 from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS
-from streaming.logs.wrapped import ENTRY_START, NOT_CONTINUING
+from streaming.logs.layout import ENTRY_START, NOT_CONTINUING
 from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 from streaming.rows import END_OF_INPUT_TS_MS
 from tests.support.capture_expectations import FIXTURES
@@ -39,8 +39,11 @@ def _ts(line: str, envelope: str):
     return merge.line_ts(line, UTC, is_json_row(line, envelope))   # other layouts
 
 
-def _marked(line: str, full_names: bool) -> bool:
-    markers = COORDINATOR_LOGGER_MARKERS + COORDINATOR_PREFIX_MARKERS if full_names else COORDINATOR_MARKERS
+def _marked(line: str, shape: merge.FileShape) -> bool:
+    if not shape.full_names:
+        markers = COORDINATOR_MARKERS
+    else:
+        markers = COORDINATOR_LOGGER_MARKERS + (COORDINATOR_PREFIX_MARKERS if shape.wrapped else ())
     return any(m in line for m in markers)
 
 
@@ -48,7 +51,7 @@ ENTRY = re.compile(ENTRY_START)
 NOT_CONTINUING_RE = re.compile(NOT_CONTINUING)
 
 
-def _kept_lines(lines: list[str], full_names: bool) -> list[bool]:
+def _kept_lines(lines: list[str], shape: merge.FileShape) -> list[bool]:
     """Which lines the reader keeps, line by line: the sample, the marked lines, the lines after a
     kept one that may continue it (at most FOLLOW_LINES), and for a marked line that starts no entry,
     the lines back to its entry's first line (not before the last kept line)."""
@@ -63,7 +66,7 @@ def _kept_lines(lines: list[str], full_names: bool) -> list[bool]:
             kept[i], follow, floor, i = True, follow - 1, i + 1, i + 1
             continue
         follow = 0
-        if not _marked(line, full_names):
+        if not _marked(line, shape):
             i += 1
             continue
         head = i
@@ -84,9 +87,9 @@ def reference(files: list[dict], keep_all: bool = False) -> tuple[list, int]:
     total = 0
     for f in files:
         rows, last = [], None
-        full = merge.file_uses_full_names(f["path"], f.get("envelope", "auto"))
+        shape = merge.file_shape(f["path"], f.get("envelope", "auto"))
         lines = list(iter_log_file(f["path"]))
-        for (seq, line), kept in zip(lines, _kept_lines([line for _, line in lines], full)):
+        for (seq, line), kept in zip(lines, _kept_lines([line for _, line in lines], shape)):
             ts = _ts(line, f.get("envelope", "auto"))
             ts = ts if ts is not None else (last if last is not None else 1)
             last = ts
@@ -190,9 +193,13 @@ def test_wrapped_entries_are_kept_whole_whatever_the_chunks(monkeypatch, tmp_pat
     same way for every chunk size and batch."""
     monkeypatch.setattr(merge, "CHUNK_BYTES", chunk)
     monkeypatch.setattr(merge, "SAMPLE_LINES", 0)
-    paths = [write(tmp_path / f"{v}-{p.name}", pasted(read_lines(p)))
-             for v in ("kafka-2.8.2", "kafka-4.4.0") for p in sorted((FIXTURES / "layouts" / v).glob("broker*-default.log"))]
+    sources = [p for v in ("kafka-2.8.2", "kafka-4.4.0") for p in sorted((FIXTURES / "layouts" / v).glob("broker*-default.log"))]
+    paths = [write(tmp_path / f"{p.parent.name}-{p.name}", pasted(read_lines(p))) for p in sources]
     files = _files(paths)
+    # a paste with wrapped entries (the one 4.4.0 log without coordinator lines has none): the
+    # reader also looks for message prefixes there (merge.FileShape)
+    assert [merge.file_shape(p, "auto") for p in paths] == [
+        (True, pasted(read_lines(p)) != read_lines(p)) for p in sources] != [(True, False)] * len(paths)
     expected, _ = reference(files)
     for batch in (1, 7, 1000):
         rows, _ = read_all(files, batch)
@@ -220,8 +227,9 @@ def test_captures_in_small_batches_equal_one_pass():
     rows, end = read_all(files, 97)
     assert rows == expected
     assert end["lines"] == total == 6679
-    # the capture logs name their loggers in full: their coordinator lines plus 20 sample lines each
-    assert all(merge.file_uses_full_names(f["path"], "auto") for f in files)
+    # the capture logs name their loggers in full: their coordinator lines plus 20 sample lines each.
+    # The config dumps at their top continue over lines, but dump lines are no wrap.
+    assert all(merge.file_shape(f["path"], "auto") == (True, False) for f in files)
     assert len(rows) - 1 == sum(1 for r in expected if not r[4]) == 1319 + sum(
         1 for f in files for seq, line in iter_log_file(f["path"])
         if seq <= merge.SAMPLE_LINES and not any(m in line for m in COORDINATOR_LOGGER_MARKERS))

@@ -9,7 +9,8 @@ from functools import partial
 import pytest
 
 from streaming.logs import parser as bl
-from streaming.logs.wrapped import MAX_LINES, WrappedEntries
+from streaming.logs.layout import MAX_WRAPPED_LINES as MAX_LINES
+from streaming.logs.wrapped import WrappedEntries
 
 PREPARE = ("[2026-01-01 10:00:00,123] INFO [GroupCoordinator 1]: Preparing to rebalance group my-group in state "
            "PreparingRebalance with old generation 3 (__consumer_offsets-12) (reason: removing member "

@@ -21,7 +21,8 @@ from streaming.logs.parser import (
 )
 from streaming.logs.step import CLASS_OF_OUTCOME, UNKNOWN_LAYOUT
 from streaming.logs.timeutil import zone
-from streaming.logs.wrapped import MAX_LINES, WrappedEntries, leading_lines
+from streaming.logs.layout import MAX_WRAPPED_LINES
+from streaming.logs.wrapped import WrappedEntries, leading_lines
 
 
 def add_parser(sub: Any) -> None:
@@ -93,7 +94,7 @@ def _parse_file(spec: LogInput, counts: _Counts, out: Any) -> list[str]:
         for line, parsed in wrapped.feed(spec.path, seq, u.line, read, _Line(seq, u.host, coordinator)):
             count(line, parsed)
 
-    skipped: deque[tuple[int, str]] = deque(maxlen=MAX_LINES - 1)   # the entry a later line may continue
+    skipped: deque[tuple[int, str]] = deque(maxlen=MAX_WRAPPED_LINES - 1)   # the entry a later line may continue
     for seq, raw in iter_log_file(spec.path):
         counts.lines += 1
         coordinator = has_coordinator_marker(raw)

@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from streaming.logs.envelope import ENVELOPE_AUTO, is_json_row
-from streaming.logs.merge import KeptLines, file_uses_full_names, line_ts
+from streaming.logs.merge import KeptLines, file_shape, line_ts
 from streaming.logs.step import LogSourceSpec, replay_rows_to_events
 from streaming.logs.timeutil import zone
 from streaming.offsets.dump_arrow import dump_slice_batch
@@ -52,7 +52,8 @@ class FileRead(InputPartition):
     source_id: str
     tz: str = "UTC"
     envelope: str = ENVELOPE_AUTO
-    full_names: bool = True
+    full_names: bool = True         # merge.FileShape of the log file
+    wrapped: bool = True
     start: int = 0
     end: int = -1
     line: int = 1
@@ -120,10 +121,10 @@ def plan_log_reads(files: list[dict], slice_bytes: int = SLICE_BYTES) -> list[Fi
         envelope = f.get("envelope") or ENVELOPE_AUTO
         tz = f.get("tz") or "UTC"
         path = os.path.abspath(f["path"])
-        full_names = file_uses_full_names(path, envelope)
+        shape = file_shape(path, envelope)
         for a, b, n in line_slices(path, slice_bytes):
             reads.append(FileRead("broker_log", path, f["source_id"], tz=tz, envelope=envelope,
-                                  full_names=full_names, start=a, end=b, line=n,
+                                  full_names=shape.full_names, wrapped=shape.wrapped, start=a, end=b, line=n,
                                   carry_ts=header_time_before(path, a, tz, envelope) if a else None))
     return reads
 
@@ -144,7 +145,7 @@ def read_log_file(r: FileRead) -> Iterator[tuple]:
     """Raw log rows (source_id, line number, line, time, eof) of the kept lines of a log file or
     slice, then the count row (the lines it read)."""
     lines = KeptLines(r.path, r.start, r.line - 1, r.carry_ts, zone(r.tz), r.envelope, full_names=r.full_names,
-                       end=None if r.end < 0 else r.end)
+                       end=None if r.end < 0 else r.end, wrapped=r.wrapped)
     try:
         while (item := lines.next()) is not None:
             ts, line_no, line = item[:3]

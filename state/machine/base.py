@@ -82,6 +82,14 @@ class MachineBase:
         m.state = target
         m.state_since_ms = ev.ts_ms
 
+    def enter_generation(self, generation: int | None, rebalance: OpenRebalance | None = None) -> None:
+        """The one writer of the group's generation (classic) or group epoch (consumer, share,
+        streams), as Kafka's ClassicGroup has one initNextGeneration: the group is at `generation`,
+        which `rebalance` (when given) leads to."""
+        self.m.generation = generation
+        if rebalance is not None:
+            rebalance.generation = generation
+
     def reincarnate_if_dead(self, ev: E.Event) -> None:
         """A group id used again after its group died is a new group (generation from 0).
 
@@ -93,7 +101,7 @@ class MachineBase:
             return
         m.members.clear()
         m.members_generation = None
-        m.generation = 0
+        self.enter_generation(0)
         m.leader = None
         m.open_rebalance = None
         m.unattached_removals = []

@@ -99,7 +99,7 @@ class ClassicHandlers(CommonHandlers):
             self.close_open_as("superseded", ev)
         self.transition_to(PREPARING_REBALANCE, ev)
         if ev.generation is not None:
-            m.generation = ev.generation
+            self.enter_generation(ev.generation)
         trigger = ev.data.get("trigger") or "unknown"
         downgrade = (ev.reason or "").startswith("Downgrade group")
         # A downgrade follows the removal of the last consumer-protocol member: that removal (its
@@ -117,11 +117,9 @@ class ClassicHandlers(CommonHandlers):
                                                              "unknown", None, None, None)
 
     def on_join_complete(self, ev: E.Event) -> None:
-        m = self.m
         o = self._open_rebalance_for(ev)
         self.transition_to(COMPLETING_REBALANCE, ev)
-        m.generation = ev.generation
-        o.generation = ev.generation
+        self.enter_generation(ev.generation, o)
         o.join_completed_at_ms = ev.ts_ms
 
     def on_group_empty(self, ev: E.Event) -> None:
@@ -131,8 +129,7 @@ class ClassicHandlers(CommonHandlers):
             return   # the empty GroupMetadata record of this generation came first
         o = self._open_rebalance_for(ev)
         self.transition_to(EMPTY, ev)
-        m.generation = ev.generation
-        o.generation = ev.generation
+        self.enter_generation(ev.generation, o)
         o.join_completed_at_ms = ev.ts_ms
         self.reconcile_membership(o, m.members, m.members_generation, [], ev)
         self.replaced = (dict(m.members), m.members_generation, ev.generation)
@@ -154,8 +151,7 @@ class ClassicHandlers(CommonHandlers):
                 return
             o = o or self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown",
                                 None, None, None)
-            o.generation = ev.generation
-            m.generation = ev.generation
+            self.enter_generation(ev.generation, o)
         self.transition_to(STABLE, ev)
         o.completed_at_ms = ev.ts_ms
         o.logged_members = ev.data.get("members")
@@ -173,7 +169,7 @@ class ClassicHandlers(CommonHandlers):
             if m.state in (UNKNOWN, DEAD):
                 self.reincarnate_if_dead(ev)
                 self.transition_to(EMPTY, ev, table=None)
-                m.generation = 0
+                self.enter_generation(0)
             return
         self.reincarnate_if_dead(ev)
         if m.protocol in EPOCH_PROTOCOLS and m.open_rebalance is not None \
@@ -234,8 +230,7 @@ class ClassicHandlers(CommonHandlers):
         if o is not None and m.state == PREPARING_REBALANCE:
             # The "is now empty" line is missing: the record ends the rebalance.
             self.transition_to(EMPTY, ev)
-            m.generation = gen
-            o.generation = gen
+            self.enter_generation(gen, o)
             o.join_completed_at_ms = ev.ts_ms
             self.reconcile_membership(o, previous, previous_generation, [], ev)
             self.emit_rebalance(o, "empty", ev.ts_ms, 0)
@@ -249,7 +244,7 @@ class ClassicHandlers(CommonHandlers):
             o = self.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
             o.join_completed_at_ms = ev.ts_ms
             self.emit_rebalance(o, "empty", ev.ts_ms, 0)
-        m.generation = gen
+        self.enter_generation(gen)
 
     def _generation_record(self, ev: E.Event, previous: dict[str, Member],
                            previous_generation: int | None) -> None:
@@ -266,7 +261,7 @@ class ClassicHandlers(CommonHandlers):
         if m.state == STABLE and m.generation == gen:
             return  # static member replacement rewrites the record without a rebalance
         if self._already_emitted(gen):
-            m.generation = gen
+            self.enter_generation(gen)
             return
         # No log evidence for this generation (offsets topic only, or lines missed).
         if o is not None:
@@ -274,7 +269,7 @@ class ClassicHandlers(CommonHandlers):
         self.transition_to(STABLE, ev, table=None if m.state in (UNKNOWN, DEAD, EMPTY, STABLE) else PROTOCOL_CLASSIC)
         o = self.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
         o.completed_at_ms = ev.ts_ms
-        m.generation = gen
+        self.enter_generation(gen)
         self.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
 
     def on_member_failed(self, ev: E.Event) -> None:

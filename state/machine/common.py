@@ -71,7 +71,7 @@ class CommonHandlers(MachineBase):
         m = self.m
         self.note_coordinator_move(ev)
         if ev.generation is not None and m.generation is None:
-            m.generation = ev.generation
+            self.enter_generation(ev.generation)
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None \
                 and m.protocol == PROTOCOL_CLASSIC:
             # A coordinator move aborts the join in progress; the new coordinator starts from

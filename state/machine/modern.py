@@ -117,7 +117,7 @@ class ModernHandlers(CommonHandlers):
             return
         bump = self.start_rebalance(ev, m.protocol, m.generation, trigger, ev.member_id,
                                     ev.data.get("message") or ev.reason, ev.ts_ms, generation=m.generation + 1)
-        m.generation += 1
+        self.enter_generation(m.generation + 1)
         self.move_to(EMPTY, ev)
         # Held METADATA_GRACE_MS for the "Bumped group epoch" line that 4.0 logs right after
         # (the epoch starts there); flush_pending_completion emits it `empty`.
@@ -138,7 +138,7 @@ class ModernHandlers(CommonHandlers):
         self.start_rebalance(ev, m.protocol, m.generation,
                              pending.get("trigger") or self._bump_trigger(ev), pending.get("member"),
                              pending.get("reason") or ev.reason, ev.ts_ms, generation=epoch)
-        m.generation = epoch
+        self.enter_generation(epoch)
         # Completion is decided by the members' current assignments.
         self.move_to(ASSIGNING if m.members else EMPTY, ev)
 
@@ -239,13 +239,13 @@ class ModernHandlers(CommonHandlers):
                 and m.last_emitted_generation is not None:
             # Conversion writes an epoch record without a "Bumped" line; the next bump counts.
             self.become_epoch_based(ev)
-            m.generation = ev.generation
+            self.enter_generation(ev.generation)
             return
         if m.protocol in EPOCH_PROTOCOLS and m.state == EMPTY and not m.members and m.generation is not None:
             # The last member's tombstones come before this record (Kafka writes a leaving or
             # fenced member's records, then the group's new epoch): the group emptied, which
             # closed its epoch; the bump starts nothing. A join writes its member first.
-            m.generation = ev.generation
+            self.enter_generation(ev.generation)
             return
         self.start_epoch(ev, ev.generation)
 

@@ -163,3 +163,25 @@ def test_the_layer_test_catches_a_violation(tmp_path: Path) -> None:
     imports = _imports(tree, "state.x")
     assert imports == {"pyspark", "streaming.app.settings", "state.model"}
     assert not _within("streaming.app.settings", _layer("state.x")[1])
+
+
+def _generation_writes(source: str) -> list[int]:
+    """Lines that assign a `.generation` attribute."""
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Attribute) and target.attr == "generation"]
+
+
+def test_one_writer_of_the_generation() -> None:
+    """The group's generation (and its rebalance's) changes in MachineBase.enter_generation only, as
+    Kafka's ClassicGroup has one initNextGeneration."""
+    writers = {f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "state").rglob("*.py"))
+               for line in _generation_writes(path.read_text())}
+    base = (ROOT / "state/machine/base.py").read_text()
+    tree = ast.parse(base)
+    enter = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "enter_generation")
+    assert writers == {f"state/machine/base.py:{line}" for line in _generation_writes(base)
+                       if enter.lineno <= line <= (enter.end_lineno or line)}
+    assert len(writers) == 2
+    assert _generation_writes("m.generation = 3\no.generation += 1\nx = 1") == [1, 2]

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("state", "streaming", "sinks", "dashboards")
-PROJECT = set(PACKAGES) | {"bench", "tests"}
+# scripts/coordinator_templates: the extractor of tests/data/coordinator_templates.jsonl (the only
+# package of scripts/; the rest of scripts/ are commands, outside these checks).
+PACKAGES = ("state", "streaming", "sinks", "dashboards", "scripts/coordinator_templates")
+PROJECT = {package.split("/")[0] for package in PACKAGES} | {"bench", "tests"}
 # Modules every layer of `streaming` may use: the row and quarantine contracts, input kinds.
 STREAMING_BASE = ("streaming.rows", "streaming.quarantine", "streaming.inputs")
 
@@ -29,6 +31,8 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("streaming.app", ("state", "streaming", "sinks"), ("pydantic", "pydantic_settings")),
     ("sinks", ("state", "sinks"), ("prometheus_client",)),
     ("dashboards", ("state", "dashboards"), ("yaml",)),
+    # standard library only: it runs with a bare python3 (tests/data/README.md)
+    ("scripts.coordinator_templates", ("scripts.coordinator_templates",), ()),
     ("streaming", (), ()),   # the package's own __init__
 ]
 # Files allowed over the size limits: declarative data and builders (see the reason).

@@ -185,9 +185,10 @@ def streaming_run(spark, paths: list[str]) -> dict:
     from pyspark.sql import functions as F
     from pyspark.sql import Observation
 
+    from streaming.app.settings.wiring import log_file
     from streaming.spark.query import replay_inputs
     from streaming.spark.replay_stage import read_events
-    log_files, specs, _, _ = replay_inputs([i.file() for i in _log_inputs(paths)], [])
+    log_files, specs, _, _ = replay_inputs([log_file(i) for i in _log_inputs(paths)], [])
     observation = Observation("bench_logs")
     events = read_events(spark, log_files, specs, [], {}, 10).observe(observation, F.count(F.lit(1)).alias("rows"))
     cpu_before = tree_cpu_seconds()

@@ -26,17 +26,18 @@ def main(argv: list[str]) -> int:
         print("usage: python -m bench.replay_ceiling BROKER_LOG OFFSETS_FILE", file=sys.stderr)
         return 2
     from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings, load
+    from streaming.app.settings.wiring import log_file, offsets_file, query_options
     from streaming.spark.query import stage_replay, staged_events
     from streaming.spark.session import get_spark
     settings = load(ReplaySettings, cluster="bench")
     spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
                       driver_memory=settings.driver_memory)
-    options = settings.query_options()
+    options = query_options(settings)
     staging = tempfile.mkdtemp(prefix="replay-ceiling-stage-")
     checkpoint = tempfile.mkdtemp(prefix="replay-ceiling-")
     try:
-        staged = stage_replay(spark, options, [LogInput(path=argv[0], cluster="bench").file()],
-                              [OffsetsInput(path=argv[1], cluster="bench").file()], staging)
+        staged = stage_replay(spark, options, [log_file(LogInput(path=argv[0], cluster="bench"))],
+                              [offsets_file(OffsetsInput(path=argv[1], cluster="bench"))], staging)
         query = (staged_events(spark, options, staged).writeStream.format("noop")
                  .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
         query.awaitTermination()

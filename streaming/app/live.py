@@ -23,7 +23,16 @@ from typing import Any
 from sinks.files import EventSink, GroupStateFile, StateFileError
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector, StopGate
+from streaming.app.serving import serve_metrics
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
+from streaming.app.settings.wiring import (
+    client_config,
+    diagnosis_settings,
+    kafka_read,
+    log_spec,
+    metrics_sink_options,
+    query_options,
+)
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
 from streaming.spark.sources.kafka_login import KafkaLoginFailed
@@ -55,7 +64,7 @@ def login_error(exc: KafkaLoginFailed, kafka: KafkaSettings, source: str) -> str
 def _check_client(kafka: KafkaSettings) -> dict[str, Any]:
     # kafka-python waits 30 s for a broker by default; an attempt gives up sooner, so that the
     # log says what is wrong early (kafka.client.bootstrap_timeout_ms overrides it).
-    return {"bootstrap_timeout_ms": int(CHECK_TIMEOUT_S * 1000), **kafka.client_config()}
+    return {"bootstrap_timeout_ms": int(CHECK_TIMEOUT_S * 1000), **client_config(kafka)}
 
 
 def _python_check(kafka: KafkaSettings) -> TopicCheck:
@@ -112,7 +121,7 @@ def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector
     state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
     sink = EventSink(settings.events_dir) if settings.events_dir else None
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,
-                             state_file=state_file).configure(settings.diagnosis.to_settings())
+                             state_file=state_file).configure(diagnosis_settings(settings.diagnosis))
     try:
         collector.restore()
     except StateFileError as exc:
@@ -150,11 +159,11 @@ def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float
 def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
-    metrics = metrics or MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
+    metrics = metrics or MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
     # The counters and gauges come back from the checkpoint's files first (a state file this
     # release cannot read is a start-up error), then /metrics serves them.
     collector = build_collector(settings, metrics)
-    server = settings.serve_metrics(metrics.registry)
+    server = serve_metrics(settings, metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     kafka = settings.kafka
     plans = None
@@ -166,7 +175,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             collector.marker_plan = os.path.join(plans, "plan.json")
             collector.lateness_ms = int(settings.lateness_seconds * 1000)
             collector.plan_markers()
-        read = dataclasses.replace(kafka.read(), marker_plan=collector.marker_plan)
+        read = dataclasses.replace(kafka_read(kafka), marker_plan=collector.marker_plan)
         if kafka.source != "spark":
             # kafka-python reads (python) or may read (auto): check with it before Spark starts.
             _wait_for_kafka(settings, metrics, stop)
@@ -189,7 +198,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             if stop.is_set():
                 return 0
         try:
-            options = settings.query_options().for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
+            options = query_options(settings).for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
         except ValueError as exc:
             raise ConfigError(f"checkpoint_location: {exc}") from None
         note = shuffle_partitions_note(os.path.join(settings.checkpoint_location, "query"), settings.shuffle_partitions)
@@ -200,7 +209,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         backoff = 1.0
         while not stop.is_set():
             try:
-                outputs = live_query(spark, options, read, settings.log_spec(), source)
+                outputs = live_query(spark, options, read, log_spec(settings), source)
                 query = (outputs.writeStream
                          .foreachBatch(collector.foreach_batch)
                          .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))

@@ -15,6 +15,13 @@ from state.outputs import OutputKind
 from streaming.app.collector import RunCollector
 from streaming.app.progress import ReplayProgress
 from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings
+from streaming.app.settings.wiring import (
+    diagnosis_settings,
+    log_file,
+    metrics_sink_options,
+    offsets_file,
+    query_options,
+)
 from streaming.spark.query import replay_query, stage_replay
 from streaming.spark.run import run_to_end
 
@@ -61,17 +68,17 @@ def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], 
            progress: ReplayProgress | None = None) -> RunCollector:
     """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`)."""
     if collector is None:
-        collector = RunCollector(MetricsSink(settings.duration_buckets, **settings.metrics_sink_options()))
+        collector = RunCollector(MetricsSink(settings.duration_buckets, **metrics_sink_options(settings)))
     settings = settings.model_copy(update={"diagnosis": settings.diagnosis.with_broker_logs([i.path for i in logs])})
-    collector.configure(settings.diagnosis.to_settings())
-    options = settings.query_options()
+    collector.configure(diagnosis_settings(settings.diagnosis))
+    options = query_options(settings)
     staging = tempfile.mkdtemp(prefix="rebalance-monitor-stage-")
     try:
         began = time.monotonic()
         if progress is not None:
             paths = [i.path for i in logs] + [i.path for i in offsets]
             progress.staging(len(paths), sum(_size(p) for p in paths))
-        staged = stage_replay(spark, options, [i.file() for i in logs], [i.file() for i in offsets], staging)
+        staged = stage_replay(spark, options, [log_file(i) for i in logs], [offsets_file(i) for i in offsets], staging)
         if progress is not None:
             progress.staged(sum(sum(s.rows) for s in staged), max((len(s.slices) for s in staged), default=0),
                             time.monotonic() - began)

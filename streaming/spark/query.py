@@ -26,7 +26,8 @@ from streaming.spark.steps import group_state_machine, log_events, observed, off
 
 @dataclass(frozen=True)
 class QueryOptions:
-    """What the query takes from a command's settings (streaming/app/settings.py builds it)."""
+    """What the query takes from a command's settings (streaming/app/settings/wiring.py builds it;
+    the defaults are the settings' own, streaming/app/settings/schema.py)."""
     lateness_seconds: float = 30.0
     max_rows_per_batch: int = 200_000           # replay: event rows per micro-batch (a time slice)
     unknown_lines_sample_per_logger: int = DEFAULT_UNKNOWN_SAMPLE
@@ -57,7 +58,7 @@ class OffsetsFile:
 
 @dataclass(frozen=True)
 class KafkaRead:
-    """Where and how the live query reads Kafka (streaming/app/settings.py KafkaSettings)."""
+    """Where and how the live query reads Kafka (KafkaSettings, streaming/app/settings/wiring.py kafka_read)."""
     bootstrap_servers: str
     log_topics: tuple[str, ...] = ()
     offsets_topic: str | None = "__consumer_offsets"

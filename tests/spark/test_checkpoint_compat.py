@@ -72,6 +72,7 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
     from streaming.app.settings import ReplaySettings, load
+    from streaming.app.settings.wiring import diagnosis_settings, log_file, offsets_file, query_options
     from streaming.spark.query import replay_query, stage_replay
     from streaming.spark.run import run_to_end
     settings = load(ReplaySettings, max_rows_per_batch=ROWS_PER_BATCH,
@@ -79,15 +80,15 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     collector = RunCollector(MetricsSink(settings.duration_buckets), keep_records=False,
                              event_sink=EventSink(str(workdir / "events")),
                              state_file=GroupStateFile(str(workdir / "checkpoint" / "rebalance-monitor" / "groups.json"))
-                             ).configure(settings.diagnosis.to_settings())
+                             ).configure(diagnosis_settings(settings.diagnosis))
     collector.restore()
     logs, offsets = inputs or capture_inputs("kafka-2.7")
     # As `run` does: a checkpoint that holds state keeps the layout it was written with (the
     # fixture: one key per group).
-    options = settings.query_options().for_checkpoint(str(workdir / "checkpoint" / "query"))
+    options = query_options(settings).for_checkpoint(str(workdir / "checkpoint" / "query"))
     staging = str(workdir / "staged")
     if staging not in _STAGED:
-        _STAGED[staging] = stage_replay(spark, options, [i.file() for i in logs], [i.file() for i in offsets],
+        _STAGED[staging] = stage_replay(spark, options, [log_file(i) for i in logs], [offsets_file(i) for i in offsets],
                                         staging)
     outputs = replay_query(spark, options, _STAGED[staging])
     sink = collector

@@ -11,12 +11,13 @@ def test_configured_thresholds_reach_the_diagnosis(spark, tmp_path):
     from state.local import run_events  # noqa: F401  (run_local uses it)
     from streaming.app.replay import replay
     from streaming.app.settings import ReplaySettings, load
+    from streaming.app.settings.wiring import diagnosis_settings
     settings = load(ReplaySettings, diagnosis={"host_wide_min_removals": 6})
     logs, offsets = capture_inputs("kafka-2.7")
     collector = replay(spark, settings, logs, offsets, out_dir=str(tmp_path))
     storm = sorted((r["group"], r["root_cause"]) for r in collector.removals
                    if r["group"].startswith("sc10-") and r["cause"] == "heartbeat_expiry")
     assert len(storm) == 5 and {rc for _, rc in storm} == {"process_crash"}
-    local = run_local(logs, offsets, settings.diagnosis.to_settings())
+    local = run_local(logs, offsets, diagnosis_settings(settings.diagnosis))
     assert sorted((r["group"], r["root_cause"]) for r in local["removal"]
                   if r["group"].startswith("sc10-") and r["cause"] == "heartbeat_expiry") == storm

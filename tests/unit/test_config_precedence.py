@@ -92,7 +92,8 @@ def test_enum_like_settings_are_checked(tmp_path):
 def test_the_defaults_of_the_diagnosis_table_are_the_state_machines():
     from state.diagnosis.rules import DEFAULT_SETTINGS
     from streaming.app.settings import DiagnosisConfig
-    assert DiagnosisConfig().to_settings() == DEFAULT_SETTINGS
+    from streaming.app.settings.wiring import diagnosis_settings
+    assert diagnosis_settings(DiagnosisConfig()) == DEFAULT_SETTINGS
 
 
 def test_spark_conf_flags_merge_into_the_files_table_and_keys_must_be_spark_settings(tmp_path):

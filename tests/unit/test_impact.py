@@ -307,16 +307,17 @@ def test_the_consumer_session_timeout_comes_from_the_brokers_start_up_lines_unle
     """The 4.0 brokers log group.consumer.session.timeout.ms = 10000 when they start; the 2.7 ones
     have no such setting (the default applies); a value given in the settings wins."""
     from streaming.app.settings import DiagnosisConfig
+    from streaming.app.settings.wiring import diagnosis_settings
     from streaming.logs.broker_config import consumer_session_timeout_ms
     k40 = [i.path for i in capture_inputs("kafka-4.0")[0]]
     assert consumer_session_timeout_ms(k40) == (10_000, k40[0])
     assert consumer_session_timeout_ms([i.path for i in capture_inputs("kafka-2.7")[0]]) is None
     (tmp_path / "empty.log").write_bytes(b"")
     assert consumer_session_timeout_ms([str(tmp_path / "empty.log"), str(tmp_path / "missing.log")]) is None
-    assert DiagnosisConfig().with_broker_logs(k40).to_settings().consumer_session_timeout_ms == 10_000
-    assert DiagnosisConfig().to_settings().consumer_session_timeout_ms == 45_000
+    assert diagnosis_settings(DiagnosisConfig().with_broker_logs(k40)).consumer_session_timeout_ms == 10_000
+    assert diagnosis_settings(DiagnosisConfig()).consumer_session_timeout_ms == 45_000
     given = DiagnosisConfig(consumer_session_timeout_seconds=6)
-    assert given.with_broker_logs(k40).to_settings().consumer_session_timeout_ms == 6_000
+    assert diagnosis_settings(given.with_broker_logs(k40)).consumer_session_timeout_ms == 6_000
 
 
 def test_kip848_a_join_stops_only_what_moves_to_the_new_member():

@@ -81,7 +81,8 @@ def test_allow_listed_groups_get_their_own_histograms():
 def test_the_group_histograms_setting_is_typed():
     from streaming.app.settings import ConfigError
     from streaming.app.settings import ReplaySettings, load
-    assert load(ReplaySettings, group_histograms=["a.*"]).metrics_sink_options() == {"group_histograms": ("a.*",)}
+    from streaming.app.settings.wiring import metrics_sink_options
+    assert metrics_sink_options(load(ReplaySettings, group_histograms=["a.*"])) == {"group_histograms": ("a.*",)}
     with pytest.raises(ConfigError, match="group_histograms"):
         load(ReplaySettings, group_histograms=["("])
 

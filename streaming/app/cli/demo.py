@@ -51,10 +51,12 @@ def run(args: argparse.Namespace) -> int:
     from streaming.app.collector import RunCollector
     from streaming.app.cli.replay import where, write_outputs_report
     from streaming.app.replay import progress_line, replay
+    from streaming.app.serving import serve_metrics
+    from streaming.app.settings.wiring import metrics_sink_options
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
-    metrics = MetricsSink(settings.duration_buckets, **settings.metrics_sink_options())
-    server = settings.serve_metrics(metrics.registry)
+    metrics = MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
+    server = serve_metrics(settings, metrics.registry)
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
           f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 A flag that sets a setting names its key (`dest`, dotted for nested tables: `kafka.log_topics`);
 `flags_of` turns the flags given into the nested dict the settings loader merges over the
-environment and the TOML file (streaming/app/settings.py).
+environment and the TOML file (streaming/app/settings/loading.py).
 """
 from __future__ import annotations
 

@@ -1,53 +1,46 @@
-"""Typed settings per command (pydantic-settings): CLI flags > environment > TOML file > defaults.
+"""The settings of each command as pydantic models: their fields, defaults, validators and docs.
 
 Each command accepts only its own keys (docs/configuration.md): `parse-logs` how to read log lines,
 `replay` also the query's, `demo` also the /metrics server's, `run` also Kafka, the checkpoint and
-the live service's. Environment variables use the prefix REBALANCE_MONITOR_ and `__` for nested
-tables; the TOML file is a settings source of its own, so nested tables merge key by key across
-the three. Every value is validated at start; an error names the field.
+the live service's. Every value is validated at start; an error names the field. How values reach
+these models (CLI flags > environment > TOML file > defaults) is streaming/app/settings/loading.py;
+what the runtime makes of them, streaming/app/settings/wiring.py. No Spark here: this module
+imports neither pyspark nor streaming.spark.
 """
 from __future__ import annotations
 
-import difflib
-import errno
 import itertools
-import json
-import os
 import re
-import tomllib
-from collections.abc import Mapping
-from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_origin
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings.exceptions import SettingsError
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
-from state.diagnosis.rules import DiagnosisSettings
 from streaming.logs.broker_config import consumer_session_timeout_ms
 from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
-from streaming.logs.step import LogSourceSpec
+from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE
 from streaming.logs.timeutil import zone
-from streaming.spark.query import KafkaRead, LogFile, OffsetsFile, QueryOptions
-from streaming.spark.session import DEFAULT_DRIVER_MEMORY
 
+ENV_PREFIX = "REBALANCE_MONITOR_"
 # Rebalance durations run from milliseconds (a 2-member sync) to the 300 s default
 # max.poll.interval.ms and beyond (a stuck member holds the JOIN phase that long).
 DEFAULT_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
                             60.0, 120.0, 300.0, 600.0, 1800.0)
 Envelope = Literal["auto", "plain", "json"]
 
-
-class ConfigError(Exception):
-    """Raised with one line per bad field: `origin: field: message`."""
-
-
-class StartupError(Exception):
-    """A problem found at start that retrying cannot fix (Kafka refused the credentials or the
-    certificate): one line that names it and the settings to check; the command exits 2."""
+# The query's defaults. streaming/spark (which this module does not import) gives QueryOptions and
+# get_spark the same ones for callers without settings (tests, bench); tests/unit/test_settings_layers.py
+# keeps the two equal.
+LATENESS_SECONDS = 30.0            # watermark delay per source (replay, demo; `run` has its own)
+REPLAY_MAX_ROWS_PER_BATCH = 200_000   # replay: event rows per micro-batch (a time slice)
+STATE_BUCKETS = 128                # state keys the groups of a cluster share
+# The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
+# starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
+# default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the
+# sizes measured per group count.
+DEFAULT_DRIVER_MEMORY = "2g"
 
 
 def _check_zone(value: str) -> str:
@@ -87,9 +80,6 @@ class LogInput(BaseModel):
             raise ValueError(f"no such file: {value}")
         return value
 
-    def file(self) -> LogFile:
-        return LogFile(self.path, LogSourceSpec.of(self))
-
 
 class OffsetsInput(BaseModel):
     """One `__consumer_offsets` input (replay): a JSONL dump, a copy of a broker's
@@ -107,9 +97,6 @@ class OffsetsInput(BaseModel):
             if not find_partition_dirs(value):
                 raise ValueError(f"no __consumer_offsets-N directory in {value}")
         return value
-
-    def file(self) -> OffsetsFile:
-        return OffsetsFile(self.path, self.cluster)
 
 
 # ---------------------------------------------------------------------------- tables
@@ -174,25 +161,11 @@ class KafkaSettings(BaseModel):
             raise ValueError("give kafka.log_topics and/or kafka.offsets_topic")
         return self
 
-    def client_config(self) -> dict[str, Any]:
-        config = dict(self.client)
-        for key, path in self.client_secret_files.items():
-            config[key] = Path(path).read_text().strip()
-        return config
-
     @property
     def idle_markers(self) -> bool:
         """Does every live source add markers when quiet? Spark's connector gets its clock source
         only without a batch cap (streaming/spark/sources/clock.py)."""
         return self.idle_flush and not self.max_rows_per_batch
-
-    def read(self) -> KafkaRead:
-        return KafkaRead(self.bootstrap_servers, tuple(self.log_topics), self.offsets_topic or None,
-                         self.starting_offsets, self.max_rows_per_batch, self.idle_flush, self.idle_tick_seconds,
-                         idle_tick_max_seconds=self.idle_tick_max_seconds,
-                         commit_hold_seconds=self.commit_hold_seconds,
-                         client_config=self.client_config(),
-                         spark_options=dict(self.spark_options))
 
 
 _D = DIAGNOSIS_DEFAULTS
@@ -228,66 +201,9 @@ class DiagnosisConfig(BaseModel):
         found = consumer_session_timeout_ms(paths)
         return self if found is None else self.model_copy(update={"consumer_session_timeout_seconds": found[0] / 1000})
 
-    def to_settings(self) -> DiagnosisSettings:
-        return DiagnosisSettings(
-            pause_rejoin_window_ms=int(self.pause_rejoin_window_seconds * 1000),
-            poll_rejoin_min_window_ms=int(self.poll_rejoin_min_window_seconds * 1000),
-            host_wide_min_removals=self.host_wide_min_removals,
-            host_wide_window_ms=int(self.host_wide_window_seconds * 1000),
-            host_wide_together_ms=int(self.host_wide_together_seconds * 1000),
-            coordinator_wide_min_groups=self.coordinator_wide_min_groups,
-            coordinator_wide_window_ms=int(self.coordinator_wide_window_seconds * 1000),
-            coordinator_wide_background_factor=self.coordinator_wide_background_factor,
-            coordinator_wide_baseline_ms=int(self.coordinator_wide_baseline_seconds * 1000),
-            storm_window_ms=int(self.storm_window_seconds * 1000),
-            consumer_session_timeout_ms=(_D.consumer_session_timeout_ms if self.consumer_session_timeout_seconds is None
-                                         else int(self.consumer_session_timeout_seconds * 1000)))
 
-
-# ---------------------------------------------------------------------------- sources
-# The values of the TOML file being loaded (`load` sets it for the one construction).
-_FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("rebalance_monitor_file_values", default=None)
-
-
-class _FileSource(PydanticBaseSettingsSource):
-    """The TOML file as a settings source of its own, ranked below the environment."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False   # not used: __call__ returns the whole table
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(_FILE_VALUES.get() or {})
-
-
+# ---------------------------------------------------------------------------- per command
 Source = PydanticBaseSettingsSource
-ENV_PREFIX = "REBALANCE_MONITOR_"
-# REBALANCE_MONITOR_* variables that are not settings: read by the scripts and the test bed
-# (docs/configuration.md, "Environment"). Any other unknown one is an error.
-OTHER_ENV_VARIABLES = {
-    "REBALANCE_MONITOR_HELM": "the helm binary of the chart tests (scripts/test sets it)",
-    "REBALANCE_MONITOR_CACHE": "cache root of the Kafka jars and bench/ab trees (~/.cache/rebalance-monitor)",
-    "REBALANCE_MONITOR_SOURCES_CACHE": "cache of Kafka sources for scripts/extract-coordinator-templates",
-}
-
-
-class _EnvSource(EnvSettingsSource):
-    """The environment, with lists also as comma-separated values: `REBALANCE_MONITOR_GROUP_DENY=^_confluent`,
-    `..._DURATION_BUCKETS=1,2,3` (JSON arrays work as before, for values holding a comma)."""
-
-    def decode_complex_value(self, field_name: str, field: FieldInfo | None, value: Any) -> Any:
-        is_list = field is not None and get_origin(field.annotation) in (list, tuple)
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            if is_list:
-                return [item.strip() for item in str(value).split(",") if item.strip()]
-            var = next((k.upper() for k, v in self.env_vars.items()
-                        if v == value and k.upper().endswith(field_name.upper())), field_name)
-            raise ConfigError(f"environment: {var}: expected a JSON object such as '{{\"key\": \"value\"}}', "
-                              f"got {value!r}; or set one key per variable: {var}__<KEY>=value") from None
-        if is_list and not isinstance(decoded, list):
-            return [item.strip() for item in str(value).split(",") if item.strip()]   # one value: `5`
-        return decoded
 
 
 class _Settings(BaseSettings):
@@ -298,9 +214,9 @@ class _Settings(BaseSettings):
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Source,
                                    env_settings: Source, dotenv_settings: Source, file_secret_settings: Source
                                    ) -> tuple[Source, ...]:
-        # CLI flags (init kwargs) > environment > TOML file > defaults; pydantic-settings merges
-        # nested tables key by key, so a flag for one kafka.* key keeps the file's other keys.
-        return (init_settings, _EnvSource(settings_cls), _FileSource(settings_cls))
+        # The precedence lives with the sources (loading.py imports this module: imported here).
+        from streaming.app.settings.loading import sources
+        return sources(settings_cls, init_settings)
 
 
 def _check_regexes(value: list[str]) -> list[str]:
@@ -312,7 +228,6 @@ def _check_regexes(value: list[str]) -> list[str]:
     return value
 
 
-# ---------------------------------------------------------------------------- per command
 class ParseLogsSettings(_Settings):
     """`parse-logs`: how to read broker log lines."""
     broker_timezone: str = "UTC"
@@ -326,13 +241,13 @@ class ParseLogsSettings(_Settings):
 class QuerySettings(ParseLogsSettings):
     """What every command that runs the streaming query takes."""
     cluster: str = Field(default="default", min_length=1)
-    lateness_seconds: float = Field(default=QueryOptions.lateness_seconds, ge=0,
+    lateness_seconds: float = Field(default=LATENESS_SECONDS, ge=0,
                                     description="watermark delay per source")
     unknown_lines_sample_per_logger: int = Field(
-        default=QueryOptions.unknown_lines_sample_per_logger, ge=0,
+        default=DEFAULT_UNKNOWN_SAMPLE, ge=0,
         description="unknown coordinator lines kept in quarantine per logger and parse task")
     state_buckets: int = Field(
-        default=QueryOptions.state_buckets, ge=0, le=1_000_000,
+        default=STATE_BUCKETS, ge=0, le=1_000_000,
         description="state keys the groups of a cluster share (0: one per group); a checkpoint keeps its own")
     shuffle_partitions: int = Field(default=2, ge=1)
     spark_master: str = "local[2]"
@@ -366,58 +281,24 @@ class QuerySettings(ParseLogsSettings):
     def _histogram_patterns(cls, value: list[str]) -> list[str]:
         return _check_regexes(value)
 
-    def metrics_sink_options(self) -> dict[str, Any]:
-        """The MetricsSink arguments these settings determine."""
-        return {"group_histograms": tuple(self.group_histograms)}
-
-    def query_options(self, **extra: Any) -> QueryOptions:
-        return QueryOptions(lateness_seconds=self.lateness_seconds,
-                            unknown_lines_sample_per_logger=self.unknown_lines_sample_per_logger,
-                            diagnosis=self.diagnosis.to_settings(), state_buckets=self.state_buckets, **extra)
-
-    def log_spec(self) -> LogSourceSpec:
-        """How to read the lines of a log source that has no per-file settings (a live topic)."""
-        return LogSourceSpec(self.cluster, self.broker_timezone, None, self.log_envelope, self.broker_id_field)
-
 
 class ReplaySettings(QuerySettings):
     """`replay`: the query over files."""
-    max_rows_per_batch: int = Field(default=QueryOptions.max_rows_per_batch, ge=1,
+    max_rows_per_batch: int = Field(default=REPLAY_MAX_ROWS_PER_BATCH, ge=1,
                                     description="event rows per micro-batch (time slices of the staged events)")
     # A replay's outputs are its final state: applying the still-held events to a copy of every
     # changed group's model (state/live.py) would only cost CPU. The demo, which serves /metrics
     # while it replays, turns it on.
     live_view: bool = Field(default=False, description="snapshots include the events still held")
 
-    def query_options(self, **extra: Any) -> QueryOptions:
-        return super().query_options(max_rows_per_batch=self.max_rows_per_batch, live_view=self.live_view, **extra)
 
-
-class _Serving(_Settings):
+class ServingSettings(_Settings):
+    """Where /metrics is served (`demo`, `run`; streaming/app/serving.py starts the server)."""
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9108, ge=0, le=65535)
 
-    def serve_metrics(self, registry: Any) -> Any:
-        """Start /metrics (sinks/exposition.py); a port in use or an address that cannot be
-        bound is a ConfigError naming the setting and its flag. Returns the HTTP server."""
-        from sinks.exposition import serve
-        try:
-            server, _ = serve(registry, self.metrics_host, self.metrics_port)
-        except OSError as exc:
-            where = f"{self.metrics_host}:{self.metrics_port}"
-            if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(f"metrics_port: port {self.metrics_port} is already in use on {self.metrics_host} "
-                                  f"(another monitor or demo?); choose another with --port N (0 picks a free one), "
-                                  f"metrics_port in the file or {ENV_PREFIX}METRICS_PORT") from None
-            if exc.errno == errno.EACCES:
-                raise ConfigError(f"metrics_port: port {self.metrics_port} needs privileges this process does not "
-                                  f"have; use a port above 1023 (--port N)") from None
-            raise ConfigError(f"metrics_host: cannot serve /metrics on {where}: {exc.strerror or exc}; "
-                              f"choose another address with --host ADDR (metrics_host)") from None
-        return server
 
-
-class DemoSettings(ReplaySettings, _Serving):
+class DemoSettings(ReplaySettings, ServingSettings):
     """`demo`: a replay of the bundled captures that serves /metrics."""
     # Small batches, so /metrics fills in while you watch.
     max_rows_per_batch: int = Field(default=300, ge=1,
@@ -429,7 +310,7 @@ RUN_LATENESS_SECONDS = 10.0
 RUN_TRIGGER_INTERVAL_SECONDS = 0.5
 
 
-class RunSettings(QuerySettings, _Serving):
+class RunSettings(QuerySettings, ServingSettings):
     """`run`: the live service."""
     kafka: KafkaSettings
     checkpoint_location: str = Field(min_length=1, description="restarts resume from it")
@@ -451,101 +332,6 @@ class RunSettings(QuerySettings, _Serving):
     def _regexes(cls, value: list[str]) -> list[str]:
         return _check_regexes(value)
 
-    def metrics_sink_options(self) -> dict[str, Any]:
-        return {**super().metrics_sink_options(), "max_groups": self.max_groups,
-                "dead_group_retention_seconds": self.dead_group_retention_seconds}
-
-    def query_options(self, **extra: Any) -> QueryOptions:
-        return super().query_options(group_allow=tuple(self.group_allow), group_deny=tuple(self.group_deny), **extra)
-
-
-# ---------------------------------------------------------------------------- loading
-S = TypeVar("S", bound=_Settings)
-
-
-def _format(err: ValidationError, origin: str, command: str) -> str:
-    lines = []
-    for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(root)"
-        message = f"required for `{command}`" if e["type"] == "missing" else e["msg"]
-        lines.append(f"{origin}: {where}: {message}")
-    return "\n".join(lines)
-
 
 COMMANDS: dict[type[_Settings], str] = {ParseLogsSettings: "parse-logs", ReplaySettings: "replay",
                                         DemoSettings: "demo", RunSettings: "run"}
-
-
-def _collect_env_names(env_name: str, annotation: Any, names: set[str], open_prefixes: list[str]) -> None:
-    names.add(env_name)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        for sub, field in annotation.model_fields.items():
-            _collect_env_names(f"{env_name}__{sub.upper()}", field.annotation, names, open_prefixes)
-    elif get_origin(annotation) is dict:      # kafka.client etc.: any key
-        open_prefixes.append(f"{env_name}__")
-
-
-def env_names() -> tuple[set[str], tuple[str, ...]]:
-    """Every REBALANCE_MONITOR_* variable some command reads, and the prefixes of free-form
-    tables (`REBALANCE_MONITOR_KAFKA__CLIENT__<any key>`)."""
-    names: set[str] = set()
-    open_prefixes: list[str] = []
-    for settings_cls in COMMANDS:
-        for name, field in settings_cls.model_fields.items():
-            _collect_env_names(ENV_PREFIX + name.upper(), field.annotation, names, open_prefixes)
-    return names, tuple(open_prefixes)
-
-
-def check_environment(environ: Mapping[str, str] | None = None) -> None:
-    """A REBALANCE_MONITOR_* variable that no command reads is a typo: an error naming it and
-    the closest valid name (a setting of another command is fine: one environment may serve all)."""
-    environ = os.environ if environ is None else environ
-    names, open_prefixes = env_names()
-    known = names | set(OTHER_ENV_VARIABLES)
-    bad = []
-    for var in sorted(environ):
-        upper = var.upper()   # pydantic-settings reads the environment case-insensitively
-        if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(open_prefixes):
-            continue
-        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        bad.append(f"environment: {var} is not a setting{hint} (docs/configuration.md lists them)")
-    if bad:
-        raise ConfigError("\n".join(bad))
-
-
-def load(settings_cls: type[S], config_file: str | None = None, **flags: Any) -> S:
-    """Settings of one command from the TOML file (optional), the environment and the flags
-    given (None values are not given)."""
-    check_environment()
-    file_values: dict[str, Any] = {}
-    origin = "configuration"
-    if config_file:
-        origin = config_file
-        try:
-            with open(config_file, "rb") as handle:
-                file_values = tomllib.load(handle)
-        except FileNotFoundError:
-            raise ConfigError(f"{config_file}: no such file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{config_file}: not valid TOML: {exc}") from None
-    token = _FILE_VALUES.set(file_values)
-    try:
-        return settings_cls(**{k: v for k, v in flags.items() if v is not None})
-    except ValidationError as exc:
-        raise ConfigError(_format(exc, origin, COMMANDS.get(settings_cls, "rebalance-monitor"))) from None
-    except SettingsError as exc:   # a value the environment source could not read
-        cause = exc.__cause__
-        raise ConfigError(f"environment: {exc}" + (f": {cause}" if cause else "")) from None
-    finally:
-        _FILE_VALUES.reset(token)
-
-
-def make_inputs(model: type[BaseModel], items: list[dict[str, Any]], flag: str) -> list[Any]:
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(model(**item))
-        except ValidationError as exc:
-            raise ConfigError(_format(exc, f"{flag}[{i}]", "replay")) from None
-    return out

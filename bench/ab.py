@@ -4,8 +4,8 @@ Checks REF out into a worktree outside the repo (~/.cache/rebalance-monitor/benc
 then runs the bench on that tree's code and on this one's alternately (REF, HEAD, REF, HEAD, ...;
 `--rounds`, default 2), so a change in the machine's load hits both alike. Both use this
 checkout's virtualenv; PYTHONPATH points each run (and its Spark Python workers) at its own
-tree. Both sides run this checkout's bench script (`--bench-of head`, the default), so the two
-differ only in the code measured, not in how it is measured; `--bench-of each` runs each tree's
+tree. Both sides run this checkout's bench script and testbed/ (`--bench-of head`, the default), so
+the two differ only in the code measured, not in how it is measured; `--bench-of each` runs each tree's
 own script instead. Prints the last line of every run, then one line per figure with the median
 of each side and their ratio, and last:
 
@@ -41,9 +41,11 @@ def _run(tree: Path, name: str, args: list[str], bench_of_head: bool) -> dict[st
     env = dict(os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
     with tempfile.TemporaryDirectory(prefix="bench-ab-") as scripts:
         if bench_of_head:
-            # `python -m` puts the working directory first on sys.path: this checkout's bench/
-            # from there, everything else (streaming/, state/, sinks/) from `tree`.
+            # `python -m` puts the working directory first on sys.path: this checkout's bench/ and
+            # its measuring helpers (testbed/) from there, everything else (streaming/, state/,
+            # sinks/) from `tree`.
             os.symlink(ROOT / "bench", Path(scripts) / "bench")
+            os.symlink(ROOT / "testbed", Path(scripts) / "testbed")
             cwd, env["PYTHONPATH"] = scripts, os.pathsep.join([scripts, str(tree)])
         else:
             cwd, env["PYTHONPATH"] = str(tree), str(tree)

@@ -26,7 +26,7 @@ one run, every figure checked before it is reported.
    driver, and the full day would take it most of this bench's time.
 
 5. On a Spark cluster (`cluster*_`, only with `--only cluster`): the steady state of this tree with
-   `run` submitted to a standalone cluster of 1, then 2, one-core workers (tests/support/spark_cluster.py,
+   `run` submitted to a standalone cluster of 1, then 2, one-core workers (testbed/spark_cluster.py,
    the chart's settings); batch p95, CPU of driver and workers (executors included), input rows/s per
    executor core, tasks per executor.
 
@@ -77,7 +77,7 @@ def _mb(rss: dict | None) -> str:
 
 
 def _p95(values: list[float]) -> float:
-    from tests.support.live_probe import percentile
+    from testbed.stats import percentile
     return percentile(values, 0.95) if values else float("nan")
 
 
@@ -98,7 +98,7 @@ def source_options(source: str) -> dict:
         return {"source": source}
     import pyspark
 
-    from tests.support.kafkabed.jars import fetch_spark_connector, spark_jars
+    from testbed.bed.jars import fetch_spark_connector, spark_jars
     jars = spark_jars(fetch_spark_connector(pyspark.__version__))
     return {"source": "spark", "extra_toml": f'[spark_conf]\n"spark.jars" = "{jars}"\n'}
 
@@ -126,11 +126,11 @@ def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]
 
 def on_cluster(cluster, args, work: Path) -> dict[int, dict]:
     """The steady state of this tree, `run` submitted to a Spark standalone cluster of 1 and then
-    2 one-core workers (tests/support/spark_cluster.py, the chart's settings): batch p95, CPU of
+    2 one-core workers (testbed/spark_cluster.py, the chart's settings): batch p95, CPU of
     the driver's and the workers' process trees (executors and their Python workers included),
     input rows/s per executor core, and the tasks each executor ran."""
     from bench.bench_scale_live import run_config
-    from tests.support.spark_cluster import StandaloneCluster
+    from testbed.spark_cluster import StandaloneCluster
     traffic, complete = steady_traffic(args.groups, args.window, args.partitions, args.commit_every, args.seed, work)
     rate = len(traffic) / args.window
     out = {}
@@ -154,7 +154,7 @@ def on_cluster(cluster, args, work: Path) -> dict[int, dict]:
 
 
 def _p50(values: list[float]) -> float:
-    from tests.support.live_probe import percentile
+    from testbed.stats import percentile
     return percentile(values, 0.5) if values else float("nan")
 
 
@@ -188,7 +188,7 @@ def max_steady(cluster, args, work: Path, first: dict) -> float:
 
 def quiet(trees: dict[str, Path], args, work: Path) -> dict[str, dict]:
     from bench.bench_latency import report, run_config
-    from tests.support.kafkabed import KafkaCluster, LogShipper
+    from testbed.bed import KafkaCluster, LogShipper
     out = {}
     cluster = KafkaCluster(args.version, workdir=work / "quiet-cluster")
     shipper = None
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, float] = {}
     base: dict[str, float] = {}
     if only & {"steady", "max"}:
-        from tests.support.kafkabed import KafkaCluster
+        from testbed.bed import KafkaCluster
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
             s = steady(cluster, trees, args, work)
             figures.update(steady_rows_per_second=s["head"]["rows_per_second"],
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             if "max" in only:
                 figures["max_steady_rows_per_second"] = max_steady(cluster, args, work, s["head"])
     if "cluster" in only:
-        from tests.support.kafkabed import KafkaCluster
+        from testbed.bed import KafkaCluster
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster-kafka") as cluster:
             for n, c in on_cluster(cluster, args, work).items():
                 figures.update({f"cluster{n}_batch_p95_seconds": c["batch_p95"], f"cluster{n}_cpu_cores": c["cores"],

@@ -1,14 +1,14 @@
 """Latency of `rebalance-monitor run` on a real Kafka cluster (issue 14), new defaults against
 the old ones in the same run.
 
-A 2-broker cluster of the real-Kafka bed (tests/support/kafkabed) ships its brokers' server.log
+A 2-broker cluster of the real-Kafka bed (testbed/bed) ships its brokers' server.log
 into a log topic; the monitor reads it and __consumer_offsets. For each configuration in turn
 (new defaults: trigger 0.5 s, lateness 10 s; old: trigger 10 s, lateness 30 s) the bench starts
 the monitor, lets it run `--warmup-seconds` (30 s of micro-batches: the JVM is still compiling
 its per-batch planning code before that), runs `--rounds` scripted rounds
-(tests/support/live_probe.scripted_round: a join, a join that waits for a slow member, a
+(testbed/bed/workload.scripted_round: a join, a join that waits for a slow member, a
 SIGKILLed member's heartbeat expiry, a LeaveGroup), scrapes /metrics every `--scrape-interval`
-and times, from the moment each broker line is acknowledged by the log topic:
+and times (testbed/judge/latency.py), from the moment each broker line is acknowledged by the log topic:
 
 - live: the first scrape whose group gauges show it (rebalance start, JOIN end, rebalance end,
   removal with its cause);
@@ -32,12 +32,13 @@ import time
 from pathlib import Path
 
 from streaming.app.settings import RUN_TRIGGER_INTERVAL_SECONDS
-from tests.support.kafkabed import KafkaCluster, LogShipper
-from tests.support.kafkabed.runner import Runner
-from tests.support.live_probe import (
-    LineEvent, MonitorProcess, Scraper, Summary, latencies, line_events, percentile, rebalance_final_seconds,
-    scripted_round, summarize, toml_text
-)
+from testbed.bed import KafkaCluster, LogShipper
+from testbed.bed.runner import Runner
+from testbed.bed.workload import scripted_round
+from testbed.judge.latency import LineEvent, Scraper, latencies, line_events, rebalance_final_seconds
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings
+from testbed.stats import Summary, percentile, summarize
 
 CONFIGS = {"new": (None, None), "old": (10.0, 30.0), "one": (1.0, None)}    # (trigger s, lateness s); None = defaults
 KINDS = ("start", "join_end", "end", "empty", "removal")
@@ -52,16 +53,15 @@ def _row(label: str, s: Summary) -> str:
             f"p95 {_fmt(s.p95):>7}  max {_fmt(s.max):>7}")
 
 
+def toml_text(arg: str) -> str:
+    """A bench's --monitor-toml argument: `\\n` written on the command line is a newline."""
+    return arg.replace("\\n", "\n")
+
+
 def _counted(monitor: MonitorProcess, groups: list[str]) -> bool:
-    page = monitor.scrape()
-    for g in groups:
-        reb = sum(float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
-                  if line.startswith("rebalance_monitor_rebalances_total{") and f'group="{g}"' in line)
-        rem = sum(float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
-                  if line.startswith("rebalance_monitor_member_removals_total{") and f'group="{g}"' in line)
-        if reb < 4 or rem < 2:
-            return False
-    return True
+    page = parse(monitor.scrape("rebalance_monitor_rebalances_total", "rebalance_monitor_member_removals_total"))
+    return all(page.total("rebalance_monitor_rebalances_total", group=g) >= 4
+               and page.total("rebalance_monitor_member_removals_total", group=g) >= 2 for g in groups)
 
 
 def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval: float,
@@ -71,9 +71,9 @@ def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval
     apart (groups, work folder); `rss(pid)`: a peak-memory sampler as in bench_scale_live.run_config."""
     trigger, lateness = CONFIGS[name]
     run = f"{name}{label}"
-    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / run, trigger_s=trigger,
-                             lateness_s=lateness, extra_toml=monitor_toml, top_toml=top_toml,
-                             **({"root": root} if root else {})).start()
+    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / run,
+                             MonitorSettings.defaults(trigger_s=trigger, lateness_s=lateness), extra_toml=monitor_toml,
+                             top_toml=top_toml, **({"root": root} if root else {})).start()
     scraper = Scraper(monitor, f"lb-{run}-", interval)
     sampler = None
     try:

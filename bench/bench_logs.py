@@ -38,7 +38,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.proc_cpu import tree_cpu_seconds
+from testbed.proc import tree_cpu_seconds
 from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS
 from streaming.logs.timeutil import header_timestamp_ms
 

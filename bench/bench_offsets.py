@@ -37,7 +37,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.proc_cpu import tree_cpu_seconds
+from testbed.proc import tree_cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,7 +140,7 @@ def best_of(fn, repeat: int) -> float:
 def check_against_reference(path: Path, rows: int = 100_000) -> None:
     from streaming.offsets.step import decode_offsets_rows
     from streaming.offsets.vectorised import decode_arrow_batch
-    from tests.support.offsets_equivalence import normalise
+    from testbed.offsets_equivalence import normalise
     table = pq.read_table(path).slice(0, rows)
     for batch in table.to_batches(max_chunksize=10_000):
         ref = decode_offsets_rows(zip(*[batch.column(n).to_pylist() for n in batch.schema.names]), CLUSTERS)

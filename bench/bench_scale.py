@@ -17,7 +17,7 @@ these sources on this machine.
 
 `state_bytes_per_group` is the stored size (both state columns) of one generated group at its
 idle Stable moment with one lateness window of commit rows held, with this tree's encoder (as
-tests/unit/test_state_budget.py measures it).
+tests/unit/test_state_budget.py asserts it, testbed/state_budget.py measures it).
 
 --paced (this tree only) also runs the query in process with micro-batches of 10 s of event time
 (the live trigger's worth of input per batch) and reports the median batch wall time after the
@@ -43,8 +43,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.proc_cpu import tree_cpu_seconds
 from bench.scale_inputs import check_outputs, generate
+from testbed.proc import tree_cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / ".data"
@@ -151,9 +151,9 @@ def series_stats(out: Path) -> tuple[int, float, float]:
 
 
 def state_bytes_per_group() -> int:
-    from tests.unit.test_state_budget import _held_commits, _stored_bytes, sc03
-    model, commit = sc03.__wrapped__()
-    return _stored_bytes(model, _held_commits(commit))
+    from testbed.state_budget import held_commits, sc03, stored_bytes
+    model, commit = sc03()
+    return stored_bytes(model, held_commits(commit))
 
 
 def paced_batches(inputs: Path, rows_per_batch: int) -> list[float]:

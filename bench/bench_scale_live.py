@@ -29,11 +29,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.bench_latency import CONFIGS, toml_text
 from bench.scale_inputs import LOG4J, expected_per_group, generate, steady_commits
-from bench.bench_latency import CONFIGS
-from tests.support.kafkabed import KafkaCluster
-from tests.support.kafkabed.admin import create_topic
-from tests.support.live_probe import MonitorProcess, percentile, sample_value, toml_text
+from testbed.bed import KafkaCluster
+from testbed.bed.admin import create_topic
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings
+from testbed.stats import percentile
 
 BATCH_FAMILIES = ("rebalance_monitor_batches_total", "rebalance_monitor_batch_duration_seconds",
                   "rebalance_monitor_watermark_delay_seconds")
@@ -113,11 +115,11 @@ class BatchPoller(threading.Thread):
                 page = self.monitor.scrape(*BATCH_FAMILIES, timeout=10)
             except OSError:
                 continue
-            values = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\w+) (\S+)$", page, re.M)}
-            batches = values.get("rebalance_monitor_batches_total")
+            values = parse(page)
+            batches = values.value("rebalance_monitor_batches_total")
             if batches is not None and batches != last and last is not None:
-                self.durations.append(values.get("rebalance_monitor_batch_duration_seconds", float("nan")))
-                self.delays.append(values.get("rebalance_monitor_watermark_delay_seconds", float("nan")))
+                self.durations.append(_or_nan(values.value("rebalance_monitor_batch_duration_seconds")))
+                self.delays.append(_or_nan(values.value("rebalance_monitor_watermark_delay_seconds")))
             last = batches
 
     def stop(self) -> None:
@@ -125,14 +127,14 @@ class BatchPoller(threading.Thread):
         self.join(15)
 
 
+def _or_nan(value: float | None) -> float:
+    return float("nan") if value is None else value
+
+
 def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
-    page = monitor.scrape("rebalance_monitor_rebalances_total", timeout=60)
-    total = 0
-    for m in re.finditer(r'^rebalance_monitor_rebalances_total\{([^}]*)\} (\S+)$', page, re.M):
-        g = re.search(r'group="([^"]*)"', m.group(1))
-        if g and g.group(1) in groups:
-            total += int(float(m.group(2)))
-    return total
+    page = parse(monitor.scrape("rebalance_monitor_rebalances_total", timeout=60))
+    return sum(int(value) for labels, value in page.series("rebalance_monitor_rebalances_total")
+               if labels.get("group") in groups)
 
 
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
@@ -149,7 +151,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
     create_topic(cluster.admin(), offsets_topic, 50, 1)
     # Every group with its own series (max_groups above the group count), so that each one's
     # rebalances can be checked; at the default 10,000 the rest are folded into "__other__".
-    monitor = MonitorProcess(cluster.bootstrap, log_topic, work / run, trigger_s=trigger, lateness_s=lateness,
+    monitor = MonitorProcess(cluster.bootstrap, log_topic, work / run,
+                             MonitorSettings.defaults(trigger_s=trigger, lateness_s=lateness),
                              offsets_topic=offsets_topic, cluster="scale",
                              top_toml=f"max_groups = {groups + 1}\n", source=source, extra_toml=extra_toml,
                              submit=submit, cpu_also=cpu_also,
@@ -204,11 +207,11 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
         producer.poll(0)
     producer.flush(120)
     print(f"cold start: {len(rows):,} records produced in {time.monotonic() - t:.1f} s", flush=True)
-    monitor = MonitorProcess(cluster.bootstrap, "cold-logs", work / "cold", offsets_topic="cold-offsets",
-                             cluster="scale", extra_toml=monitor_toml,
+    monitor = MonitorProcess(cluster.bootstrap, "cold-logs", work / "cold", MonitorSettings.defaults(),
+                             offsets_topic="cold-offsets", cluster="scale", extra_toml=monitor_toml,
                              top_toml="" if partitions is None else f"shuffle_partitions = {partitions}\n")
     t0 = time.monotonic()
-    monitor.start()
+    monitor.start(batches=0)      # its first batch reads the records: timed below
     try:
         read = 0.0
         deadline = t0 + 600
@@ -217,17 +220,16 @@ def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monit
             if time.monotonic() > deadline:
                 raise AssertionError(f"cold start: {read:.0f} of {len(rows)} records applied after 600 s")
             time.sleep(0.25)
-            page = monitor.scrape("rebalance_monitor_input_records_total", timeout=30)
-            read = sample_value(page, 'rebalance_monitor_input_records_total{source="offsets"}') or 0.0
+            page = parse(monitor.scrape("rebalance_monitor_input_records_total", timeout=30))
+            read = page.value("rebalance_monitor_input_records_total", source="offsets") or 0.0
         seconds = time.monotonic() - t0
-        page = monitor.scrape("rebalance_monitor_state_rows", "rebalance_monitor_groups",
-                              "rebalance_monitor_batches_total", timeout=60)
-        state_rows = sample_value(page, "rebalance_monitor_state_rows")
-        live = sum(float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
-                   if line.startswith("rebalance_monitor_groups{"))
+        page = parse(monitor.scrape("rebalance_monitor_state_rows", "rebalance_monitor_groups",
+                                    "rebalance_monitor_batches_total", timeout=60))
+        state_rows = page.value("rebalance_monitor_state_rows")
+        live = page.total("rebalance_monitor_groups")
         # The batch that read the records holds them (the watermark is that of the batch before);
         # the next one, which Spark runs as soon as the watermark moved, applies them.
-        read_batches = sample_value(page, "rebalance_monitor_batches_total") or 0.0
+        read_batches = page.value("rebalance_monitor_batches_total") or 0.0
         monitor.wait_batches(read_batches + 1, timeout=deadline - time.monotonic(), poll_s=0.25)
         applied = time.monotonic() - t0
         cpu = monitor.cpu_seconds()

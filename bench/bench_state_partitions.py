@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from bench.bench_latency import _fmt, report, run_config
-from tests.support.kafkabed import KafkaCluster, LogShipper
+from testbed.bed import KafkaCluster, LogShipper
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ import yaml
 
 from dashboards import alert_rules
 
-from tests.support.chart import CHART, NAMESPACE, ROOT, by_kind, helm, one, render, values_args
+from testbed.chart import CHART, NAMESPACE, ROOT, by_kind, helm, one, render, values_args
 
 PROFILES = [None] + sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
 K8S_VERSION = "1.33.0"
@@ -351,8 +351,8 @@ def test_the_spark_cluster_tests_submit_with_the_charts_settings(profile, tmp_pa
     cluster with what spark-operator makes of the rendered SparkApplication: its driver and
     executor settings, sparkConf, packages, entry point and arguments. Only the settings named
     here differ, each for a reason given in StandaloneCluster.local_conf."""
-    from tests.support.chart import Submission, spark_application
-    from tests.support.spark_cluster import StandaloneCluster
+    from testbed.chart import Submission, spark_application
+    from testbed.spark_cluster import StandaloneCluster
     app = spark_application(profile)
     spec = app["spec"]
     cluster = StandaloneCluster(tmp_path)
@@ -378,10 +378,10 @@ def test_the_spark_cluster_tests_submit_with_the_charts_settings(profile, tmp_pa
 
 def test_the_deployment_runs_the_command_the_bed_runs(tmp_path):
     """Deployment mode starts `rebalance-monitor run --config ...` in local mode, as the real-Kafka
-    bed's monitor (tests/support/kafkabed/monitor.py) and the local runs of the cluster tests do."""
-    from tests.support.kafkabed.monitor import Monitor
+    bed's monitor (testbed/monitor.py) and the local runs of the cluster tests do."""
+    from testbed.monitor import MonitorProcess
     container = one(render("deployment-values.yaml"), "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    bed = Monitor("127.0.0.1:9092", ["logs"], tmp_path).command()
+    bed = MonitorProcess("127.0.0.1:9092", ["logs"], tmp_path).command()
     assert Path(bed[0]).name == container["command"][0] == "rebalance-monitor"
     assert bed[1:3] == container["args"][:2] == ["run", "--config"]
     assert monitor_toml(render("deployment-values.yaml"))["spark_master"] == "local[2]"

@@ -1,7 +1,7 @@
 """`replay` and `run` submitted to a real Spark standalone cluster (a master and 2 one-core
-workers from the installed pyspark, each executor its own JVM, tests/support/spark_cluster.py)
+workers from the installed pyspark, each executor its own JVM, testbed/spark_cluster.py)
 the way the chart submits: spark-submit with the settings of the chart's rendered
-SparkApplication (tests/support/chart.py), scripts/spark_entrypoint.py, `--master spark://...`.
+SparkApplication (testbed/chart.py), scripts/spark_entrypoint.py, `--master spark://...`.
 
 - The Python data sources are planned on the driver and read in the executors: the outputs equal
   the goldens (tests/fixtures/golden) byte for byte, as a local[2] run's do.
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
+from testbed.chart import Submission, spark_application
+from testbed.spark_cluster import ROOT, StandaloneCluster, record_figure
 from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
 from tests.support.golden import GOLDEN, comparable, differing_files, lost_and_doubled
-from tests.support.chart import Submission, spark_application
-from tests.support.spark_cluster import ROOT, StandaloneCluster, record_figure
 
 pytestmark = [pytest.mark.spark]
 

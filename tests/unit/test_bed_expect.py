@@ -1,4 +1,4 @@
-"""The test bed's expectations for share and streams groups (tests/support/kafkabed/expect.py),
+"""The test bed's expectations for share and streams groups (testbed/judge/expect.py),
 derived from real 4.2.2 and 4.4.0 brokers' lines (tests/fixtures/kafka-4.*-modern) and what the
 capture did to the members (its ground truth), never from the monitor.
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from tests.support.capture_expectations import FIXTURES
-from tests.support.kafkabed.expect import (
+from testbed.judge.expect import (
     Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, expected_stops, group_lines,
     Ownership
 )
-from tests.support.kafkabed.verdict import judge
+from testbed.judge.verdict import judge
+from tests.support.capture_expectations import FIXTURES
 
 
 def _capture(name: str) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -223,7 +223,7 @@ KIP848_ACTIONS = [("start", "a", 898469), ("start", "b", 898472), ("start", "j",
 
 
 def test_a_consumer_bump_is_caused_by_the_action_before_its_member_change():
-    from tests.support.kafkabed.expect import consumer_rebalances
+    from testbed.judge.expect import consumer_rebalances
     group = "m440-kip848"
     shipped = [SimpleNamespace(text=f"[2026-11-26 21:{ts}] INFO [GroupCoordinator id=2 topic=__consumer_offsets "
                                     f"partition=4] [GroupId {group}] {text} "

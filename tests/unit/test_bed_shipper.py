@@ -1,11 +1,11 @@
-"""The test bed's log topic layout (tests/support/kafkabed/shipper.py): the partition of each
+"""The test bed's log topic layout (testbed/bed/shipper.py): the partition of each
 broker's lines is led by that broker, so stopping one broker (the failover scenario) leaves the
 others' lines, above all the new coordinator's, on a leader that keeps running."""
 from __future__ import annotations
 
 import pytest
 
-from tests.support.kafkabed.shipper import self_led_assignment
+from testbed.bed.shipper import self_led_assignment
 
 
 @pytest.mark.parametrize(("ids", "rf"), [([1], 1), ([1, 2], 2), ([1, 2, 3], 2), ([4, 7, 9], 3)])

@@ -136,8 +136,9 @@ def test_every_cli_flag_is_in_the_configuration_reference():
 # A path the docs cite (`streaming/spark/session.py`), or a module's name with what it defines
 # (`streaming/spark/session.live_conf`); a prefix of files (`tests/fixtures/kafka-2.7/broker{1,2}.log`).
 CITED = re.compile(
-    r"(?<![\w./-])((?:state|streaming|sinks|dashboards|tests|bench|scripts|helm|alerts|docs)/[\w./-]*\w)")
-DOC_FILES = ("README.md", "helm/README.md", "dashboards/README.md", "docs/*.md", "tests/**/README.md")
+    r"(?<![\w./-])((?:state|streaming|sinks|dashboards|tests|testbed|bench|scripts|helm|alerts|docs)/[\w./-]*\w)")
+DOC_FILES = ("README.md", "helm/README.md", "dashboards/README.md", "docs/*.md", "tests/**/README.md",
+             "testbed/**/README.md")
 
 
 # Folders the docs name that a command makes on first use (git ignores them).

@@ -17,9 +17,9 @@ from streaming.offsets.vectorised import decode_arrow_batch
 from streaming.quarantine import Quarantined
 from streaming.rows import EVENT_COLUMNS, STATS_GROUP
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA
+from testbed.offsets_equivalence import normalise
 from tests.support.capture_expectations import FIXTURES
 from tests.support.offsets_encoder import encode, record
-from tests.support.offsets_equivalence import normalise
 from tests.support.segment_encoder import control_batch, legacy_message, legacy_wrapper, record_batch
 
 RECORD_REASONS = {"null_key", "unknown_record_type", "unknown_value_version", "corrupt_record"}

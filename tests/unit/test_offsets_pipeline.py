@@ -21,8 +21,8 @@ from streaming.offsets.step import decode_offsets_rows
 from streaming.offsets.vectorised import decode_arrow_batch
 from streaming.rows import EVENT_COLUMNS, STATS_GROUP
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA
+from testbed.offsets_equivalence import normalise
 from tests.support.capture_expectations import FIXTURES
-from tests.support.offsets_equivalence import normalise
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW_ARROW = to_arrow_schema(RAW_OFFSETS_SCHEMA)

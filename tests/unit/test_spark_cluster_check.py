@@ -1,10 +1,10 @@
-"""scripts/spark-cluster-check's last line (tests/support/spark_cluster.check_summary): what
+"""scripts/spark-cluster-check's last line (testbed/spark_cluster.check_summary): what
 the cluster tests recorded, combined; a figure no test recorded is `missing` and fails."""
 from __future__ import annotations
 
 import json
 
-from tests.support.spark_cluster import FIGURES_ENV, check_summary, record_figure
+from testbed.spark_cluster import FIGURES_ENV, check_summary, record_figure
 
 GOOD = [("executors", 2), ("executors", 2), ("records_equal", True), ("records_equal", True),
         ("executor_kill_lost", 0), ("executor_kill_doubled", 0), ("driver_kill_equal", True)]

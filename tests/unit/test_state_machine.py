@@ -196,7 +196,7 @@ def test_poll_timeout_leave_without_logged_reason_sets_trigger():
 
 def test_java_coordinator_poll_timeout_leave_sets_trigger():
     """Kafka 4.x logs the client reason on "has left group" and "explicit `LeaveGroup` request for
-    (C2) members." as the rebalance reason (seen on a real 4.4 broker, tests/support/kafkabed)."""
+    (C2) members." as the rebalance reason (seen on a real 4.4 broker, testbed/bed)."""
     start, _ = stable_group([C1, C2])
     client_reason = "consumer poll timeout has expired."
     left = ev(10000, E.MEMBER_LEFT, member_id=C2, data={"client_reason": client_reason})

@@ -1,14 +1,14 @@
 """Fixtures for the real-Kafka tests: one cluster (plus log shipper) per Kafka version and
-test module, torn down even when a test fails. The bed lives in tests/support/kafkabed."""
+test module, torn down even when a test fails. The bed lives in testbed/bed."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from tests.support.kafkabed import KafkaCluster, LogShipper, kill_all
-from tests.support.kafkabed.monitor import kill_monitors
-from tests.support.kafkabed.running import java_libs
+from testbed.bed import KafkaCluster, LogShipper, kill_all
+from testbed.bed.running import java_libs
+from testbed.monitor import kill_monitors
 
 # The CI selection: the ZooKeeper-era 2.8 and the newest 4.x served by Maven Central.
 NEWEST_4X = os.environ.get("KAFKABED_NEWEST", "4.4.0")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.support.kafkabed import KafkaCluster, LogShipper, wait_for
+from testbed.bed import KafkaCluster, LogShipper, wait_for
 
 from .conftest import NEWEST_4X
 
@@ -165,10 +165,10 @@ def test_every_layout_of_a_real_broker_gives_the_default_layouts_events(version,
     layout must give the default layout's events (at second precision for Strimzi 4.x's pattern),
     read from the files and, shipped line by line through a log topic per layout, the default
     layout's rebalance and removal records byte for byte."""
-    from tests.support.kafkabed import log4jconf
-    from tests.support.kafkabed.matrix import run_scenario
-    from tests.support.kafkabed.scenarios import SCENARIOS, Ctx, with_group
-    from tests.support.kafkabed.shipper import now_ms
+    from testbed.bed import log4jconf
+    from testbed.bed.running import run_scenario
+    from testbed.bed.scenarios import SCENARIOS, Ctx, with_group
+    from testbed.bed.shipper import now_ms
     family = "log4j2" if version.startswith("4.") else "log4j1"
     extra = tuple(name for name in log4jconf.layouts_of(family) if name != "default")
     scenario = next(s for s in SCENARIOS if s.name == "kill")

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafkabed import KafkaCluster, LogShipper
-from tests.support.kafkabed.runner import Runner
-from tests.support.kafkabed.scenarios import EMPTY
-from tests.support.live_probe import (
-    REBALANCING, MonitorProcess, Scraper, group_on, latencies, line_events, long_join_rebalance, scripted_round,
-    summarize
-)
+from testbed.bed import KafkaCluster, LogShipper
+from testbed.bed.runner import Runner
+from testbed.bed.scenarios import EMPTY
+from testbed.bed.workload import group_on, long_join_rebalance, scripted_round
+from testbed.judge.latency import REBALANCING, Scraper, latencies, line_events
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings
+from testbed.stats import summarize
 
 from .conftest import NEWEST_4X
 
@@ -32,7 +33,7 @@ LAGGING, PROMPT = 2, 1
 SHIPPER_DELAY_S = 5.0
 # Short decision windows so the removal records are final within about 80 s (the live view does
 # not depend on them; bench/latency runs the defaults).
-DIAGNOSIS = "[diagnosis]\npause_rejoin_window_seconds = 10\npoll_rejoin_min_window_seconds = 10\n"
+DIAGNOSIS = {"pause_rejoin_window_seconds": 10, "poll_rejoin_min_window_seconds": 10}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def _wait(condition, timeout: float, what: str, monitor: MonitorProcess):
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out ({timeout:.0f} s) waiting for {what}:\n{monitor.tail()}")
+            raise AssertionError(f"timed out ({timeout:.0f} s) waiting for {what}:\n{monitor.log_tail()}")
         time.sleep(0.5)
 
 
@@ -73,7 +74,8 @@ def test_live_view_at_the_defaults_with_a_lagging_shipper(lagging_bed, tmp_path)
     cluster, shipper = lagging_bed
     # FindCoordinator creates __consumer_offsets, which `run` waits for at start.
     groups = [group_on(cluster, LAGGING, "lat-lag"), group_on(cluster, PROMPT, "lat-prompt")]
-    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, tmp_path / "monitor", extra_toml=DIAGNOSIS)
+    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, tmp_path / "monitor",
+                             MonitorSettings.defaults(diagnosis=DIAGNOSIS))
     monitor.start()
     scraper = None
     try:
@@ -106,14 +108,15 @@ def test_live_view_at_the_defaults_with_a_lagging_shipper(lagging_bed, tmp_path)
         if scraper is not None:
             scraper.stop()
         code = monitor.stop()
-    log = monitor.log.read_text()
-    assert code == 0, monitor.tail()
-    assert "InterruptedException" not in log and "StackOverflowError" not in log, monitor.tail()
+    log = monitor.log_path.read_text()
+    assert code == 0, monitor.log_tail()
+    assert "InterruptedException" not in log and "StackOverflowError" not in log, monitor.log_tail()
 
     # Nothing lost: no late rows, every record of both groups (the lagging broker's included).
-    assert re.search(r"^rebalance_monitor_late_rows_total 0\.0$", page, re.M), page
-    skew = float(re.search(r'^rebalance_monitor_source_event_skew_seconds\{source="broker_log"\} (\S+)$',
-                           page, re.M).group(1))
+    samples = parse(page)
+    assert samples.value("rebalance_monitor_late_rows_total") == 0.0, page
+    skew = samples.value("rebalance_monitor_source_event_skew_seconds", source="broker_log")
+    assert skew is not None, page
     # the lag less the time between two reads (the caught-up tick of the previous batch)
     assert SHIPPER_DELAY_S - 3 <= skew <= SHIPPER_DELAY_S + 1, skew
     for group, evs in truth.items():
@@ -139,7 +142,8 @@ def test_a_rebalance_shorter_than_the_lateness_is_seen_in_progress(lagging_bed, 
     seen in progress (its events waited for the watermark); now it is, before it is counted."""
     cluster, shipper = lagging_bed
     group = group_on(cluster, PROMPT, "lat-long")
-    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, tmp_path / "monitor", lateness_s=30.0)
+    monitor = MonitorProcess(cluster.bootstrap, shipper.topic, tmp_path / "monitor",
+                             MonitorSettings.defaults(lateness_s=30.0))
     monitor.start()
     scraper = None
     try:

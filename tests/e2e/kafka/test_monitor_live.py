@@ -5,7 +5,7 @@ log topic and __consumer_offsets while the scenarios run, each with its own grou
 Each scenario asserts, in the event sink and on /metrics, the rebalance records (generation,
 trigger, outcome, start and end equal to the broker's own lines), the removals (client id,
 cause, root cause) and no other record for its group, all derived from what the bed did
-(tests/support/kafkabed/expect.py), never from the monitor's output. The scenarios run here are
+(testbed/judge/expect.py), never from the monitor's output. The scenarios run here are
 the ones without a known product gap on the version (KNOWN_FAILURES in verdict.py; the full
 matrix, gaps included, is scripts/kafka-matrix). On the newest 4.x the monitor is also killed
 with kill -9 between planning and committing a micro-batch while a scenario runs and restarted
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafkabed import checks
-from tests.support.kafkabed.cluster import with_rolled_files
-from tests.support.kafkabed.live import Phases
-from tests.support.kafkabed.matrix import run_version
-from tests.support.kafkabed.monitor import MonitorSettings
-from tests.support.kafkabed.scenarios import applicable
-from tests.support.kafkabed.verdict import known_for
+from testbed.bed import checks
+from testbed.bed.cluster import with_rolled_files
+from testbed.bed.scenarios import applicable
+from testbed.judge.live import Phases
+from testbed.judge.matrix import run_version
+from testbed.judge.verdict import known_for
+from testbed.monitor import MonitorSettings
 
 from .conftest import CI_VERSIONS, NEWEST_4X
 

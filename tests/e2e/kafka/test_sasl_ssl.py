@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.kafkabed import KafkaCluster, wait_for
-from tests.support.kafkabed.admin import make_admin
-from tests.support.kafkabed.tls import SaslSsl
+from testbed.bed import KafkaCluster, wait_for
+from testbed.bed.admin import make_admin
+from testbed.bed.tls import SaslSsl
 
 from .conftest import NEWEST_4X
 

@@ -7,7 +7,7 @@ records for everything that reads them afterwards. Then `rebalance-monitor run` 
 at the same time, over SASL_SSL with the settings of docs/configuration.md:
 
 - `kafka.source = "spark"`: Spark's connector, its jars fetched from Maven the way
-  `spark-submit --packages` resolves them (tests/support/kafkabed/jars.py) and put on the
+  `spark-submit --packages` resolves them (testbed/bed/jars.py) and put on the
   classpath with `spark_conf."spark.jars"`; only `kafka.spark_options` carry the TLS/SASL
   settings, the password through Kafka's DirectoryConfigProvider (as the Helm chart does);
 - `kafka.source = "python"`: the kafka-python Data Source; only `kafka.client` (+ the password
@@ -29,17 +29,17 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.kafka_harness import read_sink
-from tests.support.kafkabed import KafkaCluster, LogShipper, SaslSsl, checks, wait_for
-from tests.support.kafkabed.jars import MavenError, fetch_spark_connector, spark_jars
-from tests.support.kafkabed.matrix import run_scenario
-from tests.support.kafkabed.scenarios import BY_NAME, Ctx, with_group
+from testbed.bed import KafkaCluster, LogShipper, SaslSsl, wait_for
+from testbed.bed.jars import MavenError, fetch_spark_connector, spark_jars
+from testbed.bed.running import run_scenario
+from testbed.bed.scenarios import BY_NAME, Ctx, with_group
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings
 
 from .conftest import NEWEST_4X
 
@@ -51,6 +51,8 @@ KINDS = ("rebalances", "member_removals", "quarantine", "anomalies")
 GROUP_FAMILIES = re.compile(r"^rebalance_monitor_(rebalances_total|member_removals_total|rebalance_duration_seconds_"
                             r"(bucket|count|sum)|group_(state|generation|members|state_since_timestamp_seconds)|groups)\{")
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+# Short windows: a removal is released within seconds (members with max.poll.interval.ms = 10 s)
+DIAGNOSIS = {"pause_rejoin_window_seconds": 5, "poll_rejoin_min_window_seconds": 5}
 
 
 @dataclass
@@ -98,24 +100,17 @@ def _toml_value(value) -> str:
     return "'" + value + "'" if '"' in str(value) else f'"{value}"'
 
 
-def _config(bed: Bed, workdir: Path, source: str, password: str) -> Path:
-    """run's settings for `source`, each source with only its own TLS/SASL table."""
+def _monitor(bed: Bed, workdir: Path, source: str, password: str) -> MonitorProcess:
+    """`run` over SASL_SSL with `source`, each source with only its own TLS/SASL table."""
     workdir.mkdir(parents=True, exist_ok=True)
     secrets = workdir / "secrets"
     secrets.mkdir(exist_ok=True)
     # No newline at the end, like a Kubernetes secret: Kafka's DirectoryConfigProvider keeps it.
     (secrets / "password").write_text(password)
-    top = {"metrics_host": "127.0.0.1", "checkpoint_location": str(workdir / "checkpoint"),
-           "events_dir": str(workdir / "events"), "cluster": "bed"}
-    lines = [f"{k} = {_toml_value(v)}" for k, v in top.items()]
-    lines += ["metrics_port = 0", "trigger_interval_seconds = 1", "lateness_seconds = 2",
-              "[diagnosis]", "pause_rejoin_window_seconds = 5", "poll_rejoin_min_window_seconds = 5"]
+    lines = []
     if source == "spark":
-        lines += ["[spark_conf]", _toml_table({"spark.jars": spark_jars(fetch_spark_connector(_pyspark()))})]
-    lines += ["[kafka]", _toml_table({"bootstrap_servers": bed.cluster.sasl_bootstrap, "log_topics": [LOG_TOPIC],
-                                      "source": source})]
-    if source == "spark":
-        lines += ["[kafka.spark_options]", _toml_table({
+        lines += ["[spark_conf]", _toml_table({"spark.jars": spark_jars(fetch_spark_connector(_pyspark()))}),
+                  "[kafka.spark_options]", _toml_table({
             "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
             "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": str(bed.sasl.ca),
             "kafka.config.providers": "dir",
@@ -125,9 +120,9 @@ def _config(bed: Bed, workdir: Path, source: str, password: str) -> Path:
         lines += ["[kafka.client]", _toml_table({"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
                                                  "sasl_plain_username": USER, "ssl_cafile": str(bed.sasl.ca)}),
                   "[kafka.client_secret_files]", _toml_table({"sasl_plain_password": str(secrets / "password")})]
-    path = workdir / "monitor.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    settings = MonitorSettings.defaults(trigger_s=1, lateness_s=2, diagnosis=DIAGNOSIS)
+    return MonitorProcess(bed.cluster.sasl_bootstrap, [LOG_TOPIC], workdir, settings, source=source,
+                          extra_toml="\n".join(lines) + "\n")
 
 
 def _pyspark() -> str:
@@ -142,50 +137,20 @@ def _env() -> dict:
     return env
 
 
-class Monitor:
-    def __init__(self, config: Path, log: Path):
-        self.config, self.log = config, log
-        self.events = config.parent / "events"
-        self.port: int | None = None
-        with open(log, "w") as handle:
-            self.proc = subprocess.Popen([*checks.monitor_command(), "run", "--config", str(config)], cwd=REPO,
-                                         env=_env(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"monitor exited ({self.proc.returncode}): {self.log.read_text()[-3000:]}")
-
-    def wait_port(self) -> int:
-        self.port = int(wait_for(lambda: (m := re.search(r"serving http://[\d.]+:(\d+)/metrics", self.log.read_text()))
-                                 and m.group(1), 240, "the metrics port", interval=0.5, alive=self.alive))
-        return self.port
-
-    def scrape(self) -> str:
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10).read().decode()
-
-    def records(self, kind: str, groups: set | None = None) -> list[dict]:
-        recs = read_sink(self.events, kind) if (self.events / kind).exists() else []
-        return [r for r in recs if groups is None or r.get("group") in groups]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+def _records(monitor: MonitorProcess, kind: str, groups: set | None = None) -> list[dict]:
+    return [r for r in monitor.records(kind) if groups is None or r.get("group") in groups]
 
 
-def _done(monitor: Monitor, groups: set) -> bool:
+def _done(monitor: MonitorProcess, groups: set) -> bool:
     """Every removal released (5: join_leave a, b; kill a, b, c) and both groups back to Empty."""
-    removals = monitor.records("member_removals", groups)
-    empty = {r["group"] for r in monitor.records("rebalances", groups) if r.get("outcome") == "empty"}
+    removals = _records(monitor, "member_removals", groups)
+    empty = {r["group"] for r in _records(monitor, "rebalances", groups) if r.get("outcome") == "empty"}
     if len(removals) < 5 or empty != groups:
         return False
-    page = monitor.scrape()     # the sink is written before the metrics: wait for those too
-    counted = sum(float(v) for v in re.findall(r'^rebalance_monitor_member_removals_total\{[^}]*group="src-[^"]+"[^}]*\} (\S+)',
-                                               page, re.M))
+    # the sink is written before the metrics: wait for those too
+    page = parse(monitor.scrape("rebalance_monitor_member_removals_total"))
+    counted = sum(v for labels, v in page.series("rebalance_monitor_member_removals_total")
+                  if labels.get("group", "").startswith("src-"))
     return counted == len(removals)
 
 
@@ -198,11 +163,11 @@ class Finished:
 
 
 def _wrong_password_run(bed: Bed, workdir: Path, source: str) -> tuple[subprocess.Popen, Path, Path, float]:
-    config = _config(bed, workdir, source, "not-the-password")
+    monitor = _monitor(bed, workdir, source, "not-the-password")
+    monitor.write_config()
     err, out = workdir / "stderr", workdir / "stdout"
     with open(err, "w") as e, open(out, "w") as o:
-        proc = subprocess.Popen([*checks.monitor_command(), "run", "--config", str(config)], cwd=REPO, env=_env(),
-                                stdout=o, stderr=e, start_new_session=True)
+        proc = subprocess.Popen(monitor.command(), cwd=REPO, env=_env(), stdout=o, stderr=e, start_new_session=True)
     return proc, err, out, time.monotonic()
 
 
@@ -224,12 +189,12 @@ def monitors(bed):
     share the wait for Spark) a spark-source run with a wrong password."""
     groups = set(bed.groups.values())
     wrong = _wrong_password_run(bed, bed.out / "wrong-spark", "spark")
-    runs = {source: Monitor(_config(bed, bed.out / f"monitor-{source}", source, PASSWORD),
-                            bed.out / f"monitor-{source}.log") for source in ("spark", "python")}
+    runs = {source: _monitor(bed, bed.out / f"monitor-{source}", source, PASSWORD).launch()
+            for source in ("spark", "python")}
     try:
         t0 = time.monotonic()
         for m in runs.values():
-            m.wait_port()
+            m.wait_ready(240, batches=0)
         for source, m in runs.items():
             wait_for(lambda m=m: _done(m, groups), 300, f"the {source} source's records of {sorted(groups)}",
                      interval=1.0, alive=m.alive)
@@ -247,9 +212,9 @@ def test_each_source_reads_over_sasl_ssl_and_sees_the_scenarios(bed, monitors):
     killed = next(e for e in bed.timelines["kill"] if e["action"] == "kill")
     for source in ("spark", "python"):
         m, page = monitors[source]
-        log = m.log.read_text()
+        log = m.log_path.read_text()
         assert f"reading Kafka with the {source} source" in log, source
-        removals = {(r["group"], r["client_id"]): r for r in m.records("member_removals", {kill, join_leave})}
+        removals = {(r["group"], r["client_id"]): r for r in _records(m, "member_removals", {kill, join_leave})}
         assert set(removals) == {(kill, f"{kill}-a"), (kill, f"{kill}-b"), (kill, f"{kill}-c"),
                                  (join_leave, f"{join_leave}-a"), (join_leave, f"{join_leave}-b")}, source
         crashed = removals[(kill, f"{kill}-a")]
@@ -258,7 +223,7 @@ def test_each_source_reads_over_sasl_ssl_and_sees_the_scenarios(bed, monitors):
         assert 2000 <= crashed["removed_at_ms"] - killed["ts_ms"] <= 6000, (source, crashed, killed)
         for key in [(kill, f"{kill}-b"), (kill, f"{kill}-c"), (join_leave, f"{join_leave}-a"), (join_leave, f"{join_leave}-b")]:
             assert removals[key]["cause"] == "leave_group", (source, removals[key])
-        triggers = {(r["group"], r["trigger"]) for r in m.records("rebalances", {kill, join_leave})}
+        triggers = {(r["group"], r["trigger"]) for r in _records(m, "rebalances", {kill, join_leave})}
         assert {(kill, "heartbeat_expiry"), (join_leave, "member_leave")} <= triggers, (source, triggers)
         assert re.search(r'rebalance_monitor_member_removals_total\{[^}]*cause="heartbeat_expiry"[^}]*group="'
                          + re.escape(kill) + r'"[^}]*\} 1\.0', page), source

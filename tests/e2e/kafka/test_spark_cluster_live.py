@@ -6,7 +6,7 @@ killed and fenced, the other leaves) while the bed ships its server.log into a l
 shipper then drains and stops, so the log topic and `__consumer_offsets` hold the same records
 for every reader. Then `rebalance-monitor run` reads them three times, at the same time, with the
 same settings: in local[2] mode; submitted to a standalone cluster (a master and 2 one-core
-workers, tests/support/spark_cluster.py) the way the chart submits; and in local[2] mode with 8
+workers, testbed/spark_cluster.py) the way the chart submits; and in local[2] mode with 8
 state partitions, the way docs/deploy.md gives to more partitions (a new checkpoint rebuilt from
 the topics). The cluster run's and the rebuilt run's event sink and /metrics group series must
 equal the local run's, every run must be right by the bed's ground truth, and both of the
@@ -20,16 +20,16 @@ from dataclasses import replace
 import pytest
 
 from streaming.spark.state_layout import checkpoint_shuffle_partitions
-from tests.support.kafkabed import KafkaCluster, LogShipper
-from tests.support.kafkabed.expect import expected
-from tests.support.kafkabed.monitor import (
-    MetricsWatch, Monitor, MonitorSettings, ensure_offsets_topic, now_ms, parse_page,
-)
-from tests.support.kafkabed.procs import wait_for
-from tests.support.kafkabed.running import run_scenario
-from tests.support.kafkabed.scenarios import BY_NAME, Ctx, with_group
-from tests.support.kafkabed.verdict import judge
-from tests.support.spark_cluster import StandaloneCluster, record_figure
+from testbed.bed import KafkaCluster, LogShipper
+from testbed.bed.procs import wait_for
+from testbed.bed.running import run_scenario
+from testbed.bed.scenarios import BY_NAME, Ctx, with_group
+from testbed.judge.expect import expected
+from testbed.judge.verdict import judge
+from testbed.judge.watch import MetricsWatch
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings, ensure_offsets_topic, now_ms
+from testbed.spark_cluster import StandaloneCluster, record_figure
 
 from .conftest import NEWEST_4X
 
@@ -41,17 +41,6 @@ GROUP_SERIES = re.compile(r"^rebalance_monitor_(rebalances_total|member_removals
                           r"(bucket|count|sum)|rebalance_phase_seconds_\w+|group_\w+|groups)\{")
 # Short windows: a LeaveGroup's decision window is the member's max.poll.interval.ms (10 s here)
 SETTINGS = MonitorSettings(diagnosis={"pause_rejoin_window_seconds": 5, "poll_rejoin_min_window_seconds": 5})
-
-
-class ClusterMonitor(Monitor):
-    """The bed's monitor, submitted to the standalone cluster with spark-submit."""
-
-    def __init__(self, cluster: StandaloneCluster, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.spark = cluster
-
-    def command(self) -> list[str]:
-        return self.spark.submit_argv(self.arguments())
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +79,13 @@ def bed(tmp_path_factory):
 def runs(bed, tmp_path_factory):
     kafka, truth, last_line_ms, out = bed
     spark = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
-    monitors = {"local": Monitor(kafka.bootstrap, [LOG_TOPIC], out / "local", SETTINGS, name="local"),
-                "cluster": ClusterMonitor(spark, kafka.bootstrap, [LOG_TOPIC], out / "cluster", SETTINGS,
-                                          name="cluster"),
+    monitors = {"local": MonitorProcess(kafka.bootstrap, [LOG_TOPIC], out / "local", SETTINGS, name="local"),
+                # the bed's monitor, submitted to the standalone cluster with spark-submit
+                "cluster": MonitorProcess(kafka.bootstrap, [LOG_TOPIC], out / "cluster", SETTINGS, name="cluster",
+                                          submit=spark.submit_argv),
                 # the way to more state partitions (docs/deploy.md): a new checkpoint, rebuilt from the topics
-                "rebuilt-8": Monitor(kafka.bootstrap, [LOG_TOPIC], out / "rebuilt-8",
-                                     replace(SETTINGS, shuffle_partitions=8), name="rebuilt-8")}
+                "rebuilt-8": MonitorProcess(kafka.bootstrap, [LOG_TOPIC], out / "rebuilt-8",
+                                            replace(SETTINGS, shuffle_partitions=8), name="rebuilt-8")}
     watches = {}
     try:
         t0 = time.monotonic()
@@ -169,7 +159,7 @@ def test_both_runs_see_each_scenario(runs):
     (verdict.judge against expect.py's ground truth): every rebalance with its trigger and
     outcome, every removal with its cause and root cause, the group's counters on /metrics."""
     for name, records in runs["records"].items():
-        samples = parse_page(runs["pages"][name])
+        samples = parse(runs["pages"][name])
         for scenario, exp in runs["truth"].items():
             mine = {kind: [r for r in recs if r.get("group") == exp.group] for kind, recs in records.items()}
             verdict = judge(NEWEST_4X, scenario, exp, mine, samples, quarantine=mine["quarantine"])

@@ -72,8 +72,15 @@ class GroupStateCollector(Collector):
         with self._lock:
             return list(self._snapshots.values())
 
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        """The families collect() yields, without samples: a registry restricted to some names
+        (`/metrics?name[]=...`) finds this collector by them."""
+        return self._families([])
+
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        snapshots = self.snapshots()
+        return self._families(self.snapshots())
+
+    def _families(self, snapshots: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
         state = GaugeMetricFamily(f"{PREFIX}_group_state",
                                   "1, with the group's current state in the label `state` (one series per group).",
                                   labels=["cluster", "group", "protocol", "state"])

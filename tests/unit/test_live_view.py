@@ -125,6 +125,13 @@ def test_live_gauges_on_metrics(events):
     # not counted yet: counters see final records only
     assert not [line for line in page.splitlines()
                 if line.startswith("rebalance_monitor_member_removals_total{") and f'group="{SC01}"' in line]
+    # /metrics?name[]=...: a registry restricted to some names finds the group gauges by them
+    restricted = generate_latest(sink.registry.restricted_registry(
+        ["rebalance_monitor_group_pending_removals", "rebalance_monitor_group_state"])).decode()
+    assert f'rebalance_monitor_group_pending_removals{{cause="leave_group",cluster="default",group="{SC01}"}} 1.0' \
+        in restricted
+    assert f'rebalance_monitor_group_state{{cluster="default",group="{SC01}"' in restricted
+    assert "rebalance_monitor_group_members{" not in restricted
 
 
 def test_a_replay_without_the_live_view_ends_in_the_same_records_and_snapshots(events):

@@ -19,10 +19,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from testbed.bed import jars
+from testbed.bed.checks import each_offsets_record
 from testbed.bed.cluster import KafkaCluster
-from testbed.bed.procs import wait_for
 from testbed.bed.runner import Runner
 from testbed.bed.running import java_libs, run_scenario
 from testbed.bed.scenarios import BY_NAME, ST_FENCED, ST_JOINED, Ctx, Expect, Scenario, _spec, with_group
@@ -52,39 +53,18 @@ CAPTURE_SCENARIOS = [
 def read_topic(bootstrap: str, groups: set | None, timeout: float = 60.0) -> list[dict]:
     """Every record of `__consumer_offsets` (whose key's group is in `groups`, unless None), as
     dump lines sorted by (partition, offset)."""
-    from confluent_kafka import Consumer, TopicPartition
-
     from streaming.offsets.decoder import decode_key
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkabed-capture",
-                  "enable.auto.commit": False, "log_level": 2})
     out: list[dict] = []
-    try:
-        md = c.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
-        ends = {}
-        for p in md.partitions:
-            lo, hi = c.get_watermark_offsets(TopicPartition("__consumer_offsets", p), timeout=10)
-            if hi > lo:
-                ends[p] = hi
-        c.assign([TopicPartition("__consumer_offsets", p, 0) for p in ends])
-        done: set = set()
 
-        def read() -> bool:
-            for msg in c.consume(500, 0.5):
-                if msg.error() is not None:
-                    continue
-                key, value = msg.key(), msg.value()
-                if key is not None and (groups is None or decode_key(key)["group"] in groups):
-                    ts_type, ts = msg.timestamp()
-                    out.append({"partition": msg.partition(), "offset": msg.offset(),
-                                "timestamp": ts, "timestamp_type": ts_type,
-                                "key_b64": base64.b64encode(key).decode(),
-                                "value_b64": None if value is None else base64.b64encode(value).decode()})
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    done.add(msg.partition())
-            return len(done) == len(ends)
-        wait_for(read, timeout, "__consumer_offsets to be read to its end", interval=0)
-    finally:
-        c.close()
+    def keep(msg: Any) -> None:
+        key, value = msg.key(), msg.value()
+        if key is not None and (groups is None or decode_key(key)["group"] in groups):
+            ts_type, ts = msg.timestamp()
+            out.append({"partition": msg.partition(), "offset": msg.offset(),
+                        "timestamp": ts, "timestamp_type": ts_type,
+                        "key_b64": base64.b64encode(key).decode(),
+                        "value_b64": None if value is None else base64.b64encode(value).decode()})
+    each_offsets_record(bootstrap, "kafkabed-capture", keep, timeout)
     return sorted(out, key=lambda d: (d["partition"], d["offset"]))
 
 

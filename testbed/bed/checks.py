@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from testbed.bed.procs import BedTimeout, wait_for
 from testbed.monitor import REPO, monitor_command
@@ -44,40 +46,50 @@ def check_lines(shipper, since: dict, group: str, expects: list, timeout: float 
     return out
 
 
-def offsets_records(bootstrap: str, groups: list | None = None, timeout: float = 30.0) -> Counter:
-    """Records in __consumer_offsets (all partitions, to their current end), per group whose
-    name appears in the key (every key type starts with the group id); '*' counts all."""
+def each_offsets_record(bootstrap: str, client_group: str, on_record: Callable[[Any], None],
+                        timeout: float = 30.0) -> None:
+    """Every record of __consumer_offsets (all partitions, to their current end) to `on_record`
+    (confluent-kafka messages); nothing when the topic does not exist yet."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkabed-offsets-reader",
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": client_group,
                   "enable.auto.commit": False, "log_level": 2})
-    counts: Counter = Counter()
     try:
         md = c.list_topics("__consumer_offsets", timeout=10).topics.get("__consumer_offsets")
         if md is None or md.error is not None:
-            return counts
+            return
         ends = {}
         for p in md.partitions:
             lo, hi = c.get_watermark_offsets(TopicPartition("__consumer_offsets", p), timeout=10)
             if hi > lo:
                 ends[p] = hi
         c.assign([TopicPartition("__consumer_offsets", p, 0) for p in ends])
-        done = set()
+        done: set = set()
 
-        def read():
+        def read() -> bool:
             for msg in c.consume(500, 0.5):
                 if msg.error() is not None:
                     continue
-                counts["*"] += 1
-                key = msg.key() or b""
-                for g in groups or []:
-                    if g.encode() in key:
-                        counts[g] += 1
+                on_record(msg)
                 if msg.offset() + 1 >= ends[msg.partition()]:
                     done.add(msg.partition())
             return len(done) == len(ends)
         wait_for(read, timeout, "__consumer_offsets to be read to its end", interval=0)
     finally:
         c.close()
+
+
+def offsets_records(bootstrap: str, groups: list | None = None, timeout: float = 30.0) -> Counter:
+    """Records in __consumer_offsets (all partitions, to their current end), per group whose
+    name appears in the key (every key type starts with the group id); '*' counts all."""
+    counts: Counter = Counter()
+
+    def count(msg: Any) -> None:
+        counts["*"] += 1
+        key = msg.key() or b""
+        for g in groups or []:
+            if g.encode() in key:
+                counts[g] += 1
+    each_offsets_record(bootstrap, "kafkabed-offsets-reader", count, timeout)
     return counts
 
 

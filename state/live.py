@@ -43,15 +43,13 @@ def live_snapshot(final: GroupModel, waiting: Iterable[E.Event], settings: Diagn
     held. Keys beyond the final snapshot appear only while something is provisional, so a
     snapshot with nothing held is byte-identical to the final one (groups.jsonl).
     """
-    from state.machine import GroupStateMachine   # core imports outputs; keep this module light
+    from state.machine import run_turn   # core imports outputs; keep this module light
 
-    events = sorted(waiting, key=E.Event.sort_key)
+    events = list(waiting)
     model = final
     if events:
         model = GroupModel.from_json(final.to_json())
-        machine = GroupStateMachine(model, settings)
-        for ev in events:
-            machine.apply(ev)
+        run_turn(model, events, settings)
     snap = snapshot(model)
     pending = pending_removals(model)
     if pending:

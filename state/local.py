@@ -14,7 +14,7 @@ from typing import Any
 from state import events as E
 from state.diagnosis.correlate import correlate_all
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
-from state.machine import GroupStateMachine
+from state.machine import run_turn
 from state.model import GroupModel
 from state.outputs import OutputKind, apply_trigger_decisions, snapshot
 
@@ -32,9 +32,7 @@ def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_
              OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT)
     out: dict[str, list[dict[str, Any]]] = {str(k): [] for k in kinds}
     for (cluster, group), evs in sorted(by_group.items()):
-        machine = GroupStateMachine(GroupModel(cluster=cluster, group=group), settings)
-        machine.apply_all(evs)
-        machine.advance_to(FAR_FUTURE_MS)
+        machine = run_turn(GroupModel(cluster=cluster, group=group), evs, settings, FAR_FUTURE_MS)
         for kind, record in machine.outputs + machine.observations:
             out[kind].append(record)
         out[OutputKind.SNAPSHOT].append(snapshot(machine.m))

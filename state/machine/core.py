@@ -17,11 +17,13 @@ from collections.abc import Callable, Iterable
 
 from state import events as E
 from state.diagnosis.holding import release_removals
+from state.diagnosis.rules import DiagnosisSettings
 from state.machine.base import METADATA_GRACE_MS, Output
 from state.machine.classic import ClassicHandlers
 from state.machine.clock_skew import probe_clock
 from state.machine.modern import ModernHandlers
 from state.machine.crosscheck import both_sources, note_generation_evidence, resolve_source_checks
+from state.model import GroupModel
 from state.outputs import OutputKind
 
 
@@ -118,3 +120,15 @@ HANDLERS: dict[str, Handler] = {
     E.REBALANCE_REQUESTED: GroupStateMachine.on_rebalance_requested,
     E.STREAMS_TOPOLOGY: GroupStateMachine.on_streams_topology,
 }
+
+
+def run_turn(model: GroupModel, events: Iterable[E.Event], settings: DiagnosisSettings,
+             until_ms: int | None = None) -> GroupStateMachine:
+    """One turn of a group: its events in event order, then event time up to `until_ms` (None:
+    not advanced: a live view's copy of the model). The stateful step, the Spark-free replay and
+    the live view all run the machine this way; its outputs are the machine's."""
+    machine = GroupStateMachine(model, settings)
+    machine.apply_all(events)
+    if until_ms is not None:
+        machine.advance_to(until_ms)
+    return machine

@@ -25,7 +25,7 @@ import pandas as pd
 
 from state import events as E
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
-from state.machine import GroupStateMachine
+from state.machine import GroupStateMachine, run_turn
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live import live_snapshot
 from state.machine.common import fold_commit_event
@@ -108,11 +108,8 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
     records). Without `live_view` (a replay) the snapshot is the final model alone, sent when
     applied events or records changed it. Returns the machine and whether commits changed the
     model without a snapshot."""
-    machine = GroupStateMachine(model, diagnosis)
-    events = sorted((row_to_event(r) for r in ready), key=E.Event.sort_key)
-    for ev in events:
-        machine.apply(ev)
-    machine.advance_to(watermark)
+    events = [row_to_event(r) for r in ready]
+    machine = run_turn(model, events, diagnosis, watermark)
     for kind, record in machine.outputs + machine.observations:
         ts = record.get("ended_at_ms") or record.get("removed_at_ms") or record.get("ts_ms") \
             or record.get("started_at_ms")

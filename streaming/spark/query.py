@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from streaming.defaults import LATENESS_SECONDS, REPLAY_MAX_ROWS_PER_BATCH, STATE_BUCKETS
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, file_source_ids
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
 from streaming.offsets.reader import offsets_input_kind
@@ -28,8 +29,8 @@ from streaming.spark.steps import group_state_machine, log_events, observed, off
 class QueryOptions:
     """What the query takes from a command's settings (streaming/app/settings/wiring.py builds it;
     the defaults are the settings' own, streaming/app/settings/schema.py)."""
-    lateness_seconds: float = 30.0
-    max_rows_per_batch: int = 200_000           # replay: event rows per micro-batch (a time slice)
+    lateness_seconds: float = LATENESS_SECONDS
+    max_rows_per_batch: int = REPLAY_MAX_ROWS_PER_BATCH   # replay: event rows per micro-batch (a time slice)
     unknown_lines_sample_per_logger: int = DEFAULT_UNKNOWN_SAMPLE
     diagnosis: DiagnosisSettings = DEFAULT_SETTINGS
     group_allow: tuple[str, ...] = ()
@@ -37,7 +38,7 @@ class QueryOptions:
     live_view: bool = True      # snapshots apply the still-held events (state/live.py)
     # Groups per stateful key: PySpark's fixed cost per call (about 1 ms) is paid per bucket, and
     # a micro-batch makes at most this many calls per cluster (0: one key per group).
-    state_buckets: int = 128
+    state_buckets: int = STATE_BUCKETS
 
     def for_checkpoint(self, query_checkpoint: str) -> QueryOptions:
         """These options with the state layout an existing checkpoint was written with."""

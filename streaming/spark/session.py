@@ -8,18 +8,13 @@ from collections.abc import Mapping
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from streaming.defaults import DEFAULT_DRIVER_MEMORY
 from streaming.spark.sources.clock import ClockSource
 from streaming.spark.sources.kafka import KafkaSource
 from streaming.spark.sources.replay_files import LogFilesSource, OffsetsFilesSource
 from streaming.spark.sources.staged import StagedSource
 
 
-# The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
-# starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
-# default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the
-# sizes measured per group count. The `driver_memory` setting's default
-# (streaming/app/settings/schema.py, which imports no Spark) is the same.
-DEFAULT_DRIVER_MEMORY = "2g"
 
 
 def is_local_path(location: str) -> bool:

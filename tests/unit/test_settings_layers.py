@@ -5,7 +5,6 @@ are elsewhere."""
 from __future__ import annotations
 
 import ast
-import inspect
 import json
 import socket
 import subprocess
@@ -62,23 +61,6 @@ def _imports(path: Path) -> set[str]:
 def test_no_import_of_spark_or_the_server_even_inside_functions(module):
     """The source too: an import inside a function would escape the check above until it runs."""
     assert sorted(name for name in _imports(SETTINGS / module) if _within(name, FORBIDDEN)) == []
-
-
-def test_the_query_defaults_are_the_settings_defaults():
-    """schema.py cannot import streaming.spark (above), which cannot import streaming.app
-    (tests/unit/test_structure.py): the defaults the Spark side gives callers without settings
-    (tests, bench) are kept equal to the settings' here."""
-    from streaming.app.settings import schema
-    from streaming.spark.query import QueryOptions
-    from streaming.spark.session import DEFAULT_DRIVER_MEMORY, get_spark
-    options = QueryOptions()
-    assert options.lateness_seconds == schema.LATENESS_SECONDS == schema.ReplaySettings().lateness_seconds
-    assert options.max_rows_per_batch == schema.REPLAY_MAX_ROWS_PER_BATCH == schema.ReplaySettings().max_rows_per_batch
-    assert options.state_buckets == schema.STATE_BUCKETS
-    assert options.unknown_lines_sample_per_logger == schema.QuerySettings.model_fields[
-        "unknown_lines_sample_per_logger"].default
-    assert DEFAULT_DRIVER_MEMORY == schema.DEFAULT_DRIVER_MEMORY
-    assert inspect.signature(get_spark).parameters["driver_memory"].default == schema.DEFAULT_DRIVER_MEMORY
 
 
 def test_a_port_in_use_is_a_configuration_error_naming_the_setting():

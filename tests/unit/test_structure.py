@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("state", "streaming", "sinks", "dashboards", "scripts/coordinator_templates")
 PROJECT = {package.split("/")[0] for package in PACKAGES} | {"bench", "tests"}
 # Modules every layer of `streaming` may use: the row and quarantine contracts, input kinds.
-STREAMING_BASE = ("streaming.rows", "streaming.quarantine", "streaming.inputs")
+STREAMING_BASE = ("streaming.rows", "streaming.quarantine", "streaming.inputs", "streaming.defaults")
 
 # (module prefix, project modules it may import, third-party packages it may import); first match wins.
 LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("streaming.rows", ("state", *STREAMING_BASE), ("numpy", "pandas", "pyarrow")),
     ("streaming.quarantine", (), ()),
     ("streaming.inputs", (), ()),
+    ("streaming.defaults", (), ()),
     ("streaming.spark", ("state", "streaming.spark", "streaming.logs", "streaming.offsets", *STREAMING_BASE),
      ("pyspark", "pandas", "pyarrow", "numpy", "kafka")),
     ("streaming.app", ("state", "streaming", "sinks"), ("pydantic", "pydantic_settings")),

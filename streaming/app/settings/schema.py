@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
+from streaming import defaults
 from streaming.logs.broker_config import consumer_session_timeout_ms
 from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE
@@ -30,17 +31,9 @@ DEFAULT_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 
                             60.0, 120.0, 300.0, 600.0, 1800.0)
 Envelope = Literal["auto", "plain", "json"]
 
-# The query's defaults. streaming/spark (which this module does not import) gives QueryOptions and
-# get_spark the same ones for callers without settings (tests, bench); tests/unit/test_settings_layers.py
-# keeps the two equal.
-LATENESS_SECONDS = 30.0            # watermark delay per source (replay, demo; `run` has its own)
-REPLAY_MAX_ROWS_PER_BATCH = 200_000   # replay: event rows per micro-batch (a time slice)
-STATE_BUCKETS = 128                # state keys the groups of a cluster share
-# The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
-# starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
-# default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the
-# sizes measured per group count.
-DEFAULT_DRIVER_MEMORY = "2g"
+# The query's defaults, shared with the Spark side (streaming/defaults.py).
+LATENESS_SECONDS, REPLAY_MAX_ROWS_PER_BATCH = defaults.LATENESS_SECONDS, defaults.REPLAY_MAX_ROWS_PER_BATCH
+STATE_BUCKETS, DEFAULT_DRIVER_MEMORY = defaults.STATE_BUCKETS, defaults.DEFAULT_DRIVER_MEMORY
 
 
 def _check_zone(value: str) -> str:

@@ -1,0 +1,12 @@
+"""The query's defaults, declared once: the settings (streaming/app/settings/schema.py) and the
+Spark side (QueryOptions, get_spark, for callers without settings: tests, benches) take them from
+here. Constants only, importable from every layer."""
+
+LATENESS_SECONDS = 30.0              # watermark delay per source (replay, demo; `run` has its own)
+REPLAY_MAX_ROWS_PER_BATCH = 200_000  # replay: event rows per micro-batch (a time slice)
+STATE_BUCKETS = 128                  # state keys the groups of a cluster share
+# The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
+# starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
+# default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the
+# sizes measured per group count.
+DEFAULT_DRIVER_MEMORY = "2g"

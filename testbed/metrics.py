@@ -47,9 +47,8 @@ class Samples(dict[tuple[str, Labels], float]):
 def parse(page: str, prefix: str = PREFIX, names: Collection[str] | None = None) -> Samples:
     """The series of an exposition page whose sample names start with `prefix` (the monitor's own;
     "" for all). `names`: only these sample names; the page's other lines are left out before
-    parsing (a scraper that polls a whole page several times a second parses a few lines of it).
-    /metrics?name[]=... does that on the server, but not for the group gauges (a collector that
-    names no series up front, sinks/group_gauges.py)."""
+    parsing (a scraper that polls a whole page several times a second parses a few lines of it;
+    /metrics?name[]=... filters on the server instead, group gauges included since a1e886b)."""
     if names is not None:
         wanted = set(names)
         page = "\n".join(line for line in page.splitlines()

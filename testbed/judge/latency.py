@@ -74,7 +74,7 @@ class Scraper(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
-        # The whole page: /metrics?name[]= leaves out the group gauges (testbed/metrics.parse).
+        # The whole page, parsed for SCRAPED only (testbed/metrics.parse), as the probe always read it.
         while not self._halt.is_set():
             t = time.time_ns() // 1_000_000
             try:

@@ -11,7 +11,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +24,7 @@ from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_progress_rebalance_record
 from streaming.app.source_offsets import source_offset
+from streaming.spark.batch_rows import collected_rows
 from streaming.spark.sources.markers import due_ms, write_plan
 from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
 
@@ -115,6 +116,9 @@ class RunCollector:
     marker_plan: str | None = None
     lateness_ms: int = 0
     planned: tuple[int | None] | None = None     # the plan last written (none yet: None)
+    # How a batch's output rows reach this driver (streaming/spark/batch_rows.py): one Arrow
+    # collect, or (replay) written by the tasks and read back piece by piece.
+    batch_rows: Callable[[Any, int], Iterable[tuple[str, str]]] = collected_rows
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -165,10 +169,7 @@ class RunCollector:
         if batch_id <= self.last_batch_id:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}
-        # Arrow, not collect(): a Row object per output row cost about a sixth of the driver's time
-        # in a large replay (docs/benchmarks.md, "Cost per record").
-        table = df.select("kind", "record_json").toArrow()
-        for kind, text in zip(table.column("kind").to_pylist(), table.column("record_json").to_pylist()):
+        for kind, text in self.batch_rows(df, batch_id):
             by_kind.setdefault(kind, []).append(json.loads(text))
         if batch_id <= self.correlated_through:
             # already in the sink and counters

@@ -22,6 +22,7 @@ from streaming.app.settings.wiring import (
     offsets_file,
     query_options,
 )
+from streaming.spark.batch_rows import SpilledRows
 from streaming.spark.query import replay_query, stage_replay
 from streaming.spark.run import run_to_end
 
@@ -85,9 +86,12 @@ def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], 
         outputs = replay_query(spark, options, staged)
         if progress is not None:
             collector.on_progress = progress.update
+        # The end-of-input batch can hold every record of the replay: written, not collected.
+        collected, collector.batch_rows = collector.batch_rows, SpilledRows(os.path.join(staging, "outputs"))
         try:
             run_to_end(spark, outputs, collector)
         finally:
+            collector.batch_rows = collected
             if progress is not None:
                 progress.finish()
                 collector.on_progress = None

@@ -288,16 +288,20 @@ def _check_stops(v: Verdict, exp: Expected, rebalances: list) -> None:
         k = next((n for n, end in enumerate(ends) if g.resumed_ms <= end + RESUME_SLACK_MS), len(ends))
         windows.setdefault(k, set()).add(g.partition)
     # A client that had not received its first assignment when an eager rebalance of a later
-    # generation began (kafka-python's leader rejoining while another member still syncs): its
-    # partitions waited through that rebalance too, and the record counts them, though no callback
-    # shows a stop. They count in the window where a client was first given them.
+    # generation began (kafka-python's leader rejoining while another member still syncs, or the
+    # leader itself rejoining before its own client took the assignment): its partitions waited
+    # through that rebalance too, and the record counts them, though no callback shows a stop. On a
+    # loaded machine the leader may rejoin more than once before that client takes one: the
+    # partitions waited through each of those eager rebalances and each record counts them. They
+    # count in every eager window up to the one where a client was first given them.
     eager_ends = {r["completed_at_ms"] for r in rebalances if r.get("assignor") in EAGER_ASSIGNORS
                   and (r.get("previous_generation") or 0) >= 1 and r.get("partitions_stopped") is not None
                   and r.get("completed_at_ms") is not None}
     for p, given in exp.first_given.items():
         k = next((n for n, end in enumerate(ends) if given <= end + RESUME_SLACK_MS), len(ends))
-        if k < len(ends) and ends[k] in eager_ends:
-            windows.setdefault(k, set()).add(p)
+        for n in range(min(k + 1, len(ends))):
+            if ends[n] in eager_ends:
+                windows.setdefault(n, set()).add(p)
     expected = sum(len(parts) for parts in windows.values())
     v.stops_expected, v.stops_found = expected, stopped
     if stopped != expected:

@@ -288,3 +288,38 @@ def test_a_member_still_syncing_when_the_leader_rejoins_waits_through_that_rebal
     verdict = judge("2.8.2", "join_leave", exp, {"rebalances": records}, {})
     assert [f for f in verdict.failures if f[0] == "impact"] == []
     assert (verdict.stops_expected, verdict.stops_found) == (8, 8)
+
+
+def test_a_member_that_missed_two_assignments_waits_through_both_rebalances():
+    """CI, 2.8.2 join_leave on a loaded machine: kafka-python's leader b re-joined twice (generations
+    2 and 3, leader_rejoin) before its own client took an assignment; the broker had given it t-2 and
+    t-3 at generations 1 and 2 (range: a t-0/t-1, as a's callbacks show), b's client first took
+    them after generation 3 and consumed nothing before. Each eager rebalance stopped all four:
+    t-2 and t-3 waited through both, so they count in each record, not only where b was first given
+    them. The callbacks (ms after 1795854490000) and the monitor's records of that run."""
+    timeline = [_callback("a", 1212, "revoked", []), _callback("b", 1238, "revoked", []),
+                _callback("a", 2452, "assigned", ["t-0", "t-1"]), _callback("a", 3056, "revoked", ["t-0", "t-1"]),
+                _callback("a", 3068, "assigned", ["t-0", "t-1"]), _callback("a", 3777, "revoked", ["t-0", "t-1"]),
+                _callback("a", 3789, "assigned", ["t-0", "t-1"]), _callback("b", 3794, "assigned", ["t-2", "t-3"]),
+                {"action": "leave", "client_id": "g-a", "group": "g", "ts_ms": 3823},
+                _callback("a", 3904, "revoked", ["t-0", "t-1"]), _callback("b", 4322, "revoked", ["t-2", "t-3"]),
+                {"action": "leave", "client_id": "g-b", "group": "g", "ts_ms": 4349},
+                _callback("b", 4349, "assigned", ["t-0", "t-1", "t-2", "t-3"]),
+                _callback("b", 4411, "revoked", ["t-0", "t-1", "t-2", "t-3"])]
+    owners = Ownership(timeline)
+    exp = Expected("g", "classic", gaps=owners.gaps, first_given=owners.first_given)
+
+    def record(generation: int, previous: int, stopped: int, seconds: float, completed: int,
+               assignor: str | None = "range") -> dict:
+        return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": assignor,
+                "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
+    records = [record(1, 0, 0, 0.0, 2410, assignor=None), record(2, 1, 4, 2.224, 3061),
+               record(3, 2, 4, 2.832, 3781), record(4, 3, 4, 1.686, 4331),
+               {"generation": 5, "previous_generation": 4, "outcome": "empty", "assignor": None,
+                "partitions_stopped": 0, "partition_seconds_stopped": 0.0, "completed_at_ms": None}]
+    verdict = judge("2.8.2", "join_leave", exp, {"rebalances": records}, {})
+    assert [f for f in verdict.failures if f[0] == "impact"] == []
+    assert (verdict.stops_expected, verdict.stops_found) == (12, 12)
+    # a record that also counted b's partitions at generation 1 (nobody consumed them before) is wrong
+    verdict = judge("2.8.2", "join_leave", exp, {"rebalances": [record(1, 0, 2, 2.0, 2410), *records[1:]]}, {})
+    assert (verdict.stops_expected, verdict.stops_found) == (12, 14)

@@ -117,6 +117,13 @@ assert EVENT_COLUMNS[:len(STATE_INPUT_KEYS)] == list(STATE_INPUT_KEYS)
 PACKED_TS, PACKED_KIND, PACKED_DATA = "ts_ms", "kind", "data_json"
 assert {PACKED_TS, PACKED_KIND, PACKED_DATA} <= set(PACKED_FIELDS)
 
+# A replay's staged rows (streaming/spark/sources/staged.py) also carry the event time through
+# which their micro-batch holds every event of every source (replay_stage.py StagedKind), so the
+# stateful step applies those events in that batch instead of holding them for the next batch's
+# watermark. Live rows have no such column.
+COMPLETE_THROUGH = "complete_through_ms"
+STAGED_EVENT_COLUMNS_SPEC = (*EVENT_COLUMNS_SPEC, *columns(f"{COMPLETE_THROUGH} long?"))
+
 # With state buckets (streaming/spark/stateful.py process_bucket) the key is the cluster and the
 # bucket of the group (a hash of its id, modulo the bucket count), and the group is a column. The
 # key column's name carries the bucket count, so a checkpoint's own state schema says which layout

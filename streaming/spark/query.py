@@ -104,7 +104,8 @@ def staged_events(spark: SparkSession, o: QueryOptions, staged: list[StagedKind]
     for s in staged:
         events = (spark.readStream.format(STAGED_SOURCE_NAME).option("kind", s.kind)
                   .option("eventSource", EVENT_SOURCE[s.kind]).option("slices", json.dumps(s.slices))
-                  .option("rows", json.dumps(s.rows)).option("inputs", str(s.inputs)).load())
+                  .option("rows", json.dumps(s.rows)).option("inputs", str(s.inputs))
+                  .option("completeThrough", json.dumps(s.complete_through)).load())
         parts.append(with_watermark(observed(events, s.kind), o.lateness_seconds))
     return reduce(DataFrame.unionByName, parts)
 

@@ -16,7 +16,8 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,6 +42,11 @@ class StagedKind:
     slices: list[list[str]]
     rows: list[int]
     inputs: int
+    # Per slice, its newest event time over every kind (None: no event): every event at or
+    # before it is in this slice or an earlier one (the cut is one range partitioning of all
+    # kinds), so the stateful step may apply them in the slice's own micro-batch instead of
+    # holding them for the next batch's watermark (docs/design.md, "Replay in two stages").
+    complete_through: list[int | None] = field(default_factory=list)
 
 
 def read_events(spark: SparkSession, log_files: list[dict], log_specs: dict, offsets_files: list[dict],
@@ -76,8 +82,11 @@ def stage_events(spark: SparkSession, events: DataFrame, directory: str, rows_pe
     n_slices = max(1, math.ceil(sum(rows for rows, _ in totals.values()) / max(1, rows_per_slice)))
     (staged.where(~is_end).repartitionByRange(n_slices, "ts_ms")
      .write.mode("overwrite").partitionBy(KIND_COLUMN).parquet(slices_dir))
-    return [_slices_of(kind, os.path.join(slices_dir, f"{KIND_COLUMN}={kind}"), n_slices, totals[kind][1])
-            for kind in sorted(totals)]
+    kinds = [_slices_of(kind, os.path.join(slices_dir, f"{KIND_COLUMN}={kind}"), n_slices, totals[kind][1])
+             for kind in sorted(totals)]
+    through = [max((t for k in kinds if (t := k.complete_through[i]) is not None), default=None)
+               for i in range(n_slices)]
+    return [replace(k, complete_through=through) for k in kinds]
 
 
 def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedKind:
@@ -86,6 +95,7 @@ def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedK
     import pyarrow.parquet as pq
     slices: list[list[str]] = [[] for _ in range(n_slices)]
     rows = [0] * n_slices
+    newest: list[int | None] = [None] * n_slices
     names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
     for name in names:
         m = _TASK_OF_FILE.match(name)
@@ -94,5 +104,21 @@ def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedK
         i = int(m.group(1))
         path = os.path.join(directory, name)
         slices[i].append(path)
-        rows[i] += pq.read_metadata(path).num_rows
-    return StagedKind(kind, slices, rows, inputs)
+        meta = pq.read_metadata(path)
+        rows[i] += meta.num_rows
+        file_newest, slice_newest = _newest_ts(meta, path), newest[i]
+        if file_newest is not None:
+            newest[i] = file_newest if slice_newest is None else max(file_newest, slice_newest)
+    return StagedKind(kind, slices, rows, inputs, newest)
+
+
+def _newest_ts(meta: Any, path: str) -> int | None:
+    """The largest ts_ms of a staged file, from its row groups' statistics (no data read)."""
+    column = meta.schema.to_arrow_schema().get_field_index("ts_ms")
+    newest = None
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            raise RuntimeError(f"replay: staged file {path} has no ts_ms statistics")
+        newest = stats.max if newest is None else max(newest, stats.max)
+    return newest

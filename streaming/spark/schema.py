@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from pyspark.sql import types as T
 
-from streaming.rows import EVENT_COLUMNS_SPEC, OUTPUT_COLUMNS_SPEC, RAW_LOG_COLUMNS, RAW_OFFSETS_COLUMNS, Column
+from streaming.rows import (
+    EVENT_COLUMNS_SPEC, OUTPUT_COLUMNS_SPEC, RAW_LOG_COLUMNS, RAW_OFFSETS_COLUMNS, STAGED_EVENT_COLUMNS_SPEC, Column
+)
 
 _SPARK = {"string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(), "bool": T.BooleanType(),
           "binary": T.BinaryType()}
@@ -19,6 +21,7 @@ def struct(columns: Sequence[Column]) -> T.StructType:
 RAW_LOG_SCHEMA = struct(RAW_LOG_COLUMNS)
 RAW_OFFSETS_SCHEMA = struct(RAW_OFFSETS_COLUMNS)
 EVENT_SCHEMA = struct(EVENT_COLUMNS_SPEC)
+STAGED_EVENT_SCHEMA = struct(STAGED_EVENT_COLUMNS_SPEC)   # a replay's second stage (sources/staged.py)
 OUTPUT_SCHEMA = struct(OUTPUT_COLUMNS_SPEC)
 
 # The state of one group between micro-batches (streaming/spark/stateful.py). Scalar columns

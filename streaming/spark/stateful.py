@@ -31,9 +31,9 @@ from state.live import live_snapshot
 from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
-    EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_EVENT,
-    PACKED_DATA, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_rows_of, packed_fields, row_to_event,
-    unpack_event_rows
+    COMPLETE_THROUGH, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP, OUTPUT_COLUMNS,
+    PACKED_DATA, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_rows_of, packed_fields,
+    row_to_event, unpack_event_rows
 )
 from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -226,6 +226,7 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         for group, text in zip(pdf["group"].tolist(), pdf[PACKED_EVENT].tolist()):
             if not _skipped(group, group_allow, group_deny):
                 texts.setdefault(group, []).append(text)
+        watermark = max(watermark, _complete_through(pdf))
     bucket = Bucket.load(state.get[0]) if state.exists else Bucket()
     turns = folds = 0
     loads = json.loads
@@ -257,6 +258,17 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
             state.setTimeoutTimestamp(earliest)
     out.insert(0, _clock_row(cluster, watermark, turns, folds, key=str(key[1]), timeout=earliest))
     yield _frame(out)
+
+
+def _complete_through(pdf: pd.DataFrame) -> int:
+    """A replay batch's COMPLETE_THROUGH (streaming/rows.py): every event at or before it, of
+    every source, is in this batch or was in an earlier one, so it serves as the watermark: the
+    batch's events are applied now, not held for the next batch's. The timeouts set from it are
+    above it, so Spark's own watermark calls the bucket again only once past it. -1: none."""
+    if COMPLETE_THROUGH not in pdf.columns or not len(pdf):
+        return -1
+    through = pdf[COMPLETE_THROUGH].max()
+    return -1 if pd.isna(through) else int(through)
 
 
 def _stored(entry: list[Any] | None) -> tuple | None:

@@ -21,7 +21,7 @@ from streaming.logs.header import PREFIXED_JSON
 from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
-from streaming.rows import PACKED_EVENT, PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column
+from streaming.rows import COMPLETE_THROUGH, PACKED_EVENT, PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA, STATE_SCHEMA_BUCKETED
 from streaming.spark.stateful import process_bucket, process_group
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -258,8 +258,10 @@ def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), grou
     if state_buckets:
         bucket = state_bucket_column(state_buckets)
         keys: tuple[str, ...] = ("cluster", bucket)
+        # A replay's rows also say through which event time their batch is complete (rows.py)
+        complete = [COMPLETE_THROUGH] if COMPLETE_THROUGH in events.columns else []
         packed = events.select("cluster", F.pmod(F.xxhash64("group"), F.lit(state_buckets)).cast("int").alias(bucket),
-                               "group", packed_event, "event_time")
+                               "group", packed_event, "event_time", *complete)
         state_schema = STATE_SCHEMA_BUCKETED
     else:
         keys, state_schema = STATE_INPUT_KEYS, STATE_SCHEMA

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from streaming.rows import STATE_INPUT_COLUMNS, bucketed_input_columns, event_row, pack_event_row
+from streaming.rows import COMPLETE_THROUGH, STATE_INPUT_COLUMNS, bucketed_input_columns, event_row, pack_event_row
 
 
 @dataclass
@@ -58,6 +58,10 @@ class StatefulDriver:
     states: dict[tuple, FakeGroupState] = field(default_factory=dict)
     late_rows: int = 0
     buckets: int = 0
+    # A replay's staged batches: each batch's rows say it is complete through its newest event
+    # (streaming/rows.py COMPLETE_THROUGH; bucketed layout only, as in the query).
+    complete_through: bool = False
+    _through: int | None = None
 
     def _key(self, row: tuple) -> tuple:
         if not self.buckets:
@@ -68,14 +72,18 @@ class StatefulDriver:
         if not self.buckets:
             return pd.DataFrame.from_records([(r[0], r[1], pack_event_row(r)) for r in rows],
                                              columns=STATE_INPUT_COLUMNS)
-        return pd.DataFrame.from_records([(r[0], key[1], r[1], pack_event_row(r)) for r in rows],
-                                         columns=bucketed_input_columns(self.buckets))
+        frame = pd.DataFrame.from_records([(r[0], key[1], r[1], pack_event_row(r)) for r in rows],
+                                          columns=bucketed_input_columns(self.buckets))
+        if self.complete_through:
+            frame[COMPLETE_THROUGH] = self._through
+        return frame
 
     def batch(self, events: list, function=None) -> list[tuple[str, dict[str, Any]]]:
         """One micro-batch of Events (or event rows); returns its output (kind, record) pairs."""
         from streaming.spark.stateful import process_bucket, process_group
         function = function or (process_bucket if self.buckets else process_group)
         rows = [e if isinstance(e, tuple) else event_row(e) for e in events]
+        self._through = max((r[2] for r in rows), default=None)
         by_key: dict[tuple, list[tuple]] = {}
         for r in rows:
             if r[2] <= self.watermark_ms:

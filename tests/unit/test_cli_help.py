@@ -18,7 +18,8 @@ def _help(command: str) -> str:
 
 
 def _default(settings, key: str) -> str:
-    return f"{settings.model_fields[key].default:g}"
+    value = settings.model_fields[key].default
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 @pytest.mark.parametrize("command", ["replay", "demo", "run"])

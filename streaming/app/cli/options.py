@@ -64,7 +64,8 @@ class _KeyValues(argparse.Action):
 
 def _default(settings: Any, key: str) -> str:
     """A setting's default as help text shows it (from the settings class: one source)."""
-    return f"{settings.model_fields[key].default:g}"
+    value = settings.model_fields[key].default
+    return str(value) if isinstance(value, int) else f"{value:g}"   # 2000000, not 2e+06
 
 
 def _query(p: argparse.ArgumentParser) -> None:

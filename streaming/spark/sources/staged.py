@@ -19,8 +19,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from streaming.rows import EVENT_SOURCE_ARROW_SCHEMA, marker_row, rows_to_arrow
-from streaming.spark.schema import EVENT_SCHEMA
+from streaming.rows import COMPLETE_THROUGH, EVENT_SOURCE_ARROW_SCHEMA, marker_row, rows_to_arrow
+from streaming.spark.schema import STAGED_EVENT_SCHEMA
 from streaming.spark.sources.base import event_batches
 from streaming.spark.worker_gc import freeze_worker_heap
 
@@ -31,6 +31,7 @@ STAGED_SOURCE_NAME = "rebalance_staged_events"
 class SlicePartition(InputPartition):
     paths: list            # Parquet files of the slice (none: the kind has no event in it)
     marker_source: str     # with a source ("log" | "offsets"): end the read with its end-of-input marker
+    complete_through: int | None = None   # the slice's COMPLETE_THROUGH (replay_stage.py)
 
 
 class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -40,6 +41,7 @@ class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.slices: list[list[str]] = json.loads(options["slices"])
         self.rows: list[int] = json.loads(options["rows"])
         self.inputs = int(options["inputs"])
+        self.complete_through: list[int | None] = json.loads(options.get("completeThrough") or "[]")
 
     def _offset(self, i: int) -> dict:
         total = sum(self.rows)
@@ -60,7 +62,8 @@ class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         pass   # staged slices do not grow
 
     def partitions(self, start: dict, end: dict) -> list:
-        parts = [SlicePartition([p for i in range(start["i"], end["i"]) for p in self.slices[i]], "")]
+        through = self.complete_through[end["i"] - 1] if start["i"] < end["i"] <= len(self.complete_through) else None
+        parts = [SlicePartition([p for i in range(start["i"], end["i"]) for p in self.slices[i]], "", through)]
         if end["eof"] and not start["eof"]:
             parts[-1].marker_source = self.event_source
         return parts
@@ -70,24 +73,32 @@ class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         freeze_worker_heap()
         assert isinstance(partition, SlicePartition)
         for path in partition.paths:
-            yield from event_batches(pq.ParquetFile(path).iter_batches(batch_size=50_000))
+            for batch in event_batches(pq.ParquetFile(path).iter_batches(batch_size=50_000)):
+                yield _with_complete_through(batch, partition.complete_through)
         if partition.marker_source:
-            yield rows_to_arrow([marker_row(partition.marker_source, None)], EVENT_SOURCE_ARROW_SCHEMA)
+            marker = rows_to_arrow([marker_row(partition.marker_source, None)], EVENT_SOURCE_ARROW_SCHEMA)
+            yield _with_complete_through(marker, partition.complete_through)
 
     def commit(self, end: dict) -> None:
         pass
 
 
+def _with_complete_through(batch: Any, through: int | None) -> Any:
+    import pyarrow as pa
+    return batch.append_column(pa.field(COMPLETE_THROUGH, pa.int64()), pa.array([through] * batch.num_rows, pa.int64()))
+
+
 class StagedSource(DataSource):
     """options: kind (broker_log | offsets), eventSource (log | offsets), slices (JSON list of
-    Parquet file lists, one per slice), rows (JSON list of event rows per slice), inputs."""
+    Parquet file lists, one per slice), rows (JSON list of event rows per slice), inputs,
+    completeThrough (JSON list, per slice: replay_stage.py StagedKind.complete_through)."""
 
     @classmethod
     def name(cls) -> str:
         return STAGED_SOURCE_NAME
 
     def schema(self):
-        return EVENT_SCHEMA
+        return STAGED_EVENT_SCHEMA
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return StagedStreamReader(self.options)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,7 +199,7 @@ class StandaloneCluster:
         """Every executor's stderr: worker-N/app-ID/EXECUTOR-ID/stderr."""
         return sorted(self.workdir.glob("worker-*/app-*/*/stderr"))
 
-    def tasks_per_executor(self, apps_before: set[str] = frozenset()) -> dict[str, int]:
+    def tasks_per_executor(self, apps_before: AbstractSet[str] = frozenset()) -> dict[str, int]:
         """Tasks each executor ran (its own log), of the applications not in `apps_before`."""
         return {f"{p.parent.parent.name}/{p.parent.name}": p.read_text(errors="replace").count("Running task")
                 for p in self.executor_logs() if p.parent.parent.name not in apps_before}

@@ -3,14 +3,19 @@ topics, FindCoordinator (via DescribeConsumerGroups), group deletion, SCRAM user
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from testbed.bed.procs import BedError, wait_for
 
-
-def make_admin(bootstrap: str, extra: dict | None = None):
+if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
-    conf = {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 3000,
-            "log_level": 2}   # critical only: a stopped broker is expected in some scenarios
+
+
+def make_admin(bootstrap: str, extra: dict | None = None) -> AdminClient:
+    from confluent_kafka.admin import AdminClient
+    conf: dict[str, str | int | float | bool] = {
+        "bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 3000,
+        "log_level": 2}   # critical only: a stopped broker is expected in some scenarios
     conf.update(extra or {})
     return AdminClient(conf)
 

@@ -37,8 +37,11 @@ def check_lines(shipper, since: dict, group: str, expects: list, timeout: float 
 
         def matches(rx=rx):
             return [ln for ln in shipper.lines() if ln.seq >= since.get(ln.broker_id, 0) and rx.search(ln.text)]
+
+        def enough(e=e) -> bool:
+            return len(matches()) >= e.min_count
         try:
-            wait_for(lambda e=e: len(matches()) >= e.min_count, timeout, f"{e.min_count} x {e.label} line of {group}")
+            wait_for(enough, timeout, f"{e.min_count} x {e.label} line of {group}")
         except BedTimeout:
             pass
         found = matches()
@@ -70,7 +73,9 @@ def each_offsets_record(bootstrap: str, client_group: str, on_record: Callable[[
                 if msg.error() is not None:
                     continue
                 on_record(msg)
-                if msg.offset() + 1 >= ends[msg.partition()]:
+                offset = msg.offset()
+                assert offset is not None, "a consumed message without an error has its offset"
+                if offset + 1 >= ends[msg.partition()]:
                     done.add(msg.partition())
             return len(done) == len(ends)
         wait_for(read, timeout, "__consumer_offsets to be read to its end", interval=0)

@@ -18,10 +18,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from testbed.bed import admin, jars, log4jconf, settings
 from testbed.bed.procs import BedError, Proc, free_port, port_open, wait_for
 from testbed.bed.tls import SaslSsl
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 JAVA_OPTS = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Djava.awt.headless=true", "-Duser.timezone=UTC"]
@@ -80,7 +84,7 @@ class KafkaCluster:
         self.lib: Path | None = None
         self.nodes: dict[int, Node] = {}
         self.timings: dict[str, float] = {}
-        self._admin = None
+        self._admin: tuple[tuple[int, ...], AdminClient] | None = None   # (the brokers it knows, the client)
 
     # ---------------------------------------------------------------- layout of nodes
     @property
@@ -165,10 +169,16 @@ class KafkaCluster:
                                          self.extra_layouts if broker else (), node.node_id)
         node.extra_ports["log4j_prop"] = prop
 
+    def _lib_dir(self) -> Path:
+        """The broker's jars (fetched by `start`)."""
+        if self.lib is None:
+            raise BedError(f"Kafka {self.version}: the broker jars are not fetched yet (start() has not run)")
+        return self.lib
+
     def _java(self, main: str, args: list[str], node: Node) -> list[str]:
         return ["java", *JAVA_OPTS, f"-Dkafka.logs.dir={node.log_dir}", node.extra_ports["log4j_prop"],
                 *(self.sasl.jvm_opts(node) if self.sasl is not None else []),
-                "-cp", jars.classpath(self.lib), main, *args]
+                "-cp", jars.classpath(self._lib_dir()), main, *args]
 
     def _format_all(self) -> None:
         """kafka-storage format on every node (in parallel: each is a JVM start)."""
@@ -238,7 +248,7 @@ class KafkaCluster:
         wait_for(check, timeout or self.start_timeout, f"metadata of Kafka {self.version} to list brokers "
                  f"{sorted(ids)}", interval=0.2)
 
-    def admin(self):
+    def admin(self) -> AdminClient:
         """An AdminClient on the running brokers, made anew when that set changes (see
         admin.find_coordinator for why a client that knew a stopped broker is not reused)."""
         live = tuple(self.running_brokers()) or tuple(self.brokers)

@@ -106,7 +106,7 @@ def write_log4j1(path: Path, log_dir: Path, layout: str = "default",
     lines += ["log4j.logger.kafka=INFO", "log4j.logger.org.apache.kafka=INFO",
               "log4j.logger.org.apache.zookeeper=INFO"]
     lines += [f"log4j.logger.{name}=INFO" for name in COORDINATOR_LOGGERS]
-    files = {}
+    files: dict[str, str] = {}    # side file -> its appender's name
     for logger, (filename, level) in _SIDE_FILES.items():
         name = files.setdefault(filename, f"side{len(files)}")
         lines += [f"log4j.logger.{logger}={level}, {name}", f"log4j.additivity.{logger}=false"]

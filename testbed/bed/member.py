@@ -18,6 +18,7 @@ import sys
 import time
 
 _state = {"stop_polling": False, "stop_for_good": False, "close": False}
+ARGS: argparse.Namespace    # the command line, set by main() before anything reads it
 
 
 def emit(event: str, **fields) -> None:
@@ -90,7 +91,8 @@ def _bind_connections(address: str) -> None:
             if self.family == socket.AF_INET and self.getsockname()[1] == 0:
                 self.bind((address, 0))
 
-    socket.socket = Bound       # kafka-python makes its sockets with socket.socket(...)
+    # kafka-python makes its sockets with socket.socket(...); a deliberate monkeypatch of the stdlib class
+    socket.socket = Bound       # type: ignore[misc]
 
 
 def run_kafka_python() -> None:

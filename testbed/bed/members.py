@@ -104,8 +104,10 @@ class Member:
         self._reader.start()
 
     def _read(self) -> None:
+        stdout = self.proc.popen.stdout
+        assert stdout is not None, "members are started with stdout_pipe=True"
         with open(self.proc.stdout_path, "ab") as copy:
-            for raw in self.proc.popen.stdout:
+            for raw in stdout:
                 copy.write(raw)
                 copy.flush()
                 try:

@@ -225,9 +225,10 @@ class Runner:
         return self.shipper.wait_line(pattern, timeout, since, count)
 
     def wait_exit(self, m: Member, timeout: float = 30.0) -> int:
-        code = wait_for(lambda: m.proc.popen.poll() is not None and (m.proc.popen.returncode,),
-                        timeout, f"member {m.spec.client_id} to exit")[0]
-        return code
+        def exited() -> tuple[int] | None:     # a 1-tuple: an exit code of 0 is truthy in it
+            code = m.proc.popen.poll()
+            return None if code is None else (code,)
+        return wait_for(exited, timeout, f"member {m.spec.client_id} to exit")[0]
 
     # ------------------------------------------------------------------ teardown
     def close(self) -> None:

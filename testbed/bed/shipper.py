@@ -15,6 +15,7 @@ every new line into a log topic, as Filebeat would.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import re
@@ -63,8 +64,8 @@ class _Tailer(threading.Thread):
         self.partition, self.delay_s = partition, delay_s
         self.lines: list[ShippedLine] = []
         self.rotations = 0
-        self._fh = None
-        self._ino = None
+        self._fh: io.BufferedReader | None = None
+        self._ino: int | None = None
         self._pos = 0
         self._partial = b""
         self._pending: deque = deque()
@@ -77,8 +78,13 @@ class _Tailer(threading.Thread):
         self._fh, self._ino, self._pos, self._partial = fh, os.fstat(fh.fileno()).st_ino, 0, b""
         return True
 
+    def _file(self) -> io.BufferedReader:
+        """The followed file: run() reads and checks rotation only once _open() succeeded."""
+        assert self._fh is not None, "the tailer's file is not open"
+        return self._fh
+
     def _read(self) -> int:
-        data = self._fh.read(1 << 20)
+        data = self._file().read(1 << 20)
         if not data:
             return 0
         start = self._pos
@@ -101,11 +107,11 @@ class _Tailer(threading.Thread):
         if st.st_ino != self._ino:      # renamed away: drain the old file, then follow the new one
             while self._read():
                 pass
-            self._fh.close()
+            self._file().close()
             self._open()
             self.rotations += 1
         elif st.st_size < self._pos:    # truncated in place
-            self._fh.seek(0)
+            self._file().seek(0)
             self._pos, self._partial = 0, b""
             self.rotations += 1
 

@@ -31,8 +31,15 @@ class SaslSsl:
         self.dir: Path | None = None
 
     @property
+    def _certs_dir(self) -> Path:
+        """The directory of the certificates (`prepare`)."""
+        if self.dir is None:
+            raise BedError("SaslSsl.prepare() has not run: no certificates yet")
+        return self.dir
+
+    @property
     def ca(self) -> Path:
-        return self.dir / "ca.pem"
+        return self._certs_dir / "ca.pem"
 
     def prepare(self, directory: Path) -> None:
         """CA + broker certificate (SAN IP:127.0.0.1, DNS:localhost), valid 2 days."""
@@ -60,7 +67,7 @@ class SaslSsl:
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;",
             "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
-            "listener.name.sasl_ssl.ssl.keystore.location": str(self.dir / "broker-keystore.pem"),
+            "listener.name.sasl_ssl.ssl.keystore.location": str(self._certs_dir / "broker-keystore.pem"),
             "listener.name.sasl_ssl.ssl.key.password": KEY_PASSWORD,
             "listener.name.sasl_ssl.ssl.truststore.type": "PEM",
             "listener.name.sasl_ssl.ssl.truststore.location": str(self.ca),

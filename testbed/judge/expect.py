@@ -275,7 +275,8 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
     otherwise every member had time to reconcile (stable). The last bump of an emptied group
     ends it empty."""
     rx, reason_rx = _rx(BUMPED, group), _rx(C_MEMBER_CHANGE, group)
-    bumps, reason = [], None
+    bumps: list[tuple[GLine, int, GLine | None]] = []    # (the bump's line, its epoch, the member change before it)
+    reason: GLine | None = None
     for ln in lines:
         if (m := rx.search(ln.text)):
             bumps.append((ln, int(m.group(1)), reason))

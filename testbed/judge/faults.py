@@ -140,8 +140,10 @@ def _read_all(bootstrap: str, topic: str, timeout: float) -> list[tuple]:
             for msg in c.consume(1000, 0.5):
                 if msg.error() is not None:
                     continue
-                out.append((msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value()))
-                if msg.offset() + 1 >= ends[msg.partition()]:
+                offset = msg.offset()
+                assert offset is not None, "a consumed message without an error has its offset"
+                out.append((msg.partition(), offset, msg.timestamp()[1], msg.key(), msg.value()))
+                if offset + 1 >= ends[msg.partition()]:
                     done.add(msg.partition())
             return len(done) == len(ends)
         if ends:

@@ -16,8 +16,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from testbed.bed.procs import BedTimeout, wait_for
+from testbed.bed.procs import BedError, BedTimeout, wait_for
 from testbed.bed.running import ScenarioResult, run_scenario
 from testbed.bed.scenarios import Ctx, Scenario, with_group
 from testbed.judge.expect import Expected, expected
@@ -25,6 +26,10 @@ from testbed.judge.verdict import Verdict, judge, known_for
 from testbed.judge.watch import MetricsWatch
 from testbed.metrics import parse
 from testbed.monitor import MonitorProcess, MonitorSettings, ensure_offsets_topic, now_ms
+
+if TYPE_CHECKING:
+    from testbed.bed.cluster import KafkaCluster
+    from testbed.bed.shipper import LogShipper
 
 BACKGROUND = ("offset_expiry",)          # long waits, nothing in them the others could disturb
 LAST = ("failover",)                     # stops a broker: nothing else may be in flight
@@ -76,14 +81,26 @@ class LiveScenario:
 
 @dataclass
 class LiveRun:
-    cluster: object
-    shipper: object
+    cluster: KafkaCluster
+    shipper: LogShipper
     out: Path
     settings: MonitorSettings = field(default_factory=MonitorSettings)
     java_lib: Path | None = None
     streams_lib: Path | None = None
     monitor: MonitorProcess | None = None
     watch: MetricsWatch | None = None
+    unattributed: list = field(default_factory=list)   # quarantine records naming no scenario's group (judge)
+    others: dict = field(default_factory=dict)         # kind -> records of groups the bed did not run (judge)
+
+    def require_monitor(self) -> MonitorProcess:
+        if self.monitor is None:
+            raise BedError(f"Kafka {self.cluster.version}: the monitor is not started (LiveRun.start)")
+        return self.monitor
+
+    def require_watch(self) -> MetricsWatch:
+        if self.watch is None:
+            raise BedError(f"Kafka {self.cluster.version}: the /metrics watch is not started (LiveRun.start)")
+        return self.watch
 
     def start(self, timeout: float = 300.0) -> LiveRun:
         ensure_offsets_topic(self.cluster)
@@ -168,6 +185,7 @@ class LiveRun:
         for item in items:
             if item.exp is None or item.exp.last_line_ms is None:
                 continue
+            assert item.result is not None, "expectations() sets exp only for a scenario that ran"
             rts = [e.get("max_poll_interval_ms") for e in item.result.timeline if e["action"] == "start"]
             hold = max(self.settings.removal_hold_s(c, max([r for r in rts if r] or [0]))
                        for c in ("heartbeat_expiry", "leave_group", "poll_timeout"))
@@ -180,17 +198,19 @@ class LiveRun:
         target = self.quiet_at_ms(items)
         t0 = time.monotonic()
         budget = max(0.0, (target - now_ms()) / 1000) + self.settings.record_delay_s() + slack_s
-        wait_for(lambda: self.watch.watermark_ms() >= target, budget,
+        monitor, watch = self.require_monitor(), self.require_watch()
+        wait_for(lambda: watch.watermark_ms() >= target, budget,
                  f"the monitor's watermark to pass {target} (last line + removal hold)", interval=0.5,
-                 alive=self.monitor.alive)
-        b0 = self.watch.batches()
-        wait_for(lambda: self.watch.batches() >= b0 + 2, 120, "two more micro-batches", interval=0.25,
-                 alive=self.monitor.alive)
+                 alive=monitor.alive)
+        b0 = watch.batches()
+        wait_for(lambda: watch.batches() >= b0 + 2, 120, "two more micro-batches", interval=0.25,
+                 alive=monitor.alive)
         return time.monotonic() - t0
 
     def judge(self, items: list[LiveScenario]) -> list[Verdict]:
-        samples = parse(self.monitor.scrape())
-        sink = {k: self.monitor.records(k) for k in ("rebalances", "member_removals", "anomalies", "quarantine")}
+        monitor = self.require_monitor()
+        samples = parse(monitor.scrape())
+        sink = {k: monitor.records(k) for k in ("rebalances", "member_removals", "anomalies", "quarantine")}
         quarantine = self.attribute_quarantine(items, sink["quarantine"])
         out = []
         for item in items:
@@ -200,6 +220,7 @@ class LiveRun:
                 v.note = (item.result.error or "") if item.result else "not run"
                 out.append(v)
                 continue
+            assert item.result is not None, "expectations() sets exp only for a scenario that ran"
             g = item.ctx.group
             mine = {k: [r for r in recs if r.get("group") == g] for k, recs in sink.items() if k != "quarantine"}
             item.verdict = judge(self.cluster.version, item.scenario.name, item.exp, mine, samples, self.watch,
@@ -219,9 +240,9 @@ class LiveRun:
         trace)."""
         v = Verdict(self.cluster.version, "(cluster)", "*", rebalances_expected=None, removals_expected=None,
                     triggers_right=None, causes_right=None)
-        for q in getattr(self, "unattributed", []):
+        for q in self.unattributed:
             v.fail("quarantine", f"{q.get('reason')}: {(q.get('raw') or q.get('detail') or '')[:160]}")
-        for kind, recs in getattr(self, "others", {}).items():
+        for kind, recs in self.others.items():
             for r in recs:
                 v.fail("extra", f"{kind} of group {r.get('group')}: {r}")
         return v.settle(known_for(self.cluster.version, "(cluster)"))

@@ -70,7 +70,7 @@ class FaultInjector:
         time.sleep(self.delay_s)       # the scenario is under way: its members are joining
         try:
             if fault == "kill_monitor":
-                ev = faults.kill_monitor(self.run.monitor)
+                ev = faults.kill_monitor(self.run.require_monitor())
             elif fault == "restart_broker":
                 ev = faults.restart_broker(self.run.cluster, avoid_group=item.ctx.group)
             else:
@@ -164,7 +164,7 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
 
 def late_rows(run: LiveRun) -> float:
     """The monitor's rebalance_monitor_late_rows_total as last scraped."""
-    return run.watch.samples().value("rebalance_monitor_late_rows_total") or 0
+    return run.require_watch().samples().value("rebalance_monitor_late_rows_total") or 0
 
 
 def reference_verdict(run: LiveRun, items: list, out: Path, info: dict) -> Verdict:
@@ -178,12 +178,12 @@ def reference_verdict(run: LiveRun, items: list, out: Path, info: dict) -> Verdi
         logs = faults.dump_log_topic(run.cluster.bootstrap, run.shipper.topic, out / "reference" / "logs")
         n = faults.dump_offsets(run.cluster.bootstrap, out / "reference" / "offsets.jsonl")
         ref = faults.replay_reference(run.settings, logs, out / "reference" / "offsets.jsonl",
-                                      out / "reference" / "out", run.monitor.cluster)
+                                      out / "reference" / "out", run.require_monitor().cluster)
     except Exception as exc:
         v.fail("reference", f"{type(exc).__name__}: {exc}")
         return v.settle([])
     info["reference"] = {"log_files": [str(p) for p in logs], "offsets_records": n, "out": str(ref)}
-    diff = faults.compare(run.monitor, ref, groups)
+    diff = faults.compare(run.require_monitor(), ref, groups)
     info["reference"]["diff"] = diff
     for kind, d in diff.items():
         if kind == "rebalances":
@@ -194,7 +194,7 @@ def reference_verdict(run: LiveRun, items: list, out: Path, info: dict) -> Verdi
             v.fail("lost", f"{kind}: {rec[:300]}")
         for rec in d["extra"]:
             v.fail("twice", f"{kind}: {rec[:300]}")
-    for line in faults.compare_metrics(run.monitor.scrape(), ref, groups):
+    for line in faults.compare_metrics(run.require_monitor().scrape(), ref, groups):
         v.fail("metrics", line)
     late = late_rows(run)
     if late:
@@ -210,7 +210,7 @@ def _save(out: Path, items: list, verdicts: list, info: dict, run: LiveRun) -> N
            "verdicts": [asdict(v) for v in verdicts]}
     (out / "results.json").write_text(json.dumps(doc, indent=1, default=str))
     for kind in ("rebalances", "member_removals", "anomalies", "quarantine"):
-        (out / f"monitor-{kind}.json").write_text(json.dumps(run.monitor.records(kind), indent=0))
+        (out / f"monitor-{kind}.json").write_text(json.dumps(run.require_monitor().records(kind), indent=0))
 
 
 def _cell(a, b) -> str:

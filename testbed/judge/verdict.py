@@ -42,10 +42,10 @@ class Verdict:
     version: str
     scenario: str
     group: str
-    rebalances_expected: int = 0
+    rebalances_expected: int | None = 0          # None (also in *_right): not judged, e.g. "(cluster)"
     rebalances_found: int = 0
     triggers_right: int | None = 0
-    removals_expected: int = 0
+    removals_expected: int | None = 0
     removals_found: int = 0
     causes_right: int | None = 0
     rebalance_latency_s: float | None = None     # max over the scenario: broker line -> /metrics
@@ -103,6 +103,7 @@ def _match_rebalances(v: Verdict, exp: Expected, records: list) -> list[tuple[Ex
         v.rebalances_found += 1
         label = f"rebalance {e.start_ms} ('{e.cause}')"
         if rec.get("trigger") == e.trigger:
+            assert v.triggers_right is not None, "judge() counts the triggers of a scenario's verdict"
             v.triggers_right += 1
         else:
             v.fail("trigger", f"{label}: trigger {rec.get('trigger')}, expected {e.trigger}")
@@ -135,6 +136,7 @@ def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
         pairs.append((e, rec))
         v.removals_found += 1
         if (rec.get("cause"), rec.get("root_cause")) == (e.cause, e.root_cause):
+            assert v.causes_right is not None, "judge() counts the causes of a scenario's verdict"
             v.causes_right += 1
             if e.confidence is not None and rec.get("root_cause_confidence") != e.confidence:
                 v.fail("cause", f"{e.client_id} after '{e.action}': {e.root_cause} rated "

@@ -8,10 +8,12 @@ import tempfile
 import threading
 from typing import Any, ClassVar, Protocol
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
 
 from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
+from streaming.spark.failure import QueryFailed, query_failure
 
 
 class BatchSink(Protocol):
@@ -124,9 +126,13 @@ def run_to_end(spark: SparkSession, outputs: DataFrame, sink: BatchSink,
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     counter.watch(query)
     try:
-        finished = query.awaitTermination(int(timeout_s))
-        if query.exception() is not None:
-            raise RuntimeError(f"streaming query failed: {query.exception()}")
+        try:
+            finished = query.awaitTermination(int(timeout_s))
+        except StreamingQueryException as exc:
+            raise QueryFailed(query_failure(exc)) from None
+        failure = query.exception()
+        if failure is not None:
+            raise QueryFailed(query_failure(failure))
         if not finished:
             raise TimeoutError(f"replay did not finish within {timeout_s:.0f} s")
     finally:

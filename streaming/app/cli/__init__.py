@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from streaming.app.cli import decode_offsets, demo, parse_logs, replay, report, run
 from streaming.app.probe import InputError
 from streaming.app.settings import ConfigError, StartupError
+from streaming.spark.failure import QueryFailed
 
 COMMANDS = (replay, parse_logs, decode_offsets, demo, run, report)
 
@@ -37,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StartupError as exc:
         print(f"rebalance-monitor: {exc}", file=sys.stderr)
         return 2
+    except QueryFailed as exc:
+        print(f"rebalance-monitor {args.command}: the Spark query failed: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:          # `... | head`: the reader is gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

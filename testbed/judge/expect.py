@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from testbed.bed import jars
+from testbed.judge.ownership import ExpGap, Ownership
 
 HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
 TIME_TOLERANCE_MS = 5       # the monitor takes the line's own header time: equal up to rounding
@@ -128,18 +129,6 @@ class ExpRemoval:
     # a Kafka Streams member's close from its crash): the root cause the evidence points to, which
     # the monitor must then rate `low` (root_cause_confidence).
     confidence: str | None = None
-
-
-@dataclass
-class ExpGap:
-    """A partition nobody consumed for a while, as the bed saw it: from when its owner stopped
-    consuming it (its client revoked or lost it, or the bed killed it or told it to leave) to when
-    a member's client next got it. The ground truth of a rebalance's cost (docs/impact.md)."""
-    partition: str
-    stopped_ms: int
-    resumed_ms: int
-    owner: str                        # the bed's client id of the member that stopped
-    how: str                          # revoked | lost | kill | leave
 
 
 @dataclass
@@ -492,48 +481,6 @@ def _killed_together(removals: list[ExpRemoval], timeline: list) -> list[ExpRemo
             for r in killed:
                 r.root_cause = "host_wide"
     return removals
-
-
-# Bed actions after which a member consumes nothing more (a pause or a stalled poll loop may
-# resume and keep its partitions: not judged here).
-ENDS_CONSUMING = ("kill", "leave")
-
-
-class Ownership:
-    """Who consumes which partition, from the members' own callbacks (Runner.record_callbacks) and
-    the bed's kills and leaves. An eager client revokes everything it owns and is given its whole
-    new assignment; a cooperative or KIP-848 client names only what it loses or gains."""
-
-    def __init__(self, timeline: list, until_ms: int | None = None):
-        self.owned: dict[str, set] = {}
-        self.stopped: dict[str, tuple] = {}
-        self.gaps: list[ExpGap] = []          # every stop that ended
-        self.first_given: dict[str, int] = {}     # partition -> when a client was first given it
-        for e in sorted(timeline, key=lambda e: e["ts_ms"]):
-            if until_ms is not None and e["ts_ms"] >= until_ms:
-                break
-            if e.get("client_id") is not None:
-                self._apply(e, self.owned.setdefault(e["client_id"], set()))
-
-    def _apply(self, e: dict, mine: set) -> None:
-        if e["action"] == "callback" and e["callback"] == "assigned":
-            for p in e["partitions"]:
-                self.first_given.setdefault(p, e["ts_ms"])
-                if p in self.stopped:
-                    at, owner, how = self.stopped.pop(p)
-                    self.gaps.append(ExpGap(p, at, e["ts_ms"], owner, how))
-                mine.add(p)
-        elif e["action"] == "callback":
-            for p in set(e["partitions"]) & mine:
-                self.stopped.setdefault(p, (e["ts_ms"], e["client_id"], e["callback"]))
-            mine -= set(e["partitions"])
-        elif e["action"] in ENDS_CONSUMING:
-            for p in sorted(mine):
-                self.stopped.setdefault(p, (e["ts_ms"], e["client_id"], e["action"]))
-            mine.clear()
-
-    def consumed(self) -> set:
-        return set().union(*self.owned.values())
 
 
 def expected_stops(timeline: list, gaps: list[ExpGap]) -> list[ExpStop]:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from testbed.judge.expect import (
-    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, expected_stops, group_lines,
-    Ownership
+    Expected, ExpRemoval, broker_client_id, epoch_line_rebalances, expected_removals, expected_stops, group_lines
 )
+from testbed.judge.ownership import Ownership
 from testbed.judge.verdict import judge
 from tests.support.capture_expectations import FIXTURES
 

@@ -35,7 +35,7 @@ class QueryOptions:
     diagnosis: DiagnosisSettings = DEFAULT_SETTINGS
     group_allow: tuple[str, ...] = ()
     group_deny: tuple[str, ...] = ()
-    live_view: bool = True      # snapshots apply the still-held events (state/live.py)
+    live_view: bool = True      # snapshots apply the still-held events (state/live_view.py)
     # Groups per stateful key: PySpark's fixed cost per call (about 1 ms) is paid per bucket, and
     # a micro-batch makes at most this many calls per cluster (0: one key per group).
     state_buckets: int = STATE_BUCKETS

@@ -10,7 +10,7 @@ The state is the group's model as versioned JSON (state/model.py) and the held e
 groups of a cluster share QueryOptions.state_buckets keys (process_bucket: the state of a bucket
 holds each of its groups' model, held rows and timeout); checkpoints written before keep one key
 per group (process_group). Both give each group the same turn (_step_group).
-The snapshot row of each touched group is its live view (state/live.py): the held events applied
+The snapshot row of each touched group is its live view (state/live_view.py): the held events applied
 to a copy of the model, so /metrics shows them in the batch that read them; records stay final.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from state import events as E
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, run_turn
 from state.model import DEAD, GroupModel, pack, unpack
-from state.live import live_snapshot
+from state.live_view import live_snapshot
 from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
@@ -103,7 +103,7 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
                  model: GroupModel, diagnosis: DiagnosisSettings, out: list[tuple],
                  new_rows: bool, live_view: bool = True) -> tuple[GroupStateMachine, bool]:
     """The final path (events the watermark passed -> records), then the group's snapshot: the
-    live view (state/live.py), i.e. the final model with the still-held events applied to a copy,
+    live view (state/live_view.py), i.e. the final model with the still-held events applied to a copy,
     whenever anything but commits changed for the group in this batch (new rows, applied events,
     records). Without `live_view` (a replay) the snapshot is the final model alone, sent when
     applied events or records changed it. Returns the machine and whether commits changed the

@@ -1,5 +1,5 @@
 """One scenario on a started cluster: runs it, then checks the shipped broker lines and the
-group's `__consumer_offsets` records (the bed's own checks; live.py adds the monitor's)."""
+group's `__consumer_offsets` records (the bed's own checks; live_run.py adds the monitor's)."""
 from __future__ import annotations
 
 import time

@@ -1,6 +1,6 @@
 """`scripts/kafka-matrix [VERSION ...]`: on each Kafka version, a 2-broker cluster, its log
 shipper and one `rebalance-monitor run` reading the log topic and __consumer_offsets; every
-scenario runs with its own group (live.py) and is judged on the monitor's event sink and /metrics
+scenario runs with its own group (live_run.py) and is judged on the monitor's event sink and /metrics
 against what the bed did (expect.py, verdict.py). Prints one table per version and ends with
 `versions=N scenarios=K scenarios_passed=M`.
 
@@ -24,7 +24,7 @@ from testbed.bed.running import java_libs
 from testbed.bed.scenarios import applicable
 from testbed.bed.shipper import LogShipper
 from testbed.judge import faults
-from testbed.judge.live import LiveRun, LiveScenario, Phases
+from testbed.judge.live_run import LiveRun, LiveScenario, Phases
 from testbed.judge.verdict import Verdict
 from testbed.monitor import MonitorSettings, now_ms
 

@@ -36,7 +36,7 @@ def _kafka_threads() -> list[threading.Thread]:
 
 @pytest.mark.parametrize("kafka", ["nothing listens", "accepts, never answers"])
 def test_run_returns_promptly_when_stopped_during_the_kafka_check(tmp_path, kafka):
-    from streaming.app.live import run
+    from streaming.app.service import run
     from streaming.app.settings import RunSettings, load
 
     srv = _silent_listener() if kafka == "accepts, never answers" else None

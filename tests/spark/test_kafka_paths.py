@@ -79,7 +79,7 @@ def test_connector_rows_and_python_source_rows_give_the_same_events(spark, kind,
 
 
 def test_source_choice(spark):
-    from streaming.app.live import choose_kafka_source
+    from streaming.app.service import choose_kafka_source
     from streaming.app.settings import ConfigError, KafkaSettings
     from streaming.spark.query import spark_kafka_available
     assert not spark_kafka_available(spark)        # no connector jar on this machine

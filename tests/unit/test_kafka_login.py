@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from streaming.app import live
+from streaming.app import service
 from streaming.app.settings import RunSettings, StartupError, load
 from streaming.spark.sources.kafka_login import KafkaLoginFailed, probe_login
 
@@ -198,16 +198,16 @@ def test_the_line_names_the_settings_of_the_source(tmp_path):
     secret.write_text("s3cret\n")
     refused = KafkaLoginFailed("sasl", "kafka-0:9093", REFUSED, "monitor", "SCRAM-SHA-512")
     kafka = _settings(tmp_path, client_secret_files={"sasl_plain_password": str(secret)}).kafka
-    assert live.login_error(refused, kafka, "python") == (
+    assert service.login_error(refused, kafka, "python") == (
         f"Kafka authentication failed for user 'monitor' at kafka-0:9093 (SCRAM-SHA-512): {REFUSED}; check "
         f"kafka.client.sasl_plain_username, the password in {secret} (kafka.client_secret_files.sasl_plain_password) "
         "and kafka.client.sasl_mechanism")
     assert "check kafka.client.sasl_plain_username, kafka.client.sasl_plain_password and" in \
-        live.login_error(refused, _settings(tmp_path).kafka, "python")
-    assert live.login_error(refused, kafka, "spark").endswith(
+        service.login_error(refused, _settings(tmp_path).kafka, "python")
+    assert service.login_error(refused, kafka, "spark").endswith(
         'check kafka.spark_options "kafka.sasl.jaas.config" (username, password) and "kafka.sasl.mechanism"')
     tls = KafkaLoginFailed("tls", "kafka-0:9093", "certificate verify failed: self-signed certificate")
-    assert live.login_error(tls, kafka, "python") == (
+    assert service.login_error(tls, kafka, "python") == (
         "Kafka TLS handshake with kafka-0:9093 failed: certificate verify failed: self-signed certificate; "
         "check kafka.client.ssl_cafile (the CA that signed the brokers' certificates)")
 
@@ -221,7 +221,7 @@ def test_a_refused_login_stops_the_start_instead_of_being_retried(tmp_path):
 
     from sinks.metrics import MetricsSink
     with pytest.raises(StartupError, match=re.escape("Kafka authentication failed for user 'monitor'")):
-        live._wait_for_kafka(_settings(tmp_path), MetricsSink([1.0]), threading.Event(), check=check)
+        service._wait_for_kafka(_settings(tmp_path), MetricsSink([1.0]), threading.Event(), check=check)
     assert len(calls) == 1
 
 
@@ -230,7 +230,7 @@ def test_run_prints_one_line_and_exits_2(monkeypatch, capsys):
 
     def refused(settings, stop):
         raise StartupError("Kafka authentication failed for user 'monitor' at kafka-0:9093 (PLAIN): no; check x")
-    monkeypatch.setattr(live, "run", refused)
+    monkeypatch.setattr(service, "run", refused)
     code = cli.main(["run", "--bootstrap-servers", "kafka-0:9093", "--log-topic", "broker-logs",
                      "--checkpoint", "/nonexistent/checkpoint"])
     err = capsys.readouterr().err

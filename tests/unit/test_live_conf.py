@@ -23,20 +23,20 @@ def test_only_a_local_checkpoint_changes_the_file_system(location, local):
 
 def test_the_settings_spark_conf_wins(monkeypatch, tmp_path):
     """run() passes live_conf first and the user's spark_conf on top."""
-    from streaming.app import live
+    from streaming.app import service
     seen = {}
 
     def fake_get_spark(master, partitions, conf=None, driver_memory=None):
         seen.update(conf or {})
         raise RuntimeError("stop here")
     monkeypatch.setattr("streaming.spark.session.get_spark", fake_get_spark)
-    monkeypatch.setattr(live, "_wait_for_kafka", lambda *a, **k: None)
+    monkeypatch.setattr(service, "_wait_for_kafka", lambda *a, **k: None)
     from streaming.app.settings import RunSettings
     settings = RunSettings(checkpoint_location=str(tmp_path / "cp"), events_dir=str(tmp_path / "ev"),
                            metrics_port=0, spark_conf={"spark.sql.codegen.wholeStage": "true"},
                            kafka={"bootstrap_servers": "127.0.0.1:1", "log_topics": ["logs"]})
     with pytest.raises(RuntimeError, match="stop here"):
-        live.run(settings)
+        service.run(settings)
     assert seen["spark.sql.codegen.wholeStage"] == "true"
     assert seen[MANAGER].endswith("FileSystemBasedCheckpointFileManager")
 

@@ -122,7 +122,7 @@ class _EmptyFrame:
 
 
 def test_stop_waits_for_the_running_foreach_batch():
-    from streaming.app.live import _stop_query
+    from streaming.app.service import _stop_query
     collector = RunCollector(MetricsSink([1.0]), keep_records=False)
     running, thread = _batch_in_thread(collector, 0.5)
     query = _FakeQuery(running)
@@ -141,7 +141,7 @@ def test_stop_waits_for_the_running_foreach_batch():
 
 
 def test_stop_gives_up_waiting_after_the_drain_timeout():
-    from streaming.app.live import _stop_query
+    from streaming.app.service import _stop_query
     collector = RunCollector(MetricsSink([1.0]), keep_records=False)
     running, thread = _batch_in_thread(collector, 3.0)
     query = _FakeQuery(running)

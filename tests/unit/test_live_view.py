@@ -1,4 +1,4 @@
-"""The live view (state/live.py through the stateful step): a group's snapshot reflects the events
+"""The live view (state/live_view.py through the stateful step): a group's snapshot reflects the events
 of the batch that read them, before the watermark passes them, while the records stay final and
 independent of batching. Driven on the Kafka 2.7 capture (both logs and the offsets dump) with
 the stateful step called the way Spark calls it (tests/support/stateful_driver.py)."""

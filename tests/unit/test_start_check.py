@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from sinks.metrics import MetricsSink
-from streaming.app import live
+from streaming.app import service
 from streaming.app.settings import ConfigError, RunSettings, load
 from streaming.spark.sources.kafka import TopicsMissing
 
@@ -32,26 +32,26 @@ def _answers(*outcomes):
 
 def test_a_missing_log_topic_is_a_configuration_error(monkeypatch):
     check, _ = _answers(TopicsMissing("127.0.0.1:9", ["broker-logs"]))
-    monkeypatch.setattr(live, "check_topics", check)
+    monkeypatch.setattr(service, "check_topics", check)
     with pytest.raises(ConfigError, match=re.escape("topic(s) not found at 127.0.0.1:9: broker-logs")):
-        live._wait_for_kafka(_settings("__consumer_offsets"), MetricsSink([1.0]), threading.Event())
+        service._wait_for_kafka(_settings("__consumer_offsets"), MetricsSink([1.0]), threading.Event())
 
 
 def test_a_missing_renamed_offsets_topic_is_a_configuration_error(monkeypatch):
     check, _ = _answers(TopicsMissing("127.0.0.1:9", ["offsets-copy"]))
-    monkeypatch.setattr(live, "check_topics", check)
+    monkeypatch.setattr(service, "check_topics", check)
     with pytest.raises(ConfigError, match="offsets-copy"):
-        live._wait_for_kafka(_settings("offsets-copy"), MetricsSink([1.0]), threading.Event())
+        service._wait_for_kafka(_settings("offsets-copy"), MetricsSink([1.0]), threading.Event())
 
 
 def test_a_cluster_no_group_has_used_yet_is_waited_for(monkeypatch, caplog):
     check, calls = _answers(TopicsMissing("127.0.0.1:9", ["__consumer_offsets"]), None)
-    monkeypatch.setattr(live, "check_topics", check)
+    monkeypatch.setattr(service, "check_topics", check)
     stop = threading.Event()
     monkeypatch.setattr(stop, "wait", lambda seconds: False)    # no back-off in the test
     metrics = MetricsSink([1.0])
     with caplog.at_level("WARNING"):
-        live._wait_for_kafka(_settings("__consumer_offsets"), metrics, stop)
+        service._wait_for_kafka(_settings("__consumer_offsets"), metrics, stop)
     assert len(calls) == 2
     assert "__consumer_offsets does not exist yet (no consumer group has used this cluster) (attempt 1, " \
            in caplog.text
@@ -65,5 +65,5 @@ def test_stopping_a_query_whose_jvm_is_gone_is_logged_not_raised(caplog):
             raise ConnectionRefusedError("[Errno 111] Connection refused")   # what py4j raises then
 
     with caplog.at_level("WARNING"):
-        live._stop_query(GoneQuery())
+        service._stop_query(GoneQuery())
     assert "Spark had already stopped (ConnectionRefusedError)" in caplog.text

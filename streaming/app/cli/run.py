@@ -1,4 +1,4 @@
-"""`rebalance-monitor run`: the live service over Kafka topics (streaming/app/live.py)."""
+"""`rebalance-monitor run`: the live service over Kafka topics (streaming/app/service.py)."""
 from __future__ import annotations
 
 import argparse
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(RepeatFilter("kafka"))
     settings = run_settings(args)
-    from streaming.app.live import run as run_service
+    from streaming.app.service import run as run_service
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -280,7 +280,7 @@ class ReplaySettings(QuerySettings):
     max_rows_per_batch: int = Field(default=REPLAY_MAX_ROWS_PER_BATCH, ge=1,
                                     description="event rows per micro-batch (time slices of the staged events)")
     # A replay's outputs are its final state: applying the still-held events to a copy of every
-    # changed group's model (state/live.py) would only cost CPU. The demo, which serves /metrics
+    # changed group's model (state/live_view.py) would only cost CPU. The demo, which serves /metrics
     # while it replays, turns it on.
     live_view: bool = Field(default=False, description="snapshots include the events still held")
 

@@ -24,7 +24,7 @@ import pytest
 from testbed.bed import checks
 from testbed.bed.cluster import with_rolled_files
 from testbed.bed.scenarios import applicable
-from testbed.judge.live import Phases
+from testbed.judge.live_run import Phases
 from testbed.judge.matrix import run_version
 from testbed.judge.verdict import known_for
 from testbed.monitor import MonitorSettings

@@ -138,7 +138,7 @@ def best_of(fn, repeat: int) -> float:
 
 
 def check_against_reference(path: Path, rows: int = 100_000) -> None:
-    from streaming.offsets.step import decode_offsets_rows
+    from streaming.offsets.per_record import decode_offsets_rows
     from streaming.offsets.vectorised import decode_arrow_batch
     from testbed.offsets_equivalence import normalise
     table = pq.read_table(path).slice(0, rows)
@@ -169,7 +169,7 @@ def _in_process(path: Path, n: int, args: argparse.Namespace) -> tuple[float, fl
     t_dec = best_of(lambda: sum(b.num_rows for b in decode(iter(in_process))), args.repeat)
     print(f"in-process: decode {n / t_dec:,.0f} rec/s, touch-bytes ceiling {n / t_touch:,.0f} rec/s, "
           f"ratio {t_touch / t_dec:.2f}", flush=True)
-    from streaming.offsets.step import decode_offsets_rows
+    from streaming.offsets.per_record import decode_offsets_rows
     sl = table.slice(0, 200_000)
     cols = [sl.column(c).to_pylist() for c in sl.schema.names]
     t = time.perf_counter()

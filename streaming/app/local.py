@@ -19,7 +19,7 @@ from streaming.logs.broker_config import consumer_session_timeout_ms
 from streaming.logs.merge import LogMergeCursor
 from streaming.logs.step import LogSourceSpec, parse_log_rows, unwrap_rows
 from streaming.offsets.reader import OffsetsRowReader, offsets_input_kind
-from streaming.offsets.step import decode_offsets_rows
+from streaming.offsets.per_record import decode_offsets_rows
 from streaming.rows import EVENT_KIND, row_to_event
 
 QUARANTINE = str(OutputKind.QUARANTINE)

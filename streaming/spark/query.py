@@ -16,7 +16,7 @@ from streaming.defaults import LATENESS_SECONDS, REPLAY_MAX_ROWS_PER_BATCH, STAT
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, file_source_ids
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
 from streaming.offsets.reader import offsets_input_kind
-from streaming.offsets.step import ClusterNames
+from streaming.offsets.per_record import ClusterNames
 from streaming.spark.sources.clock import CLOCK_SOURCE_NAME
 from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME
 from streaming.spark.replay_stage import EVENT_SOURCE, StagedKind, read_events, stage_events

@@ -51,7 +51,7 @@ def _lines():
 
 def _events(spark, raw_df, kind):
     from streaming.logs.step import LogSourceSpec
-    from streaming.offsets.step import ClusterNames
+    from streaming.offsets.per_record import ClusterNames
     from streaming.spark.steps import log_events, offsets_events
     if kind == KIND_LOG:
         events = log_events(raw_df, {}, default_spec=LogSourceSpec("c"))

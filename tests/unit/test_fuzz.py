@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from streaming.offsets.record_events import record_to_events
 from streaming.offsets.segments import SegmentRecord, iter_offsets_dir, scan_segment
-from streaming.offsets.step import decode_offsets_rows
+from streaming.offsets.per_record import decode_offsets_rows
 from streaming.offsets.vectorised import decode_arrow_batch
 from streaming.quarantine import Quarantined
 from streaming.rows import EVENT_COLUMNS, STATS_GROUP

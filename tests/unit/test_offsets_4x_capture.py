@@ -12,7 +12,7 @@ from state import events as E
 from streaming.offsets.decoder import decode_record
 from streaming.offsets.dump import iter_jsonl_dump
 from streaming.offsets.record_events import record_to_events
-from streaming.offsets.step import record_outcome
+from streaming.offsets.per_record import record_outcome
 from tests.support.capture_expectations import FIXTURES
 
 VERSIONS = ["4.2.2", "4.4.0"]

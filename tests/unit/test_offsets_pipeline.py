@@ -17,7 +17,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from state import events as E
 from streaming.offsets.reader import OffsetsRowReader, offsets_input_kind
-from streaming.offsets.step import decode_offsets_rows
+from streaming.offsets.per_record import decode_offsets_rows
 from streaming.offsets.vectorised import decode_arrow_batch
 from streaming.rows import EVENT_COLUMNS, STATS_GROUP
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA

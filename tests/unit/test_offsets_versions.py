@@ -12,7 +12,7 @@ import pytest
 from streaming.offsets.decoder import decode_consumer_assignment, decode_consumer_subscription, decode_key, decode_value
 from streaming.offsets.record_events import record_to_events
 from streaming.offsets.records import RECORD_TYPE_NAMES
-from streaming.offsets.step import record_outcome
+from streaming.offsets.per_record import record_outcome
 from streaming.offsets.wire import UnknownRecordType, UnknownVersion
 from tests.support.offsets_encoder import encode, record, uvarint
 from tests.support.offsets_schemas import (

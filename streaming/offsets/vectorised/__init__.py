@@ -1,6 +1,6 @@
 """Vectorised decoding of `__consumer_offsets` rows, one Arrow batch at a time (`mapInArrow`).
 
-Three tiers, each equal in output to the per-record reference (streaming/offsets/step.py), which
+Three tiers, each equal in output to the per-record reference (streaming/offsets/per_record.py), which
 tests check on the real dumps, awkward records and random bytes:
 
 1. NumPy over the binary columns' buffers, no per-record Python:
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from streaming.offsets.step import decode_offsets_rows
+from streaming.offsets.per_record import decode_offsets_rows
 from streaming.offsets.vectorised.arrays import bool_column, int_column
 from streaming.offsets.vectorised.commits import commit_rows, tombstone_rows
 from streaming.offsets.vectorised.consumer_groups import consumer_group_rows

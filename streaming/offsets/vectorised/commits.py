@@ -2,7 +2,7 @@
 NumPy over the buffers, commits reduced per (cluster, group, topic, partition) with Arrow's hash
 aggregation, then packed per (cluster, group, source partition, record time) with a second one.
 Each output row equals what the per-record reference gives after its own merge and pack
-(streaming/offsets/step.py): per partition the max offset, max commit time, count, and the
+(streaming/offsets/per_record.py): per partition the max offset, max commit time, count, and the
 position of the latest record in the reference's (time, source id, offset) order."""
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def _packed(cluster: Any, single: str | None, group: pa.Array, ts: np.ndarray, s
             topic: pa.Array, partition: np.ndarray, entry: pa.Array) -> pa.RecordBatch:
     """The per-partition commits packed per (cluster, group, source partition, record time): one
     `offset_commits` event each, its entries in (topic, partition) order, its seq the latest
-    (streaming/offsets/step.py pack_commits is the reference)."""
+    (streaming/offsets/per_record.py pack_commits is the reference)."""
     columns = {"group": group, "ts": ts, "source": source, "seq": seq, "topic": topic, "partition": partition,
                "entry": entry}
     keys = ["group", "source", "ts"]

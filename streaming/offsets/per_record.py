@@ -1,4 +1,4 @@
-"""The offsets decode step, per record: raw `__consumer_offsets` rows -> event rows.
+"""The offsets decode, per record: raw `__consumer_offsets` rows -> event rows.
 
 The reference the vectorised path (streaming/offsets/vectorised/) must equal, and its third tier:
 every record through the full decoder. Offset commits are reduced per (cluster, group, topic,

@@ -20,10 +20,32 @@ _KNOWN_CAUSES = (
 
 
 def query_failure(exc: BaseException) -> str:
-    """One line for a failed query: a known cause with its hint, else the error's first line."""
+    """One line for a failed query: a known cause with its hint; else the exception a Python
+    function of the query raised (the last line of the traceback Spark embeds), or the innermost
+    JVM cause; else the error's first line."""
     text = str(exc)
     for marker, hint in _KNOWN_CAUSES:
         if marker in text:
             return hint
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
-    return first if len(first) <= 300 else first[:297] + "..."
+    lines = text.splitlines()
+    raised = _python_cause(lines)
+    if raised is not None:
+        return _short(f"a Python function of the query raised {raised}")
+    return _short(_jvm_cause(lines) or next((line.strip() for line in lines if line.strip()), type(exc).__name__))
+
+
+def _python_cause(lines: list[str]) -> str | None:
+    """`Type: message` after the last frame of an embedded Python traceback."""
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    if not frames:
+        return None
+    return next((line.strip() for line in lines[frames[-1] + 1:] if line.strip() and not line[0].isspace()), None)
+
+
+def _jvm_cause(lines: list[str]) -> str | None:
+    causes = [line.strip().removeprefix("Caused by: ") for line in lines if line.strip().startswith("Caused by: ")]
+    return causes[-1] if causes else None
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= 300 else line[:297] + "..."

@@ -22,7 +22,8 @@ def _replay(tmp_path) -> int:
 @pytest.mark.parametrize(("error", "said"), [
     (MemoryError("java.lang.OutOfMemoryError: Java heap space"), "a JVM ran out of heap (OutOfMemoryError); "
                                                                  "raise driver_memory"),
-    (ValueError("a failure of no known cause"), "[STREAM_FAILED]"),
+    (ValueError("a failure of no known cause"), "a Python function of the query raised ValueError: a failure "
+                                                 "of no known cause"),
 ])
 def test_a_failed_query_ends_with_one_line_and_exit_1(spark, tmp_path, monkeypatch, capsys, error, said):
     def fail(self, df, batch_id):

@@ -20,7 +20,8 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
-OUTPUT_COLUMNS = ("kind", "record_json")
+# The columns of the output rows (streaming/rows.py OUTPUT_COLUMNS) the driver reads.
+DRIVER_COLUMNS = ("kind", "record_json")
 # Rows per piece the driver holds at once (Arrow record batches of the spilled files).
 SPILL_READ_ROWS = 20_000
 
@@ -32,7 +33,7 @@ def _pairs(batch: Any) -> Iterator[tuple[str, str]]:
 def collected_rows(df: Any, batch_id: int) -> Iterator[tuple[str, str]]:
     """The batch's rows in one Arrow collect (not collect(): a Row object per output row cost
     about a sixth of the driver's time in a large replay, docs/benchmarks.md "Cost per record")."""
-    yield from _pairs(df.select(*OUTPUT_COLUMNS).toArrow())
+    yield from _pairs(df.select(*DRIVER_COLUMNS).toArrow())
 
 
 class SpilledRows:
@@ -45,13 +46,13 @@ class SpilledRows:
         import pyarrow.parquet as pq
         path = os.path.join(self.directory, f"batch-{batch_id}")
         # overwrite: a batch Spark runs again replaces what its failed attempt left
-        df.select(*OUTPUT_COLUMNS).write.mode("overwrite").parquet(path)
+        df.select(*DRIVER_COLUMNS).write.mode("overwrite").parquet(path)
         try:
             for name in sorted(os.listdir(path)):
                 if not name.endswith(".parquet"):
                     continue
                 with pq.ParquetFile(os.path.join(path, name)) as f:
-                    for batch in f.iter_batches(batch_size=SPILL_READ_ROWS, columns=list(OUTPUT_COLUMNS)):
+                    for batch in f.iter_batches(batch_size=SPILL_READ_ROWS, columns=list(DRIVER_COLUMNS)):
                         yield from _pairs(batch)
         finally:
             shutil.rmtree(path, ignore_errors=True)

@@ -95,7 +95,7 @@ def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedK
     import pyarrow.parquet as pq
     slices: list[list[str]] = [[] for _ in range(n_slices)]
     rows = [0] * n_slices
-    newest: list[int | None] = [None] * n_slices
+    maxima: list[list[int]] = [[] for _ in range(n_slices)]     # each file's newest ts_ms
     names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
     for name in names:
         m = _TASK_OF_FILE.match(name)
@@ -106,19 +106,17 @@ def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedK
         slices[i].append(path)
         meta = pq.read_metadata(path)
         rows[i] += meta.num_rows
-        file_newest, slice_newest = _newest_ts(meta, path), newest[i]
-        if file_newest is not None:
-            newest[i] = file_newest if slice_newest is None else max(file_newest, slice_newest)
-    return StagedKind(kind, slices, rows, inputs, newest)
+        maxima[i] += _newest_ts(meta, path)
+    return StagedKind(kind, slices, rows, inputs, [max(m) if m else None for m in maxima])
 
 
-def _newest_ts(meta: Any, path: str) -> int | None:
-    """The largest ts_ms of a staged file, from its row groups' statistics (no data read)."""
+def _newest_ts(meta: Any, path: str) -> list[int]:
+    """The largest ts_ms of each row group of a staged file, from its statistics (no data read)."""
     column = meta.schema.to_arrow_schema().get_field_index("ts_ms")
-    newest = None
+    out = []
     for g in range(meta.num_row_groups):
         stats = meta.row_group(g).column(column).statistics
         if stats is None or not stats.has_min_max:
             raise RuntimeError(f"replay: staged file {path} has no ts_ms statistics")
-        newest = stats.max if newest is None else max(newest, stats.max)
-    return newest
+        out.append(stats.max)
+    return out

@@ -61,21 +61,20 @@ class StatefulDriver:
     # A replay's staged batches: each batch's rows say it is complete through its newest event
     # (streaming/rows.py COMPLETE_THROUGH; bucketed layout only, as in the query).
     complete_through: bool = False
-    _through: int | None = None
 
     def _key(self, row: tuple) -> tuple:
         if not self.buckets:
             return (row[0], row[1])
         return (row[0], zlib.crc32((row[1] or "").encode()) % self.buckets)
 
-    def _frame(self, key: tuple, rows: list[tuple]) -> pd.DataFrame:
+    def _frame(self, key: tuple, rows: list[tuple], through: int | None) -> pd.DataFrame:
         if not self.buckets:
             return pd.DataFrame.from_records([(r[0], r[1], pack_event_row(r)) for r in rows],
                                              columns=STATE_INPUT_COLUMNS)
         frame = pd.DataFrame.from_records([(r[0], key[1], r[1], pack_event_row(r)) for r in rows],
                                           columns=bucketed_input_columns(self.buckets))
         if self.complete_through:
-            frame[COMPLETE_THROUGH] = self._through
+            frame[COMPLETE_THROUGH] = through
         return frame
 
     def batch(self, events: list, function=None) -> list[tuple[str, dict[str, Any]]]:
@@ -83,7 +82,7 @@ class StatefulDriver:
         from streaming.spark.stateful import process_bucket, process_group
         function = function or (process_bucket if self.buckets else process_group)
         rows = [e if isinstance(e, tuple) else event_row(e) for e in events]
-        self._through = max((r[2] for r in rows), default=None)
+        through = max((r[2] for r in rows), default=None)
         by_key: dict[tuple, list[tuple]] = {}
         for r in rows:
             if r[2] <= self.watermark_ms:
@@ -97,7 +96,7 @@ class StatefulDriver:
             state = self.states.setdefault(key, FakeGroupState(self.watermark_ms))
             state.watermark_ms = self.watermark_ms
             state.timeout_ms = None      # Spark resets a key's timeout on every call
-            frames = [self._frame(key, by_key[key])] if key in by_key else []
+            frames = [self._frame(key, by_key[key], through)] if key in by_key else []
             for frame in function(key, iter(frames), state):
                 for kind, _cluster, _group, _ts, record_json in frame.itertuples(index=False, name=None):
                     out.append((kind, json.loads(record_json)))

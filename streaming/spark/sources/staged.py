@@ -85,7 +85,8 @@ class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _with_complete_through(batch: Any, through: int | None) -> Any:
     import pyarrow as pa
-    return batch.append_column(pa.field(COMPLETE_THROUGH, pa.int64()), pa.array([through] * batch.num_rows, pa.int64()))
+    return batch.append_column(pa.field(COMPLETE_THROUGH, pa.int64()),
+                               pa.repeat(pa.scalar(through, pa.int64()), batch.num_rows))
 
 
 class StagedSource(DataSource):

@@ -5,6 +5,7 @@ and their count rows add up to the records read."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -79,8 +80,13 @@ def test_column_wide_dump_read_equals_the_line_by_line_read(capture, slice_bytes
 
 @pytest.mark.parametrize("damage", [
     lambda ls: ls.insert(2, ""),                                             # blank line
+    lambda ls: ls.insert(0, ""),                                             # blank first line
+    lambda ls: ls.insert(3, "  "),                                           # white space only
+    lambda ls: ls.__setitem__(1, ls[1].replace('"partition": ', '"p": ')),   # partition missing
     lambda ls: ls.__setitem__(1, ls[1].replace('"partition": ', '"partition": 1.5, "x": ')),
     lambda ls: ls.__setitem__(1, ls[1].replace('"value_b64": ', '"other": ')),   # value_b64 missing
+    lambda ls: [ls.__setitem__(1, ls[1].replace('"value_b64": ', '"other": ')),    # missing where
+                ls.__setitem__(4, re.sub('"value_b64": "[^"]*"', '"value_b64": null', ls[4]))],  # another is null
     lambda ls: ls.__setitem__(1, ls[1].replace('"key_b64": "', '"key_b64": "*')),  # not base64
     lambda ls: ls.__setitem__(1, ls[1].replace('"key_b64": "', '"key_b64": "A')),  # not padded
     lambda ls: ls.__setitem__(1, ls[1].replace('"key_b64": "', '"key_b64": "AA==')),  # padding inside

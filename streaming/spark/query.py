@@ -19,7 +19,7 @@ from streaming.offsets.reader import offsets_input_kind
 from streaming.offsets.per_record import ClusterNames
 from streaming.spark.sources.clock import CLOCK_SOURCE_NAME
 from streaming.spark.sources.kafka import KAFKA_SOURCE_NAME
-from streaming.spark.replay_stage import EVENT_SOURCE, StagedKind, read_events, stage_events
+from streaming.spark.replay_stage import EVENT_SOURCE, StagedKind, read_events_by_kind, stage_events
 from streaming.spark.sources.staged import STAGED_SOURCE_NAME
 from streaming.spark.state_layout import state_buckets_for
 from streaming.spark.steps import group_state_machine, log_events, observed, offsets_events, with_watermark
@@ -93,7 +93,7 @@ def stage_replay(spark: SparkSession, o: QueryOptions, logs: list[LogFile], offs
     """The replay's first stage (streaming/spark/replay_stage.py): its files read, parsed and
     decoded by Spark's tasks, the event rows staged under `directory` in time slices."""
     log_files, specs, offsets_files, clusters = replay_inputs(logs, offsets)
-    events = read_events(spark, log_files, specs, offsets_files, clusters, o.unknown_lines_sample_per_logger)
+    events = read_events_by_kind(spark, log_files, specs, offsets_files, clusters, o.unknown_lines_sample_per_logger)
     return stage_events(spark, events, directory, o.max_rows_per_batch)
 
 

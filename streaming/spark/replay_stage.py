@@ -16,7 +16,9 @@ import json
 import math
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -49,37 +51,58 @@ class StagedKind:
     complete_through: list[int | None] = field(default_factory=list)
 
 
-def read_events(spark: SparkSession, log_files: list[dict], log_specs: dict, offsets_files: list[dict],
-                clusters: dict[str, str], unknown_sample: int) -> DataFrame:
-    """The event rows of the input files (batch), each tagged with its kind (KIND_COLUMN)."""
-    parts = []
+def read_events_by_kind(spark: SparkSession, log_files: list[dict], log_specs: dict, offsets_files: list[dict],
+                        clusters: dict[str, str], unknown_sample: int) -> dict[str, DataFrame]:
+    """The event rows of the input files (batch), per input kind."""
+    parts = {}
     if log_files:
         reads = [vars(r) for r in plan_log_reads(log_files)]
         specs = {sid: vars(spec) for sid, spec in log_specs.items()}
-        parts.append(spark.read.format(LOG_FILES_SOURCE).option("reads", json.dumps(reads))
-                     .option("specs", json.dumps(specs)).option("unknownSample", str(unknown_sample)).load()
-                     .withColumn(KIND_COLUMN, F.lit(SOURCE_KIND_LOG)))
+        parts[SOURCE_KIND_LOG] = (spark.read.format(LOG_FILES_SOURCE).option("reads", json.dumps(reads))
+                                  .option("specs", json.dumps(specs)).option("unknownSample", str(unknown_sample))
+                                  .load())
     if offsets_files:
         reads = [vars(r) for r in plan_offsets_reads(offsets_files)]
-        parts.append(spark.read.format(OFFSETS_FILES_SOURCE).option("reads", json.dumps(reads))
-                     .option("clusters", json.dumps(clusters)).load()
-                     .withColumn(KIND_COLUMN, F.lit(SOURCE_KIND_OFFSETS)))
-    events = parts[0]
-    for part in parts[1:]:
-        events = events.unionByName(part)
-    return events
+        parts[SOURCE_KIND_OFFSETS] = (spark.read.format(OFFSETS_FILES_SOURCE).option("reads", json.dumps(reads))
+                                      .option("clusters", json.dumps(clusters)).load())
+    return parts
 
 
-def stage_events(spark: SparkSession, events: DataFrame, directory: str, rows_per_slice: int) -> list[StagedKind]:
-    """Write `events` (read_events) under `directory`, cut into time slices; the staged kinds."""
+def read_events(spark: SparkSession, log_files: list[dict], log_specs: dict, offsets_files: list[dict],
+                clusters: dict[str, str], unknown_sample: int) -> DataFrame:
+    """The event rows of the input files (batch), each tagged with its kind (KIND_COLUMN)."""
+    parts = read_events_by_kind(spark, log_files, log_specs, offsets_files, clusters, unknown_sample)
+    return reduce(DataFrame.unionByName, [df.withColumn(KIND_COLUMN, F.lit(kind)) for kind, df in parts.items()])
+
+
+def stage_events(spark: SparkSession, events: dict[str, DataFrame], directory: str,
+                 rows_per_slice: int) -> list[StagedKind]:
+    """Write `events` (read_events_by_kind) under `directory`, cut into time slices; the staged kinds.
+
+    Each kind is written to its own directory (the writes run as concurrent jobs, so both kinds'
+    tasks share the cores): the files of a kind need no partitioned write, whose sort by kind
+    every task would pay. When all the events fit in one slice, those files are the slice, read
+    as written (the staged reader drops the read counts' end-of-input rows): no second pass."""
     unsorted_dir, slices_dir = os.path.join(directory, "events"), os.path.join(directory, "slices")
-    events.write.mode("overwrite").parquet(unsorted_dir)
+
+    def write(kind: str) -> None:
+        events[kind].write.mode("overwrite").parquet(os.path.join(unsorted_dir, f"{KIND_COLUMN}={kind}"))
+
+    with ThreadPoolExecutor(max_workers=max(1, len(events))) as pool:
+        list(pool.map(write, sorted(events)))
     staged = spark.read.parquet(unsorted_dir)
     is_end = F.col("kind") == F.lit(END_OF_INPUT)
-    totals = {r[KIND_COLUMN]: (int(r["rows"] or 0), int(r["inputs"] or 0)) for r in staged.groupBy(KIND_COLUMN).agg(
-        F.sum(F.when(~is_end, 1).otherwise(0)).alias("rows"),
-        F.sum(F.when(is_end, F.col("seq")).otherwise(0)).alias("inputs")).collect()}
-    n_slices = max(1, math.ceil(sum(rows for rows, _ in totals.values()) / max(1, rows_per_slice)))
+    totals = {r[KIND_COLUMN]: (int(r["rows"] or 0), int(r["inputs"] or 0), r["newest"])
+              for r in staged.groupBy(KIND_COLUMN).agg(
+                  F.sum(F.when(~is_end, 1).otherwise(0)).alias("rows"),
+                  F.sum(F.when(is_end, F.col("seq")).otherwise(0)).alias("inputs"),
+                  F.max(F.when(~is_end, F.col("ts_ms"))).alias("newest")).collect()}
+    n_slices = max(1, math.ceil(sum(t[0] for t in totals.values()) / max(1, rows_per_slice)))
+    if n_slices == 1:
+        newest = max((t[2] for t in totals.values() if t[2] is not None), default=None)
+        return [StagedKind(kind, [_parquet_files(os.path.join(unsorted_dir, f"{KIND_COLUMN}={kind}"))],
+                           [rows], inputs, [None if newest is None else int(newest)])
+                for kind, (rows, inputs, _) in sorted(totals.items())]
     (staged.where(~is_end).repartitionByRange(n_slices, "ts_ms")
      .write.mode("overwrite").partitionBy(KIND_COLUMN).parquet(slices_dir))
     kinds = [_slices_of(kind, os.path.join(slices_dir, f"{KIND_COLUMN}={kind}"), n_slices, totals[kind][1])
@@ -87,6 +110,10 @@ def stage_events(spark: SparkSession, events: DataFrame, directory: str, rows_pe
     through = [max((t for k in kinds if (t := k.complete_through[i]) is not None), default=None)
                for i in range(n_slices)]
     return [replace(k, complete_through=through) for k in kinds]
+
+
+def _parquet_files(directory: str) -> list[str]:
+    return [os.path.join(directory, name) for name in sorted(os.listdir(directory)) if name.endswith(".parquet")]
 
 
 def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedKind:

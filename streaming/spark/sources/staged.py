@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
+from state.events import END_OF_INPUT
 from streaming.rows import COMPLETE_THROUGH, EVENT_SOURCE_ARROW_SCHEMA, marker_row, rows_to_arrow
 from streaming.spark.schema import STAGED_EVENT_SCHEMA
 from streaming.spark.sources.base import event_batches
@@ -73,7 +74,7 @@ class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         freeze_worker_heap()
         assert isinstance(partition, SlicePartition)
         for path in partition.paths:
-            for batch in event_batches(pq.ParquetFile(path).iter_batches(batch_size=50_000)):
+            for batch in event_batches(_events_only(pq.ParquetFile(path).iter_batches(batch_size=50_000))):
                 yield _with_complete_through(batch, partition.complete_through)
         if partition.marker_source:
             marker = rows_to_arrow([marker_row(partition.marker_source, None)], EVENT_SOURCE_ARROW_SCHEMA)
@@ -81,6 +82,15 @@ class StagedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         pass
+
+
+def _events_only(batches: Iterator[Any]) -> Iterator[Any]:
+    """A one-slice replay reads its files as the first stage wrote them, with each read's count row
+    (kind end_of_input, replay_stage.py): the stream's own end-of-input marker is the one it needs."""
+    import pyarrow.compute as pc
+    for batch in batches:
+        is_end = pc.fill_null(pc.equal(batch.column("kind"), END_OF_INPUT), False)
+        yield batch.filter(pc.invert(is_end)) if pc.any(is_end).as_py() else batch
 
 
 def _with_complete_through(batch: Any, through: int | None) -> Any:

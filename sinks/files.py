@@ -54,13 +54,18 @@ SORT_KEYS = {
 }
 
 
+# json.dumps with arguments builds an encoder per call; one shared encoder writes the same text.
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
 def write_jsonl(path: str, records: Iterable[dict]) -> int:
     """Write atomically (temp file + rename) so a reader never sees half a file."""
     tmp = f"{path}.tmp"
     count = 0
+    encode = _RECORD_JSON
     with open(tmp, "w", encoding="utf-8") as handle:
         for record in records:
-            handle.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+            handle.write(encode(record) + "\n")
             count += 1
     os.replace(tmp, path)
     return count

@@ -38,12 +38,14 @@ def replay_records(collector: RunCollector) -> tuple[dict[str, list[dict]], list
             [collector.snapshots[k] for k in sorted(collector.snapshots)])
 
 
-def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
-    """The replay's files; returns the number of records per file."""
+def write_outputs(collector: RunCollector, out_dir: str,
+                  records: tuple[dict[str, list[dict]], list[dict]] | None = None) -> dict[str, int]:
+    """The replay's files (`records`: replay_records(collector), if the caller has them); returns
+    the number of records per file."""
     os.makedirs(out_dir, exist_ok=True)
-    records, snapshots = replay_records(collector)
+    records_by_kind, snapshots = records or replay_records(collector)
     counts = {replay_file(kind): write_jsonl(os.path.join(out_dir, replay_file(kind)), rows)
-              for kind, rows in records.items()}
+              for kind, rows in records_by_kind.items()}
     counts[GROUPS_FILE] = write_jsonl(os.path.join(out_dir, GROUPS_FILE), snapshots)
     write_textfile(collector.metrics.registry, os.path.join(out_dir, METRICS_FILE))
     return counts

@@ -180,16 +180,21 @@ def _root_rank(root: str) -> int:
 def group_lines(rebalances: list[dict], removals: list[dict], max_groups: int | None = None,
                 max_events: int | None = None) -> list[str]:
     """Per group (in the order of its first event): a header, then its events in time order."""
-    events: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+    # (time, 1 rebalance | 0 removal, index): a line is formatted only if it is shown (a replay of
+    # 10,000 groups lists 40 of them).
+    events: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
     trigger_width = max((len(r["trigger"]) for r in rebalances), default=0)
     cause_width = max((len(r["cause"]) for r in removals), default=0)
     root_width = max((len(r.get("root_cause") or "unknown") for r in removals), default=0)
-    for r in rebalances:
-        events.setdefault((r["cluster"], r["group"]), []).append(
-            (start_ms(r) or 0, 1, rebalance_line(r, trigger_width)))
-    for r in removals:
-        events.setdefault((r["cluster"], r["group"]), []).append(
-            (r["removed_at_ms"], 0, removal_line(r, cause_width, root_width)))
+    for i, r in enumerate(rebalances):
+        events.setdefault((r["cluster"], r["group"]), []).append((start_ms(r) or 0, 1, i))
+    for i, r in enumerate(removals):
+        events.setdefault((r["cluster"], r["group"]), []).append((r["removed_at_ms"], 0, i))
+
+    def line(event: tuple[int, int, int]) -> str:
+        _, is_rebalance, i = event
+        return (rebalance_line(rebalances[i], trigger_width) if is_rebalance
+                else removal_line(removals[i], cause_width, root_width))
     keys = sorted(events, key=lambda k: (min(e[0] for e in events[k]), k))
     hidden = 0
     if max_groups is not None and len(keys) > max_groups:
@@ -210,12 +215,12 @@ def group_lines(rebalances: list[dict], removals: list[dict], max_groups: int | 
         protocols.setdefault((r["cluster"], r["group"]), set()).add(r["protocol"])
     lines = []
     for key in keys:
-        rows = sorted(events[key])
+        rows = sorted((e[0], e[1], line(e)) for e in events[key])
         n_rb, n_rm = sum(1 for e in rows if e[1] == 1), sum(1 for e in rows if e[1] == 0)
         lines.append(fit(f"\n{key[0]}  {key[1]}  ({', '.join(sorted(protocols[key]))}; {n_rb} rebalance"
                          f"{'' if n_rb == 1 else 's'}, {n_rm} removal{'' if n_rm == 1 else 's'})", WIDTH + 1))
         shown = rows if max_events is None else rows[:max_events]
-        lines += [line for _, _, line in shown]
+        lines += [text for _, _, text in shown]
         if len(shown) < len(rows):
             lines.append(f"  ... {len(rows) - len(shown)} more events of this group")
     if hidden:

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--captures: {exc}") from None
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
-    from streaming.app.cli.replay import where, write_outputs_report
+    from streaming.app.cli.replay import where, write_outputs_and_report
     from streaming.app.replay import progress_line, replay
     from streaming.app.serving import serve_metrics
     from streaming.app.settings.wiring import metrics_sink_options
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
                       driver_memory=settings.driver_memory)
     collector = RunCollector(metrics)
     out_dir = args.out or str(DEFAULT_OUT)
-    replay(spark, settings, logs, offsets, out_dir=out_dir, collector=collector, progress=progress_line("demo"))
-    print_summary(collector, outputs=where(out_dir, write_outputs_report(out_dir, collector)))
+    replay(spark, settings, logs, offsets, collector=collector, progress=progress_line("demo"))
+    print_summary(collector, outputs=where(out_dir, write_outputs_and_report(out_dir, collector)))
     if args.once:
         server.shutdown()
         return 0

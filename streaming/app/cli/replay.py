@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
                       driver_memory=settings.driver_memory)
     started = time.monotonic()
-    collector = replay(spark, settings, logs, offsets, out_dir=args.out, progress=progress_line("replay"))
-    report = write_outputs_report(args.out, collector)
+    collector = replay(spark, settings, logs, offsets, progress=progress_line("replay"))
+    report = write_outputs_and_report(args.out, collector)
     print_summary(collector, outputs=where(args.out, report), max_groups=50, max_events=40)
     print(f"replay: {len(collector.rebalances)} rebalances, {len(collector.removals)} member removals, "
           f"{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
@@ -63,16 +63,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs_report(out_dir: str, collector: Any) -> str:
-    """report.html of a replay's output directory, from the records the replay wrote there (held
-    in `collector`: reading the files back took a 10,000-group day's replay 3 s); returns its path.
-    The same page `rebalance-monitor report <out_dir>` makes."""
+def write_outputs_and_report(out_dir: str, collector: Any) -> str:
+    """A replay's files and its report.html, from the records it holds (reading the files back took
+    a 10,000-group day's replay 3 s), sorted once for both; returns the report's path. The same
+    page `rebalance-monitor report <out_dir>` makes."""
     from pathlib import Path
 
     from sinks.report import DEFAULT_MAX_GROUPS, write_report
-    from streaming.app.replay import replay_records
+    from streaming.app.replay import replay_records, write_outputs
+    records = replay_records(collector)
+    write_outputs(collector, out_dir, records)
     path = Path(out_dir) / "report.html"
-    write_report([Path(out_dir)], path, max_groups=DEFAULT_MAX_GROUPS, records=[replay_records(collector)])
+    write_report([Path(out_dir)], path, max_groups=DEFAULT_MAX_GROUPS, records=[records])
     return str(path)
 
 

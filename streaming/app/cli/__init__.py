@@ -44,3 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:          # `... | head`: the reader is gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def entry() -> None:
+    """The console script: main(), then out at once. The interpreter's own exit frees every object
+    a replay still holds one by one (2.5 s after a 10,000-group day's replay, bench/cost); the
+    kernel frees them with the process. Spark's JVM exits as it always does when its Python parent
+    is gone (its stdin closes), running its own shutdown hooks."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):     # the reader is gone, or the stream is closed
+            pass
+    os._exit(code)

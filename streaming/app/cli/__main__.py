@@ -1,5 +1,3 @@
-import sys
+from streaming.app.cli import entry
 
-from streaming.app.cli import main
-
-sys.exit(main())
+entry()

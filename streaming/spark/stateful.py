@@ -31,9 +31,9 @@ from state.live_view import live_snapshot
 from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
-    COMPLETE_THROUGH, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP, OUTPUT_COLUMNS,
-    PACKED_DATA, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_rows_of, packed_fields,
-    row_to_event, unpack_event_rows
+    COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP,
+    OUTPUT_COLUMNS, PACKED_DATA, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_rows_of,
+    packed_fields, row_to_event, unpack_event_rows
 )
 from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -50,8 +50,9 @@ def _rows(cluster: str, group: str, pdfs: Iterator[pd.DataFrame]) -> list[list[A
     return rows
 
 
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
+# Records, snapshots and held rows as JSON: rows.py's one shared encoder (json.dumps with
+# arguments builds an encoder per call).
+_dump = DATA_JSON
 
 
 def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:

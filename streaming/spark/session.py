@@ -9,12 +9,16 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from streaming.defaults import DEFAULT_DRIVER_MEMORY
+from streaming.spark.jvm_archive import java_options
 from streaming.spark.sources.clock import ClockSource
 from streaming.spark.sources.kafka import KafkaSource
 from streaming.spark.sources.replay_files import LogFilesSource, OffsetsFilesSource
 from streaming.spark.sources.staged import StagedSource
 
 
+
+
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 def is_local_path(location: str) -> bool:
@@ -52,6 +56,17 @@ def live_conf(checkpoint_location: str, idle_markers: bool = False) -> dict[str,
             "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         })
     return conf
+
+
+def with_class_archive(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with the driver JVM's class archive options (streaming/spark/jvm_archive.py) before
+    the user's own spark.driver.extraJavaOptions, if any."""
+    out = dict(conf)
+    archive = java_options()
+    if archive:
+        user = out.get(DRIVER_JAVA_OPTIONS)
+        out[DRIVER_JAVA_OPTIONS] = f"{archive} {user}" if user else archive
+    return out
 
 
 def under_spark_submit() -> bool:
@@ -96,7 +111,7 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         # (bench/offsets: about 2x the in-process rate of 10,000-row batches).
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")
     )
-    for key, value in (conf or {}).items():
+    for key, value in (with_class_archive(conf or {}) if not submitted else (conf or {})).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -54,6 +54,8 @@ OTHER_ENV_VARIABLES = {
     "REBALANCE_MONITOR_HELM": "the helm binary of the chart tests (scripts/test sets it)",
     "REBALANCE_MONITOR_CACHE": "cache root of the Kafka jars and bench/ab trees (~/.cache/rebalance-monitor)",
     "REBALANCE_MONITOR_SOURCES_CACHE": "cache of Kafka sources for scripts/extract-coordinator-templates",
+    "REBALANCE_MONITOR_JVM_ARCHIVE_DUMP": "internal: where the JVM class archive's training run dumps it "
+                                          "(streaming/app/class_archive.py)",
 }
 
 

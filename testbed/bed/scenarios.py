@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from testbed.bed import jars
 from testbed.bed.members import MemberSpec
+from testbed.bed.procs import wait_for
 from testbed.bed.runner import Runner
 
 # Broker lines (every wording seen from 2.8 to 4.4; `{g}` is re.escape'd group).
@@ -92,11 +93,26 @@ def _spec(ctx: Ctx, cid: str, **kw) -> MemberSpec:
     return MemberSpec(kw.pop("library", ctx.library), ctx.group, [ctx.topic], f"{ctx.group}-{cid}", **kw)
 
 
-def _start_all(r: Runner, specs: list) -> list:
+def _start_all(r: Runner, specs: list, settle: bool = True) -> list:
+    """Start the members and wait until each has joined, then (`settle`, eager classic members)
+    until the group has settled: every member owns partitions and none owns another's. A member's
+    first 'assigned' can come while another's assignment of the same rebalance is still on its way
+    (the first member revoked, not yet given its share), and a mark taken then would see that
+    late 'assigned' as the next rebalance (a CI run's poll_timeout resumed polling 0.1 s after it
+    stopped). Cooperative and KIP-848 members get partitions over several steps: not settled here."""
     members = [r.start(s, wait=False) for s in specs]
     for m in members:
         r.wait_joined(m)
+    if settle and len(members) > 1:
+        wait_for(lambda: settled(members), 60,
+                 f"group {members[0].spec.group} to settle (every member owning its own partitions)")
     return members
+
+
+def settled(members: list) -> bool:
+    """Every member owns partitions, and no partition is owned twice (by the members' callbacks)."""
+    owned = [m.owned() for m in members]
+    return all(owned) and sum(map(len, owned)) == len(set().union(*owned))
 
 
 def join_leave(r: Runner, ctx: Ctx) -> None:
@@ -117,7 +133,7 @@ def cooperative(r: Runner, ctx: Ctx) -> None:
     while they keep theirs; a leaving member's go to the last one."""
     def spec(cid: str) -> MemberSpec:
         return _spec(ctx, cid, library="confluent", session_timeout_ms=3000, extra=COOPERATIVE)
-    a, b = _start_all(r, [spec("a"), spec("b")])
+    a, b = _start_all(r, [spec("a"), spec("b")], settle=False)
     c = r.start(spec("c"), wait=False)
     r.wait_given(c, 0)
     marks = [b.mark(), c.mark()]
@@ -254,7 +270,7 @@ def kip848(r: Runner, ctx: Ctx) -> None:
              _spec(ctx, "b", library="confluent", protocol="consumer")]
     if ctx.has_java:
         specs.append(_spec(ctx, "j", library="java", protocol="consumer"))
-    ms = _start_all(r, specs)
+    ms = _start_all(r, specs, settle=False)
     since = r.shipper.mark()
     survivors = [ms[0]] + ms[2:]
     marks = [m.mark() for m in survivors]
@@ -267,7 +283,7 @@ def kip848(r: Runner, ctx: Ctx) -> None:
 
 def share_group(r: Runner, ctx: Ctx) -> None:
     joined_since = r.shipper.mark()
-    ms = _start_all(r, [_spec(ctx, "a", library="java-share"), _spec(ctx, "b", library="java-share")])
+    ms = _start_all(r, [_spec(ctx, "a", library="java-share"), _spec(ctx, "b", library="java-share")], settle=False)
     # A share consumer prints "assigned" when its first poll returns, which can be before its
     # first heartbeat reached the coordinator: wait for both join lines before killing one.
     r.wait_log(S_JOINED.replace("{g}", re.escape(ctx.group)), 30, joined_since, count=2)

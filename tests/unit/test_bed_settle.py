@@ -1,0 +1,29 @@
+"""The test bed waits for a started group to settle before a scenario acts (testbed/bed/scenarios.py
+_start_all): a CI run's poll_timeout took member b's late 'assigned' of the starting rebalance for
+the rebalance after a stopped polling, and resumed a 0.1 s later."""
+from __future__ import annotations
+
+from testbed.bed.members import Member
+from testbed.bed.scenarios import settled
+
+
+class _Member:
+    def __init__(self, *events):
+        self.events = [{"event": e, "partitions": p} for e, p in events]
+
+    owned = Member.owned
+
+
+def test_the_ci_runs_start_of_poll_timeout():
+    # b alone got everything, a's join made b revoke it; a was assigned its half before b got its own
+    a = _Member(("assigned", ["t-0", "t-1"]))
+    b = _Member(("assigned", ["t-0", "t-1", "t-2", "t-3"]), ("revoked", ["t-0", "t-1", "t-2", "t-3"]))
+    assert not settled([a, b])
+    b.events.append({"event": "assigned", "partitions": ["t-2", "t-3"]})
+    assert settled([a, b])
+
+
+def test_a_partition_owned_twice_is_not_settled():
+    a = _Member(("assigned", ["t-0", "t-1"]))
+    b = _Member(("assigned", ["t-0", "t-1", "t-2", "t-3"]))     # not revoked yet
+    assert not settled([a, b])

@@ -113,7 +113,9 @@ def stage_events(spark: SparkSession, events: dict[str, DataFrame], directory: s
 
 
 def _parquet_files(directory: str) -> list[str]:
-    return [os.path.join(directory, name) for name in sorted(os.listdir(directory)) if name.endswith(".parquet")]
+    """The Parquet files Spark wrote under `directory`, by name (none: no directory)."""
+    names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    return [os.path.join(directory, name) for name in names if name.endswith(".parquet")]
 
 
 def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedKind:
@@ -123,13 +125,11 @@ def _slices_of(kind: str, directory: str, n_slices: int, inputs: int) -> StagedK
     slices: list[list[str]] = [[] for _ in range(n_slices)]
     rows = [0] * n_slices
     maxima: list[list[int]] = [[] for _ in range(n_slices)]     # each file's newest ts_ms
-    names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-    for name in names:
-        m = _TASK_OF_FILE.match(name)
-        if m is None or not name.endswith(".parquet"):
+    for path in _parquet_files(directory):
+        m = _TASK_OF_FILE.match(os.path.basename(path))
+        if m is None:
             continue
         i = int(m.group(1))
-        path = os.path.join(directory, name)
         slices[i].append(path)
         meta = pq.read_metadata(path)
         rows[i] += meta.num_rows

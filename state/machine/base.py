@@ -51,7 +51,7 @@ class MachineBase:
         # (position among the non-removal outputs, record) of every removal held by this instance:
         # where it would have been emitted without the decision window (tests, debugging).
         self.hold_order: list[tuple[int, dict[str, Any]]] = []
-        self._released = 0
+        self._released = 0      # outputs that are not positions: released removals, trigger decisions
         self.outputs: list[Output] = []
         # The member list the last GroupMetadata record (or "is now empty" line) replaced, its
         # generation and the new one: what a classic rebalance's impact compares (state/impact.py).
@@ -303,6 +303,7 @@ class MachineBase:
                 by_member = correction["partition_seconds_by_departed_member"]
                 rec["partition_seconds_stopped"] = by_member.get(rec["member_id"])
             self.outputs.append((OutputKind.REBALANCE_TRIGGER, decision))
+            self._released += 1
         m.provisional_triggers = keep
 
     def flush_pending_completion(self, now_ms: int, closing_event: E.Event | None = None) -> None:

@@ -37,6 +37,9 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         note_generation_evidence(m, ev)
         self.flush_pending_completion(ev.ts_ms, closing_event=ev)
         self.flush_inferred(ev.ts_ms)
+        # A removal whose decision time lies before this event is decided first, as a turn that
+        # ends between the two would (the outcome must not depend on where turns end).
+        self._release_removals(ev.ts_ms)
         if ev.broker is not None and ev.source == E.SOURCE_LOG and ev.kind != E.GROUP_UNLOADED:
             m.coordinator = ev.broker
         handler = HANDLERS.get(ev.kind)
@@ -57,7 +60,12 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         self.flush_pending_completion(watermark_ms)
         self.flush_inferred(watermark_ms)
         self._resolve_source_checks(watermark_ms)
-        decided = release_removals(self.m, watermark_ms, self.settings)
+        self._release_removals(watermark_ms)
+
+    def _release_removals(self, now_ms: int) -> None:
+        decided = release_removals(self.m, now_ms, self.settings)
+        if not decided:
+            return
         for held in decided:
             self.outputs.append((OutputKind.REMOVAL, held["rec"]))
             self._released += 1

@@ -183,3 +183,24 @@ def stable_group(members: list[str], *, t0: int = 1000) -> tuple[list[E.Event], 
                     reason_text=f"Adding new member {members[0]} with group instance id None",
                     outcome="stable", members=len(members), removed_members=[])
     return evs, rec
+
+
+def machine_outputs_in_batches(capture: str, group: str, batches: int = 1) -> list[tuple[str, dict]]:
+    """A capture group's machine outputs, its events applied in `batches` turns, each advanced to
+    its last event's time, with the model going through its stored form in between (as the Spark
+    state does), then advanced to the end of input."""
+    from streaming.app.local import capture_events
+    from tests.support.capture_expectations import capture_inputs
+    events = sorted((e for e in capture_events(*capture_inputs(capture)) if e.group == group), key=E.Event.sort_key)
+    state = GroupModel(cluster=CLUSTER, group=group).to_json()
+    out: list[tuple[str, dict]] = []
+    size = -(-len(events) // batches)
+    for i in range(0, len(events), size):
+        machine = GroupStateMachine(GroupModel.from_json(state))
+        machine.apply_all(events[i:i + size])
+        machine.advance_to(events[min(i + size, len(events)) - 1].ts_ms)
+        out += machine.outputs
+        state = machine.m.to_json()
+    machine = GroupStateMachine(GroupModel.from_json(state))
+    machine.advance_to(FAR_FUTURE_MS)
+    return out + machine.outputs

@@ -15,6 +15,7 @@ from state.model import GroupModel
 from state.outputs import OutputKind
 from streaming.app.local import capture_events, run_local
 from tests.support.capture_expectations import FIXTURES, capture_inputs
+from tests.support.machine_events import machine_outputs_in_batches
 
 
 @cache
@@ -400,3 +401,22 @@ def test_a_new_groups_first_generation_stops_nothing_without_its_record():
     assert (records[1]["partitions_stopped"], records[1]["partition_seconds_stopped"]) == (0, 0.0)
     assert records[1]["impact_unknown_reason"] is None
     assert records[2]["impact_unknown_reason"] == "the assignment of generation 1 was not seen"
+
+
+@pytest.mark.parametrize("group", ["sc11-stuck-in-rebalance", "sc05b-poll-timeout-kafka-python"])
+@pytest.mark.parametrize("batches", [3, 10, 40])
+def test_a_removal_decided_before_its_rebalance_ends_is_not_charged_however_the_turns_fall(group, batches):
+    """A rebalance-timeout removal's decision time comes before the rebalance it is part of
+    completes: the removal is emitted then, uncharged (its cost is on the rebalance record).
+    One turn used to apply the completion first and charge the held removal, turns that ended
+    between the two did not: the replay's outputs depended on its time slices."""
+    one = machine_outputs_in_batches("kafka-2.7", group)
+    many = machine_outputs_in_batches("kafka-2.7", group, batches)
+    def key(o):
+        return o[0], json.dumps(o[1], sort_keys=True)
+    assert sorted(map(key, many)) == sorted(map(key, one))
+    [stuck] = [r for k, r in one if k == OutputKind.REMOVAL and r["cause"] == "rebalance_timeout"]
+    assert stuck["partition_seconds_stopped"] is None
+    charged = [r for k, r in one if k == OutputKind.REBALANCE
+               and stuck["member_id"] in (r["partition_seconds_by_departed_member"] or {})]
+    assert charged and charged[0]["completed_at_ms"] > stuck["removed_at_ms"]

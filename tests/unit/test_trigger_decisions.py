@@ -20,34 +20,16 @@ from state.local import FAR_FUTURE_MS
 from state.machine import GroupStateMachine
 from state.model import GroupModel
 from state.outputs import OutputKind, apply_trigger_decisions
-from streaming.app.local import capture_events, run_local
+from streaming.app.local import run_local
 from tests.support.capture_expectations import capture_inputs
-from tests.support.machine_events import C1
+from tests.support.machine_events import C1, machine_outputs_in_batches
 
 CASES = [("kafka-2.7", "sc05-poll-timeout", 3), ("kafka-4.0", "k4-sc05-poll-timeout", 2)]
 
 
-def _machine_outputs(capture: str, group: str, batches: int = 1) -> list[tuple[str, dict]]:
-    """The group's machine outputs, its events applied in `batches` slices with the model going
-    through its stored form in between (as the Spark state does)."""
-    events = sorted((e for e in capture_events(*capture_inputs(capture)) if e.group == group), key=E.Event.sort_key)
-    state = GroupModel(cluster="default", group=group).to_json()
-    out: list[tuple[str, dict]] = []
-    size = -(-len(events) // batches)
-    for i in range(0, len(events), size):
-        machine = GroupStateMachine(GroupModel.from_json(state))
-        machine.apply_all(events[i:i + size])
-        machine.advance_to(events[min(i + size, len(events)) - 1].ts_ms)
-        out += machine.outputs
-        state = machine.m.to_json()
-    machine = GroupStateMachine(GroupModel.from_json(state))
-    machine.advance_to(FAR_FUTURE_MS)
-    return out + machine.outputs
-
-
 @pytest.mark.parametrize(("capture", "group", "generation"), CASES)
 def test_the_leave_decided_a_poll_timeout_gives_its_rebalance_the_trigger(capture, group, generation):
-    outputs = _machine_outputs(capture, group)
+    outputs = machine_outputs_in_batches(capture, group)
     [emitted] = [r for k, r in outputs if k == OutputKind.REBALANCE and r["generation"] == generation]
     assert (emitted["trigger"], emitted["trigger_final"]) == ("member_leave", False)
     [decision] = [r for k, r in outputs if k == OutputKind.REBALANCE_TRIGGER]
@@ -67,8 +49,8 @@ def test_the_leave_decided_a_poll_timeout_gives_its_rebalance_the_trigger(captur
 
 @pytest.mark.parametrize("batches", [2, 5, 40])
 def test_the_decision_does_not_depend_on_the_batching(batches):
-    one = _machine_outputs("kafka-2.7", "sc05-poll-timeout")
-    many = _machine_outputs("kafka-2.7", "sc05-poll-timeout", batches)
+    one = machine_outputs_in_batches("kafka-2.7", "sc05-poll-timeout")
+    many = machine_outputs_in_batches("kafka-2.7", "sc05-poll-timeout", batches)
     def key(o):
         return o[0], json.dumps(o[1], sort_keys=True)
     assert sorted(map(key, many)) == sorted(map(key, one))
@@ -86,7 +68,7 @@ def _counts(page: str, group: str) -> dict[str, float]:
 
 @pytest.mark.parametrize(("capture", "group", "generation"), CASES)
 def test_rebalances_total_counts_it_once_with_the_decided_trigger(tmp_path, capture, group, generation):
-    outputs = _machine_outputs(capture, group)
+    outputs = machine_outputs_in_batches(capture, group)
     rebalances = [r for k, r in outputs if k == OutputKind.REBALANCE]
     metrics = MetricsSink([1.0])
     for kind, record in outputs:

@@ -154,16 +154,23 @@ def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], k
         reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in kafka.spark_options.items():
         reader = reader.option(key, value)
-    raw = connector_rows_to_raw(reader.load(), kind)
+    raw = connector_rows_to_raw(reader.load(), kind, tasks=spark.sparkContext.defaultParallelism)
     if kafka.idle_flush and not kafka.max_rows_per_batch:   # sources/clock.py says why not with a cap
         raw = raw.unionByName(_marker_options(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind),
                                               kafka).load())
     return raw
 
 
-def connector_rows_to_raw(raw: DataFrame, kind: str) -> DataFrame:
+def connector_rows_to_raw(raw: DataFrame, kind: str, tasks: int | None = None) -> DataFrame:
     """Spark kafka connector rows (key, value, topic, partition, offset, timestamp) -> the raw
-    schemas the Python sources produce, so both paths feed the same query."""
+    schemas the Python sources produce, so both paths feed the same query.
+
+    `tasks`: the connector reads each topic partition in a task of its own, and each task then
+    starts the Python decode or parse step on its few records: 50 of them a micro-batch for the
+    offsets topic alone. Coalesced to `tasks` (one per core), a task reads several partitions in
+    the JVM and calls Python once (docs/benchmarks.md, "The connector's tasks")."""
+    if tasks:
+        raw = raw.coalesce(tasks)
     source_id = F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"))
     if kind == SOURCE_KIND_OFFSETS:
         return raw.select(source_id.alias("source_id"), F.col("offset").alias("seq"), F.col("partition"),

@@ -100,3 +100,18 @@ def test_the_connectors_idle_flush_gives_the_markers_of_the_python_source():
         python_source = KafkaStreamReader({"bootstrapServers": "unused:1", "topics": "t", "kind": kind})
         assert rows == [python_source._marker(end["tick"])]
         assert len(rows[0]) == len(schema.fields)
+
+
+def test_connector_rows_reach_the_python_steps_in_one_task_per_core(spark):
+    """The connector reads each topic partition in a task of its own; the Python decode must not
+    start once per partition (50 a micro-batch for the offsets topic)."""
+    from streaming.spark.query import connector_rows_to_raw
+    recs = _records()[:200]
+    connector = spark.createDataFrame(
+        [(r.key, r.value, "offs", i % 50, r.offset, datetime.fromtimestamp(r.timestamp / 1000, timezone.utc), 0)
+         for i, r in enumerate(recs)], CONNECTOR_SCHEMA).repartition(50, "partition")
+    assert connector.rdd.getNumPartitions() == 50
+    raw = connector_rows_to_raw(connector, KIND_OFFSETS, tasks=2)
+    assert raw.rdd.getNumPartitions() == 2
+    assert raw.count() == len(recs)
+    assert connector_rows_to_raw(connector, KIND_OFFSETS).rdd.getNumPartitions() == 50

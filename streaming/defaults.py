@@ -8,7 +8,7 @@ LATENESS_SECONDS = 30.0              # watermark delay per source (replay, demo;
 # (200,000 rows, the default before) in 110 s (docs/benchmarks.md). A slice's events are applied
 # in its own batch (StagedKind.complete_through), so the state does not hold them.
 REPLAY_MAX_ROWS_PER_BATCH = 2_000_000
-STATE_BUCKETS = 128                  # state keys the groups of a cluster share
+STATE_BUCKETS = 32                   # state keys the groups of a cluster share (docs/benchmarks.md: why 32)
 # The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
 # starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
 # default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the

@@ -160,8 +160,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
-    # The counters and gauges come back from the checkpoint's files first (a state file this
-    # release cannot read is a start-up error), then /metrics serves them.
+    # Counters and gauges come back from the checkpoint's files (unreadable: a start-up error).
     collector = build_collector(settings, metrics)
     server = serve_metrics(settings, metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
@@ -201,11 +200,12 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             options = query_options(settings).for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
         except ValueError as exc:
             raise ConfigError(f"checkpoint_location: {exc}") from None
-        note = shuffle_partitions_note(os.path.join(settings.checkpoint_location, "query"), settings.shuffle_partitions)
-        if note is not None:
+        if (note := shuffle_partitions_note(os.path.join(settings.checkpoint_location, "query"),
+                                            settings.shuffle_partitions)) is not None:
             LOG.warning("run: %s", note)
-        counter = ProgressCounter(collector)
-        spark.streams.addListener(counter)
+        spark.streams.addListener(counter := ProgressCounter(collector))
+        from streaming.spark.warm_workers import warm_python_workers
+        warm_python_workers(spark, spark.sparkContext.defaultParallelism)
         backoff = 1.0
         while not stop.is_set():
             try:

@@ -115,3 +115,13 @@ def test_connector_rows_reach_the_python_steps_in_one_task_per_core(spark):
     assert raw.rdd.getNumPartitions() == 2
     assert raw.count() == len(recs)
     assert connector_rows_to_raw(connector, KIND_OFFSETS).rdd.getNumPartitions() == 50
+
+
+def test_python_workers_are_warmed_two_per_task_with_the_query_modules(spark):
+    """`run` warms the workers its first micro-batch needs (streaming/spark/warm_workers.py): a
+    task's read and decode steps run in two workers at once, each with the modules imported."""
+    from streaming.spark.warm_workers import WORKER_MODULES, warm_python_workers
+    rows = warm_python_workers(spark, 2)
+    assert sorted(r.task for r in rows) == [0, 1]
+    assert all(r.reader_pid != r.pid for r in rows)
+    assert all(r.reader_modules == r.modules == len(WORKER_MODULES) for r in rows)

@@ -60,13 +60,17 @@ def _second_step(batches: Iterator[Any]) -> Iterator[Any]:
 def warm_python_workers(spark: Any, tasks: int) -> list[Any]:
     """Start and warm 2 x `tasks` Python workers; returns the job's rows (task, the two workers'
     pids and how many of WORKER_MODULES each had loaded). Best effort: a failure is logged, and
-    the query then starts its workers itself."""
+    the query then starts its workers itself. Local masters only: on a cluster the job would wait
+    for executors before the query starts, where `run` could not stop, and its gain there has not
+    been measured."""
+    if not spark.sparkContext.master.startswith("local"):
+        return []
     started = time.monotonic()
     try:
         rows = (spark.range(0, tasks, 1, tasks)
                 .mapInArrow(_first_step, "task long, reader_pid long, reader_modules long")
                 .mapInArrow(_second_step, WARM_SCHEMA).collect())
-    except Exception as exc:      # noqa: BLE001 - the query works without it, only its first batches are slower
+    except Exception as exc:      # the query works without it, only its first batches are slower
         LOG.warning("run: Python workers not warmed before the query (%s: %s)", type(exc).__name__,
                     str(exc).splitlines()[0] if str(exc) else "")
         return []

@@ -125,3 +125,17 @@ def test_python_workers_are_warmed_two_per_task_with_the_query_modules(spark):
     assert sorted(r.task for r in rows) == [0, 1]
     assert all(r.reader_pid != r.pid for r in rows)
     assert all(r.reader_modules == r.modules == len(WORKER_MODULES) for r in rows)
+
+
+def test_python_workers_are_not_warmed_on_a_cluster():
+    from streaming.spark.warm_workers import warm_python_workers
+
+    class Context:
+        master = "spark://10.0.0.1:7077"
+
+    class Session:
+        sparkContext = Context()
+
+        def range(self, *args):
+            raise AssertionError("no job on a cluster")
+    assert warm_python_workers(Session(), 2) == []

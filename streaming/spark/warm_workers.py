@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 LOG = logging.getLogger(__name__)
@@ -37,24 +38,16 @@ def _import_modules() -> int:
     return sum(name in sys.modules for name in WORKER_MODULES)
 
 
-def _first_step(batches: Iterator[Any]) -> Iterator[Any]:
+def _warm_step(batches: Iterator[Any], columns: tuple[str, str]) -> Iterator[Any]:
+    """The batches with two columns added: this worker's pid and how many modules it holds."""
     import os
     import pyarrow as pa
     loaded = _import_modules()
     time.sleep(HOLD_S)
     for b in batches:
-        yield pa.RecordBatch.from_pydict({"task": b.column(0), "reader_pid": [os.getpid()] * b.num_rows,
-                                          "reader_modules": [loaded] * b.num_rows})
-
-
-def _second_step(batches: Iterator[Any]) -> Iterator[Any]:
-    import os
-    import pyarrow as pa
-    loaded = _import_modules()
-    time.sleep(HOLD_S)
-    for b in batches:
-        yield pa.RecordBatch.from_pydict({"task": b.column(0), "reader_pid": b.column(1), "reader_modules": b.column(2),
-                                          "pid": [os.getpid()] * b.num_rows, "modules": [loaded] * b.num_rows})
+        yield pa.RecordBatch.from_arrays([*b.columns, pa.array([os.getpid()] * b.num_rows, pa.int64()),
+                                          pa.array([loaded] * b.num_rows, pa.int64())],
+                                         names=[*b.schema.names, *columns])
 
 
 def warm_python_workers(spark: Any, tasks: int) -> list[Any]:
@@ -67,9 +60,10 @@ def warm_python_workers(spark: Any, tasks: int) -> list[Any]:
         return []
     started = time.monotonic()
     try:
-        rows = (spark.range(0, tasks, 1, tasks)
-                .mapInArrow(_first_step, "task long, reader_pid long, reader_modules long")
-                .mapInArrow(_second_step, WARM_SCHEMA).collect())
+        rows = (spark.range(0, tasks, 1, tasks).withColumnRenamed("id", "task")
+                .mapInArrow(partial(_warm_step, columns=("reader_pid", "reader_modules")),
+                            "task long, reader_pid long, reader_modules long")
+                .mapInArrow(partial(_warm_step, columns=("pid", "modules")), WARM_SCHEMA).collect())
     except Exception as exc:      # the query works without it, only its first batches are slower
         LOG.warning("run: Python workers not warmed before the query (%s: %s)", type(exc).__name__,
                     str(exc).splitlines()[0] if str(exc) else "")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 from state import events as E
@@ -204,3 +205,8 @@ def machine_outputs_in_batches(capture: str, group: str, batches: int = 1) -> li
     machine = GroupStateMachine(GroupModel.from_json(state))
     machine.advance_to(FAR_FUTURE_MS)
     return out + machine.outputs
+
+
+def as_sorted_json(outputs: list[tuple[str, dict]]) -> list[tuple[str, str]]:
+    """Outputs in a form that compares regardless of their order (batching-independence tests)."""
+    return sorted((kind, json.dumps(rec, sort_keys=True)) for kind, rec in outputs)

@@ -15,7 +15,7 @@ from state.model import GroupModel
 from state.outputs import OutputKind
 from streaming.app.local import capture_events, run_local
 from tests.support.capture_expectations import FIXTURES, capture_inputs
-from tests.support.machine_events import machine_outputs_in_batches
+from tests.support.machine_events import as_sorted_json, machine_outputs_in_batches
 
 
 @cache
@@ -412,9 +412,7 @@ def test_a_removal_decided_before_its_rebalance_ends_is_not_charged_however_the_
     between the two did not: the replay's outputs depended on its time slices."""
     one = machine_outputs_in_batches("kafka-2.7", group)
     many = machine_outputs_in_batches("kafka-2.7", group, batches)
-    def key(o):
-        return o[0], json.dumps(o[1], sort_keys=True)
-    assert sorted(map(key, many)) == sorted(map(key, one))
+    assert as_sorted_json(many) == as_sorted_json(one)
     [stuck] = [r for k, r in one if k == OutputKind.REMOVAL and r["cause"] == "rebalance_timeout"]
     assert stuck["partition_seconds_stopped"] is None
     charged = [r for k, r in one if k == OutputKind.REBALANCE

@@ -7,8 +7,6 @@ Real input: the Kafka 2.7 capture's sc05-poll-timeout group (a Java consumer who
 out; brokers before 3.2 log no client reason) and the 4.0 capture's k4-sc05-poll-timeout."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from sinks.exposition import text
@@ -22,7 +20,7 @@ from state.model import GroupModel
 from state.outputs import OutputKind, apply_trigger_decisions
 from streaming.app.local import run_local
 from tests.support.capture_expectations import capture_inputs
-from tests.support.machine_events import C1, machine_outputs_in_batches
+from tests.support.machine_events import C1, as_sorted_json, machine_outputs_in_batches
 
 CASES = [("kafka-2.7", "sc05-poll-timeout", 3), ("kafka-4.0", "k4-sc05-poll-timeout", 2)]
 
@@ -51,9 +49,7 @@ def test_the_leave_decided_a_poll_timeout_gives_its_rebalance_the_trigger(captur
 def test_the_decision_does_not_depend_on_the_batching(batches):
     one = machine_outputs_in_batches("kafka-2.7", "sc05-poll-timeout")
     many = machine_outputs_in_batches("kafka-2.7", "sc05-poll-timeout", batches)
-    def key(o):
-        return o[0], json.dumps(o[1], sort_keys=True)
-    assert sorted(map(key, many)) == sorted(map(key, one))
+    assert as_sorted_json(many) == as_sorted_json(one)
 
 
 def _counts(page: str, group: str) -> dict[str, float]:

@@ -10,9 +10,12 @@ one run, every figure checked before it is reported.
    batch time p95 (rebalance_monitor_batch_duration_seconds at each batch), CPU of the monitor's
    process tree over the window in cores, peak RSS of the driver, the JVM and the Python workers.
 2. Highest steady rate (`max_steady_rows_per_second`, this tree only): the same at up to
-   `--max-steps` other commit rates (a shorter window): the partitions per commit doubled each step
-   while the batches keep up (p95 at most `--keep-up-seconds`, every rebalance counted), halved
-   each step while they do not; the highest input rate that kept up (0: none tried did).
+   `--max-steps` other commit rates (a shorter window): the commit interval halved each step
+   while the batches keep up (p95 at most `--keep-up-seconds`, every rebalance counted), doubled
+   each step while they do not; the highest input rate that kept up (0: none tried did). The
+   interval, not the partitions per commit, is what steps: a group's records of one batch are one
+   packed row of the stateful step, so more partitions per commit add rows the read and decode
+   see but hardly any work after them; more commits per group add both.
 3. Quiet cluster (`quiet_*`, `live_p95_seconds`): bench/latency's cluster (2 brokers shipping their
    server.log into a log topic, scripted rounds of joins, a slow member, a SIGKILLed member, a
    leave) after 30 s of warm-up; CPU cores of the monitor over the rounds and the p95 of the time
@@ -160,25 +163,22 @@ def _p50(values: list[float]) -> float:
 
 def max_steady(cluster, args, work: Path, first: dict) -> float:
     """The highest steady input rate of this tree that keeps up: from the steady run, up (the
-    partitions per commit doubled) while it keeps up, else down (halved) until it does."""
+    commit interval halved) while it keeps up, else down (doubled) until it does."""
     from bench.bench_scale_live import run_config
     kept_first = first["batch_p95"] <= args.keep_up_seconds
     best = first["rows_per_second"] if kept_first else 0.0
-    partitions = args.partitions
+    every = args.commit_every
     for step in range(args.max_steps):
-        partitions = partitions * 2 if kept_first else partitions // 2
-        if partitions < 1:
-            break
-        traffic, complete = steady_traffic(args.groups, args.step_window, partitions, args.commit_every, args.seed,
-                                           work)
+        every = every / 2 if kept_first else every * 2
+        traffic, complete = steady_traffic(args.groups, args.step_window, args.partitions, every, args.seed, work)
         rate = len(traffic) / args.step_window
         r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups, root=ROOT,
                        label=f"-max{step}", **source_options(args.source["head"]))
         p95 = _p95(r["batches"])
         kept = r["found"] >= r["expected"] and p95 <= args.keep_up_seconds
-        print(f"  max steady step {step + 1}: {partitions} partitions, {rate:,.0f} rows/s: batch p95 {p95:.2f} s, "
-              f"{r['found']} of {r['expected']} rebalances counted, {r['cpu'] / r['wall']:.2f} cores: "
-              f"{'keeps up' if kept else 'does not keep up'}", flush=True)
+        print(f"  max steady step {step + 1}: {args.partitions} partitions committed every {every:g} s, "
+              f"{rate:,.0f} rows/s: batch p95 {p95:.2f} s, {r['found']} of {r['expected']} rebalances counted, "
+              f"{r['cpu'] / r['wall']:.2f} cores: {'keeps up' if kept else 'does not keep up'}", flush=True)
         if kept:
             best = max(best, rate)
         if kept != kept_first:      # the boundary is crossed

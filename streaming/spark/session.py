@@ -16,9 +16,9 @@ from streaming.spark.sources.replay_files import LogFilesSource, OffsetsFilesSou
 from streaming.spark.sources.staged import StagedSource
 
 
-
-
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# Python workers forked with the monitor's modules already imported (worker_daemon.py).
+DAEMON_MODULE = "streaming.spark.worker_daemon"
 
 
 def is_local_path(location: str) -> bool:
@@ -96,7 +96,10 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.driver.memory", driver_memory))
+                   .config("spark.driver.memory", driver_memory)
+                   # Local workers run this venv, which has the module. A cluster's executors
+                   # may get the monitor's code only per task (--py-files): not set there.
+                   .config("spark.python.daemon.module", DAEMON_MODULE))
     builder = (
         builder
         # The default 200 shuffle partitions cost seconds per micro-batch in local mode.

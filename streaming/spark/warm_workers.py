@@ -21,7 +21,8 @@ LOG = logging.getLogger(__name__)
 
 # What the query's functions import in a worker (they are pickled by reference to these modules).
 WORKER_MODULES = ("pandas", "pyarrow", "kafka", "streaming.spark.steps", "streaming.spark.stateful",
-                  "streaming.spark.sources.kafka", "streaming.spark.sources.clock")
+                  "streaming.spark.sources.kafka", "streaming.spark.sources.clock",
+                  "streaming.spark.sources.replay_files", "streaming.spark.sources.staged")
 # The tasks hold their workers briefly, so that they run at once and the pool ends up with two
 # workers per task, not one task's two reused by the next.
 HOLD_S = 0.3

@@ -127,6 +127,32 @@ def test_python_workers_are_warmed_two_per_task_with_the_query_modules(spark):
     assert all(r.reader_modules == r.modules == len(WORKER_MODULES) for r in rows)
 
 
+def _worker_view(batches):
+    import os
+    import sys
+
+    import pyarrow as pa
+    from streaming.spark.worker_daemon import PRELOADED_ENV
+    for b in batches:
+        yield pa.RecordBatch.from_arrays(
+            [b.column(0), pa.array([int(os.environ.get(PRELOADED_ENV, -1))] * b.num_rows),
+             pa.array([os.getppid()] * b.num_rows), pa.array(["pandas" in sys.modules] * b.num_rows)],
+            names=["id", "preloaded", "parent", "pandas"])
+
+
+def test_python_workers_are_forked_from_a_daemon_that_imported_their_modules(spark):
+    """The session's daemon module (streaming/spark/worker_daemon.py) imports the workers' modules
+    before it forks them: a worker Spark starts later (after an idle one was ended) needs no
+    imports of its own."""
+    from streaming.spark.session import DAEMON_MODULE
+    from streaming.spark.warm_workers import WORKER_MODULES
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == DAEMON_MODULE
+    rows = spark.range(0, 4, 1, 2).mapInArrow(_worker_view, "id long, preloaded long, parent long, "
+                                                           "pandas boolean").collect()
+    assert {r.preloaded for r in rows} == {len(WORKER_MODULES)}
+    assert len({r.parent for r in rows}) == 1 and all(r.pandas for r in rows)
+
+
 def test_python_workers_are_not_warmed_on_a_cluster():
     from streaming.spark.warm_workers import warm_python_workers
 

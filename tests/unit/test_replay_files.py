@@ -10,7 +10,16 @@ import re
 import pytest
 
 from streaming.offsets.reader import OffsetsRowReader
-from streaming.spark.sources.replay_files import dump_slices, plan_offsets_reads, read_dump_slice, read_segments
+from streaming.spark.sources import replay_files
+from streaming.spark.sources.replay_files import (
+    _count_slices,
+    dump_slices,
+    line_slices,
+    plan_ahead,
+    plan_offsets_reads,
+    read_dump_slice,
+    read_segments,
+)
 from tests.support.capture_expectations import FIXTURES
 
 DUMP = FIXTURES / "kafka-2.7" / "offsets-topic.jsonl"
@@ -37,6 +46,22 @@ def test_dump_slices_read_every_line_once_with_its_line_number(slice_bytes):
     reference = OffsetsRowReader([{"path": str(DUMP), "source_id": "d", "kind": "jsonl"}])
     assert counted == len(reference) == 1606
     assert sorted(rows, key=lambda r: r[1]) == sorted(reference.rows(0, len(reference)), key=lambda r: r[1])
+
+
+def test_slices_cut_ahead_are_those_of_the_file_as_it_is_when_planned(tmp_path):
+    """plan_ahead's cut (started before the Spark session) is used only for the file it counted:
+    a file changed since is cut again."""
+    path = tmp_path / "dump.jsonl"
+    path.write_bytes(DUMP.read_bytes())
+    plan_ahead([str(path), str(tmp_path / "missing.jsonl"), str(tmp_path)], 4096)
+    assert line_slices(str(path), 4096) == _count_slices(str(path), 4096)
+    assert not replay_files._AHEAD          # used once, then forgotten
+    before = _count_slices(str(path), 4096)
+    plan_ahead([str(path)], 4096)
+    with open(path, "ab") as handle:
+        handle.write(b"\n".join([b"{}"] * 5000) + b"\n")
+    after = line_slices(str(path), 4096)
+    assert after == _count_slices(str(path), 4096) and after != before
 
 
 def test_a_malformed_dump_line_is_kept_with_a_neighbours_time(tmp_path):

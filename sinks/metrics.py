@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 
 from sinks.exposition import OTHER_GROUPS
 from sinks.group_gauges import PREFIX, GroupStateCollector
+from sinks.group_series import SeriesFamily
 from sinks.health import HealthMetrics
 from state.events import SOURCE_LOG, SOURCE_OFFSETS
 from sinks.log_sources import LogSourceMetrics
@@ -74,7 +75,8 @@ class MetricsSink:
         self._clock = clock
         self._lock = threading.RLock()
         self._exported: set[tuple[str, str]] = set()          # groups with their own series
-        # A group's series: (metric, labels) -> child, found without labels() (_child says why).
+        # A group's series, for sweep(): (metric, labels) -> its prometheus_client child (found
+        # without labels(), _child says why), or None for a SeriesFamily's series.
         self._series: dict[tuple[str, str], dict[tuple[Any, tuple], Any]] = {}
         self._shared: dict[tuple[Any, tuple], Any] = {}       # series of no one group: never removed
         # Insertion order is the order of `since` (the clock does not go back): sweep() stops at
@@ -86,16 +88,16 @@ class MetricsSink:
         r = self.registry
         self._duration_metrics(tuple(duration_buckets))
         self._impact_metrics(tuple(duration_buckets))
-        self.rebalance_timeouts = Counter(
-            f"{PREFIX}_rebalance_timeouts_total",
+        self.rebalance_timeouts = self._group_series(
+            "counter", f"{PREFIX}_rebalance_timeouts_total",
             "Rebalances whose JOIN phase ran into the group's rebalance timeout (a member did not rejoin).",
-            ["cluster", "group"], registry=r)
-        self.rebalances = Counter(
-            f"{PREFIX}_rebalances_total", "Rebalances that ended, by trigger and outcome.",
-            ["cluster", "group", "protocol", "trigger", "outcome"], registry=r)
-        self.removals = Counter(
-            f"{PREFIX}_member_removals_total", "Members removed from a group, by cause.",
-            ["cluster", "group", "protocol", "cause", "root_cause"], registry=r)
+            ["cluster", "group"])
+        self.rebalances = self._group_series(
+            "counter", f"{PREFIX}_rebalances_total", "Rebalances that ended, by trigger and outcome.",
+            ["cluster", "group", "protocol", "trigger", "outcome"])
+        self.removals = self._group_series(
+            "counter", f"{PREFIX}_member_removals_total", "Members removed from a group, by cause.",
+            ["cluster", "group", "protocol", "cause", "root_cause"])
         self.quarantined = Counter(
             f"{PREFIX}_quarantined_records_total", "Inputs that could not be used, by reason.",
             ["cluster", "source", "reason"], registry=r)
@@ -143,13 +145,13 @@ class MetricsSink:
         """What the rebalances stopped (docs/impact.md): a counter per group, a histogram of stop
         time per partition per cluster and protocol."""
         r = self.registry
-        self.partition_seconds = Counter(
-            f"{PREFIX}_partition_seconds_stopped_total",
+        self.partition_seconds = self._group_series(
+            "counter", f"{PREFIX}_partition_seconds_stopped_total",
             "Partition-seconds of consumption the group's rebalances stopped: per rebalance, each "
             "partition it reassigned, from when it stopped to the new owner's assignment (docs/impact.md).",
             # no protocol label: a group that converts between protocols keeps one series (the
             # series budget per group, docs/metrics.md); the histogram has the protocol
-            ["cluster", "group"], registry=r)
+            ["cluster", "group"])
         self.partition_stop = Histogram(
             f"{PREFIX}_partition_stop_seconds",
             "How long each partition a rebalance reassigned had stopped being consumed (docs/impact.md).",
@@ -168,12 +170,33 @@ class MetricsSink:
             f"{PREFIX}_group_rebalance_duration_seconds",
             "Rebalance phase durations of one group; only groups matching the group_histograms setting.",
             ["cluster", "group", "protocol", "phase"], buckets=buckets, registry=r)
-        self.last_duration = Gauge(
-            f"{PREFIX}_group_last_rebalance_duration_seconds",
+        self.last_duration = self._group_series(
+            "gauge", f"{PREFIX}_group_last_rebalance_duration_seconds",
             "Duration of the phase in the group's latest rebalance that had this phase (any protocol).",
-            ["cluster", "group", "phase"], registry=r)
+            ["cluster", "group", "phase"])
 
     # ------------------------------------------------------------------ group series
+    def _group_series(self, kind: str, name: str, documentation: str, labelnames: list[str]) -> SeriesFamily:
+        """A family of per-group series kept as plain numbers (sinks/group_series.py), registered
+        here so the page keeps its order of families."""
+        family = SeriesFamily(kind, name, documentation, labelnames)
+        self.registry.register(family)
+        return family
+
+    def _count(self, family: SeriesFamily, key: tuple[str, str], labels: tuple, amount: float = 1.0) -> None:
+        """Add to a group's counter series (labels[1] is the group label); a new series of a group
+        (not of the `__other__` fold) is remembered for sweep()."""
+        if family.inc(labels, amount) and labels[1] != OTHER_GROUPS:
+            self._remember(family, key, labels)
+
+    def _set(self, family: SeriesFamily, key: tuple[str, str], labels: tuple, value: float) -> None:
+        if family.set(labels, value) and labels[1] != OTHER_GROUPS:
+            self._remember(family, key, labels)
+
+    def _remember(self, metric: Any, key: tuple[str, str], labels: tuple) -> None:
+        with self._lock:
+            self._series.setdefault(key, {})[(metric, labels)] = None
+
     def _group_label(self, cluster: str, group: str) -> str:
         key = (cluster, group)
         with self._lock:
@@ -241,17 +264,17 @@ class MetricsSink:
                 cluster_labels = (record["cluster"], record["protocol"], phase)
                 self._shared_child(self.rebalance_duration, cluster_labels).observe(value)
                 if labels[1] != OTHER_GROUPS:
-                    self._child(self.last_duration, key, labels[:2] + (phase,)).set(value)
+                    self._set(self.last_duration, key, labels[:2] + (phase,), value)
                 if own_histogram:
                     self._child(self.group_rebalance_duration, key, labels + (phase,)).observe(value)
         if record.get("trigger_final", True):
             # Not final: counted once, with its decided trigger, from its rebalance_trigger record.
             self._count_rebalance(record)
         if record.get("hit_rebalance_timeout"):
-            self._child(self.rebalance_timeouts, key, labels[:2]).inc()
+            self._count(self.rebalance_timeouts, key, labels[:2])
         stopped = record.get("partition_seconds_stopped")
         if stopped is not None:       # measured (null: not measurable, impact_unknown_reason says why)
-            self._child(self.partition_seconds, key, labels[:2]).inc(max(0.0, stopped))
+            self._count(self.partition_seconds, key, labels[:2], max(0.0, stopped))
             stops = self._shared_child(self.partition_stop, (record["cluster"], record["protocol"]))
             for seconds, partitions in record.get("partition_stop_seconds") or ():
                 for _ in range(partitions):
@@ -264,18 +287,18 @@ class MetricsSink:
         added = record.get("partition_seconds_added")
         if added:
             key = (record["cluster"], record["group"])
-            self._child(self.partition_seconds, key, (record["cluster"], self._group_label(*key))).inc(max(0.0, added))
+            self._count(self.partition_seconds, key, (record["cluster"], self._group_label(*key)), max(0.0, added))
 
     def _count_rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])
         labels = (record["cluster"], self._group_label(*key), record["protocol"], record["trigger"], record["outcome"])
-        self._child(self.rebalances, key, labels).inc()
+        self._count(self.rebalances, key, labels)
 
     def _removal(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])
         labels = (record["cluster"], self._group_label(*key), record.get("protocol") or "classic",
                   record["cause"], record["root_cause"])
-        self._child(self.removals, key, labels).inc()
+        self._count(self.removals, key, labels)
 
     def _anomaly(self, record: dict[str, Any]) -> None:
         if record.get("kind") == "source_mismatch":

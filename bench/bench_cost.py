@@ -81,7 +81,11 @@ def _mb(rss: dict | None) -> str:
 
 def _p95(values: list[float]) -> float:
     from testbed.stats import percentile
-    return percentile(values, 0.95) if values else float("nan")
+    if not values:
+        return float("nan")
+    p95 = percentile(values, 0.95)
+    assert p95 is not None          # None only for no values
+    return p95
 
 
 def steady_traffic(groups: int, window: float, partitions: int, every: float, seed: int, work: Path):
@@ -158,7 +162,11 @@ def on_cluster(cluster, args, work: Path) -> dict[int, dict]:
 
 def _p50(values: list[float]) -> float:
     from testbed.stats import percentile
-    return percentile(values, 0.5) if values else float("nan")
+    if not values:
+        return float("nan")
+    p50 = percentile(values, 0.5)
+    assert p50 is not None          # None only for no values
+    return p50
 
 
 def max_steady(cluster, args, work: Path, first: dict) -> float:

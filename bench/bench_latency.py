@@ -37,7 +37,7 @@ from testbed.bed.runner import Runner
 from testbed.bed.workload import scripted_round
 from testbed.judge.latency import LineEvent, Scraper, latencies, line_events, rebalance_final_seconds
 from testbed.metrics import parse
-from testbed.monitor import MonitorProcess, MonitorSettings
+from testbed.monitor import REPO, MonitorProcess, MonitorSettings
 from testbed.stats import Summary, percentile, summarize
 
 CONFIGS = {"new": (None, None), "old": (10.0, 30.0), "one": (1.0, None)}    # (trigger s, lateness s); None = defaults
@@ -73,7 +73,7 @@ def run_config(name: str, cluster, shipper, workdir: Path, rounds: int, interval
     run = f"{name}{label}"
     monitor = MonitorProcess(cluster.bootstrap, shipper.topic, workdir / run,
                              MonitorSettings.defaults(trigger_s=trigger, lateness_s=lateness), extra_toml=monitor_toml,
-                             top_toml=top_toml, **({"root": root} if root else {})).start()
+                             top_toml=top_toml, root=root or REPO).start()
     scraper = Scraper(monitor, f"lb-{run}-", interval)
     sampler = None
     try:

@@ -33,6 +33,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -89,7 +90,7 @@ def build_input(groups: int, path: Path) -> tuple[int, int]:
             rows.append((ts + jitter, partition, new_key, value))
     rows.sort(key=lambda r: r[0])
     next_offset = [0] * PARTITIONS
-    cols = {name: [] for name in raw_arrow_schema().names}
+    cols: dict[str, list[Any]] = {name: [] for name in raw_arrow_schema().names}
     for seq, (ts, partition, key, value) in enumerate(rows, start=1):
         cols["source_id"].append(SOURCE_ID)
         cols["seq"].append(seq)

@@ -126,8 +126,8 @@ def run_replay(tree: Path, inputs: Path, out: Path, ceiling: bool = False) -> di
         command = [str(tree / ".venv" / "bin" / "python"), "-m", "bench.replay_ceiling", log, offsets]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "PYTHONPATH"))}
     started = time.monotonic()
-    with open(out.with_suffix(".log"), "w") as log:
-        proc = subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
+    with open(out.with_suffix(".log"), "w") as run_log:
+        proc = subprocess.Popen(command, cwd=tree, env=env, stdout=run_log, stderr=subprocess.STDOUT)
         sampler = PeakRss(proc.pid)
         sampler.start()
         cpu = 0.0

@@ -34,7 +34,7 @@ from bench.scale_inputs import LOG4J, expected_per_group, generate, steady_commi
 from testbed.bed import KafkaCluster
 from testbed.bed.admin import create_topic
 from testbed.metrics import parse
-from testbed.monitor import MonitorProcess, MonitorSettings
+from testbed.monitor import REPO, MonitorProcess, MonitorSettings
 from testbed.stats import percentile
 
 BATCH_FAMILIES = ("rebalance_monitor_batches_total", "rebalance_monitor_batch_duration_seconds",
@@ -156,7 +156,7 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
                              offsets_topic=offsets_topic, cluster="scale",
                              top_toml=f"max_groups = {groups + 1}\n", source=source, extra_toml=extra_toml,
                              submit=submit, cpu_also=cpu_also,
-                             **({"root": root} if root else {})).start()
+                             root=root or REPO).start()
     poller = BatchPoller(monitor)
     sampler = None
     try:

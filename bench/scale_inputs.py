@@ -166,8 +166,8 @@ def generate_day(groups: int, out_dir: Path, seed: int = 15, repeats: int = 3, d
             if any(a <= ms <= b for a, b in busy):
                 continue
             offset += 100
-            value = commit_value[:2] + struct.pack(">q", offset) + commit_value[10:16] + struct.pack(">q", ms)
-            steady += [(ms, key, value) for key in keys]
+            commit = commit_value[:2] + struct.pack(">q", offset) + commit_value[10:16] + struct.pack(">q", ms)
+            steady += [(ms, key, commit) for key in keys]
         for ts, key, value in heapq.merge(scenario, steady, key=lambda e: e[0]):
             yield ts, partition, key, value
 

@@ -69,7 +69,7 @@ def upgrade_record(kind: str, record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def client_id_from_member_id(member_id: str) -> str | None:
+def client_id_from_member_id(member_id: str | None) -> str | None:
     """Classic member ids are `<client.id>-<uuid>` (broker-generated); KIP-848 ids are opaque."""
     match = _UUID_SUFFIX.match(member_id or "")
     return match.group(1) if match else None

@@ -105,7 +105,8 @@ def test_unit_tests_catch_each_threshold_of_the_stuck_and_timeout_alerts(tmp_pat
 
 def test_every_alert_has_a_firing_and_a_quiet_unit_test():
     doc = yaml.safe_load(UNIT_TESTS.read_text())
-    firing, quiet = set(), set()
+    firing: set[str] = set()
+    quiet: set[str] = set()
     for test in doc["tests"]:
         for case in test.get("alert_rule_test", []):
             (firing if case.get("exp_alerts") else quiet).add(case["alertname"])
@@ -130,5 +131,7 @@ def test_every_alert_is_labelled_annotated_and_has_a_runbook_section():
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
         url = rule["annotations"]["runbook_url"]
-        assert url.startswith(alert_rules.DEFAULTS["runbookBaseUrl"] + "#"), url
+        base = alert_rules.DEFAULTS["runbookBaseUrl"]
+        assert isinstance(base, str), base
+        assert url.startswith(base + "#"), url
         assert url.split("#", 1)[1] in anchors, f"{rule['alert']}: no section {url} in docs/runbooks.md"

@@ -257,4 +257,6 @@ def test_unreachable_broker_is_retried_then_the_run_proceeds(tmp_path):
     finally:
         _stop(proc)
     assert 'rebalance_monitor_source_up{source="offsets"} 1.0' in page
-    assert float(re.search(r'rebalance_monitor_source_errors_total\{source="kafka"\} (\S+)', page).group(1)) >= 1
+    m = re.search(r'rebalance_monitor_source_errors_total\{source="kafka"\} (\S+)', page)
+    assert m is not None, page
+    assert float(m.group(1)) >= 1

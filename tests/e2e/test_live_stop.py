@@ -81,6 +81,7 @@ def test_a_failed_check_leaves_no_kafka_thread_behind():
 
     before = set(_kafka_threads())
     problem = check_topics(f"127.0.0.1:{free_port()}", ["broker-logs"], {"bootstrap_timeout_ms": 300})
+    assert problem is not None
     assert problem.startswith("cannot reach Kafka at 127.0.0.1:")
     assert [t.name for t in _kafka_threads() if t not in before] == []
 

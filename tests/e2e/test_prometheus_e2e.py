@@ -34,6 +34,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -111,7 +112,7 @@ def mid_rebalance_snapshots() -> list[dict]:
     from streaming.app.settings import LogInput, OffsetsInput
     from tests.support.capture_expectations import FIXTURES, LOG_FILES, utc_ms
 
-    out = []
+    out: list[dict] = []
     for capture, (cut, expected) in MID_REBALANCE.items():
         cluster = f"{capture}-mid-rebalance"
         logs = [LogInput(path=str(FIXTURES / capture / name), cluster=cluster) for name in LOG_FILES[capture]]
@@ -291,10 +292,12 @@ def test_prometheus_evaluates_every_rule_without_errors_and_the_expected_alerts_
     assert len(rules) == len(alert_rules.ALERTS)
     assert [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"] == []
     assert set(EXPECTED_ALERTS) <= active, active
+    base = alert_rules.DEFAULTS["runbookBaseUrl"]
+    assert isinstance(base, str), base
     for alert in alerts:
         if alert["labels"]["alertname"] in EXPECTED_ALERTS:
             assert alert["labels"]["target"] == EXPECTED_ALERTS[alert["labels"]["alertname"]], alert
-            assert alert["annotations"]["runbook_url"].startswith(alert_rules.DEFAULTS["runbookBaseUrl"] + "#")
+            assert alert["annotations"]["runbook_url"].startswith(base + "#")
     # nothing else fires on this data: no storm, stuck group, burst or input error in the demo
     assert active == set(EXPECTED_ALERTS), active - set(EXPECTED_ALERTS)
 
@@ -306,7 +309,7 @@ def test_stuck_threshold_per_group_on_the_exported_gauges(prometheus, monitor_mi
     KIP-848 Reconciling) are over it."""
     api, _ = prometheus
     _, snapshots = monitor_mid_rebalance
-    params = {**alert_rules.DEFAULTS, **E2E_PARAMS}
+    params: dict[str, Any] = {**alert_rules.DEFAULTS, **E2E_PARAMS}
     expected = {}
     for snap in snapshots:
         key = (snap["cluster"], snap["group"], snap["protocol"])

@@ -74,7 +74,7 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     from streaming.app.settings import ReplaySettings, load
     from streaming.app.settings.wiring import diagnosis_settings, log_file, offsets_file, query_options
     from streaming.spark.query import replay_query, stage_replay
-    from streaming.spark.run import run_to_end
+    from streaming.spark.run import BatchSink, run_to_end
     settings = load(ReplaySettings, max_rows_per_batch=ROWS_PER_BATCH,
                     **({"state_buckets": state_buckets} if state_buckets is not None else {}))
     collector = RunCollector(MetricsSink(settings.duration_buckets), keep_records=False,
@@ -91,7 +91,7 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
         _STAGED[staging] = stage_replay(spark, options, [log_file(i) for i in logs], [offsets_file(i) for i in offsets],
                                         staging)
     outputs = replay_query(spark, options, _STAGED[staging])
-    sink = collector
+    sink: BatchSink = collector
     if stop_at_batch is not None:
         class _StopAt:
             def foreach_batch(self, df, batch_id):
@@ -108,6 +108,7 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     run_to_end(spark, outputs, sink, checkpoint_dir=str(workdir / "checkpoint" / "query"))
     final = collector.correlator.advance(2 ** 62)    # removals the correlator still holds
     from state.outputs import apply_trigger_decisions
+    assert collector.event_sink is not None
     sink_records = {kind: list(collector.event_sink.records(kind)) for kind in KINDS}
     # as a consumer of the sink reads it: rebalances with their decided triggers
     sink_records["rebalance"] = apply_trigger_decisions(sink_records["rebalance"],

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.spark
 
 
 def _by_key(records):
-    out = {}
+    out: dict[tuple[str, int], list[dict]] = {}
     for r in records:
         out.setdefault((r["group"], r["generation"]), []).append(r)
     return out

@@ -94,6 +94,7 @@ def readme_rebalances_40() -> list[ExpectedRebalance]:
         for part in filter(None, (p.strip() for p in removed.split("; "))):
             # `<member id> (<client id>[, note]): <why>`, the client part is optional
             m2 = re.match(r"^(\S+?)(?: \([^)]*\))?: (.*)$", part)
+            assert m2 is not None, part
             removals.append(ExpectedRemoval(m2.group(1), _cause_40(m2.group(2))))
         rows.append(ExpectedRebalance(group, protocol, int(gen), utc_ms(start),
                                       None if end == "-" else utc_ms(end), outcome, reason.strip(), removals))

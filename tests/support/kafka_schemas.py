@@ -21,6 +21,7 @@ import struct
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from tests.support.offsets_encoder import compact, nullable_bytes, string, tagged_fields, uvarint
 
@@ -131,7 +132,7 @@ class Schema:
 
     # -- random values --
     def random_values(self, version: int, rng: random.Random, fields: list | None = None) -> dict:
-        out = {}
+        out: dict[str, Any] = {}
         for f in self.schema["fields"] if fields is None else fields:
             if version not in versions(_field_versions(f)):
                 continue

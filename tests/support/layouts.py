@@ -175,6 +175,7 @@ def _prefixed(e: Entry, line: str, i: int, layout: str, broker: int) -> str:
     if layout == "kubectl":
         return f"{_rfc3339(e, 300 + i)} {line}"
     if layout == "syslog":
+        assert e.date is not None       # a header's date, or the stand-in entry's above
         month = _MONTHS[int(e.date[5:7]) - 1]
         return f"{month} {int(e.date[8:10]):2d} {e.clock} kafka-{broker} kafka[{4100 + broker}]: {line}"
     if layout == "docker-json":

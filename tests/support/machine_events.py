@@ -112,6 +112,7 @@ def outs(machine: GroupStateMachine) -> list:
         while held and held[0][0] <= i:
             out.append(("removal", _undiagnosed_removal(held.pop(0)[1])))
         if kind == "rebalance":
+            assert r is not None
             r = {k: v for k, v in r.items() if k not in DIAGNOSIS_REBALANCE_KEYS}
         if kind is not None:
             out.append((kind, r))
@@ -127,7 +128,7 @@ def records(machine: GroupStateMachine, kind: str) -> list[dict]:
 def rebalance(**fields: Any) -> dict:
     """An expected rebalance record: every field must be given except cluster/group/protocol, and
     assigned_at_ms of a classic one (always null)."""
-    base = {"cluster": CLUSTER, "group": G, "protocol": "classic"}
+    base: dict[str, Any] = {"cluster": CLUSTER, "group": G, "protocol": "classic"}
     base.update(fields)
     if base["protocol"] == "classic":
         base.setdefault("assigned_at_ms", None)

@@ -4,6 +4,7 @@ the schemas, independently of the decoders."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from tests.support.offsets_encoder import record
 
@@ -34,7 +35,7 @@ def group_metadata_schema(v: int) -> list:
 
 
 TOPIC_PARTITIONS = [("Topic", "string"), ("Partitions", ["int32"])]
-SUBSCRIPTION = {0: [("Topics", ["string"]), ("UserData", "bytes?")]}
+SUBSCRIPTION: dict[int, list[tuple[str, Any]]] = {0: [("Topics", ["string"]), ("UserData", "bytes?")]}
 SUBSCRIPTION[1] = SUBSCRIPTION[0] + [("OwnedPartitions", [TOPIC_PARTITIONS])]
 SUBSCRIPTION[2] = SUBSCRIPTION[1] + [("GenerationId", "int32")]
 SUBSCRIPTION[3] = SUBSCRIPTION[2] + [("RackId", "string?")]

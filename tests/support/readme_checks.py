@@ -25,6 +25,7 @@ def assert_kafka27_rebalances(rebalances: list[dict]) -> None:
         assert r["outcome"] == exp.outcome, exp
         assert r["trigger"] == expected_trigger(exp.reason, exp.group, exp.generation), exp
         assert r["reason_text"].startswith(exp.reason.split("…")[0]), exp
+        assert exp.ended_at_ms is not None, exp
         assert r["join_seconds"] == pytest.approx((exp.ended_at_ms - exp.started_at_ms) / 1000)
         if exp.outcome == "stable":
             # Stable when the leader's assignment was received (line quoted verbatim from the log).

@@ -152,8 +152,8 @@ def test_the_stops_are_what_the_members_callbacks_say():
                    _callback("a", 3000, "revoked", ["t-1"]), _callback("b", 3400, "assigned", ["t-1"]),
                    {"action": "kill", "client_id": "g-b", "group": "g", "ts_ms": 5000},
                    _callback("a", 8000, "assigned", ["t-1"])]
-    got = [(g.partition, g.stopped_ms, g.resumed_ms, g.how) for g in Ownership(cooperative).gaps]
-    assert got == [("t-1", 3000, 3400, "revoked"), ("t-1", 5000, 8000, "kill")]
+    cooperative_gaps = [(g.partition, g.stopped_ms, g.resumed_ms, g.how) for g in Ownership(cooperative).gaps]
+    assert cooperative_gaps == [("t-1", 3000, 3400, "revoked"), ("t-1", 5000, 8000, "kill")]
     assert Ownership(cooperative, until_ms=5000).consumed() == {"t-0", "t-1"}
 
 

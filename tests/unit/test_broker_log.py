@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -36,6 +36,13 @@ def utc_ms(line: str) -> int:
     """Timestamp of a log line read as UTC, computed without the module under test."""
     ts = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc)
     return int(ts.timestamp() * 1000)
+
+
+def events_of(line: str, *, source_id: str, seq: int, tz: tzinfo, default_broker: int | None = None) -> list[ev.Event]:
+    """parse_line's result for a line the test expects to become events (neither ignored nor quarantined)."""
+    result = bl.parse_line(line, source_id=source_id, seq=seq, tz=tz, default_broker=default_broker)
+    assert isinstance(result, list), (line, result)
+    return result
 
 
 def scala(message: str, *, broker: int = 1, level: str = "INFO", logger: str = SCALA_GC) -> str:
@@ -884,6 +891,7 @@ def test_catalog_case(case: Case) -> None:
         assert parsed.result is None
         return
     assert parsed.outcome == bl.OUTCOME_EVENTS
+    assert isinstance(parsed.result, list)
     assert [_project(e) for e in parsed.result] == case.expected
     for event in parsed.result:
         assert (event.source, event.source_id, event.seq) == (ev.SOURCE_LOG, "src-1", 42)
@@ -926,7 +934,7 @@ def _matching_entries(line: str) -> list[str]:
 
 def _coordinator_lines(name: str) -> list[str]:
     return [line for _, line in files.iter_log_file(str(FIXTURES / name))
-            if layout.HEADER_RE.match(line) and _family(layout.HEADER_RE.match(line).group(4))]
+            if (header := layout.HEADER_RE.match(line)) and _family(header.group(4))]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.entry}@{c.origin}" for c in CASES])
@@ -988,7 +996,7 @@ def test_real_log_has_no_quarantine_and_expected_kind_counts(name: str) -> None:
 
     # Every coordinator line is either an event or recognised; nothing else comes out of them.
     for _, line, p in parsed:
-        if layout.HEADER_RE.match(line) and _family(layout.HEADER_RE.match(line).group(4)):
+        if (header := layout.HEADER_RE.match(line)) and _family(header.group(4)):
             assert p.outcome in (bl.OUTCOME_EVENTS, bl.OUTCOME_IGNORED), line
         else:
             assert p.result is None and p.outcome in (bl.OUTCOME_NOT_COORDINATOR, bl.OUTCOME_CONTINUATION), line
@@ -1107,13 +1115,13 @@ def test_classify_rebalance_reason(reason: str | None, expected: dict) -> None:
 
 def test_timezone_shifts_epoch_by_the_local_offset() -> None:
     line = CASES[0].line  # 2026-11-21 19:21:58,686 (CET, UTC+1 in Berlin)
-    as_utc = bl.parse_line(line, source_id="s", seq=1, tz=UTC)[0].ts_ms
-    as_berlin = bl.parse_line(line, source_id="s", seq=1, tz=ZoneInfo("Europe/Berlin"))[0].ts_ms
+    as_utc = events_of(line, source_id="s", seq=1, tz=UTC)[0].ts_ms
+    as_berlin = events_of(line, source_id="s", seq=1, tz=ZoneInfo("Europe/Berlin"))[0].ts_ms
     assert as_utc == utc_ms(line) == 1795288918686
     assert as_utc - as_berlin == 3_600_000
     summer = scala("Stabilized group g1 generation 5 (__consumer_offsets-12)").replace(TEMPLATE_TS, "2024-07-01 12:00:00,250")
-    assert (bl.parse_line(summer, source_id="s", seq=1, tz=UTC)[0].ts_ms
-            - bl.parse_line(summer, source_id="s", seq=1, tz=ZoneInfo("Europe/Berlin"))[0].ts_ms) == 7_200_000
+    assert (events_of(summer, source_id="s", seq=1, tz=UTC)[0].ts_ms
+            - events_of(summer, source_id="s", seq=1, tz=ZoneInfo("Europe/Berlin"))[0].ts_ms) == 7_200_000
 
 
 def test_local_ts_conversion_matches_datetime_across_dst() -> None:
@@ -1143,9 +1151,13 @@ def test_truncated_header_with_coordinator_marker_is_unparseable() -> None:
 
 def test_garbled_line_and_bad_timestamp_are_unparseable() -> None:
     garbled = "19:21:26,163 INFO [GroupCoordinator 2]: Stabilized group g (kafka.coordinator.group.GroupCoordinator)"
-    assert bl.parse_line(garbled, source_id="f", seq=1, tz=UTC).reason == "unparseable_line"
+    quarantined = bl.parse_line(garbled, source_id="f", seq=1, tz=UTC)
+    assert isinstance(quarantined, Quarantined)
+    assert quarantined.reason == "unparseable_line"
     bad_date = scala("Stabilized group g1 generation 5 (__consumer_offsets-12)").replace(TEMPLATE_TS, "2026-13-45 19:21:26,163")
-    assert bl.parse_line(bad_date, source_id="f", seq=1, tz=UTC).reason == "unparseable_line"
+    quarantined = bl.parse_line(bad_date, source_id="f", seq=1, tz=UTC)
+    assert isinstance(quarantined, Quarantined)
+    assert quarantined.reason == "unparseable_line"
 
 
 @pytest.mark.parametrize("line", [
@@ -1230,10 +1242,10 @@ def test_lines_without_any_marker_never_yield_anything() -> None:
 
 def test_broker_comes_from_prefix_else_default() -> None:
     no_prefix = unprefixed("Stabilized group g1 generation 5 (__consumer_offsets-12)", SCALA_GC)
-    assert bl.parse_line(no_prefix, source_id="f", seq=1, tz=UTC, default_broker=7)[0].broker == 7
-    assert bl.parse_line(no_prefix, source_id="f", seq=1, tz=UTC)[0].broker is None
+    assert events_of(no_prefix, source_id="f", seq=1, tz=UTC, default_broker=7)[0].broker == 7
+    assert events_of(no_prefix, source_id="f", seq=1, tz=UTC)[0].broker is None
     prefixed = scala("Stabilized group g1 generation 5 (__consumer_offsets-12)", broker=3)
-    assert bl.parse_line(prefixed, source_id="f", seq=1, tz=UTC, default_broker=7)[0].broker == 3
+    assert events_of(prefixed, source_id="f", seq=1, tz=UTC, default_broker=7)[0].broker == 3
 
 
 def test_split_coordinator_prefix() -> None:

@@ -28,7 +28,8 @@ def test_a_pack_folds_as_its_commits_one_by_one():
         ts = rng.randrange(1, 1000)
         start = {"t:0": rng.randrange(1000)} if rng.random() < 0.5 else {}
         last = rng.choice([None, rng.randrange(1000)])
-        mine, theirs = dict(start), dict(start)
+        mine: dict[str, int] = dict(start)
+        theirs: dict[str, int] = dict(start)
         assert fold_commit_event(mine, last, E.OFFSET_COMMITS, {"commits": entries}, ts) == \
             _reference(theirs, last, E.OFFSET_COMMITS, {"commits": entries}, ts)
         assert mine == theirs
@@ -36,6 +37,7 @@ def test_a_pack_folds_as_its_commits_one_by_one():
 
 def test_a_single_commit_folds_as_fold_commit():
     data = {"topic": "t", "partition": 1, "offset": 5, "commit_ts_ms": 40}
-    mine, theirs = {}, {}
+    mine: dict[str, int] = {}
+    theirs: dict[str, int] = {}
     assert fold_commit_event(mine, 10, E.OFFSET_COMMIT, data, 7) == fold_commit(theirs, 10, data, 7)
     assert mine == theirs == {"t:1": 40}

@@ -78,10 +78,12 @@ def test_every_info_template_is_recognised_by_exactly_one_entry(row: dict[str, A
     parsed = bl.parse_line_detailed(line, source_id="t", seq=1, tz=UTC)
     assert parsed.outcome in (bl.OUTCOME_EVENTS, bl.OUTCOME_IGNORED), (parsed.outcome, line)
     matching = _entries_matching(line)
+    assert parsed.entry is not None, line
     assert [e.name for e in matching] == [parsed.entry.name], line
     if parsed.outcome == bl.OUTCOME_IGNORED:
         assert parsed.entry.kind is None or parsed.result is None
         return
+    assert isinstance(parsed.result, list), line
     for event in parsed.result:
         assert event.kind in ev.LOG_KINDS
         assert event.ts_ms == 1767261600123
@@ -94,7 +96,7 @@ def test_debug_templates_are_parsed_only_where_debug_is_the_only_record(row: dic
     parsed = bl.parse_line_detailed(render(row), source_id="t", seq=1, tz=UTC)
     if parsed.outcome == bl.OUTCOME_DEBUG:
         return
-    assert parsed.outcome == bl.OUTCOME_EVENTS and parsed.entry.parse_at_debug, render(row)
+    assert parsed.outcome == bl.OUTCOME_EVENTS and parsed.entry is not None and parsed.entry.parse_at_debug, render(row)
 
 
 # What the words of a template promise: (regex on the template, the event kind, data it must carry).
@@ -145,6 +147,7 @@ def test_templates_become_the_events_their_words_promise(row: dict[str, Any]) ->
     line = render(row)
     parsed = bl.parse_line_detailed(line, source_id="t", seq=1, tz=UTC)
     assert parsed.outcome == bl.OUTCOME_EVENTS, line
+    assert isinstance(parsed.result, list), line
     assert [e.kind for e in parsed.result] == [kind], line
     for key, value in data.items():
         assert parsed.result[0].data.get(key) == value, (key, line)
@@ -155,7 +158,9 @@ def test_share_and_streams_lines_never_claim_to_be_consumer_lines() -> None:
         if not re.search(r"\b(?:share|streams) (?:group|protocol|application)\b|Streams member", row["template"]):
             continue
         parsed = bl.parse_line_detailed(render(row), source_id="t", seq=1, tz=UTC)
-        for event in parsed.result or []:
+        events = parsed.result or []
+        assert isinstance(events, list), render(row)
+        for event in events:
             assert event.data.get("group_type") != "consumer", render(row)
 
 

@@ -357,7 +357,7 @@ def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
     from tests.support.capture_expectations import utc_ms
     machine = GroupStateMachine(GroupModel(cluster="kafka-2.7", group="sc11-stuck-in-rebalance"))
     machine.apply_all([ev for ev in _sc11_events() if ev.ts_ms <= utc_ms(cut)])
-    collector = RunCollector(metrics=None, keep_records=True)
+    collector = RunCollector(metrics=None, keep_records=True)  # type: ignore[arg-type]  # in_progress_rebalances needs no metrics
     collector.snapshots[("kafka-2.7", "sc11-stuck-in-rebalance")] = snapshot(machine.m)
     [rec] = collector.in_progress_rebalances()
     assert rec["outcome"] == "in_progress" and rec["previous_generation"] == 1

@@ -57,7 +57,8 @@ def test_design_doc_tree_lists_every_module():
     text = (ROOT / "docs" / "design.md").read_text()
     tree = text.split("## The tree", 1)[1].split("```", 2)[1]
     # every path in the tree, from its indentation
-    listed, stack = set(), []
+    listed: set[str] = set()
+    stack: list[str] = []
     for line in tree.splitlines():
         if not line.strip():
             continue

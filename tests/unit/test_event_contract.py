@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 from state import events as E
 from streaming.rows import EVENT_COLUMNS, EVENT_COLUMNS_SPEC, row_to_event
@@ -29,7 +30,7 @@ def test_nullable_columns_are_the_optional_fields():
 
 
 def test_a_row_becomes_the_event_with_every_field():
-    values = {"cluster": "c", "group": "g", "ts_ms": 5, "source": "log", "source_id": "s", "seq": 7,
+    values: dict[str, Any] = {"cluster": "c", "group": "g", "ts_ms": 5, "source": "log", "source_id": "s", "seq": 7,
               "kind": E.MEMBER_LEFT, "broker": 2, "generation": 3, "member_id": "m", "reason": "r",
               "data_json": json.dumps({"client_reason": "x"})}
     event = row_to_event([values[c] for c in EVENT_COLUMNS])

@@ -228,6 +228,7 @@ def test_fast_group_metadata_equals_the_full_decoder(version, protocol_type, gen
     fast = fast_group_metadata(key, value)
     ref = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
     if fast is not None:
+        assert isinstance(ref, list)
         (ev,) = ref
         assert (ev.group, ev.generation, ev.data) == fast
     elif version <= 3 and isinstance(ref, list) and "trailing_bytes" not in ref[0].data:
@@ -257,6 +258,7 @@ def test_fast_consumer_group_reader_equals_the_full_decoder(sample, data):
     if fast is None:
         return
     ref = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
+    assert isinstance(ref, list)
     (ev,) = ref
     assert (ev.group, ev.kind, ev.generation, ev.member_id, ev.data) == fast[:5]
 

@@ -26,9 +26,10 @@ def _outputs(capture: str) -> dict:
 @cache
 def _assignments(capture: str) -> dict[tuple[str, int], dict[str, list[str]]]:
     """(group, generation) -> member id -> partitions, from the capture's GroupMetadata records."""
-    out = {}
+    out: dict[tuple[str, int], dict[str, list[str]]] = {}
     for ev in capture_events(*capture_inputs(capture)):
         if ev.kind == E.GROUP_METADATA and ev.data.get("members"):
+            assert ev.generation is not None     # a group's metadata record names its generation
             out[(ev.group, ev.generation)] = {m["member_id"]: m["partitions"] for m in ev.data["members"]}
     return out
 
@@ -243,10 +244,12 @@ def _consumer_gaps(capture: str, group: str) -> list[float]:
     gaps = []
     for ev in sorted((e for e in capture_events(*capture_inputs(capture)) if e.group == group),
                      key=E.Event.sort_key):
-        if ev.kind == E.CONSUMER_MEMBER_FENCED and ev.data.get("fence_reason") == "session":
+        if ev.kind == E.CONSUMER_MEMBER_FENCED and ev.data.get("fence_reason") == "session" \
+                and ev.member_id is not None:    # only looked up by a member record's id
             fenced[ev.member_id] = ev.ts_ms
         if ev.kind != E.CG_MEMBER_ASSIGNMENT:
             continue
+        assert ev.member_id is not None          # type 8 records are keyed by member id
         before = owns.get(ev.member_id, set())
         now = set() if ev.data.get("tombstone") else set(ev.data["owned"])
         at = ev.ts_ms

@@ -139,7 +139,7 @@ def test_a_refused_login_is_reported_with_the_brokers_reason(broker):
 
 def test_an_accepted_login_passes(broker):
     fake = broker()
-    assert probe_login(fake.bootstrap, _plain("right"), timeout_s=5) is None
+    probe_login(fake.bootstrap, _plain("right"), timeout_s=5)     # returns: no error
     assert fake.requests == [(18, 0), (17, 1), (36, 1)]
 
 
@@ -151,11 +151,11 @@ def test_a_mechanism_the_listener_does_not_enable(broker):
 
 def test_no_answer_or_no_broker_is_left_to_the_topic_check(broker):
     silent = broker(silent=True)
-    assert probe_login(silent.bootstrap, _plain("wrong"), timeout_s=5) is None
+    probe_login(silent.bootstrap, _plain("wrong"), timeout_s=5)     # returns: no error
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed_port = s.getsockname()[1]
-    assert probe_login(f"127.0.0.1:{closed_port}", _plain("wrong"), timeout_s=5) is None
+    probe_login(f"127.0.0.1:{closed_port}", _plain("wrong"), timeout_s=5)     # returns: no error
 
 
 def test_the_next_bootstrap_server_is_asked_when_one_does_not_answer(broker):
@@ -167,7 +167,7 @@ def test_the_next_bootstrap_server_is_asked_when_one_does_not_answer(broker):
 
 def test_plaintext_is_not_probed(broker):
     fake = broker()
-    assert probe_login(fake.bootstrap, {}, timeout_s=5) is None
+    probe_login(fake.bootstrap, {}, timeout_s=5)     # returns: no error
     assert fake.requests == []
 
 
@@ -183,7 +183,7 @@ def test_a_certificate_the_ca_does_not_sign(broker, tmp_path):
         probe_login(fake.bootstrap, config, timeout_s=5)
     assert refused.value.kind == "tls" and "self-signed certificate" in str(refused.value), str(refused.value)
     # With its own certificate as the CA the handshake and the login pass.
-    assert probe_login(fake.bootstrap, {**config, "ssl_cafile": str(tmp_path / "cert.pem")}, timeout_s=5) is None
+    probe_login(fake.bootstrap, {**config, "ssl_cafile": str(tmp_path / "cert.pem")}, timeout_s=5)     # returns: no error
     with pytest.raises(ValueError, match=r"cannot load the TLS files \(ssl_cafile = '/nonexistent/ca.pem'\)"):
         probe_login(fake.bootstrap, {**config, "ssl_cafile": "/nonexistent/ca.pem"}, timeout_s=5)
 

@@ -17,7 +17,7 @@ from streaming.spark.sources.kafka import KafkaRange, KafkaStreamReader, KafkaTa
 def _rows(batches) -> list[tuple]:
     """The rows of the Arrow batches a read task yields, checked against the schema PySpark
     compares them with (DATA_SOURCE_RETURN_SCHEMA_MISMATCH otherwise)."""
-    rows = []
+    rows: list[tuple] = []
     for batch in batches:
         assert batch.schema.equals(to_arrow_schema(RAW_LOG_SCHEMA, timezone="UTC"))
         assert batch.num_rows <= base.ARROW_BATCH_ROWS
@@ -81,7 +81,7 @@ def reader(monkeypatch):
     monkeypatch.setattr(source, "_WORKER_CONSUMERS", {})
     r = KafkaStreamReader({"bootstrapServers": "127.0.0.1:1", "topics": "logs", "kind": "broker_log",
                            "readTasks": "2"})
-    r.made = made
+    r.made = made  # type: ignore[attr-defined]  # the fixture hands the tests its fake consumers on the reader
     return r
 
 
@@ -184,13 +184,14 @@ def test_the_connectors_clock_ticks_at_most_once_per_idle_tick(monkeypatch):
     now = [5_000.0]
     monkeypatch.setattr(clock_source.time, "time", lambda: now[0])
     reader = clock_source.ClockStreamReader("offsets", idle_tick_ms=2_000)
-    first = reader.latestOffset(reader.initialOffset(), None)
+    limit = reader.getDefaultReadLimit()
+    first = reader.latestOffset(reader.initialOffset(), limit)
     assert first == {"tick": 5_000_000}
     now[0] += 1.5
-    assert reader.latestOffset(first, None) is first                # 5_001_500: the slot of 5_000_000
+    assert reader.latestOffset(first, limit) is first               # 5_001_500: the slot of 5_000_000
     now[0] += 0.5
-    assert reader.latestOffset(first, None) == {"tick": 5_002_000}  # the next slot, as the topics' sources
-    assert clock_source.ClockStreamReader("offsets").latestOffset(first, None) == {"tick": 5_002_000}
+    assert reader.latestOffset(first, limit) == {"tick": 5_002_000}  # the next slot, as the topics' sources
+    assert clock_source.ClockStreamReader("offsets").latestOffset(first, limit) == {"tick": 5_002_000}
 
 
 def test_with_the_drivers_plan_a_quiet_source_ticks_only_when_a_deadline_is_due(reader, monkeypatch, tmp_path):
@@ -277,6 +278,7 @@ def test_new_records_that_are_only_commits_wait_until_the_hold_ends_or_other_rec
     r = KafkaStreamReader({"bootstrapServers": "127.0.0.1:1", "topics": "__consumer_offsets", "kind": "offsets",
                            "idleTickMs": "5000", "maxIdleMs": "60000", "commitHoldMs": "4000",
                            "markerPlan": str(tmp_path / "plan.json")})
+    assert r.marker_plan is not None
     limit = r.getDefaultReadLimit()
     write_plan(r.marker_plan, None)
     start = {"source": "offsets", "topics": {"__consumer_offsets": {"0": 10}}, "tick": 1_000_000, "gap": 0,

@@ -18,6 +18,7 @@ from streaming.logs.merge import LogMergeCursor, file_shape, line_ts
 from streaming.logs.parser import OUTCOME_EVENTS, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN_LAYOUT, parse_line_detailed
 from streaming.logs.step import LogSourceSpec, LogSourceStats, parse_log_rows, unwrap_rows
 from streaming.logs.timeutil import UTC, to_epoch_ms, zone
+from streaming.quarantine import Quarantined
 from streaming.rows import EVENT_COLUMNS
 from tests.support.capture_expectations import FIXTURES
 
@@ -105,6 +106,7 @@ def test_header_of_each_layout(line, layout, ts, level, logger):
     assert (header.layout, header.ts, header.level, header.logger) == (layout, ts, level, logger)
     parsed = parse_line_detailed(line, source_id="f", seq=1, tz=UTC)
     assert parsed.outcome == OUTCOME_EVENTS and parsed.layout == layout
+    assert isinstance(parsed.result, list)
     assert parsed.result[0].broker == 2 and parsed.result[0].kind == "join_complete"
 
 
@@ -179,7 +181,8 @@ def test_old_group_metadata_manager_prefix_names_the_broker():
 def test_a_coordinator_line_in_an_unknown_layout_is_counted_as_such():
     line = f"@@ 19:21:26 {LINE} {GC}"        # no date: no time to give an event
     parsed = parse_line_detailed(line, source_id="f", seq=4, tz=UTC)
-    assert parsed.outcome == OUTCOME_UNKNOWN_LAYOUT and parsed.result.reason == "unparseable_line"
+    assert parsed.outcome == OUTCOME_UNKNOWN_LAYOUT and isinstance(parsed.result, Quarantined)
+    assert parsed.result.reason == "unparseable_line"
     assert "layout is not understood" in parsed.result.detail
     odd = "@@ 2026-11-21 19:21:26 KafkaServer started"
     assert parse_line_detailed(odd, source_id="f", seq=4, tz=UTC).outcome == OUTCOME_NOT_COORDINATOR
@@ -216,7 +219,8 @@ def test_json_layouts_give_message_and_fields(raw, layout):
     u = unwrap(raw)
     assert u.line == LINE and u.fields is not None and u.fields.layout == layout
     parsed = parse_line_detailed(u.line, source_id="f", seq=1, tz=BERLIN, fields=u.fields)
-    assert parsed.outcome == OUTCOME_EVENTS and parsed.result[0].ts_ms == 1795288886163
+    assert parsed.outcome == OUTCOME_EVENTS and isinstance(parsed.result, list)
+    assert parsed.result[0].ts_ms == 1795288886163
     assert line_ts(raw, BERLIN, raw.startswith("{")) == 1795288886163
 
 
@@ -224,5 +228,6 @@ def test_a_shipper_document_that_keeps_the_whole_line_is_read_from_the_line():
     """Fields added by a shipper do not hide a complete log4j line in `message`."""
     whole = f"[2026-11-21 19:21:26,163] INFO {LINE} ({GC})"
     u = unwrap(json.dumps({"message": whole, "log.level": "INFO", "log.logger": GC}))
+    assert u.line is not None
     parsed = parse_line_detailed(u.line, source_id="f", seq=1, tz=UTC, fields=u.fields)
     assert parsed.outcome == OUTCOME_EVENTS and parsed.layout == "default"

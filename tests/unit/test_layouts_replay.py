@@ -114,7 +114,7 @@ def test_layout_gives_the_records_of_the_default_layout(tmp_path_factory, captur
         name = source.split(":", 1)[1]
         openings = multi_line_messages((FIXTURES / capture / name).read_text(errors="replace").splitlines())
         others = {k: v for k, v in layouts.items() if k != expected}
-        assert max(layouts, key=layouts.get) == expected, (source, layouts)
+        assert max(layouts, key=lambda k: layouts[k]) == expected, (source, layouts)
         assert all(expected.startswith(k) and expected.endswith("-location") for k in others), (source, layouts)
         assert sum(others.values()) <= openings, (source, layouts, openings)
 

@@ -1,6 +1,8 @@
 """The live query's Spark settings (streaming/spark/session.py live_conf)."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from streaming.spark.session import is_local_path, live_conf
@@ -24,17 +26,17 @@ def test_only_a_local_checkpoint_changes_the_file_system(location, local):
 def test_the_settings_spark_conf_wins(monkeypatch, tmp_path):
     """run() passes live_conf first and the user's spark_conf on top."""
     from streaming.app import service
-    seen = {}
+    seen: dict[str, str] = {}
 
     def fake_get_spark(master, partitions, conf=None, driver_memory=None):
         seen.update(conf or {})
         raise RuntimeError("stop here")
     monkeypatch.setattr("streaming.spark.session.get_spark", fake_get_spark)
     monkeypatch.setattr(service, "_wait_for_kafka", lambda *a, **k: None)
-    from streaming.app.settings import RunSettings
+    from streaming.app.settings import KafkaSettings, RunSettings
     settings = RunSettings(checkpoint_location=str(tmp_path / "cp"), events_dir=str(tmp_path / "ev"),
                            metrics_port=0, spark_conf={"spark.sql.codegen.wholeStage": "true"},
-                           kafka={"bootstrap_servers": "127.0.0.1:1", "log_topics": ["logs"]})
+                           kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", log_topics=["logs"]))
     with pytest.raises(RuntimeError, match="stop here"):
         service.run(settings)
     assert seen["spark.sql.codegen.wholeStage"] == "true"
@@ -50,7 +52,7 @@ def test_no_data_batches_only_where_no_marker_comes():
     key = "spark.sql.streaming.noDataMicroBatches.enabled"
     assert live_conf("/cp", idle_markers=True)[key] == "false"
     assert key not in live_conf("/cp")
-    base = {"bootstrap_servers": "127.0.0.1:9092", "log_topics": ["logs"]}
+    base: dict[str, Any] = {"bootstrap_servers": "127.0.0.1:9092", "log_topics": ["logs"]}
     assert KafkaSettings(**base).idle_markers
     assert not KafkaSettings(**base, idle_flush=False).idle_markers
     assert not KafkaSettings(**base, max_rows_per_batch=1000).idle_markers

@@ -8,6 +8,7 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import generate_latest
 
@@ -40,7 +41,7 @@ def test_a_dead_group_has_no_gauge_series():
 
 def _progress(watermark: str | None = None, newest: int | None = None, oldest: int | None = None,
               tick: int | None = None) -> dict:
-    end = {"source": "broker_log", "topics": {}, "tick": tick, "gap": 0, "error": None}
+    end: dict[str, Any] = {"source": "broker_log", "topics": {}, "tick": tick, "gap": 0, "error": None}
     return {"sources": [{"numInputRows": 0, "startOffset": {"source": "broker_log", "tick": None},
                          "endOffset": end}],
             "eventTime": {"watermark": watermark} if watermark else {},
@@ -63,12 +64,18 @@ def test_newest_event_age_keeps_growing_while_a_source_is_quiet():
     collector = RunCollector(sink, keep_records=False)
     collector.count_progress(_progress(newest=int(now[0] * 1000) - 2_000, oldest=int(now[0] * 1000) - 3_000))
     age = re.compile(r'rebalance_monitor_source_newest_event_age_seconds\{source="broker_log"\} (\S+)')
-    assert float(age.search(_page(sink)).group(1)) == 2.0
+
+    def scraped_age() -> float:
+        m = age.search(_page(sink))
+        assert m is not None
+        return float(m.group(1))
+
+    assert scraped_age() == 2.0
     now[0] += 30
     collector.count_progress(_progress())            # quiet: a batch without events of the source
-    assert float(age.search(_page(sink)).group(1)) == 32.0
+    assert scraped_age() == 32.0
     now[0] += 10                                     # no batch at all: still the age at scrape time
-    assert float(age.search(_page(sink)).group(1)) == 42.0
+    assert scraped_age() == 42.0
 
 
 def test_event_skew_is_how_far_rows_arrive_behind_the_sources_front():

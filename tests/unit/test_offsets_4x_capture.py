@@ -50,7 +50,7 @@ def _group(version, scenario):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_record_decodes_with_every_field_read(version):
-    types = defaultdict(lambda: [0, 0])
+    types: defaultdict[int, list[int]] = defaultdict(lambda: [0, 0])   # key type -> [values, tombstones]
     for rec in _records(version):
         d = decode_record(rec["key"], rec["value"])
         types[d["key"]["type"]][d["tombstone"]] += 1
@@ -127,7 +127,8 @@ def _assigned(data):
 def _targets(events, group):
     """(target-epoch event, {member: its latest target-member data}) for each target epoch of the
     group, over the members alive then (their member record not tombstoned)."""
-    latest, alive, out = {}, set(), []
+    latest, out = {}, []
+    alive: set[str | None] = set()
     for e in events:
         if e.group != group:
             continue

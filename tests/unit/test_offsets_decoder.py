@@ -136,7 +136,7 @@ def dump40():
 
 
 def _counts_by_type(records):
-    counts = collections.Counter()
+    counts: collections.Counter[tuple[int, str]] = collections.Counter()
     for rec in records:
         t = decode_key(rec["key"])["type"]
         counts[(t, "records")] += 1
@@ -518,6 +518,7 @@ def test_truncated_value_is_quarantined_with_field_path_and_offset():
     assert (q.source, q.source_id, q.seq, q.reason, q.ts_ms) == (
         "offsets", "__consumer_offsets-5", 77, "corrupt_record", 123)
     assert f"GroupMetadataValue.members[1].clientHost at byte {client_host_at}" in q.detail
+    assert q.raw is not None
     key_b64, value_b64 = q.raw.split("|")
     assert base64.b64decode(key_b64) == group_key("g") and base64.b64decode(value_b64) == value
 
@@ -569,7 +570,7 @@ def test_raw_is_truncated():
     value = gm_value(3, "consumer", 1, None, None, []) + b"\x00" * 5000
     key = b"\x00\x63" + b"x" * 3000
     q = events_of(key, value)
-    assert isinstance(q, Quarantined) and len(q.raw) == 2000
+    assert isinstance(q, Quarantined) and q.raw is not None and len(q.raw) == 2000
 
 
 def test_corrupt_counts_and_lengths():
@@ -598,9 +599,9 @@ def test_a_bad_unsigned_varint_names_its_field_and_first_byte(tail, message):
 
 def test_record_to_events_never_raises_on_mutations(dump27, dump40):
     rng = random.Random(848)
-    samples = []
+    samples: list[dict] = []
     for records in (dump27[0], dump40[0]):
-        by_type = {}
+        by_type: dict[int, dict] = {}
         for rec in records:
             if rec["value"]:
                 by_type.setdefault(decode_key(rec["key"])["type"], rec)
@@ -662,6 +663,7 @@ def test_dump_with_null_key_line_yields_record_then_null_key_quarantine(tmp_path
     path.write_text(json.dumps({"partition": 1, "offset": 5, "timestamp": 9, "key_b64": None,
                                 "value_b64": "AAE="}) + "\n")
     ((n, rec),) = list(iter_jsonl_dump(str(path)))
+    assert isinstance(rec, dict)
     assert rec["key"] is None
     q = record_to_events(partition=rec["partition"], offset=rec["offset"],
                          timestamp_ms=rec["timestamp"], key=rec["key"], value=rec["value"])

@@ -41,7 +41,10 @@ def _batch(rows):
 
 
 def _both(rows, batch_size):
-    ref, fast, stats_ref, stats_fast = [], [], {}, {}
+    ref, fast = [], []
+    # {cluster: {(key_version, value_version, outcome): n}}, as decode_offsets_rows collects it
+    stats_ref: dict[str, dict[tuple[str, str, str], int]] = {}
+    stats_fast: dict[str, dict[tuple[str, str, str], int]] = {}
     for i in range(0, len(rows), batch_size):
         chunk = rows[i:i + batch_size]
         ref += decode_offsets_rows(chunk, CLUSTERS, stats=stats_ref)
@@ -153,7 +156,7 @@ def test_vectorised_decoder_equals_the_reference_on_awkward_records():
         (_cg_key(8, b"m"), _cg8(b"\x01\x00\x05\x03\x00\x00\x00\x01")),   # count says 2 epochs in 5 bytes
         (_cg_key(17), None), (_cg_key(22, b"m"), None), (_cg_key(23), None),   # streams tombstones
     ]
-    rows = []
+    rows: list[tuple] = []
     for i, (k, v) in enumerate(records):
         rows.append(("a" if i % 3 else "b", i, i % 4, 1000 + i, 5_000 + (i * 7) % 11, k, v, None, False, None))
     rows.append(("a", 99, None, None, 5_000, None, None, "ValueError: bad | {", False, "malformed_dump_line"))
@@ -196,13 +199,15 @@ def test_every_real_group_and_kip848_record_takes_a_direct_reader(capture):
     left to the full decoder."""
     from streaming.offsets.record_events import record_to_events
     from streaming.offsets.vectorised.direct import fast_consumer_group_record, fast_group_metadata
-    seen = {}
+    seen: dict[str, int] = {}
     for r in _rows(capture):
         key, value = r[5], r[6]
         key_type = None if key is None else struct.unpack(">h", key[:2])[0]
         if key_type is None or key_type < 2 or (key_type >= 9 and value is not None):
             continue
-        (ev,) = record_to_events(partition=r[2], offset=r[3], timestamp_ms=r[4], key=key, value=value)
+        events = record_to_events(partition=r[2], offset=r[3], timestamp_ms=r[4], key=key, value=value)
+        assert isinstance(events, list), events
+        (ev,) = events
         if key[:2] == b"\x00\x02" and value is not None:
             assert fast_group_metadata(key, value) == (ev.group, ev.generation, ev.data)
             kind = "group_metadata"

@@ -6,6 +6,7 @@ encodings."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from streaming.offsets.record_events import record_to_events
 from streaming.offsets.records import RECORD_TYPE_NAMES
 from streaming.offsets.per_record import record_outcome
 from streaming.offsets.wire import UnknownRecordType, UnknownVersion
+from streaming.quarantine import Quarantined
 from tests.support.offsets_encoder import encode, record, uvarint
 from tests.support.offsets_schemas import (
     CG_TOPIC_PARTITIONS, OFFSET_COMMIT_VALUE, UUID, UUID_STR, assignment_bytes, group_metadata_schema,
@@ -68,7 +70,9 @@ def test_offset_commit_value(version):
     assert d.get("expire_timestamp") == (1_700_000_900_000 if version == 1 else None)
     key = record(1, [("group", "string"), ("topic", "string"), ("partition", "int32")],
                  {"group": "g", "topic": "t", "partition": 3})
-    (ev,) = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
+    events = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
+    assert isinstance(events, list)
+    (ev,) = events
     assert ev.data == {"topic": "t", "partition": 3, "offset": 1234, "commit_ts_ms": 1_700_000_000_001, "count": 1}
 
 
@@ -111,8 +115,10 @@ def test_group_metadata_value(version, sub_version):
     assert m0["group_instance_id"] == ("inst" if version >= 3 else None)
     assert m0["subscription"]["version"] == sub_version and m0["subscription"]["topics"] == ["orders"]
     assert m1["assignment"]["assigned_partitions"] == [{"topic": "orders", "partitions": [1, 3]}]
-    (ev,) = record_to_events(partition=0, offset=1, timestamp_ms=2, key=record(2, [("group", "string")], {"group": "g"}),
-                             value=value)
+    events = record_to_events(partition=0, offset=1, timestamp_ms=2, key=record(2, [("group", "string")], {"group": "g"}),
+                              value=value)
+    assert isinstance(events, list)
+    (ev,) = events
     em = ev.data["members"][1]
     assert ev.generation == 11 and em["assigned_partitions"] == 2 and em["topics"] == ["orders"]
     assert em["owned_partitions"] == (1 if sub_version >= 1 else None)
@@ -164,7 +170,7 @@ CLASSIC_MEMBER_METADATA = [("SessionTimeoutMs", "int32"),
 
 @pytest.mark.parametrize("classic", [False, True])
 def test_consumer_group_member_metadata_value_v0(classic):
-    vals = {"InstanceId": None, "RackId": "rack-1", "ClientId": "cid", "ClientHost": "/h", "SubscribedTopicNames": ["a", "b"],
+    vals: dict[str, Any] = {"InstanceId": None, "RackId": "rack-1", "ClientId": "cid", "ClientHost": "/h", "SubscribedTopicNames": ["a", "b"],
             "SubscribedTopicRegex": None, "RebalanceTimeoutMs": 30_000, "ServerAssignor": "uniform"}
     if classic:   # tag 0: a nullable struct, presence byte 1, then the struct
         cm = uvarint(1) + encode(CLASSIC_MEMBER_METADATA, {"SessionTimeoutMs": 45_000, "SupportedProtocols": [
@@ -179,7 +185,9 @@ def test_consumer_group_member_metadata_value_v0(classic):
     else:
         assert d["classic_member_metadata"] is None
     key = record(5, [("GroupId", "string"), ("MemberId", "string")], {"GroupId": "g", "MemberId": "m"})
-    (ev,) = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=record(0, MEMBER_METADATA, vals, True))
+    events = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=record(0, MEMBER_METADATA, vals, True))
+    assert isinstance(events, list)
+    (ev,) = events
     assert ev.data["classic"] is classic and ev.data["session_timeout_ms"] == (45_000 if classic else None)
 
 
@@ -227,6 +235,7 @@ def test_share_and_streams_values_are_decoded_or_quarantined_never_counted_only(
     value = struct.pack(">hh", 0, 0)   # version 0, then two zero bytes: too short or a null where none may be
     result = record_to_events(partition=0, offset=1, timestamp_ms=2, key=key, value=value)
     assert record_outcome(key, value, result) == (str(key_type), "0", "corrupt")
+    assert isinstance(result, Quarantined)
     assert result.detail.startswith(RECORD_TYPE_NAMES[key_type] + "Value.")   # names the failing field
     with pytest.raises(UnknownVersion):
         decode_value(key_type, record(1, [("Epoch", "int32")], {"Epoch": 1}, True))

@@ -142,4 +142,5 @@ def test_base64_decoded_column_wide_equals_the_standard_decoder():
     values = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))) for _ in range(500)]
     encoded = [None if i % 17 == 0 else base64.b64encode(v).decode() for i, v in enumerate(values)]
     decoded = _b64_column(pa.chunked_array([pa.array(encoded[:200], pa.string()), pa.array(encoded[200:], pa.string())]))
+    assert decoded is not None
     assert decoded.to_pylist() == [None if e is None else base64.b64decode(e) for e in encoded]

@@ -5,6 +5,7 @@ key, and every group's records, snapshots and stored state are what one key per 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -100,6 +101,7 @@ def test_a_bucket_calls_only_the_groups_whose_timeout_passed():
     state = FakeGroupState(watermark_ms=1_000_000, value=(bucket_text({"b": idle}),))
     frames = list(process_bucket(("c", 0), iter([]), state))
     assert [row[0] for row in frames[0].itertuples(index=False, name=None)] == [str(OutputKind.CLOCK)]
+    assert state.value is not None
     assert bucket_groups(state.value[0]) == {"b": idle}     # not due: as it was
     assert state.timeout_ms == 5_000_000
 
@@ -285,6 +287,7 @@ def test_a_bucket_of_version_1_or_2_loads_and_its_groups_fold_after_one_turn(ver
     driver.batch(setup)
     driver.tick(t0 + 60_000)
     state = driver.states[("default", 0)]
+    assert state.value is not None
     entry = bucket_groups(state.value[0])["a"]
     old = json.dumps({"v": version, "groups": {"a": entry[:3] if version == 1 else entry[:3] + [None]}})
     state.value = (old,)
@@ -299,13 +302,14 @@ def test_a_bucket_decodes_only_the_groups_a_call_touches():
     """Version 3 keeps each group's line as stored until the group is used: an untouched group's
     line is written back byte for byte, a touched one is re-encoded, a dropped one leaves."""
     from streaming.spark.state_bucket import Bucket
-    groups = {"a\tb\nc": ["m1", "[]", 5, None], "b": ["m2", "h2", None, {"w": []}], "c": ["m3", "[]", 7, {}]}
+    groups: dict[str, list[Any]] = {"a\tb\nc": ["m1", "[]", 5, None], "b": ["m2", "h2", None, {"w": []}], "c": ["m3", "[]", 7, {}]}
     text = bucket_text(groups)
     assert text.count("\n") == 3 and bucket_groups(text) == groups
     bucket = Bucket.load(text)
     assert sorted(bucket.due(6)) == ["a\tb\nc"] and bucket.earliest_timeout() == 5
     assert bucket._entries == {}                        # nothing decoded for the due check
     entry = bucket.get("c")
+    assert entry is not None
     entry[2] = 9
     bucket.put("c", entry)
     bucket.drop("b")

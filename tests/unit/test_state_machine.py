@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -168,11 +169,12 @@ def test_leave_of_last_member_kafka_3_x_order(client_reason, cause, trigger):
     assert m.m.state == EMPTY and m.m.invalid_transitions == 0
 
 
-def settled(m: GroupStateMachine, events: list[E.Event] = ()) -> GroupStateMachine:
+def settled(m: GroupStateMachine, events: Iterable[E.Event] = ()) -> GroupStateMachine:
     """`events` applied, then the metadata grace passed: a Kafka 2.8+ rebalance whose group has
     shown its offsets records waits that long for its generation's GroupMetadata record (these
     tests give none), then is emitted with the line's member count."""
     m.apply_all(events)
+    assert m.m.last_event_ms is not None
     m.advance_to(m.m.last_event_ms + METADATA_GRACE_MS + 1)
     return m
 
@@ -335,6 +337,7 @@ def test_members_not_synced_are_removed_with_sync_timeout():
     ns = ev(14000, E.MEMBERS_NOT_SYNCED, data={"member_ids": [C2]})
     m = run(start + [prepare(10000, 1, "member_join", C3), ev(13000, E.JOIN_COMPLETE, 2), ns])
     assert records(m, OutputKind.REMOVAL) == [known_removal(ns, C2, "sync_timeout", generation=2)]
+    assert m.m.open_rebalance is not None
     assert m.m.open_rebalance.removals == [C2]
 
 

@@ -18,7 +18,9 @@ class FakeState:
     """The part of pyspark's GroupState process_group uses."""
 
     def __init__(self, watermark: int) -> None:
-        self.watermark, self.value, self.timeout = watermark, None, None
+        self.watermark = watermark
+        self.value: tuple | None = None
+        self.timeout: int | None = None
 
     exists = property(lambda self: self.value is not None)
     get = property(lambda self: self.value)

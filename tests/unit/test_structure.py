@@ -74,8 +74,8 @@ def _imports(tree: ast.AST, module: str) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
+            for stmt in node.orelse:
+                visit(stmt)
             return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)

@@ -8,6 +8,7 @@ from functools import partial
 
 import pytest
 
+from state.events import Event
 from streaming.logs import parser as bl
 from streaming.logs.layout import MAX_WRAPPED_LINES as MAX_LINES
 from streaming.logs.wrapped import WrappedEntries
@@ -36,8 +37,14 @@ def _feed(lines: list[str], seqs: list[int] | None = None) -> list[tuple[int, bl
     return out + joiner.flush()
 
 
+def _facts(p: bl.LineParse) -> list[Event]:
+    """The events of a line read as OUTCOME_EVENTS."""
+    assert isinstance(p.result, list), p
+    return p.result
+
+
 def _events(readings: list[tuple[int, bl.LineParse]]) -> list[tuple[int, str, str | None]]:
-    return [(seq, e.kind, e.reason) for seq, p in readings if p.outcome == bl.OUTCOME_EVENTS for e in p.result]
+    return [(seq, e.kind, e.reason) for seq, p in readings if p.outcome == bl.OUTCOME_EVENTS for e in _facts(p)]
 
 
 @pytest.mark.parametrize("mangle", [
@@ -50,8 +57,8 @@ def test_a_line_whose_blanks_were_mangled_is_read_as_written(mangle):
     assert _read(PREPARE).outcome == bl.OUTCOME_EVENTS
     mangled = _read(mangle(PREPARE))
     assert mangled.outcome == bl.OUTCOME_EVENTS
-    assert [(e.kind, e.group, e.reason) for e in mangled.result] == [(e.kind, e.group, e.reason)
-                                                                      for e in _read(PREPARE).result]
+    assert [(e.kind, e.group, e.reason) for e in _facts(mangled)] == [(e.kind, e.group, e.reason)
+                                                                       for e in _facts(_read(PREPARE))]
 
 
 def test_a_wild_2_3_static_member_line_is_recognised():

@@ -103,10 +103,12 @@ def _topic_rows(bootstrap: str, topic: str) -> list[tuple]:
         def read() -> bool:
             for msg in c.consume(500, 0.5):
                 if msg.error() is None:
-                    rows.append((f"logs-{msg.partition()}", msg.offset(), msg.value().decode("utf-8", "replace"),
+                    partition, offset, value = msg.partition(), msg.offset(), msg.value()
+                    assert partition is not None and offset is not None and value is not None, msg
+                    rows.append((f"logs-{partition}", offset, value.decode("utf-8", "replace"),
                                  msg.timestamp()[1], False))
-                    if msg.offset() + 1 >= ends[msg.partition()]:
-                        done.add(msg.partition())
+                    if offset + 1 >= ends[partition]:
+                        done.add(partition)
             return len(done) == len(ends)
         wait_for(read, 60, f"log topic {topic} to be read to its end", interval=0)
     finally:

@@ -96,12 +96,12 @@ def test_live_view_at_the_defaults_with_a_lagging_shipper(lagging_bed, tmp_path)
         events_dir = monitor.workdir / "events"
         for group, evs in truth.items():
             starts = sum(1 for e in evs if e.what == "start")
-            removals = sum(1 for e in evs if e.what == "removal")
-            assert starts >= 4 and removals >= 2, evs
+            n_removals = sum(1 for e in evs if e.what == "removal")
+            assert starts >= 4 and n_removals >= 2, evs
             _wait(lambda g=group, n=starts: len(_sink(events_dir, "rebalances", g)) >= n, 60,
                   f"{starts} rebalance records of {group}", monitor)
-            _wait(lambda g=group, n=removals: len(_sink(events_dir, "member_removals", g)) >= n, 150,
-                  f"{removals} removal records of {group}", monitor)
+            _wait(lambda g=group, n=n_removals: len(_sink(events_dir, "member_removals", g)) >= n, 150,
+                  f"{n_removals} removal records of {group}", monitor)
         time.sleep(1.0)
         page = monitor.scrape()
     finally:

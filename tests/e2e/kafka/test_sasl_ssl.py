@@ -22,7 +22,7 @@ def test_scram_over_tls(version, tmp_path):
     with KafkaCluster(version, workdir=tmp_path / "cluster", sasl=sasl) as cluster:
         md = make_admin(cluster.sasl_bootstrap, sasl.client_conf()).list_topics(timeout=20)
         assert set(md.brokers) == {1, 2}
-        errors = []
+        errors: list[KafkaError] = []
         bad = make_admin(cluster.sasl_bootstrap, {**sasl.client_conf(password="wrong"),
                                                   "error_cb": errors.append})
         with pytest.raises(Exception):   # noqa: B017 - confluent-kafka raises KafkaException subclasses

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -196,7 +197,7 @@ def monitors(bed):
         for m in runs.values():
             m.wait_ready(240, batches=0)
         for source, m in runs.items():
-            wait_for(lambda m=m: _done(m, groups), 300, f"the {source} source's records of {sorted(groups)}",
+            wait_for(partial(_done, m, groups), 300, f"the {source} source's records of {sorted(groups)}",
                      interval=1.0, alive=m.alive)
         print(f"both monitors done {time.monotonic() - t0:.1f} s after start")
         pages = {source: m.scrape() for source, m in runs.items()}

@@ -100,12 +100,14 @@ def runs(bed, tmp_path_factory):
         target = last_line_ms + int(hold_s * 1000)
         for name, m in monitors.items():
             budget = max(0.0, (target - now_ms()) / 1000) + SETTINGS.record_delay_s() + 240
-            wait_for(lambda w=watches[name]: w.watermark_ms() >= target, budget,
-                     f"the {name} run's watermark to pass {target}", interval=0.5, alive=m.alive)
+            def passed(w: MetricsWatch = watches[name]) -> bool:
+                return w.watermark_ms() >= target
+            wait_for(passed, budget, f"the {name} run's watermark to pass {target}", interval=0.5, alive=m.alive)
         for name, m in monitors.items():
             b0 = watches[name].batches()
-            wait_for(lambda w=watches[name], b0=b0: w.batches() >= b0 + 2, 120, f"two more {name} batches",
-                     interval=0.25, alive=m.alive)
+            def two_more(w: MetricsWatch = watches[name], b0: int = b0) -> bool:
+                return w.batches() >= b0 + 2
+            wait_for(two_more, 120, f"two more {name} batches", interval=0.25, alive=m.alive)
         print(f"every run done {time.monotonic() - t0:.1f} s after start")
         pages = {name: m.scrape() for name, m in monitors.items()}
         records = {name: {kind: m.records(kind) for kind in KINDS} for name, m in monitors.items()}

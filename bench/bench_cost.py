@@ -79,13 +79,15 @@ def _mb(rss: dict | None) -> str:
     return f"driver {rss['driver']:.0f} MB / JVM {rss['jvm']:.0f} MB / workers {rss['workers']:.0f} MB"
 
 
-def _p95(values: list[float]) -> float:
+def _percentile(values: list[float], q: float) -> float:
+    """testbed.stats.percentile, nan for no values."""
     from testbed.stats import percentile
-    if not values:
-        return float("nan")
-    p95 = percentile(values, 0.95)
-    assert p95 is not None          # None only for no values
-    return p95
+    p = percentile(values, q) if values else None
+    return float("nan") if p is None else p
+
+
+def _p95(values: list[float]) -> float:
+    return _percentile(values, 0.95)
 
 
 def steady_traffic(groups: int, window: float, partitions: int, every: float, seed: int, work: Path):
@@ -161,12 +163,7 @@ def on_cluster(cluster, args, work: Path) -> dict[int, dict]:
 
 
 def _p50(values: list[float]) -> float:
-    from testbed.stats import percentile
-    if not values:
-        return float("nan")
-    p50 = percentile(values, 0.5)
-    assert p50 is not None          # None only for no values
-    return p50
+    return _percentile(values, 0.5)
 
 
 def max_steady(cluster, args, work: Path, first: dict) -> float:

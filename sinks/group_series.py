@@ -47,10 +47,6 @@ class SeriesFamily(Collector):
             self._values[labels] = float(value)
         return new
 
-    def value(self, labels: tuple[str, ...]) -> float | None:
-        with self._lock:
-            return self._values.get(labels)
-
     def remove(self, *labels: str) -> None:
         """Drop one series (prometheus_client's `remove` signature; MetricsSink.sweep calls it)."""
         with self._lock:

@@ -4,8 +4,8 @@ Spark forks every Python worker from one daemon process (pyspark/daemon.py); eac
 imports pandas, pyarrow and the monitor's steps when it unpickles its first function: about
 1.4 s of CPU per worker on the 2-core bench machine. Spark also ends a worker that has been idle
 for a minute (PythonWorkerFactory's idle timeout, not a setting), so a quiet monitor's next
-rebalance started a fresh worker and waited for those imports again: the slowest live figures
-of bench/cost's quiet cluster were such first batches (docs/benchmarks.md, "A warm daemon").
+rebalance could start a fresh worker and wait for those imports again (bench/cost's quiet
+cluster: docs/benchmarks.md, "A warm worker daemon, plain group series, the replay's plan ahead").
 Imported once here, before any fork, every worker starts with them, and their pages are shared
 copy-on-write instead of held once per worker.
 

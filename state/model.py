@@ -226,11 +226,13 @@ class GroupModel:
 
 # The stored form's schema version (docs/design.md, "State versions"). Version 1 (commit 2a45599
 # and before) had no version key; version 2 adds the key and nothing else; version 3 leaves out
-# fields at their default and members' ids (the key of `members`), and compresses (`pack`). A
+# fields at their default and members' ids (the key of `members`), and compresses (`pack`);
+# version 4 changes nothing in the model: the held rows stored beside it may carry their data as a
+# JSON object (streaming/rows.py PACKED_DATA), which a release before it cannot read. A
 # release that renames, removes or re-types a field bumps STATE_VERSION and appends the upgrade
 # from the previous version to _UPGRADES, so every older checkpoint still loads.
 VERSION_KEY = "schema_version"
-STATE_VERSION = 3
+STATE_VERSION = 4
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 # The default of every field of the stored dataclasses (default_factory called once).
@@ -291,6 +293,11 @@ def _v2_to_v3(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def _v3_to_v4(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 differs in the held rows beside the model, which load either way (rows.event_data)."""
+    return raw
+
+
 # _UPGRADES[n - 1] turns the raw dict of version n into version n + 1.
-_UPGRADES: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2, _v2_to_v3]
+_UPGRADES: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
 assert len(_UPGRADES) == STATE_VERSION - 1

@@ -114,8 +114,16 @@ PACKED_FIELDS = EVENT_COLUMNS[len(STATE_INPUT_KEYS):]
 STATE_INPUT_COLUMNS = [*STATE_INPUT_KEYS, PACKED_EVENT]
 assert EVENT_COLUMNS[:len(STATE_INPUT_KEYS)] == list(STATE_INPUT_KEYS)
 # Names of a packed event's fields the stateful step reads without unpacking the row.
-PACKED_TS, PACKED_KIND, PACKED_DATA = "ts_ms", "kind", "data_json"
-assert {PACKED_TS, PACKED_KIND, PACKED_DATA} <= set(PACKED_FIELDS)
+PACKED_TS, PACKED_KIND = "ts_ms", "kind"
+assert {PACKED_TS, PACKED_KIND} <= set(PACKED_FIELDS)
+# The event's data travels in the packed text as a JSON object under PACKED_DATA, spliced in by
+# the JVM (steps.py group_state_machine), so one json.loads gives the whole row: as a string field
+# it was decoded twice, the second time per event in the step (a sixth of its JSON). In a row the
+# data is then a dict; rows and commit digests held in state written before state version 4 keep
+# the `data_json` string (LEGACY_PACKED_DATA), and every reader takes both (event_data).
+PACKED_DATA, LEGACY_PACKED_DATA = "data", "data_json"
+PLAIN_PACKED_FIELDS = PACKED_FIELDS[:-1]
+assert PACKED_FIELDS[-1] == LEGACY_PACKED_DATA and EVENT_COLUMNS[-1] == LEGACY_PACKED_DATA
 
 # A replay's staged rows (streaming/spark/sources/staged.py) also carry the event time through
 # which their micro-batch holds every event of every source (replay_stage.py StagedKind), so the
@@ -211,9 +219,22 @@ def log_stats_row(cluster: str, source: str, ts_ms: int, layouts: dict, classes:
             None, None, None, None, json.dumps(payload, separators=(",", ":"), sort_keys=True))
 
 
+def event_data(value: Any) -> dict[str, Any]:
+    """An event row's data: a dict (packed rows since state version 4), a JSON string (event rows
+    as the steps build them, rows held before version 4) or None (no data)."""
+    if isinstance(value, dict):
+        return value
+    return json.loads(value) if value else {}
+
+
 def packed_fields(row: Sequence[Any]) -> dict[str, Any]:
-    """An event row's packed fields: the parsed PACKED_EVENT text (null fields left out)."""
-    return {name: value for name, value in zip(PACKED_FIELDS, row[len(STATE_INPUT_KEYS):]) if value is not None}
+    """An event row's packed fields, as the parsed PACKED_EVENT text has them: null fields left
+    out, the data as an object under PACKED_DATA."""
+    fields = {name: value for name, value in zip(PLAIN_PACKED_FIELDS, row[len(STATE_INPUT_KEYS):-1])
+              if value is not None}
+    if row[-1]:
+        fields[PACKED_DATA] = event_data(row[-1])
+    return fields
 
 
 def pack_event_row(row: Sequence[Any]) -> str:
@@ -222,8 +243,10 @@ def pack_event_row(row: Sequence[Any]) -> str:
 
 
 def event_rows_of(cluster: str, group: str, fields: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """Packed fields of one group (parsed PACKED_EVENT texts) -> event rows in EVENT_COLUMNS order."""
-    return [[cluster, group, *[f.get(name) for name in PACKED_FIELDS]] for f in fields]
+    """Packed fields of one group (parsed PACKED_EVENT texts, or commit digests held before state
+    version 4 with LEGACY_PACKED_DATA) -> event rows in EVENT_COLUMNS order."""
+    return [[cluster, group, *[f.get(name) for name in PLAIN_PACKED_FIELDS],
+             f.get(PACKED_DATA) or f.get(LEGACY_PACKED_DATA)] for f in fields]
 
 
 def unpack_event_rows(cluster: str, group: str, texts: Sequence[str]) -> list[list[Any]]:
@@ -235,11 +258,12 @@ def unpack_event_rows(cluster: str, group: str, texts: Sequence[str]) -> list[li
 def row_to_event(row: Sequence[Any]) -> E.Event:
     # Unpacked by position (EVENT_COLUMNS order, checked at import): a dict of the row per event
     # was a tenth of the stateful step's own time in a large replay.
-    cluster, group, ts_ms, source, source_id, seq, kind, broker, generation, member_id, reason, data_json = row
+    # The data dict is the row's own (no copy): the machine reads event data and never changes it.
+    cluster, group, ts_ms, source, source_id, seq, kind, broker, generation, member_id, reason, data = row
     return E.Event(
         group=group, ts_ms=int(ts_ms), source=source, source_id=source_id, seq=int(seq), kind=kind,
         broker=None if broker is None else int(broker), generation=None if generation is None else int(generation),
-        member_id=member_id, reason=reason, data=json.loads(data_json) if data_json else {}, cluster=cluster,
+        member_id=member_id, reason=reason, data=event_data(data), cluster=cluster,
     )
 
 

@@ -2,7 +2,7 @@
 one stateful key, each as [model_json, held_json, timeout_ms or None, commit digest or None]
 (streaming/spark/stateful.py says what each holds).
 
-Version 3 is text, one line per group after a `v3` header line:
+Version 4 is text, one line per group after a `v4` header line:
 
     <group as a JSON string> TAB <timeout ms, or empty> TAB <[model_json, held_json, digest] as JSON>
 
@@ -12,8 +12,11 @@ then its own groups', not its bucket's, and buckets can be large (fewer calls, e
 own cost: docs/design.md, "State buckets"). JSON escapes tabs and newlines inside strings, so
 neither a group id nor an entry can break a line.
 
+Version 3 had the same lines; its held rows and digests carry each event's data as a `data_json`
+string, where version 4 may have the object (streaming/rows.py PACKED_DATA). Both load (rows.py
+event_data reads either), and the version keeps a release before 4 from misreading the objects.
 Versions 1 and 2 were one JSON document, {"v": N, "groups": {group: entry}} (version 1 without
-the digest); they load, and are written back as version 3.
+the digest); they load, and are written back as version 4.
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-BUCKET_STATE_VERSION = 3
+BUCKET_STATE_VERSION = 4
+_LINE_VERSIONS = (3, 4)     # the line form (versions 1 and 2 were one JSON document)
 _HEADER = f"v{BUCKET_STATE_VERSION}"
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -44,7 +48,7 @@ class Bucket:
             return cls(entries={g: _with_digest(e) for g, e in raw["groups"].items()})
         header, _, body = text.partition("\n")
         version = int(header[1:]) if header[:1] == "v" and header[1:].isdigit() else None
-        if version != BUCKET_STATE_VERSION:
+        if version not in _LINE_VERSIONS:
             if version is not None and version > BUCKET_STATE_VERSION:
                 raise _newer(version)
             raise ValueError(f"state bucket: not a stored bucket (starts {text[:20]!r})")
@@ -92,7 +96,7 @@ class Bucket:
         return {g: entry for g in self.groups() if (entry := self.get(g)) is not None}
 
     def text(self) -> str:
-        """The stored form (version 3): lines of untouched groups as they were read."""
+        """The stored form (version 4): lines of untouched groups as they were read."""
         lines = [_HEADER]
         for group in self.groups():
             entry = self._entries.get(group)

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from functools import partial, reduce
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -21,7 +21,10 @@ from streaming.logs.header import PREFIXED_JSON
 from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
-from streaming.rows import COMPLETE_THROUGH, PACKED_EVENT, PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column
+from streaming.rows import (
+    COMPLETE_THROUGH, LEGACY_PACKED_DATA, PACKED_DATA, PACKED_EVENT, PLAIN_PACKED_FIELDS, STATE_INPUT_KEYS,
+    state_bucket_column,
+)
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA, STATE_SCHEMA_BUCKETED
 from streaming.spark.stateful import process_bucket, process_group
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -240,6 +243,17 @@ def with_watermark(events: DataFrame, lateness_seconds: float) -> DataFrame:
             .withWatermark("event_time", f"{int(lateness_seconds * 1000)} milliseconds"))
 
 
+def packed_event_column() -> Column:
+    """The PACKED_EVENT text of an event row (streaming/rows.py): to_json of its plain fields (null
+    ones left out), with the data_json text spliced in front as the object under PACKED_DATA
+    instead of a string field, so the step parses each row once. data_json is JSON the steps
+    wrote (rows.py DATA_JSON, the vectorised commits' templates)."""
+    plain = F.to_json(F.struct(*PLAIN_PACKED_FIELDS))
+    data = F.col(LEGACY_PACKED_DATA)
+    return F.when(data.isNull(), plain).otherwise(
+        F.concat(F.lit(f'{{"{PACKED_DATA}":'), data, F.lit(","), F.substring(plain, 2, 2 ** 31 - 1)))
+
+
 def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), group_deny: Sequence[str] = (),
                         diagnosis: DiagnosisSettings | None = None, live_view: bool = True,
                         state_buckets: int = 0) -> DataFrame:
@@ -254,7 +268,7 @@ def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), grou
                            diagnosis=diagnosis or DEFAULT_SETTINGS, live_view=live_view)
     # One packed column besides the key (streaming/rows.py STATE_INPUT_COLUMNS), and event_time:
     # Spark refuses an event-time timeout unless a watermarked column reaches the step.
-    packed_event = F.to_json(F.struct(*PACKED_FIELDS)).alias(PACKED_EVENT)
+    packed_event = packed_event_column().alias(PACKED_EVENT)
     if state_buckets:
         bucket = state_bucket_column(state_buckets)
         keys: tuple[str, ...] = ("cluster", bucket)

@@ -36,3 +36,40 @@ def test_a_row_becomes_the_event_with_every_field():
     event = row_to_event([values[c] for c in EVENT_COLUMNS])
     assert dataclasses.asdict(event) == {RENAMED.get(k, k): (json.loads(v) if k == "data_json" else v)
                                          for k, v in values.items()}
+
+
+def test_the_machine_never_changes_an_events_data():
+    """Rows hand their data dict to the event as it is (rows.row_to_event, no copy), and the live
+    view applies held rows that are stored again after it: the state machine must only read event
+    data. Every event of both captures, through one run of the machine, keeps its data intact."""
+    import copy
+    from state.diagnosis.rules import DEFAULT_SETTINGS
+    from state.machine import run_turn
+    from state.model import GroupModel
+    from streaming.app.local import capture_events
+    from tests.support.capture_expectations import capture_inputs
+    for capture in ("kafka-2.7", "kafka-4.0"):
+        events = sorted(capture_events(*capture_inputs(capture)), key=lambda e: e.sort_key())
+        before = copy.deepcopy([e.data for e in events])
+        by_group: dict[str, list[E.Event]] = {}
+        for e in events:
+            by_group.setdefault(e.group, []).append(e)
+        for group, group_events in by_group.items():
+            run_turn(GroupModel(cluster="default", group=group), group_events, DEFAULT_SETTINGS, E.END_OF_INPUT_TS_MS)
+        assert [e.data for e in events] == before, capture
+        assert sum(1 for d in before if d) > 100
+
+
+def test_a_row_held_before_state_version_4_becomes_the_same_event():
+    """Held rows and commit digests written before version 4 carry `data_json` strings; rows now
+    carry the dict the packed text gives (rows.PACKED_DATA). Both read the same."""
+    from streaming.rows import event_rows_of, pack_event_row, unpack_event_rows
+    data = {"commits": [{"offset": 3, "partition": 0, "topic": "t"}]}
+    old = ["c", "g", 5, "offsets", "s", 7, E.OFFSET_COMMITS, None, None, None, None, json.dumps(data)]
+    [new] = unpack_event_rows("c", "g", [pack_event_row(old)])
+    assert new[-1] == data and old[:-1] == new[:-1]
+    legacy_fields = {"ts_ms": 5, "source": "offsets", "source_id": "s", "seq": 7, "kind": E.OFFSET_COMMITS,
+                     "data_json": json.dumps(data)}
+    [legacy] = event_rows_of("c", "g", [legacy_fields])
+    assert row_to_event(legacy) == row_to_event(new) == row_to_event(old)
+    assert row_to_event(old[:-1] + [None]).data == {}

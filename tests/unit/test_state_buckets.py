@@ -293,9 +293,66 @@ def test_a_bucket_of_version_1_or_2_loads_and_its_groups_fold_after_one_turn(ver
     state.value = (old,)
     now = t0 + 60_000
     assert _turns_and_folds(driver.batch([_commit("a", now, 0)])) == (1, 0)
-    assert state.value[0].startswith("v3\n") and BUCKET_STATE_VERSION == 3
+    assert state.value[0].startswith("v4\n") and BUCKET_STATE_VERSION == 4
     assert bucket_groups(state.value[0])["a"][3] is not None      # the digest
     assert _turns_and_folds(driver.batch([_commit("a", now + 1000, 0)])) == (0, 1)
+
+
+def _as_version_3(text: str) -> str:
+    """A stored bucket as version 3 wrote it: each held row's and waiting commit's data as a
+    `data_json` string, models of state version 3."""
+    from state.model import pack
+    groups = bucket_groups(text)
+    for entry in groups.values():
+        model = json.loads(unpack(entry[0]))
+        model["schema_version"] = 3
+        entry[0] = pack(json.dumps(model))
+        held = json.loads(unpack(entry[1]))
+        for row in held:
+            if isinstance(row[-1], dict):
+                row[-1] = json.dumps(row[-1])
+        entry[1] = pack(json.dumps(held)) if held else "[]"
+        for fields in (entry[3] or {}).get("w", []):
+            if "data" in fields:
+                fields["data_json"] = json.dumps(fields.pop("data"))
+    old = bucket_text(groups)
+    assert old.startswith("v4\n")
+    return "v3\n" + old[3:]
+
+
+def test_a_bucket_of_version_3_resumes_as_if_never_stopped():
+    """A checkpoint of the release before (its rows' data as strings) goes on giving what an
+    uninterrupted run gives: held rows (a rebalance waiting for the watermark) and waiting commits
+    in the digest, both of version 3's form, then more batches to the end."""
+    names = ["a", "b", "c"]
+    setup, t0 = _stable_groups(names)
+    now = t0 + 60_000
+    join = E.Event(group="a", ts_ms=now + 1500, source=E.SOURCE_LOG, source_id="b1", seq=1, kind=E.PREPARE_REBALANCE,
+                   cluster="default", generation=1, reason="Adding new member m-2 with group instance id None")
+    before = [setup, [], [_commit(g, now, 0) for g in names], [_commit(g, now + 1000, 1) for g in names],
+              [join] + [_commit(g, now + 1500, 0) for g in names]]
+    after = [[_commit(g, now + 2000 + 500 * i, i % 3) for g in names] for i in range(8)] + [[], []]
+    drivers = [StatefulDriver(2_000, buckets=1), StatefulDriver(2_000, buckets=1)]
+    for driver in drivers:
+        for i, batch in enumerate(before):
+            driver.batch(batch) if batch or i != 1 else driver.tick(t0 + 60_000)
+    state = drivers[1].states[("default", 0)]
+    held = bucket_groups(state.get[0])
+    assert json.loads(unpack(held["a"][1])) and all((held[g][3] or {}).get("w") for g in names)
+    state.value = (_as_version_3(state.get[0]),)
+    assert state.get[0].startswith("v3\n") and "data_json" in state.get[0]
+    outputs: list[list[list[str]]] = [[], []]
+    for batch in after:
+        for driver, out in zip(drivers, outputs):
+            out.append(sorted(json.dumps([k, r], sort_keys=True) for k, r in driver.batch(batch)))
+    for driver, out in zip(drivers, outputs):
+        out.append(sorted(json.dumps([k, r], sort_keys=True) for k, r in driver.tick(FAR_FUTURE) + driver.batch([])))
+    assert outputs[0] == outputs[1]
+    final = {r["group"]: r for k, r in map(json.loads, outputs[0][-1]) if k == OutputKind.SNAPSHOT}
+    # the held join of version 3's held rows applied, every commit (11 of count 2) counted once
+    assert {g: (final[g]["state"], final[g]["commits_total"]) for g in names} == {
+        "a": ("PreparingRebalance", 22), "b": ("Stable", 22), "c": ("Stable", 22)}
+    assert drivers[1].states[("default", 0)].get[0].startswith("v4\n")
 
 
 def test_a_bucket_decodes_only_the_groups_a_call_touches():

@@ -90,7 +90,8 @@ def stage_events(spark: SparkSession, events: dict[str, DataFrame], directory: s
 
     with ThreadPoolExecutor(max_workers=max(1, len(events))) as pool:
         list(pool.map(write, sorted(events)))
-    totals = {kind: t for kind in events if (t := _totals(os.path.join(unsorted_dir, f"{KIND_COLUMN}={kind}")))}
+    found = {kind: _totals(os.path.join(unsorted_dir, f"{KIND_COLUMN}={kind}")) for kind in events}
+    totals = {kind: t for kind, t in found.items() if t is not None}
     n_slices = max(1, math.ceil(sum(t[0] for t in totals.values()) / max(1, rows_per_slice)))
     if n_slices == 1:
         newest = max((t[2] for t in totals.values() if t[2] is not None), default=None)

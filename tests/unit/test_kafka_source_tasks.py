@@ -38,12 +38,19 @@ class FakeConsumer:
     """Partitions of 100 records each at offsets 0..99; poll returns up to 7 from the position."""
     made = 0
 
-    def __init__(self, fail_on: int | None = None) -> None:
+    def __init__(self, fail_on: int | None = None, **extra) -> None:
         FakeConsumer.made += 1
         self.fail_on = fail_on
         self.assigned: list = []
         self.pos: dict = {}
         self.closed = False
+        self.extra = extra
+        self.config = {"api_version": extra.get("api_version") or (3, 9, 0)}   # what kafka-python found
+        self.metadata_for: list[str] = []
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        self.metadata_for.append(topic)
+        return {0, 1, 2, 3}
 
     def assign(self, tps: list) -> None:
         self.assigned = list(tps)
@@ -75,7 +82,7 @@ def reader(monkeypatch):
     made: list[FakeConsumer] = []
 
     def consumer(options, **extra):
-        made.append(FakeConsumer(int(options["failOn"]) if options.get("failOn") else None))
+        made.append(FakeConsumer(int(options["failOn"]) if options.get("failOn") else None, **extra))
         return made[-1]
     monkeypatch.setattr(source, "_consumer", consumer)
     monkeypatch.setattr(source, "_WORKER_CONSUMERS", {})
@@ -130,6 +137,29 @@ def test_a_failed_read_closes_the_consumer_and_the_next_task_makes_a_new_one(rea
     reader.options = {k: v for k, v in reader.options.items() if k != "failOn"}
     assert [r[1] for r in _rows(reader.read(KafkaTask([KafkaRange("logs", 0, 0, 3)])))] == [0, 1, 2]
     assert len(reader.made) == 2
+
+
+def test_a_workers_new_consumer_takes_the_drivers_api_version_and_asks_for_metadata_at_once(reader):
+    """kafka-python probes the brokers' API version and, without the topics' metadata, waits its
+    retry backoff in the first poll: a new worker's first read took 210 ms where a reused
+    consumer's takes 5. The driver's consumer found the version; the tasks carry it."""
+    tasks = reader.partitions({"topics": {"logs": {"0": 0, "1": 0}}}, {"topics": {"logs": {"0": 4, "1": 6}}})
+    assert {t.api_version for t in tasks} == {(3, 9, 0)}        # the driver's (metadata) consumer's
+    _rows(reader.read(tasks[0]))
+    worker = reader.made[-1]
+    assert worker.extra["api_version"] == (3, 9, 0) and worker.metadata_for == ["logs"]
+    _rows(reader.read(tasks[1]))                                  # the same worker's consumer, no new request
+    assert reader.made[-1] is worker and worker.metadata_for == ["logs"]
+    # an api_version in the user's client config is theirs to set
+    source._WORKER_CONSUMERS.clear()
+    reader.options = {**reader.options, "clientConfig": '{"api_version": [2, 8]}'}
+    _rows(reader.read(tasks[0]))
+    assert "api_version" not in reader.made[-1].extra
+    # a task planned before this (no api_version) still reads
+    source._WORKER_CONSUMERS.clear()
+    old = KafkaTask([KafkaRange("logs", 0, 0, 2)])
+    del old.__dict__["api_version"]
+    assert [r[1] for r in _rows(reader.read(old))] == [0, 1]
 
 
 def test_partitions_planned_by_the_previous_version_are_still_read(reader):

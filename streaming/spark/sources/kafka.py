@@ -35,7 +35,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,9 +113,12 @@ class TickPartition(InputPartition):
 
 @dataclass
 class KafkaTask(InputPartition):
-    """What one task reads: ranges of several Kafka partitions, then the marker if any."""
+    """What one task reads: ranges of several Kafka partitions, then the marker if any.
+    `api_version`: the brokers' API version as the driver's consumer found it (kafka-python's
+    `api_version`), so a worker's new consumer does not probe for it (_worker_consumer)."""
     ranges: list[KafkaRange]
     tick_ms: int | None = None
+    api_version: tuple[int, ...] | None = None
 
 
 def split_ranges(ranges: list[KafkaRange], tasks: int) -> list[list[KafkaRange]]:
@@ -134,11 +137,26 @@ def split_ranges(ranges: list[KafkaRange], tasks: int) -> list[list[KafkaRange]]
 _WORKER_CONSUMERS: dict[str, Any] = {}
 
 
-def _worker_consumer(options: Mapping[str, str]) -> Any:
+def _worker_consumer(options: Mapping[str, str], api_version: tuple[int, ...] | None = None,
+                     topics: Iterable[str] = ()) -> Any:
+    """This worker's consumer for `options`. A new one is ready to fetch before its first poll: it
+    takes the brokers' API version from the driver (its own probe is a round trip more) and asks
+    for the topics' metadata at once (a first poll without it waited kafka-python's 100 ms retry
+    backoff). A new worker's first read took 210 ms, now 15 ms on the test bed's broker: Spark
+    ends a Python worker idle for a minute, so on a quiet cluster the first records after a quiet
+    minute are read by new workers (docs/benchmarks.md)."""
     key = json.dumps([options.get("kind"), options.get("bootstrapServers"), options.get("clientConfig")])
     consumer = _WORKER_CONSUMERS.get(key)
     if consumer is None:
-        consumer = _WORKER_CONSUMERS[key] = _consumer(options, max_poll_records=5000)
+        extra: dict[str, Any] = {"max_poll_records": 5000}
+        if api_version and "api_version" not in _client_config(options):
+            extra["api_version"] = tuple(api_version)
+        consumer = _WORKER_CONSUMERS[key] = _consumer(options, **extra)
+        for topic in sorted(set(topics)):
+            try:
+                consumer.partitions_for_topic(topic)
+            except Exception:      # the read itself says what is wrong
+                break
     return consumer
 
 
@@ -205,6 +223,14 @@ class KafkaStreamReader(DataSourceStreamReader):
         if self._consumer is None:
             self._consumer = _consumer(self.options, request_timeout_ms=15000)
         return self._consumer
+
+    def _api_version(self) -> tuple[int, ...] | None:
+        """The brokers' API version kafka-python found (None: not known)."""
+        try:
+            version = self._meta_consumer().config.get("api_version")
+        except Exception:
+            return None
+        return tuple(int(v) for v in version) if version else None
 
     def _partitions(self) -> list:
         from kafka import TopicPartition
@@ -346,7 +372,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                 if stop > begin:
                     ranges.append(KafkaRange(topic, int(key), int(begin), int(stop)))
         tick = int(end["tick"]) if end.get("tick") and end.get("tick") != start.get("tick") else None
-        tasks: list = [KafkaTask(group) for group in split_ranges(ranges, self.read_tasks)]
+        version = self._api_version() if ranges else None
+        tasks: list = [KafkaTask(group, api_version=version) for group in split_ranges(ranges, self.read_tasks)]
         if tick is not None:
             if tasks:
                 tasks[0].tick_ms = tick
@@ -367,7 +394,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         task = partition if isinstance(partition, KafkaTask) else KafkaTask([partition])
         if task.ranges:
             try:
-                consumer = _worker_consumer(self.options)
+                consumer = _worker_consumer(self.options, getattr(task, "api_version", None),
+                                            [r.topic for r in task.ranges])
                 for r in task.ranges:
                     yield from self._read_range(consumer, r)
             except BaseException:

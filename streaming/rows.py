@@ -117,8 +117,9 @@ assert EVENT_COLUMNS[:len(STATE_INPUT_KEYS)] == list(STATE_INPUT_KEYS)
 PACKED_TS, PACKED_KIND = "ts_ms", "kind"
 assert {PACKED_TS, PACKED_KIND} <= set(PACKED_FIELDS)
 # The event's data travels in the packed text as a JSON object under PACKED_DATA, spliced in by
-# the JVM (steps.py group_state_machine), so one json.loads gives the whole row: as a string field
-# it was decoded twice, the second time per event in the step (a sixth of its JSON). In a row the
+# the JVM (steps.py packed_event_column), so one json.loads gives the whole row: as a string field
+# it was decoded twice, the second time per event in the step (13 µs against 8 µs for an
+# auto-commit of 10 partitions). In a row the
 # data is then a dict; rows and commit digests held in state written before state version 4 keep
 # the `data_json` string (LEGACY_PACKED_DATA), and every reader takes both (event_data).
 PACKED_DATA, LEGACY_PACKED_DATA = "data", "data_json"

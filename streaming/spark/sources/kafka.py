@@ -228,9 +228,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         """The brokers' API version kafka-python found (None: not known)."""
         try:
             version = self._meta_consumer().config.get("api_version")
-        except Exception:
+            return tuple(int(v) for v in version) if version else None
+        except Exception:      # unreachable broker, or a form of it this does not know: let it probe
             return None
-        return tuple(int(v) for v in version) if version else None
 
     def _partitions(self) -> list:
         from kafka import TopicPartition

@@ -41,13 +41,15 @@ def sc03() -> tuple[GroupModel, E.Event]:
 
 def held_commits(commit: E.Event, partitions: int = 3, batches: int = 6) -> list[list]:
     """What waits in the state for the watermark: one commit pack (all partitions of an
-    auto-commit) per micro-batch over a 30 s lateness at 5 s commits (6 batches x 3 partitions)."""
+    auto-commit) per micro-batch over a 30 s lateness at 5 s commits (6 batches x 3 partitions),
+    as the stateful step holds them (the data as an object: streaming/rows.py PACKED_DATA)."""
     topic, _, offset, _, count = commit.data["commits"][0]
     rows = []
     for b in range(batches):
         entries = [[topic, p, offset + 100 * b, commit.ts_ms + 5_000 * b, count] for p in range(partitions)]
-        rows.append(list(event_row(dataclasses.replace(commit, ts_ms=commit.ts_ms + 5_000 * b, seq=b * 10 + partitions,
-                                                       data={"commits": entries}))))
+        row = event_row(dataclasses.replace(commit, ts_ms=commit.ts_ms + 5_000 * b, seq=b * 10 + partitions,
+                                            data={"commits": entries}))
+        rows.append([*row[:-1], {"commits": entries}])
     return rows
 
 

@@ -119,9 +119,9 @@ assert {PACKED_TS, PACKED_KIND} <= set(PACKED_FIELDS)
 # The event's data travels in the packed text as a JSON object under PACKED_DATA, spliced in by
 # the JVM (steps.py packed_event_column), so one json.loads gives the whole row: as a string field
 # it was decoded twice, the second time per event in the step (13 µs against 8 µs for an
-# auto-commit of 10 partitions). In a row the
-# data is then a dict; rows and commit digests held in state written before state version 4 keep
-# the `data_json` string (LEGACY_PACKED_DATA), and every reader takes both (event_data).
+# auto-commit of 10 partitions). In a row the data is then a dict; rows and commit digests held in
+# state written before state version 4 keep the `data_json` string (LEGACY_PACKED_DATA), and
+# every reader takes both (packed_data, event_data).
 PACKED_DATA, LEGACY_PACKED_DATA = "data", "data_json"
 PLAIN_PACKED_FIELDS = PACKED_FIELDS[:-1]
 assert PACKED_FIELDS[-1] == LEGACY_PACKED_DATA and EVENT_COLUMNS[-1] == LEGACY_PACKED_DATA
@@ -228,6 +228,12 @@ def event_data(value: Any) -> dict[str, Any]:
     return json.loads(value) if value else {}
 
 
+def packed_data(fields: dict[str, Any]) -> Any:
+    """The data of packed fields as they hold it: the object (PACKED_DATA), or the string of a
+    commit digest held before state version 4 (LEGACY_PACKED_DATA), or None."""
+    return fields.get(PACKED_DATA) or fields.get(LEGACY_PACKED_DATA)
+
+
 def packed_fields(row: Sequence[Any]) -> dict[str, Any]:
     """An event row's packed fields, as the parsed PACKED_EVENT text has them: null fields left
     out, the data as an object under PACKED_DATA."""
@@ -246,8 +252,7 @@ def pack_event_row(row: Sequence[Any]) -> str:
 def event_rows_of(cluster: str, group: str, fields: Sequence[dict[str, Any]]) -> list[list[Any]]:
     """Packed fields of one group (parsed PACKED_EVENT texts, or commit digests held before state
     version 4 with LEGACY_PACKED_DATA) -> event rows in EVENT_COLUMNS order."""
-    return [[cluster, group, *[f.get(name) for name in PLAIN_PACKED_FIELDS],
-             f.get(PACKED_DATA) or f.get(LEGACY_PACKED_DATA)] for f in fields]
+    return [[cluster, group, *[f.get(name) for name in PLAIN_PACKED_FIELDS], packed_data(f)] for f in fields]
 
 
 def unpack_event_rows(cluster: str, group: str, texts: Sequence[str]) -> list[list[Any]]:

@@ -31,9 +31,9 @@ from state.live_view import live_snapshot
 from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
-    COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LEGACY_PACKED_DATA,
-    LOG_STATS_GROUP, OUTPUT_COLUMNS, PACKED_DATA, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP,
-    event_data, event_rows_of, packed_fields, row_to_event, unpack_event_rows
+    COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP,
+    OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_data, event_rows_of,
+    packed_data, packed_fields, row_to_event, unpack_event_rows
 )
 from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -338,7 +338,7 @@ def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
     partitions = digest.setdefault("pc", {})
     last, n, newest = digest.get("last"), digest.get("n", 0), digest.get("ev")
     for f in fields:
-        data = event_data(f.get(PACKED_DATA) or f.get(LEGACY_PACKED_DATA))
+        data = event_data(packed_data(f))
         ts = int(f[PACKED_TS])
         newest = ts if newest is None else max(newest, ts)
         last, count = fold_commit_event(partitions, last, f[PACKED_KIND], data, ts)   # as on_offset_commit

@@ -394,8 +394,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         task = partition if isinstance(partition, KafkaTask) else KafkaTask([partition])
         if task.ranges:
             try:
-                consumer = _worker_consumer(self.options, getattr(task, "api_version", None),
-                                            [r.topic for r in task.ranges])
+                # a task pickled before api_version existed reads the dataclass default (None)
+                consumer = _worker_consumer(self.options, task.api_version, [r.topic for r in task.ranges])
                 for r in task.ranges:
                     yield from self._read_range(consumer, r)
             except BaseException:

@@ -26,7 +26,7 @@ from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_
 from streaming.app.source_offsets import source_offset
 from streaming.spark.batch_rows import collected_rows
 from streaming.spark.sources.markers import due_ms, write_plan
-from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
+from streaming.rows import END_OF_INPUT_WATERMARK_YEAR, loads_json
 
 # A log source whose lines are this far from the offsets records of the same actions is reported
 # on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
@@ -170,7 +170,7 @@ class RunCollector:
             return   # Spark re-ran a batch this process already applied
         by_kind: dict[str, list[dict]] = {}
         for kind, text in self.batch_rows(df, batch_id):
-            by_kind.setdefault(kind, []).append(json.loads(text))
+            by_kind.setdefault(kind, []).append(loads_json(text))
         if batch_id <= self.correlated_through:
             # already in the sink and counters
             by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}

@@ -24,6 +24,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streaming.rows import loads_json
+
 BUCKET_STATE_VERSION = 4
 _LINE_VERSIONS = (3, 4)     # the line form (versions 1 and 2 were one JSON document)
 _HEADER = f"v{BUCKET_STATE_VERSION}"
@@ -62,7 +64,7 @@ class Bucket:
         entry = self._entries.get(group)
         if entry is None and group in self._lines and group not in self._dropped:
             timeout, text = self._lines[group]
-            model_json, held_json, digest = json.loads(text)
+            model_json, held_json, digest = loads_json(text)
             entry = self._entries[group] = [model_json, held_json, timeout, digest]
         return entry
 

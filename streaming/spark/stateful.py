@@ -33,7 +33,7 @@ from state.outputs import OutputKind
 from streaming.rows import (
     COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP,
     OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_data, event_rows_of,
-    packed_data, packed_fields, row_to_event, unpack_event_rows
+    loads_json, packed_data, packed_fields, row_to_event, unpack_event_rows
 )
 from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -142,7 +142,7 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
     if stored is not None:
         model_json, held_json = stored[:2]
         model = GroupModel.from_json(model_json)
-        held = json.loads(unpack(held_json))
+        held = loads_json(unpack(held_json))
     else:
         model, held = GroupModel(cluster=cluster, group=group), []
     if digest:
@@ -230,7 +230,7 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         watermark = max(watermark, _complete_through(pdf))
     bucket = Bucket.load(state.get[0]) if state.exists else Bucket()
     turns = folds = 0
-    loads = json.loads
+    loads = loads_json
     for group, group_texts in texts.items():
         fields = [loads(text) for text in group_texts]
         if group in _PASS_THROUGH:

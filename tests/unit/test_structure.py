@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("streaming.logs", ("state", "streaming.logs", "streaming.offsets", *STREAMING_BASE), ("pyarrow",)),
     ("streaming.offsets", ("state", "streaming.offsets", "streaming.logs", *STREAMING_BASE),
      ("numpy", "pandas", "pyarrow", "cramjam", "crc32c")),
-    ("streaming.rows", ("state", *STREAMING_BASE), ("numpy", "pandas", "pyarrow")),
+    ("streaming.rows", ("state", *STREAMING_BASE), ("numpy", "pandas", "pyarrow", "pydantic_core")),
     ("streaming.quarantine", (), ()),
     ("streaming.inputs", (), ()),
     ("streaming.defaults", (), ()),

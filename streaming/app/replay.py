@@ -38,16 +38,26 @@ def replay_records(collector: RunCollector) -> tuple[dict[str, list[dict]], list
             [collector.snapshots[k] for k in sorted(collector.snapshots)])
 
 
-def write_outputs(collector: RunCollector, out_dir: str,
-                  records: tuple[dict[str, list[dict]], list[dict]] | None = None) -> dict[str, int]:
-    """The replay's files (`records`: replay_records(collector), if the caller has them); returns
-    the number of records per file."""
+def write_record_files(out_dir: str, records: tuple[dict[str, list[dict]], list[dict]]) -> dict[str, int]:
+    """The replay's JSON-lines files of `records` (replay_records); the number of records per file."""
     os.makedirs(out_dir, exist_ok=True)
-    records_by_kind, snapshots = records or replay_records(collector)
+    records_by_kind, snapshots = records
     counts = {replay_file(kind): write_jsonl(os.path.join(out_dir, replay_file(kind)), rows)
               for kind, rows in records_by_kind.items()}
     counts[GROUPS_FILE] = write_jsonl(os.path.join(out_dir, GROUPS_FILE), snapshots)
+    return counts
+
+
+def write_metrics_file(collector: RunCollector, out_dir: str) -> None:
+    """The replay's metrics.prom: the registry at the end of the run."""
+    os.makedirs(out_dir, exist_ok=True)
     write_textfile(collector.metrics.registry, os.path.join(out_dir, METRICS_FILE))
+
+
+def write_outputs(collector: RunCollector, out_dir: str) -> dict[str, int]:
+    """The replay's files; returns the number of records per JSON-lines file."""
+    counts = write_record_files(out_dir, replay_records(collector))
+    write_metrics_file(collector, out_dir)
     return counts
 
 

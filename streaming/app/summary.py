@@ -243,11 +243,17 @@ def summary_lines(rebalances: list[dict], removals: list[dict], totals: str, out
     return lines
 
 
-def print_summary(collector: Any, out: TextIO = sys.stdout, outputs: Iterable[str] = (),
-                  max_groups: int | None = None, max_events: int | None = None) -> None:
-    """`outputs`: lines saying where the full records (and the report) were written."""
+def summary_text(collector: Any, outputs: Iterable[str] = (), max_groups: int | None = None,
+                 max_events: int | None = None) -> str:
+    """The summary of what `collector` holds. `outputs`: lines saying where the full records (and
+    the report) were written."""
     rebalances = collector.rebalances + collector.in_progress_rebalances()
     totals = (f"{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
               f"{len(collector.anomalies)} anomalies (invalid transitions, source mismatches)")
-    print("\n".join(summary_lines(rebalances, collector.removals, totals, outputs, max_groups, max_events)),
-          file=out)
+    return "\n".join(summary_lines(rebalances, collector.removals, totals, outputs, max_groups, max_events))
+
+
+def print_summary(collector: Any, out: TextIO = sys.stdout, outputs: Iterable[str] = (),
+                  max_groups: int | None = None, max_events: int | None = None) -> None:
+    """summary_text, printed."""
+    print(summary_text(collector, outputs, max_groups, max_events), file=out)

@@ -53,6 +53,25 @@ def test_replay_prints_a_summary_and_writes_its_report(tmp_path):
 
 
 @pytest.mark.spark
+def test_replay_command_writes_the_golden_outputs(tmp_path):
+    """`replay` with both logs and the dump of the 2.7 capture, as an operator runs it (the record
+    files and the report written by a forked child while the command writes metrics.prom and the
+    summary: streaming/app/beside.py): every output file equals the golden one."""
+    from tests.support.capture_expectations import LOG_FILES
+    from tests.support.golden import differing_files
+    capture, out = "kafka-2.7", tmp_path / "out"
+    logs = [str(FIXTURES / capture / name) for name in LOG_FILES[capture]]
+    result = subprocess.run([*CLI, "replay", "--broker-log", *logs, "--offsets",
+                             str(FIXTURES / capture / "offsets-topic.jsonl"), "--out", str(out)],
+                            cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert differing_files(capture, out) == []
+    assert (out / "report.html").read_text().count('<g class="rebalance"') == \
+        len((out / "rebalances.jsonl").read_text().splitlines())
+    assert result.stdout.startswith("DIAGNOSIS: ") and "Traceback" not in result.stderr
+
+
+@pytest.mark.spark
 def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     port, folder = demo_server     # conftest.py: the demo process, shared with test_prometheus_e2e
     page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()

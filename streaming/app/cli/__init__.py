@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from streaming.app.beside import BesideError
 from streaming.app.cli import decode_offsets, demo, parse_logs, replay, report, run
 from streaming.app.probe import InputError
 from streaming.app.settings import ConfigError, StartupError
@@ -40,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except QueryFailed as exc:
         print(f"rebalance-monitor {args.command}: the Spark query failed: {exc}", file=sys.stderr)
+        return 1
+    except BesideError as exc:       # the forked child writing a replay's files (streaming/app/beside.py)
+        print(f"rebalance-monitor {args.command}: writing the outputs failed: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:          # `... | head`: the reader is gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -5,6 +5,8 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from streaming.app.cli.options import BROKER_ID, CONFIG, LOG_READING, QUERY, ROWS_PER_BATCH, broker_ids, flags_of
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     settings = load(ReplaySettings, args.config, **flags_of(args))
     logs, offsets = inputs(settings, args)
     from streaming.app.replay import progress_line, replay
-    from streaming.app.summary import print_summary
+    from streaming.app.summary import summary_text
     from streaming.offsets.reader import offsets_input_kind
     from streaming.spark.session import get_spark
     from streaming.spark.sources.replay_files import plan_ahead
@@ -58,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
                       driver_memory=settings.driver_memory)
     started = time.monotonic()
     collector = replay(spark, settings, logs, offsets, progress=progress_line("replay"))
-    report = write_outputs_and_report(args.out, collector)
-    print_summary(collector, outputs=where(args.out, report), max_groups=50, max_events=40)
+    summary: list[str] = []
+    write_outputs_and_report(args.out, collector, meanwhile=lambda: summary.append(summary_text(
+        collector, outputs=where(args.out, str(report_path(args.out))), max_groups=50, max_events=40)))
+    print(summary[0])
     print(f"replay: {len(collector.rebalances)} rebalances, {len(collector.removals)} member removals, "
           f"{len(collector.snapshots)} groups, {len(collector.quarantine)} quarantined inputs, "
           f"{len(collector.anomalies)} anomalies in {time.monotonic() - started:.1f} s "
@@ -67,19 +71,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs_and_report(out_dir: str, collector: Any) -> str:
+def write_outputs_and_report(out_dir: str, collector: Any, meanwhile: Callable[[], object] | None = None) -> str:
     """A replay's files and its report.html, from the records it holds (reading the files back took
     a 10,000-group day's replay 3 s), sorted once for both; returns the report's path. The same
-    page `rebalance-monitor report <out_dir>` makes."""
-    from pathlib import Path
-
+    page `rebalance-monitor report <out_dir>` makes. The record files and the report are written by
+    a forked child while this process writes metrics.prom and runs `meanwhile` (the summary): the
+    driver is alone at this point, with a core idle (streaming/app/beside.py; docs/benchmarks.md)."""
     from sinks.report import DEFAULT_MAX_GROUPS, write_report
-    from streaming.app.replay import replay_records, write_outputs
+    from streaming.app.beside import run_beside
+    from streaming.app.replay import replay_records, write_metrics_file, write_record_files
     records = replay_records(collector)
-    write_outputs(collector, out_dir, records)
-    path = Path(out_dir) / "report.html"
-    write_report([Path(out_dir)], path, max_groups=DEFAULT_MAX_GROUPS, records=[records])
+    path = report_path(out_dir)
+
+    def files_and_report() -> None:
+        write_record_files(out_dir, records)
+        write_report([Path(out_dir)], path, max_groups=DEFAULT_MAX_GROUPS, records=[records])
+
+    def metrics_and_meanwhile() -> None:
+        write_metrics_file(collector, out_dir)
+        if meanwhile is not None:
+            meanwhile()
+    run_beside(files_and_report, metrics_and_meanwhile)
     return str(path)
+
+
+def report_path(out_dir: str) -> Path:
+    return Path(out_dir) / "report.html"
 
 
 def where(out_dir: str, report: str) -> list[str]:

@@ -115,6 +115,12 @@ CASES = [
      "not a __consumer_offsets dump"),
     ("replay: every input empty", ["replay", "--broker-log", "{empty.log}", "--offsets", "{blank.log}", "--out",
                                    "/tmp/unused"], {}, 2, "{empty.log}: nothing to read: an empty file"),
+    ("replay: --out is a file", ["replay", "--offsets", "{DUMP}", "--out", "{notes.txt}"], {}, 2,
+     "--out: {notes.txt} is a file, not a directory"),
+    ("replay: --out under a file", ["replay", "--offsets", "{DUMP}", "--out", "{notes.txt}/out"], {}, 2,
+     "--out: cannot write to {notes.txt}/out: Not a directory"),
+    ("demo: --out is a file", ["demo", "--out", "{notes.txt}", "--once"], {}, 2,
+     "--out: {notes.txt} is a file, not a directory"),
     ("run: state file of a newer release", ["run", "--bootstrap-servers", "127.0.0.1:9", "--log-topic", "logs",
                                             "--checkpoint", "{newer-checkpoint}"], {}, 2,
      "checkpoint_location: {newer-checkpoint}/rebalance-monitor/groups.json: state file version 99 was written by "

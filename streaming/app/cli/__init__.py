@@ -6,8 +6,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streaming.app.beside import BesideError
 from streaming.app.cli import decode_offsets, demo, parse_logs, replay, report, run
+from streaming.app.cli.replay import OutputsNotWritten
 from streaming.app.probe import InputError
 from streaming.app.settings import ConfigError, StartupError
 from streaming.spark.failure import QueryFailed
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QueryFailed as exc:
         print(f"rebalance-monitor {args.command}: the Spark query failed: {exc}", file=sys.stderr)
         return 1
-    except BesideError as exc:       # the forked child writing a replay's files (streaming/app/beside.py)
+    except OutputsNotWritten as exc:
         print(f"rebalance-monitor {args.command}: writing the outputs failed: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:          # `... | head`: the reader is gone

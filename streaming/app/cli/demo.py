@@ -49,12 +49,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--captures: {exc}") from None
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
-    from streaming.app.cli.replay import where, write_outputs_and_report
+    from streaming.app.cli.replay import check_out_dir, where, write_outputs_and_report
     from streaming.app.replay import progress_line, replay
     from streaming.app.serving import serve_metrics
     from streaming.app.settings.wiring import metrics_sink_options
     from streaming.app.summary import print_summary
     from streaming.spark.session import get_spark
+    out_dir = args.out or str(DEFAULT_OUT)
+    check_out_dir(out_dir)
     metrics = MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
     server = serve_metrics(settings, metrics.registry)
     port = server.server_port
@@ -63,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
                       driver_memory=settings.driver_memory)
     collector = RunCollector(metrics)
-    out_dir = args.out or str(DEFAULT_OUT)
     replay(spark, settings, logs, offsets, collector=collector, progress=progress_line("demo"))
     print_summary(collector, outputs=where(out_dir, write_outputs_and_report(out_dir, collector)))
     if args.once:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,9 +47,27 @@ def inputs(settings: ReplaySettings, args: argparse.Namespace) -> tuple[list[Log
     return [i for i in logs if i.path in keep_logs], [i for i in offsets if i.path in keep_offsets]
 
 
+class OutputsNotWritten(RuntimeError):
+    """A replay's output files could not be written (after the run: disk full, the directory gone)."""
+
+
+def check_out_dir(out_dir: str, flag: str = "--out") -> None:
+    """The output directory exists or can be made and takes a file: checked before Spark starts, so
+    that a replay does not run to its end to fail at its outputs."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ConfigError(f"{flag}: {out_dir} is a file, not a directory")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".rebalance-monitor-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{flag}: cannot write to {out_dir}: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     settings = load(ReplaySettings, args.config, **flags_of(args))
     logs, offsets = inputs(settings, args)
+    check_out_dir(args.out)
     from streaming.app.replay import progress_line, replay
     from streaming.app.summary import summary_text
     from streaming.offsets.reader import offsets_input_kind
@@ -78,7 +97,7 @@ def write_outputs_and_report(out_dir: str, collector: Any, meanwhile: Callable[[
     a forked child while this process writes metrics.prom and runs `meanwhile` (the summary): the
     driver is alone at this point, with a core idle (streaming/app/beside.py; docs/benchmarks.md)."""
     from sinks.report import DEFAULT_MAX_GROUPS, write_report
-    from streaming.app.beside import run_beside
+    from streaming.app.beside import BesideError, run_beside
     from streaming.app.replay import replay_records, write_metrics_file, write_record_files
     records = replay_records(collector)
     path = report_path(out_dir)
@@ -91,7 +110,12 @@ def write_outputs_and_report(out_dir: str, collector: Any, meanwhile: Callable[[
         write_metrics_file(collector, out_dir)
         if meanwhile is not None:
             meanwhile()
-    run_beside(files_and_report, metrics_and_meanwhile)
+    try:
+        run_beside(files_and_report, metrics_and_meanwhile)
+    except BesideError as exc:
+        raise OutputsNotWritten(str(exc)) from None
+    except OSError as exc:
+        raise OutputsNotWritten(f"{type(exc).__name__}: {exc}") from None
     return str(path)
 
 

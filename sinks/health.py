@@ -6,6 +6,8 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -14,6 +16,42 @@ PREFIX = "rebalance_monitor"
 
 # The source event skew gauge is the largest lag seen within this much wall time.
 SKEW_WINDOW_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class SourceBatch:
+    """What one micro-batch read from one source (streaming/app/batch_report.py reads it from
+    Spark's progress report)."""
+    kind: str                          # the input kind its offsets name ("log", "offsets"), or "other"
+    rows: int                          # input rows: every log line read, no end-of-input or caught-up marker
+    rows_per_second: float | None = None
+    offset: dict[str, Any] = field(default_factory=dict)   # its end offset (streaming/app/source_offsets.py)
+    tick_ms: float | None = None       # a live source's caught-up marker read in this batch
+    answered: bool | None = None       # whether Kafka answered (None: the source does not say)
+    gap: int | None = None             # records lost to retention or compaction (None: not said)
+
+
+@dataclass(frozen=True)
+class EventTimes:
+    """The event-time range of one source's rows in a micro-batch (Spark's observed metrics)."""
+    kind: str
+    newest_ms: float | None
+    oldest_ms: float | None
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One micro-batch as Spark's progress report tells it, typed once for the health metrics and
+    the replay's progress line."""
+    sources: tuple[SourceBatch, ...] = ()
+    event_times: tuple[EventTimes, ...] = ()
+    duration_s: float | None = None    # the trigger's wall time
+    watermark_ms: float | None = None  # None: no real watermark yet, or the replay's end-of-input one
+    state_rows: int | None = None      # None: no stateful operator reported
+    late_rows: int = 0
+
+    def tick_of(self, kind: str) -> float | None:
+        return next((s.tick_ms for s in reversed(self.sources) if s.kind == kind and s.tick_ms is not None), None)
 
 
 class HealthMetrics:
@@ -69,6 +107,29 @@ class HealthMetrics:
                                     "their commit digest without a state-machine turn.", registry=r)
         self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
                                       "Times the streaming query failed and was restarted.", registry=r)
+
+    def record_batch(self, report: BatchReport) -> None:
+        """The health metrics of one micro-batch's report."""
+        for source in report.sources:
+            if source.answered is not None:
+                self.source_up.labels(source.kind).set(1 if source.answered else 0)
+                if not source.answered:
+                    self.source_errors.labels(source.kind).inc()
+            if source.gap is not None:
+                self.offset_gaps.labels(source.kind).set(source.gap)
+            self.count_input(source.kind, source.rows)
+            if source.rows_per_second is not None:
+                self.input_rate.labels(source.kind).set(source.rows_per_second)
+        if report.duration_s is not None:
+            self.batch_duration.set(report.duration_s)
+        if report.watermark_ms is not None:
+            self.watermark_delay.set(max(0.0, self._wall() - report.watermark_ms / 1000.0))
+        for times in report.event_times:
+            self.saw_events(times.kind, times.newest_ms, times.oldest_ms, report.tick_of(times.kind))
+        if report.state_rows is not None:
+            self.state_rows.set(report.state_rows)
+        if report.late_rows:
+            self.late_rows.inc(report.late_rows)
 
     def count_stateful_work(self, clocks: list[dict]) -> None:
         """A batch's clock rows: one per stateful call, with the turns and folds it gave."""

@@ -7,35 +7,28 @@ failure, and histograms must not be fed twice.
 """
 from __future__ import annotations
 
-import json
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sinks.files import EventSink, GroupStateFile
+from sinks.health import BatchReport
 from sinks.log_sources import warning_text
 from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_progress_rebalance_record
-from streaming.app.source_offsets import source_offset
+from streaming.app.batch_report import batch_report
 from streaming.spark.batch_rows import collected_rows
 from streaming.spark.sources.markers import due_ms, write_plan
-from streaming.rows import END_OF_INPUT_WATERMARK_YEAR, loads_json
+from streaming.rows import loads_json
 
 # A log source whose lines are this far from the offsets records of the same actions is reported
 # on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
 CLOCK_SKEW_WARN_MS = 60_000
-
-
-def _iso_ms(text: str) -> float:
-    """Spark's progress timestamps (`2026-11-21T19:33:21.663Z`) -> epoch ms."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def _records_of(kind: OutputKind) -> Any:
@@ -101,7 +94,7 @@ class RunCollector:
     counted_through: int = -1
     on_batch: Callable[[RunCollector, int], None] | None = None
     # Called with every progress report after it was counted (the replay's progress line).
-    on_progress: Callable[[dict], None] | None = None
+    on_progress: Callable[[BatchReport], None] | None = None
     # Cross-group root causes: removal records wait here until the watermark (CLOCK rows) has
     # passed them far enough (state/diagnosis/correlate.py); its state is saved with the state file.
     correlator: Correlator = field(default_factory=Correlator)
@@ -253,58 +246,13 @@ class RunCollector:
         self.metrics.groups.set_correlating(self.correlator.pending)
         self.warn_silent_sources(final=True)
 
-    def count_progress(self, progress: dict) -> None:
-        """Health metrics from one of Spark's progress reports (one per micro-batch)."""
-        m = self.metrics.health
-        now_ms = time.time() * 1000
-        ticks: dict[str, float] = {}
-        if hasattr(progress, "json"):   # PySpark's StreamingQueryProgress (nested Rows): use its JSON
-            progress = json.loads(progress.json)
-        for source in progress.get("sources") or []:
-            rows = int(source.get("numInputRows") or 0)
-            kind = "other"
-            start, end = source_offset(source.get("startOffset")), source_offset(source.get("endOffset"))
-            if isinstance(end, dict):
-                kind = end.get("source") or kind
-                if "lines" in end:
-                    # The log reader emits only lines with a coordinator marker; its offsets
-                    # count every line it read.
-                    rows = int(end["lines"]) - int(start.get("lines") or 0)
-                elif end.get("eof") and not start.get("eof"):
-                    rows -= 1   # the replay's end-of-input marker is not input
-                if end.get("tick") and end.get("tick") != start.get("tick"):
-                    rows -= 1   # nor is a live source's caught-up marker
-                    ticks[kind] = float(end["tick"])
-                if "error" in end:   # live sources say whether Kafka answered
-                    m.source_up.labels(kind).set(0 if end["error"] else 1)
-                    if end["error"]:
-                        m.source_errors.labels(kind).inc()
-                if "gap" in end:
-                    m.offset_gaps.labels(kind).set(int(end.get("gap") or 0))
-            m.count_input(kind, max(0, rows))
-            rate = source.get("inputRowsPerSecond")
-            if rate is not None:
-                m.input_rate.labels(kind).set(float(rate))
-        duration = (progress.get("durationMs") or {}).get("triggerExecution")
-        if duration is not None:
-            m.batch_duration.set(duration / 1000.0)
-        watermark = (progress.get("eventTime") or {}).get("watermark")
-        # Before the first real watermark Spark reports epoch 0: no delay to show (not 1.8e9 s).
-        if watermark and not watermark.startswith((END_OF_INPUT_WATERMARK_YEAR, "1970-01-01T00:00:00")):
-            m.watermark_delay.set(max(0.0, (now_ms - _iso_ms(watermark)) / 1000.0))
-        for name, values in (progress.get("observedMetrics") or {}).items():
-            if name.startswith("source_"):
-                kind = name[len("source_"):]
-                m.saw_events(kind, (values or {}).get("newest_event_ms"), (values or {}).get("oldest_event_ms"),
-                             ticks.get(kind))
-        operators = progress.get("stateOperators") or []
-        if operators:
-            m.state_rows.set(sum(int(op.get("numRowsTotal") or 0) for op in operators))
-            late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
-            if late:
-                m.late_rows.inc(late)
+    def count_progress(self, progress: Any) -> None:
+        """One of Spark's progress reports (one per micro-batch): the health metrics, then the
+        replay's progress line."""
+        report = batch_report(progress)
+        self.metrics.health.record_batch(report)
         if self.on_progress is not None:
-            self.on_progress(progress)
+            self.on_progress(report)
 
     @property
     def rebalances(self) -> list[dict]:

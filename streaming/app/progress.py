@@ -1,6 +1,6 @@
 """The progress line of a replay on stderr: rows read, rate, share done, ETA.
 
-Fed with Spark's progress reports (one per micro-batch, RunCollector.on_progress). The offsets of
+Fed with each micro-batch's report (RunCollector.on_progress, streaming/app/batch_report.py). The offsets of
 a replay's sources (streaming/spark/sources/staged.py) carry the input lines or records read so
 far and how many there are, per input kind. On a terminal the line is rewritten in place (from `TTY_AFTER_S` on, at most
 every `TTY_EVERY_S`); otherwise (CI logs, files) a new line is printed only for replays that run
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from streaming.app.source_offsets import source_offset
+from sinks.health import BatchReport
 
 TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
 LOG_AFTER_S, LOG_EVERY_S = 10.0, 30.0
@@ -73,13 +73,12 @@ class ReplayProgress:
                     self.stream.flush()
                     self.in_place = False
 
-    def update(self, progress: dict) -> None:
-        """One progress report (RunCollector.on_progress)."""
+    def update(self, report: BatchReport) -> None:
+        """One micro-batch's report (RunCollector.on_progress)."""
         with self._lock:
-            for source in progress.get("sources") or []:
-                end = source_offset(source.get("endOffset"))
-                if end.get("source"):
-                    self.sources[end["source"]] = end
+            for source in report.sources:
+                if source.offset.get("source"):
+                    self.sources[source.offset["source"]] = source.offset
             now = self.clock()
             elapsed = now - self.started
             since = None if self.last_print is None else now - self.last_print

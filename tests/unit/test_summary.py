@@ -6,6 +6,8 @@ import io
 import json
 import re
 
+from sinks.health import BatchReport
+from streaming.app.batch_report import batch_report
 from streaming.app.progress import LOG_AFTER_S, LOG_EVERY_S, ReplayProgress
 from streaming.app.summary import WIDTH, cost_reason, summary_lines
 from tests.support.report_pages import records
@@ -76,11 +78,11 @@ def test_long_names_are_cut_at_the_width_and_big_inputs_are_capped():
     assert sum(1 for line in lines if re.match(r"  \.\.\. \d+ more events of this group", line)) == 5
 
 
-def _report(lines: int, lines_of: int, records_read: int, of: int) -> dict:
-    return {"sources": [
+def _report(lines: int, lines_of: int, records_read: int, of: int) -> BatchReport:
+    return batch_report({"sources": [
         {"endOffset": {"source": "broker_log", "i": 1, "lines": lines, "of": lines_of, "eof": False}},
         {"endOffset": json.dumps({"source": "offsets", "i": 1, "lines": records_read, "of": of, "eof": False})},
-    ]}
+    ]})
 
 
 class Clock:
@@ -115,9 +117,11 @@ def test_progress_line_on_a_terminal_is_rewritten_in_place():
     clock, out = Clock(), io.StringIO()
     meter = ReplayProgress(label="demo", stream=out, clock=clock, tty=True)
     clock.now += 2
-    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 1, "lines": 10, "of": 40, "eof": False}}]})
+    meter.update(batch_report({"sources": [{"endOffset": {"source": "offsets", "i": 1, "lines": 10, "of": 40,
+                                                          "eof": False}}]}))
     clock.now += 0.1
-    meter.update({"sources": [{"endOffset": {"source": "offsets", "i": 2, "lines": 20, "of": 40, "eof": False}}]})
+    meter.update(batch_report({"sources": [{"endOffset": {"source": "offsets", "i": 2, "lines": 20, "of": 40,
+                                                          "eof": False}}]}))
     assert out.getvalue() == "\r\x1b[Kdemo: 10 rows read, 5 rows/s, 25%, ETA 0:00:06"
     meter.finish()
     assert out.getvalue().endswith("\r\x1b[Kdemo: 20 rows read, 10 rows/s, 50%, ETA 0:00:02\n")

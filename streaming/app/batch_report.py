@@ -1,0 +1,67 @@
+"""Spark's progress report of a micro-batch (its JSON, one per batch) read once into a typed
+BatchReport (sinks/health.py): the health metrics and the replay's progress line take that, and
+nothing else reads the report's JSON.
+
+What the report's figures mean for the monitor: a log source's rows are the lines its reader read
+(its offsets count them; the reader emits only coordinator lines), and neither the replay's
+end-of-input marker nor a live source's caught-up marker is input. Before its first real watermark
+Spark reports epoch 0, and a replay's end-of-input marker moves it to 2099: neither is a watermark
+to measure a delay against.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sinks.health import BatchReport, EventTimes, SourceBatch
+from streaming.app.source_offsets import source_offset
+from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
+
+# observedMetrics of a source's rows (streaming/spark/steps.py) are named `source_<kind>`.
+OBSERVED_PREFIX = "source_"
+
+
+def iso_ms(text: str) -> float:
+    """Spark's progress timestamps (`2026-11-21T19:33:21.663Z`) -> epoch ms."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def _source(source: dict[str, Any]) -> SourceBatch:
+    rows = int(source.get("numInputRows") or 0)
+    start, end = source_offset(source.get("startOffset")), source_offset(source.get("endOffset"))
+    kind = end.get("source") or "other"
+    if "lines" in end:
+        rows = int(end["lines"]) - int(start.get("lines") or 0)
+    elif end.get("eof") and not start.get("eof"):
+        rows -= 1       # the replay's end-of-input marker
+    tick = None
+    if end.get("tick") and end.get("tick") != start.get("tick"):
+        rows -= 1       # a live source's caught-up marker
+        tick = float(end["tick"])
+    rate = source.get("inputRowsPerSecond")
+    return SourceBatch(kind=kind, rows=max(0, rows), rows_per_second=None if rate is None else float(rate),
+                       offset=end, tick_ms=tick, answered=(not end["error"]) if "error" in end else None,
+                       gap=int(end.get("gap") or 0) if "gap" in end else None)
+
+
+def batch_report(progress: Any) -> BatchReport:
+    """A progress report (its JSON as a dict, or PySpark's StreamingQueryProgress) as a BatchReport."""
+    if hasattr(progress, "json"):       # PySpark's StreamingQueryProgress (nested Rows): its JSON
+        progress = json.loads(progress.json)
+    duration = (progress.get("durationMs") or {}).get("triggerExecution")
+    watermark: str | None = (progress.get("eventTime") or {}).get("watermark")
+    if watermark and watermark.startswith((END_OF_INPUT_WATERMARK_YEAR, "1970-01-01T00:00:00")):
+        watermark = None
+    operators = progress.get("stateOperators") or []
+    return BatchReport(
+        sources=tuple(_source(s) for s in progress.get("sources") or []),
+        event_times=tuple(EventTimes(name[len(OBSERVED_PREFIX):], (values or {}).get("newest_event_ms"),
+                                     (values or {}).get("oldest_event_ms"))
+                          for name, values in (progress.get("observedMetrics") or {}).items()
+                          if name.startswith(OBSERVED_PREFIX)),
+        duration_s=None if duration is None else duration / 1000.0,
+        watermark_ms=iso_ms(watermark) if watermark else None,
+        state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators) if operators else None,
+        late_rows=sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators),
+    )

@@ -22,7 +22,7 @@ SKEW_WINDOW_SECONDS = 600.0
 class SourceBatch:
     """What one micro-batch read from one source (streaming/app/batch_report.py reads it from
     Spark's progress report)."""
-    kind: str                          # the input kind its offsets name ("log", "offsets"), or "other"
+    kind: str                          # the input kind its offsets name ("broker_log", "offsets"), or "other"
     rows: int                          # input rows: every log line read, no end-of-input or caught-up marker
     rows_per_second: float | None = None
     offset: dict[str, Any] = field(default_factory=dict)   # its end offset (streaming/app/source_offsets.py)

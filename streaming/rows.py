@@ -32,6 +32,10 @@ END_OF_INPUT_WATERMARK_YEAR = "2099"
 # moves the watermark to END_OF_INPUT_TS_MS, so the final snapshot (groups.jsonl) has its commit
 # counters. A live watermark never gets there: such a timeout is no live deadline.
 FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
+# Spark's observed metrics of each source's event rows (spark/steps.py `observed`), as its progress
+# reports name them (app/batch_report.py reads them): `source_<kind>`, with these fields.
+OBSERVED_SOURCE_PREFIX = "source_"
+OBSERVED_NEWEST, OBSERVED_OLDEST = "newest_event_ms", "oldest_event_ms"
 QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)
 STATS_GROUP = "\u0000stats"             # state key of the offsets decoder's decode-health rows
 LOG_STATS_GROUP = "\u0000log-stats"     # state key of the log parse step's per-source counts

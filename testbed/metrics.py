@@ -59,3 +59,9 @@ def parse(page: str, prefix: str = PREFIX, names: Collection[str] | None = None)
             if sample.name.startswith(prefix):
                 out[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
     return out
+
+
+def family_names(page: str) -> set[str]:
+    """The families a page declares, with or without samples, as prometheus_client names them (a
+    counter without its `_total`)."""
+    return {family.name for family in text_string_to_metric_families(page)}

@@ -16,10 +16,7 @@ from typing import Any
 
 from sinks.health import BatchReport, EventTimes, SourceBatch
 from streaming.app.source_offsets import source_offset
-from streaming.rows import END_OF_INPUT_WATERMARK_YEAR
-
-# observedMetrics of a source's rows (streaming/spark/steps.py) are named `source_<kind>`.
-OBSERVED_PREFIX = "source_"
+from streaming.rows import END_OF_INPUT_WATERMARK_YEAR, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX
 
 
 def iso_ms(text: str) -> float:
@@ -56,10 +53,10 @@ def batch_report(progress: Any) -> BatchReport:
     operators = progress.get("stateOperators") or []
     return BatchReport(
         sources=tuple(_source(s) for s in progress.get("sources") or []),
-        event_times=tuple(EventTimes(name[len(OBSERVED_PREFIX):], (values or {}).get("newest_event_ms"),
-                                     (values or {}).get("oldest_event_ms"))
+        event_times=tuple(EventTimes(name[len(OBSERVED_SOURCE_PREFIX):], (values or {}).get(OBSERVED_NEWEST),
+                                     (values or {}).get(OBSERVED_OLDEST))
                           for name, values in (progress.get("observedMetrics") or {}).items()
-                          if name.startswith(OBSERVED_PREFIX)),
+                          if name.startswith(OBSERVED_SOURCE_PREFIX)),
         duration_s=None if duration is None else duration / 1000.0,
         watermark_ms=iso_ms(watermark) if watermark else None,
         state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators) if operators else None,

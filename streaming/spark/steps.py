@@ -22,8 +22,8 @@ from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.rows import (
-    COMPLETE_THROUGH, LEGACY_PACKED_DATA, PACKED_DATA, PACKED_EVENT, PLAIN_PACKED_FIELDS, STATE_INPUT_KEYS,
-    state_bucket_column,
+    COMPLETE_THROUGH, LEGACY_PACKED_DATA, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX, PACKED_DATA,
+    PACKED_EVENT, PLAIN_PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column,
 )
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA, STATE_SCHEMA_BUCKETED
 from streaming.spark.stateful import process_bucket, process_group
@@ -230,9 +230,9 @@ def observed(events: DataFrame, source_kind: str) -> DataFrame:
     """Per-source figures Spark reports in each batch's progress (observedMetrics)."""
     real = F.col("kind") != F.lit(END_OF_INPUT)
     return events.observe(
-        f"source_{source_kind}",
-        F.max(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias("newest_event_ms"),
-        F.min(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias("oldest_event_ms"),
+        f"{OBSERVED_SOURCE_PREFIX}{source_kind}",
+        F.max(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias(OBSERVED_NEWEST),
+        F.min(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias(OBSERVED_OLDEST),
         F.sum(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), 1).otherwise(0)).alias("events"),
         F.sum(F.when(F.col("kind") == F.lit(QUARANTINE), 1).otherwise(0)).alias("quarantined"),
     )

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
 
-from testbed.metrics import PREFIX, Samples, parse
+from testbed.metrics import PREFIX, Samples, family_names, parse
 from testbed.monitor import MonitorProcess
 
 KEEP = {"group_state", "group_generation", "group_state_since_timestamp_seconds", "group_pending_removals",
@@ -69,10 +69,13 @@ class Scrape:
 FULL_CHECK_EVERY = 50
 
 
+# The families of the SCRAPED samples, as the parser names them (a counter without `_total`).
+SCRAPED_FAMILIES = frozenset(name.removesuffix("_total") for name in SCRAPED)
+
+
 def families(page: str) -> set[str]:
-    """The SCRAPED families a page declares (its `# TYPE` lines, with or without samples)."""
-    return {parts[2] for line in page.splitlines()
-            if line.startswith("# TYPE ") and len(parts := line.split()) >= 3 and parts[2] in SCRAPED}
+    """The SCRAPED families a page declares (with or without samples)."""
+    return family_names(page) & SCRAPED_FAMILIES
 
 
 class Scraper(threading.Thread):

@@ -28,10 +28,10 @@ def pending_removals(model: GroupModel) -> list[dict[str, Any]]:
     """The removals the model holds for their decision window, with the cause the line gave."""
     out = []
     for h in model.held_removals:
-        rec = h["rec"]
+        rec = h.rec
         out.append({"member_id": rec["member_id"], "client_id": rec.get("client_id"),
                     "cause": rec["cause"], "removed_at_ms": rec["removed_at_ms"],
-                    "root_cause": PENDING, "decide_at_ms": h["decide_at"]})
+                    "root_cause": PENDING, "decide_at_ms": h.decide_at})
     return out
 
 

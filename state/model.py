@@ -113,6 +113,80 @@ class OpenRebalance:
     logged_members: int | None = None
 
 
+# The entries GroupModel keeps while it waits for later evidence. Stored (to_json) like the model:
+# the fields that differ from their default, so an optional field (default None or False: not
+# learned) is stored only once it is set, and entries stored by older releases, which lack the
+# fields added since, load with the defaults.
+@dataclass(slots=True)
+class HeldRemoval:
+    """A removal record held until its decision time (GroupModel.held_removals), with what the
+    group showed meanwhile (state/diagnosis/holding.py; the rules read it: state/diagnosis/rules.py)."""
+    rec: dict[str, Any]                    # the removal record (an output record), decided at release
+    decide_at: int                         # event time of its decision
+    # LeaveGroup, commit or poll evidence: whether it may have stalled in processing (None: no
+    # evidence, which counts as stalled), the evidence in words, whether its partitions were known.
+    stalled: bool | None = None
+    commit_text: str | None = None
+    commit_known: bool = False
+    # The same client (or member) joined again: when, and whether with the same member id.
+    rejoined_at_ms: int | None = None
+    same_member_id: bool | None = None
+    # Other members of the group expired within the coordinator-wide window of this one.
+    expired_with_others: bool = False
+    # Set as it is decided: the coordinator move that explains it, the poll timeout inferred.
+    coordinator_move_ms: int | None = None
+    poll_inferred: bool = False
+
+    @property
+    def may_have_stalled(self) -> bool:
+        """No evidence that its member kept polling (commits or a rebalance it joined)."""
+        return self.stalled is not False
+
+
+@dataclass(slots=True)
+class InferredRemoval:
+    """A LeaveGroup removal inferred from a generation that completed without the member, waiting
+    for the member's own line (GroupModel.pending_inferred; state/machine/classic.py)."""
+    due: int                               # event time after which it is held as it is
+    rec: dict[str, Any]                    # the removal record
+    # The member as the model knew it: dataclasses.asdict of a Member, kept as stored (one stored
+    # before a field of Member was added lacks it, and is written back so).
+    known: dict[str, Any]
+
+    def member(self) -> Member:
+        return Member(**self.known)
+
+
+@dataclass(slots=True)
+class GenerationCheck:
+    """A classic generation waiting for the other source's evidence (GroupModel.generation_checks;
+    state/machine/crosscheck.py). Every field is stored."""
+    log: bool                              # the log showed the generation
+    log_completed: bool                    # ... and that it completed ("Assignment received", "is now empty")
+    offsets: bool                          # its GroupMetadata record was read
+    ts_ms: int                             # the first evidence: its time, source id and sequence number
+    due_ms: int                            # when it is checked
+    source_id: str
+    seq: int
+
+
+@dataclass(slots=True)
+class ProvisionalTrigger:
+    """A rebalance emitted with trigger_final false, waiting for its trigger member's removal to be
+    decided (GroupModel.provisional_triggers; state/machine/base.py settle_triggers)."""
+    member_id: str | None
+    generation: int | None
+    started_at_ms: int | None
+    protocol: str
+    outcome: str
+    trigger: str
+    trigger_member: str | None
+    # What a poll timeout would change in its impact (impact.poll_timeout_correction), and the
+    # stops of the member's partitions it ended; None: stored before they were kept.
+    impact: dict[str, Any] | None = None
+    member_stops: list[list[Any]] | None = None
+
+
 @dataclass
 class GroupModel:
     cluster: str
@@ -154,9 +228,8 @@ class GroupModel:
     metadata_hash: int | None = None
     # Sources ("log", "offsets") that have delivered any event for this group.
     seen_sources: list[str] = field(default_factory=list)
-    # Classic generations waiting for the other source's evidence, by str(generation):
-    # {"log", "log_completed", "offsets": bool, "ts_ms", "due_ms", "source_id", "seq"}.
-    generation_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Classic generations waiting for the other source's evidence, by str(generation).
+    generation_checks: dict[str, GenerationCheck] = field(default_factory=dict)
     # Highest generation whose check is done: later records of it are rewrites (static members).
     checked_generation: int | None = None
     last_commit_ms: int | None = None
@@ -166,16 +239,15 @@ class GroupModel:
     invalid_transitions: int = 0
     source_mismatches: int = 0
     last_event_ms: int | None = None
-    # Diagnosis (state/diagnosis/rules.py): removal records held until their decision time, each
-    # {"rec": record, "decide_at": ms, ...what was learned while held}.
-    held_removals: list[dict[str, Any]] = field(default_factory=list)
+    # Diagnosis (state/diagnosis/rules.py): removal records held until their decision time, with
+    # what was learned while held.
+    held_removals: list[HeldRemoval] = field(default_factory=list)
     # Rebalances emitted with trigger_final false, waiting for their trigger member's removal to
-    # be decided: {"member_id", "generation", "started_at_ms", "protocol", "outcome", "trigger",
-    # "trigger_member"} (state/diagnosis/holding.py, trigger_may_change).
-    provisional_triggers: list[dict[str, Any]] = field(default_factory=list)
+    # be decided (state/diagnosis/holding.py, trigger_may_change).
+    provisional_triggers: list[ProvisionalTrigger] = field(default_factory=list)
     # Inferred LeaveGroup removals waiting METADATA_GRACE_MS for the member's own line (3.x logs it
-    # just after the generation that completed without the member): {"due", "rec", "known"}.
-    pending_inferred: list[dict[str, Any]] = field(default_factory=list)
+    # just after the generation that completed without the member).
+    pending_inferred: list[InferredRemoval] = field(default_factory=list)
     # Classic generations that completed (their members joined and synced, inside poll()), by
     # str(generation): when their rebalance started (the last few). Poll evidence of the
     # poll-timeout inference (state/diagnosis/holding.py).
@@ -205,6 +277,11 @@ class GroupModel:
             raw["members"] = {k: _compact(v, skip="member_id") for k, v in self.members.items()}
         if self.open_rebalance is not None:
             raw["open_rebalance"] = _compact(self.open_rebalance)
+        for name in _ENTRY_LISTS:      # stored when not empty, as every field
+            if name in raw:
+                raw[name] = [_compact(entry) for entry in raw[name]]
+        if "generation_checks" in raw:
+            raw["generation_checks"] = {k: _compact(v) for k, v in raw["generation_checks"].items()}
         raw[VERSION_KEY] = STATE_VERSION
         return pack(_ENCODE(raw))
 
@@ -221,6 +298,11 @@ class GroupModel:
         raw["members"] = {k: Member(**{"member_id": k, **v}) for k, v in raw.get("members", {}).items()}
         if raw.get("open_rebalance") is not None:
             raw["open_rebalance"] = OpenRebalance(**raw["open_rebalance"])
+        for name, entry in _ENTRY_LISTS.items():
+            if name in raw:
+                raw[name] = [entry(**e) for e in raw[name]]
+        if "generation_checks" in raw:
+            raw["generation_checks"] = {k: GenerationCheck(**v) for k, v in raw["generation_checks"].items()}
         return cls(**raw)
 
 
@@ -240,8 +322,11 @@ _DEFAULTS: dict[type, list[tuple[str, Any]]] = {
     cls: [(f.name, f.default if f.default is not MISSING
            else f.default_factory() if f.default_factory is not MISSING else MISSING)
           for f in fields(cls)]
-    for cls in (GroupModel, Member, OpenRebalance)
+    for cls in (GroupModel, Member, OpenRebalance, HeldRemoval, InferredRemoval, GenerationCheck, ProvisionalTrigger)
 }
+# The model's lists of entries, and the entry each holds (generation_checks: a dict of GenerationCheck).
+_ENTRY_LISTS: dict[str, type[HeldRemoval | InferredRemoval | ProvisionalTrigger]] = {
+    "held_removals": HeldRemoval, "pending_inferred": InferredRemoval, "provisional_triggers": ProvisionalTrigger}
 
 
 def _compact(obj: Any, skip: str = "") -> dict[str, Any]:

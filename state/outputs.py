@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from state.impact import CORRECTED_IMPACT_FIELDS, unknown
-from state.model import PROTOCOL_CLASSIC, GroupModel, Member, OpenRebalance
+from state.model import PROTOCOL_CLASSIC, GenerationCheck, GroupModel, Member, OpenRebalance, ProvisionalTrigger
 
 
 class OutputKind(StrEnum):
@@ -131,14 +131,14 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
     return record
 
 
-def trigger_decision(cluster: str, group: str, pending: dict[str, Any], trigger: str, decided_at_ms: int | None,
-                     evidence: str) -> dict[str, Any]:
+def trigger_decision(cluster: str, group: str, pending: ProvisionalTrigger, trigger: str,
+                     decided_at_ms: int | None, evidence: str) -> dict[str, Any]:
     """The final trigger of a rebalance emitted with trigger_final false (rebalance_triggers.jsonl).
     `pending` is what the machine kept of it (GroupModel.provisional_triggers)."""
-    return {"cluster": cluster, "group": group, "protocol": pending["protocol"],
-            "generation": pending["generation"], "started_at_ms": pending["started_at_ms"],
-            "outcome": pending["outcome"], "trigger_member": pending["trigger_member"],
-            "previous_trigger": pending["trigger"], "trigger": trigger, "decided_at_ms": decided_at_ms,
+    return {"cluster": cluster, "group": group, "protocol": pending.protocol,
+            "generation": pending.generation, "started_at_ms": pending.started_at_ms,
+            "outcome": pending.outcome, "trigger_member": pending.trigger_member,
+            "previous_trigger": pending.trigger, "trigger": trigger, "decided_at_ms": decided_at_ms,
             "evidence": evidence}
 
 
@@ -226,13 +226,13 @@ def invalid_transition_record(model: GroupModel, ts_ms: int, from_state: str, to
             "source_id": source_id, "seq": seq}
 
 
-def source_mismatch_record(model: GroupModel, generation: int, check: dict[str, Any], seen_in: str,
+def source_mismatch_record(model: GroupModel, generation: int, check: GenerationCheck, seen_in: str,
                            missing_in: str) -> dict[str, Any]:
     """A classic generation seen in one source only (anomalies.jsonl)."""
-    return {"cluster": model.cluster, "group": model.group, "ts_ms": check["ts_ms"], "kind": "source_mismatch",
+    return {"cluster": model.cluster, "group": model.group, "ts_ms": check.ts_ms, "kind": "source_mismatch",
             "protocol": PROTOCOL_CLASSIC, "generation": generation, "seen_in": seen_in,
-            "missing_in": missing_in, "checked_at_ms": check["due_ms"], "source_id": check["source_id"],
-            "seq": check["seq"]}
+            "missing_in": missing_in, "checked_at_ms": check.due_ms, "source_id": check.source_id,
+            "seq": check.seq}
 
 
 def clock_skew_record(model: GroupModel, source: str, pair: str, generation: int, log_ts_ms: int,

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from state.diagnosis.rules import DiagnosisSettings, classify_in_group, decision_window_ms
-from state.model import EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, GroupModel, Member
+from state.model import EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, GroupModel, HeldRemoval, Member
 from state.outputs import client_id_from_member_id
 
 
-def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None,
-                     held: dict[str, Any]) -> None:
+def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None, held: HeldRemoval) -> None:
     """A LeaveGroup: did the member's partitions see commits during the last poll interval?"""
     at = record["removed_at_ms"]
     stall = record.get("rebalance_timeout_ms")
@@ -25,33 +24,32 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | 
         # A classic member joins and syncs inside poll(): it was polling when the rebalance of its
         # generation ran, less than max.poll.interval.ms before the leave (assumed: its poll()
         # calls are short next to max.poll.interval.ms), so its poll cannot have timed out.
-        held["stalled"] = False
-        held["commit_text"] = (f"it joined generation {generation}, whose rebalance started "
-                               f"{(at - polled) / 1000:.1f} s before the leave, within max.poll.interval.ms "
-                               f"{stall / 1000:.1f} s")
+        held.stalled = False
+        held.commit_text = (f"it joined generation {generation}, whose rebalance started "
+                            f"{(at - polled) / 1000:.1f} s before the leave, within max.poll.interval.ms "
+                            f"{stall / 1000:.1f} s")
         return
     parts = None if known is None else known.partitions
     if not (parts and stall):
-        held["commit_text"] = "commit evidence not available (assignment unknown), the rejoin alone decides"
+        held.commit_text = "commit evidence not available (assignment unknown), the rejoin alone decides"
         return
-    held["commit_known"] = True
+    held.commit_known = True
     commits = [model.partition_commits[p] for p in parts if p in model.partition_commits]
     newest = max((c for c in commits if c <= at), default=None)
-    held["stalled"] = newest is None or newest <= at - stall
+    held.stalled = newest is None or newest <= at - stall
     if newest is None:
-        held["commit_text"] = f"no commit on its {len(parts)} partition(s) before the leave"
+        held.commit_text = f"no commit on its {len(parts)} partition(s) before the leave"
     else:
-        held["commit_text"] = (f"last commit on its {len(parts)} partition(s) "
-                               f"{(at - newest) / 1000:.1f} s before the leave "
-                               f"({'no commit during' if held['stalled'] else 'commits during'} "
-                               f"the last {stall / 1000:.1f} s)")
+        held.commit_text = (f"last commit on its {len(parts)} partition(s) "
+                            f"{(at - newest) / 1000:.1f} s before the leave "
+                            f"({'no commit during' if held.stalled else 'commits during'} "
+                            f"the last {stall / 1000:.1f} s)")
 
 
 def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None,
                  settings: DiagnosisSettings) -> None:
     """Keep a removal record until event time passes its decision window."""
-    held: dict[str, Any] = {"rec": record,
-                            "decide_at": record["removed_at_ms"] + decision_window_ms(record, settings)}
+    held = HeldRemoval(rec=record, decide_at=record["removed_at_ms"] + decision_window_ms(record, settings))
     if record["cause"] == "leave_group":
         _commit_evidence(model, record, known, held)
     model.held_removals.append(held)
@@ -63,8 +61,8 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
     if client_id is None and member_id is not None and model.protocol == PROTOCOL_CLASSIC:
         client_id = client_id_from_member_id(member_id)
     for h in model.held_removals:
-        r = h["rec"]
-        if h.get("rejoined_at_ms") is not None or ts_ms <= r["removed_at_ms"] or ts_ms > h["decide_at"]:
+        r = h.rec
+        if h.rejoined_at_ms is not None or ts_ms <= r["removed_at_ms"] or ts_ms > h.decide_at:
             continue
         same_id = member_id is not None and member_id == r["member_id"]
         # Epoch-based members keep their member id across a rejoin; only classic ones need the client.
@@ -73,23 +71,23 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
                        and (client_host is None or r.get("client_host") is None
                             or client_host == r.get("client_host")))
         if same_id or same_client:
-            h["rejoined_at_ms"] = ts_ms
-            h["same_member_id"] = same_id
+            h.rejoined_at_ms = ts_ms
+            h.same_member_id = same_id
             if r["cause"] == "leave_group":
                 # The rejoin is what a LeaveGroup's verdict waits for (poll timeout or restart):
                 # decide it now, not at the end of the window, so that a rebalance waiting for its
                 # trigger (trigger_may_change) is settled within a batch or two.
-                h["decide_at"] = min(h["decide_at"], ts_ms)
+                h.decide_at = min(h.decide_at, ts_ms)
 
 
-def _poll_timeout_inferred(h: dict[str, Any], settings: DiagnosisSettings) -> bool:
+def _poll_timeout_inferred(h: HeldRemoval, settings: DiagnosisSettings) -> bool:
     """A LeaveGroup without a client reason, the same client back within the poll window, and no
     commits on its partitions while it was stalled: the client left on a poll timeout."""
-    rec = h["rec"]
-    return (rec["cause"] == "leave_group" and h.get("rejoined_at_ms") is not None
+    rec = h.rec
+    return (rec["cause"] == "leave_group" and h.rejoined_at_ms is not None
             and (rec.get("reason_text") or "not provided") == "not provided"
-            and h["rejoined_at_ms"] - rec["removed_at_ms"] <= settings.leave_window_ms(rec.get("rebalance_timeout_ms"))
-            and h.get("stalled", True))
+            and h.rejoined_at_ms - rec["removed_at_ms"] <= settings.leave_window_ms(rec.get("rebalance_timeout_ms"))
+            and h.may_have_stalled)
 
 
 def trigger_may_change(model: GroupModel, member_id: str | None) -> bool:
@@ -98,49 +96,49 @@ def trigger_may_change(model: GroupModel, member_id: str | None) -> bool:
     have been stalled)? Then the rebalance's trigger is not final (GroupModel.provisional_triggers)."""
     if member_id is None:
         return False
-    if any(p["rec"]["member_id"] == member_id for p in model.pending_inferred):
+    if any(p.rec["member_id"] == member_id for p in model.pending_inferred):
         return True
-    return any(h["rec"]["member_id"] == member_id and h["rec"]["cause"] == "leave_group"
-               and (h["rec"].get("reason_text") or "not provided") == "not provided" and h.get("stalled", True)
+    return any(h.rec["member_id"] == member_id and h.rec["cause"] == "leave_group"
+               and (h.rec.get("reason_text") or "not provided") == "not provided" and h.may_have_stalled
                for h in model.held_removals)
 
 
 def undecided_members(model: GroupModel) -> set[str]:
     """Members whose removal is held or waiting for its own line."""
-    return ({h["rec"]["member_id"] for h in model.held_removals}
-            | {p["rec"]["member_id"] for p in model.pending_inferred})
+    return ({h.rec["member_id"] for h in model.held_removals}
+            | {p.rec["member_id"] for p in model.pending_inferred})
 
 
-def _expired_with_others(model: GroupModel, h: dict[str, Any], window: int) -> bool:
+def _expired_with_others(model: GroupModel, h: HeldRemoval, window: int) -> bool:
     """Did other members of the group expire within `window` of this one? A coordinator in trouble
     loses every member that heartbeats to it; alive members follow a plain move to the new
     coordinator, so one member expiring near a move (a crash next to a failover) is not its doing.
     Both records are marked: the earlier one may be released before the later one is decided."""
-    rec = h["rec"]
-    others = [o for o in model.held_removals if o is not h and o["rec"]["cause"] == "heartbeat_expiry"
-              and abs(o["rec"]["removed_at_ms"] - rec["removed_at_ms"]) <= window]
+    rec = h.rec
+    others = [o for o in model.held_removals if o is not h and o.rec["cause"] == "heartbeat_expiry"
+              and abs(o.rec["removed_at_ms"] - rec["removed_at_ms"]) <= window]
     for o in others:
-        o["expired_with_others"] = True
-    return bool(others) or bool(h.get("expired_with_others"))
+        o.expired_with_others = True
+    return bool(others) or h.expired_with_others
 
 
-def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings) -> list[dict[str, Any]]:
-    """The held entries ({"rec", "decide_at", ...}) whose decision time event time has passed,
-    their records decided, in holding order."""
+def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings) -> list[HeldRemoval]:
+    """The held entries whose decision time event time has passed, their records decided, in
+    holding order."""
     if not model.held_removals:
         return []
     keep, decided = [], []
     for h in model.held_removals:
-        if now_ms <= h["decide_at"]:
+        if now_ms <= h.decide_at:
             keep.append(h)
             continue
-        rec = h["rec"]
+        rec = h.rec
         window = settings.coordinator_wide_window_ms
         moves = [t for t in model.coordinator_moves if abs(t - rec["removed_at_ms"]) <= window]
         if moves and _expired_with_others(model, h, window):
-            h["coordinator_move_ms"] = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
+            h.coordinator_move_ms = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
         if _poll_timeout_inferred(h, settings):
-            h["poll_inferred"] = True
+            h.poll_inferred = True
         classify_in_group(rec, h, settings)
         decided.append(h)
     model.held_removals = keep

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from state.model import HeldRemoval
+
 ROOT_CAUSES = ("process_crash", "process_pause", "slow_processing", "graceful_shutdown",
                "host_wide", "coordinator_wide", "unknown")
 # How sure a root cause is (root_cause_confidence), with the reason in root_cause_confidence_reason:
@@ -93,15 +95,15 @@ def _session(rec: dict[str, Any]) -> str:
 Verdict = tuple[str, str, str, str]    # root cause, evidence, confidence, the confidence's reason
 
 
-def classify_in_group(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> None:
+def classify_in_group(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> None:
     """Set cause / root_cause / its confidence / evidence of a held removal record at its decision
     time (group_root_cause keeps this verdict when the correlator overrides root_cause).
 
-    `held` carries what the machine learned while holding it: rejoined_at_ms, rejoin_member,
-    commit evidence (stall_commit_ms: newest commit on its partitions before the leave;
-    commit_known: whether its partitions were known), coordinator_move_ms.
+    `held` carries what the machine learned while holding it: the rejoin (rejoined_at_ms,
+    same_member_id), the commit evidence (stalled, commit_text; commit_known: whether its
+    partitions were known), coordinator_move_ms, poll_inferred.
     """
-    if rec["cause"] == "leave_group" and held.get("poll_inferred"):
+    if rec["cause"] == "leave_group" and held.poll_inferred:
         rec["cause"] = "poll_timeout"
     rule = _RULES.get(rec["cause"])
     root, text, sure, why = ("unknown", "no rule matched", "low", "no rule matched") if rule is None \
@@ -116,75 +118,75 @@ def _who(rec: dict[str, Any]) -> str:
     return f"{rec.get('client_id') or rec['member_id']}@{rec.get('client_host') or '?'}"
 
 
-def _gap(rec: dict[str, Any], held: dict[str, Any]) -> int | None:
-    rejoin = held.get("rejoined_at_ms")
+def _gap(rec: dict[str, Any], held: HeldRemoval) -> int | None:
+    rejoin = held.rejoined_at_ms
     return None if rejoin is None else rejoin - rec["removed_at_ms"]
 
 
-def _poll_timeout(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
-    if not held.get("poll_inferred"):
+def _poll_timeout(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
+    if not held.poll_inferred:
         return ("slow_processing", f"the client said so (reason: {rec.get('reason_text')!r}): processing between "
                 "polls exceeded max.poll.interval.ms", "high", "the client gave the reason")
     text = (f"{_who(rec)} sent LeaveGroup and the same client joined again {_secs(_gap(rec, held))} later, "
             f"within max(max.poll.interval.ms {_secs(rec.get('rebalance_timeout_ms'))}, "
-            f"{_secs(s.poll_rejoin_min_window_ms)}); {held.get('commit_text')}: poll timeout (inferred)")
-    if held.get("commit_known"):
+            f"{_secs(s.poll_rejoin_min_window_ms)}); {held.commit_text}: poll timeout (inferred)")
+    if held.commit_known:
         return "slow_processing", text, "medium", "inferred: a quick rejoin, and no commit on its partitions while " \
                                                   "it stalled"
     return "slow_processing", text, "low", "inferred from the quick rejoin alone: its partitions were not known"
 
 
-def _timed_out(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+def _timed_out(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     step = "rejoin" if rec["cause"] == "rebalance_timeout" else "sync"
     return ("slow_processing", f"{_who(rec)} did not {step} within the rebalance timeout "
             f"{_secs(rec.get('rebalance_timeout_ms'))} (max.poll.interval.ms): still busy in processing between polls",
             "high", "the broker removed it at the rebalance timeout")
 
 
-def _left(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+def _left(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     text = f"{_who(rec)} sent LeaveGroup (consumer closed)"
-    if held.get("rejoined_at_ms") is None:
+    if held.rejoined_at_ms is None:
         return "graceful_shutdown", text + " and did not come back", "high", "the client sent LeaveGroup"
     text += (f"; the same client joined again {_secs(_gap(rec, held))} later but "
-             f"{held.get('commit_text') or 'no poll-timeout evidence'}: a restart")
+             f"{held.commit_text or 'no poll-timeout evidence'}: a restart")
     if (rec.get("reason_text") or "not provided") == "not provided":
         return "graceful_shutdown", text, "medium", "a quick rejoin without a client reason: a restart, not a poll " \
                                                     "timeout, by the commit or poll evidence"
     return "graceful_shutdown", text, "high", "the client sent LeaveGroup"
 
 
-def _never_joined(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+def _never_joined(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     return "unknown", f"{_who(rec)} never completed its join", "low", "a join that never completed says nothing " \
                                                                        "of the client"
 
 
-def _static_replaced(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+def _static_replaced(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     return ("graceful_shutdown", f"static member {rec.get('group_instance_id')} was replaced by a new instance with "
             "the same group.instance.id: a restart (static members send no LeaveGroup)",
             "medium", "a crash followed by a quick restart is replaced the same way")
 
 
-def _deleted(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+def _deleted(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     return "unknown", "the group was deleted or its offsets expired", "high", "the group itself ended"
 
 
-def _expired(rec: dict[str, Any], held: dict[str, Any], s: DiagnosisSettings) -> Verdict:
+def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     who, gap = _who(rec), _gap(rec, held)
     if rec.get("group_instance_id") is not None:
         return ("graceful_shutdown", f"static member {rec.get('group_instance_id')} ({who}) expired after its session "
                 f"timeout {_secs(rec.get('session_timeout_ms'))}: static members send no LeaveGroup on close, so a "
                 "stop looks like this", "low", "a static member's stop and its crash both end in a session expiry")
-    move = held.get("coordinator_move_ms")
+    move = held.coordinator_move_ms
     if move is not None:
         return ("coordinator_wide", f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
                 f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group, "
                 "with other members of the group", "medium",
                 "the coordinator moved the group as several of its members expired")
     if gap is not None and gap <= s.pause_rejoin_window_ms:
-        same = "with the same member id" if held.get("same_member_id") else "with a new member id"
+        same = "with the same member id" if held.same_member_id else "with a new member id"
         text = (f"{who} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "
                 f"(within {_secs(s.pause_rejoin_window_ms)}): the process froze and resumed")
-        if held.get("same_member_id"):
+        if held.same_member_id:
             return "process_pause", text, "high", "the same member came back"
         return "process_pause", text, "medium", "the same client id and host came back with a new member id (a fast " \
                                                 "restart looks the same)"

@@ -18,7 +18,7 @@ from state.impact import (
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
-    Member, OpenRebalance, is_legal,
+    HeldRemoval, Member, OpenRebalance, ProvisionalTrigger, is_legal,
 )
 from state.outputs import (
     OutputKind, invalid_transition_record, rebalance_record, removal_record, trigger_decision,
@@ -224,13 +224,13 @@ class MachineBase:
             recent = sorted(m.polled_generations.items(), key=lambda kv: int(kv[0]))[-(POLLED_GENERATIONS_KEPT - 1):]
             m.polled_generations = dict(recent + [(str(opened.generation), opened.started_at_ms)])
         if not final:
-            m.provisional_triggers.append({
-                "member_id": opened.trigger_member, "generation": opened.generation,
-                "started_at_ms": opened.started_at_ms, "protocol": opened.protocol, "outcome": outcome,
-                "trigger": opened.trigger, "trigger_member": opened.trigger_member,
+            m.provisional_triggers.append(ProvisionalTrigger(
+                member_id=opened.trigger_member, generation=opened.generation,
+                started_at_ms=opened.started_at_ms, protocol=opened.protocol, outcome=outcome,
+                trigger=opened.trigger, trigger_member=opened.trigger_member,
                 # what a poll timeout would change in its impact (impact.poll_timeout_correction)
-                "impact": {k: impact[k] for k in CORRECTED_IMPACT_FIELDS},
-                "member_stops": departed_stops.get(opened.trigger_member or "", [])})
+                impact={k: impact[k] for k in CORRECTED_IMPACT_FIELDS},
+                member_stops=departed_stops.get(opened.trigger_member or "", [])))
         m.rebalances_total += 1
         if opened.generation is not None:
             prior = m.last_emitted_generation
@@ -243,10 +243,10 @@ class MachineBase:
         partition_seconds_stopped; a removal released before stays null)."""
         if not by_member:
             return
-        for held in [*self.m.held_removals, *self.m.pending_inferred]:
-            seconds = by_member.get(held["rec"]["member_id"])
+        for rec in [*(h.rec for h in self.m.held_removals), *(p.rec for p in self.m.pending_inferred)]:
+            seconds = by_member.get(rec["member_id"])
             if seconds is not None:
-                held["rec"]["partition_seconds_stopped"] = seconds
+                rec["partition_seconds_stopped"] = seconds
 
     def impact_of(self, opened: OpenRebalance, outcome: str) -> dict[str, Any]:
         """The rebalance record's impact fields (state/impact.py)."""
@@ -259,14 +259,15 @@ class MachineBase:
             previous, previous_generation = self.replaced[:2]
         return classic_impact(self.m, opened, previous, previous_generation, outcome)
 
-    def settle_triggers(self, decided: list[dict[str, Any]]) -> None:
+    def settle_triggers(self, decided: list[HeldRemoval]) -> None:
         """Removals just decided (held entries of holding.release_removals): the rebalances they
         triggered take the decided cause. The open one is changed in place; an emitted one with
         trigger_final false gets its rebalance_trigger record, poll timeout or not."""
         m = self.m
         o = m.open_rebalance
+        rec: dict[str, Any] | None
         for held in decided:
-            rec = held["rec"]
+            rec = held.rec
             if (rec["cause"] == "poll_timeout" and o is not None and o.trigger == "member_leave"
                     and o.trigger_member == rec["member_id"]):
                 o.trigger = "poll_timeout"
@@ -276,28 +277,28 @@ class MachineBase:
                     departed[0] = min(departed[0], rec["removed_at_ms"] - rec["rebalance_timeout_ms"])
         if not m.provisional_triggers:
             return
-        by_member = {h["rec"]["member_id"]: h for h in decided}
+        by_member = {h.rec["member_id"]: h for h in decided}
         undecided = undecided_members(m)
-        keep: list[dict[str, Any]] = []
+        keep: list[ProvisionalTrigger] = []
         for p in m.provisional_triggers:
-            settled = by_member.get(p["member_id"])
-            if settled is None and p["member_id"] in undecided:
+            settled = by_member.get(p.member_id) if p.member_id is not None else None
+            if settled is None and p.member_id in undecided:
                 keep.append(p)
                 continue
-            rec = settled["rec"] if settled is not None else None
+            rec = settled.rec if settled is not None else None
             correction: dict[str, Any] = {}
             if rec is not None and rec["cause"] == "poll_timeout":
                 trigger = REMOVAL_CAUSE_TO_TRIGGER["poll_timeout"]
                 evidence = f"its removal was decided a poll timeout: {rec.get('evidence')}"
-                if p.get("impact"):
-                    correction = poll_timeout_correction(p["impact"], p["member_id"], p.get("member_stops") or [],
+                if p.impact:
+                    correction = poll_timeout_correction(p.impact, rec["member_id"], p.member_stops or [],
                                                          rec.get("rebalance_timeout_ms"))
             else:
-                trigger = p["trigger"]
+                trigger = p.trigger
                 evidence = (f"its removal was decided {rec['cause']}: {rec.get('evidence')}" if rec is not None
                             else "its removal was no longer held")
             decision = trigger_decision(m.cluster, m.group, p, trigger,
-                                        settled["decide_at"] if settled is not None else None, evidence)
+                                        settled.decide_at if settled is not None else None, evidence)
             decision.update(correction)
             if rec is not None and correction:
                 by_member = correction["partition_seconds_by_departed_member"]

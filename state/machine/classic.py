@@ -10,7 +10,7 @@ from state.machine.base import METADATA_GRACE_MS, REMOVAL_ATTACH_WINDOW_MS
 from state.machine.common import CommonHandlers
 from state.model import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE, UNKNOWN,
-    Member, OpenRebalance
+    InferredRemoval, Member, OpenRebalance
 )
 from state.outputs import REBALANCE_TIMEOUT_SHARE
 
@@ -58,8 +58,8 @@ class ClassicHandlers(CommonHandlers):
                                   evidence=template.format(prev=o.previous_generation, gen=o.generation))
             if not timed_out and E.SOURCE_LOG in m.seen_sources:
                 # The member's own "has left" line may still come (3.x logs it after "is now empty").
-                m.pending_inferred.append({"due": ev.ts_ms + METADATA_GRACE_MS, "rec": record,
-                                           "known": asdict(known)})
+                m.pending_inferred.append(InferredRemoval(due=ev.ts_ms + METADATA_GRACE_MS, rec=record,
+                                                          known=asdict(known)))
             else:
                 self.hold(record, known)
             m.removals_total += 1
@@ -282,22 +282,22 @@ class ClassicHandlers(CommonHandlers):
         client_reason = ev.data.get("client_reason")
         cause = "poll_timeout" if client_reason and "poll timeout" in client_reason.lower() else "leave_group"
         m = self.m
-        pending = next((p for p in m.pending_inferred if p["rec"]["member_id"] == ev.member_id), None)
+        pending = next((p for p in m.pending_inferred if p.rec["member_id"] == ev.member_id), None)
         if pending is not None and ev.member_id not in m.members:
             # Its removal was inferred a moment ago: the line confirms it, with its time and reason.
             m.pending_inferred.remove(pending)
-            pending["rec"].update(removed_at_ms=ev.ts_ms, cause=cause, reason_text=client_reason, evidence="",
-                                  source_id=ev.source_id, seq=ev.seq)
-            self.hold(pending["rec"], Member(**pending["known"]))
+            pending.rec.update(removed_at_ms=ev.ts_ms, cause=cause, reason_text=client_reason, evidence="",
+                               source_id=ev.source_id, seq=ev.seq)
+            self.hold(pending.rec, pending.member())
             return
         self.remove_member(ev.member_id, cause, ev, client_reason)
 
     def flush_inferred(self, now_ms: int) -> None:
         """Inferred removals whose member's line did not come within the grace are held as they are."""
         m = self.m
-        while m.pending_inferred and now_ms > m.pending_inferred[0]["due"]:
+        while m.pending_inferred and now_ms > m.pending_inferred[0].due:
             p = m.pending_inferred.pop(0)
-            self.hold(p["rec"], Member(**p["known"]))
+            self.hold(p.rec, p.member())
 
     def on_pending_member_expired(self, ev: E.Event) -> None:
         if ev.member_id:

@@ -67,7 +67,7 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         if not decided:
             return
         for held in decided:
-            self.outputs.append((OutputKind.REMOVAL, held["rec"]))
+            self.outputs.append((OutputKind.REMOVAL, held.rec))
             self._released += 1
         self.settle_triggers(decided)
 
@@ -76,9 +76,9 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         m = self.m
         # A check can only flag when both sources have delivered events for the group; until
         # then it waits for the next event (apply resolves due checks too) and sets no timer.
-        deadlines = [c["due_ms"] for c in m.generation_checks.values()] if both_sources(m) else []
-        deadlines += [h["decide_at"] for h in m.held_removals]
-        deadlines += [p["due"] for p in m.pending_inferred]
+        deadlines = [c.due_ms for c in m.generation_checks.values()] if both_sources(m) else []
+        deadlines += [h.decide_at for h in m.held_removals]
+        deadlines += [p.due for p in m.pending_inferred]
         o = m.open_rebalance
         if o is not None and o.completed_at_ms is not None:
             deadlines.append(o.completed_at_ms + METADATA_GRACE_MS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from state import events as E
-from state.model import GroupModel
+from state.model import GenerationCheck, GroupModel
 from state.outputs import source_mismatch_record
 
 # A classic generation seen in one source waits this long (event time) for the other source's
@@ -42,12 +42,15 @@ def note_generation_evidence(model: GroupModel, ev: E.Event) -> None:
         return
     c = model.generation_checks.get(str(gen))
     if c is None:
-        c = model.generation_checks[str(gen)] = {
-            "log": False, "log_completed": False, "offsets": False, "ts_ms": ev.ts_ms,
-            "due_ms": ev.ts_ms + SOURCE_CHECK_GRACE_MS, "source_id": ev.source_id, "seq": ev.seq}
-    c[side] = True
-    if side == "log" and ev.kind in (E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY):
-        c["log_completed"] = True
+        c = model.generation_checks[str(gen)] = GenerationCheck(
+            log=False, log_completed=False, offsets=False, ts_ms=ev.ts_ms,
+            due_ms=ev.ts_ms + SOURCE_CHECK_GRACE_MS, source_id=ev.source_id, seq=ev.seq)
+    if side == "offsets":
+        c.offsets = True
+    else:
+        c.log = True
+        if ev.kind in (E.ASSIGNMENT_RECEIVED, E.GROUP_EMPTY):
+            c.log_completed = True
 
 
 def resolve_source_checks(model: GroupModel, now_ms: int) -> list[dict[str, Any]]:
@@ -55,7 +58,7 @@ def resolve_source_checks(model: GroupModel, now_ms: int) -> list[dict[str, Any]
     only, when the group has events from both sources (otherwise a source is not configured)."""
     if not model.generation_checks:
         return []
-    due = sorted((c["due_ms"], int(g)) for g, c in model.generation_checks.items() if now_ms > c["due_ms"])
+    due = sorted((c.due_ms, int(g)) for g, c in model.generation_checks.items() if now_ms > c.due_ms)
     both = both_sources(model)
     anomalies = []
     for _, gen in due:
@@ -63,9 +66,9 @@ def resolve_source_checks(model: GroupModel, now_ms: int) -> list[dict[str, Any]
         model.checked_generation = gen if model.checked_generation is None else max(model.checked_generation, gen)
         if not both:
             continue
-        if c["log_completed"] and not c["offsets"]:
+        if c.log_completed and not c.offsets:
             seen, missing = "log", "offsets"
-        elif c["offsets"] and not c["log"]:
+        elif c.offsets and not c.log:
             seen, missing = "offsets", "logs"
         else:
             continue

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from state.model import PACKED, STATE_VERSION, VERSION_KEY, GroupModel, Member, OpenRebalance, pack, unpack
+from state.model import (
+    PACKED, STATE_VERSION, VERSION_KEY, GroupModel, HeldRemoval, Member, OpenRebalance, pack, unpack,
+)
 
 
 def _model() -> GroupModel:
@@ -15,7 +17,7 @@ def _model() -> GroupModel:
     m.members["m1"] = Member(member_id="m1", client_id="c1", partitions=["t:0"])
     m.open_rebalance = OpenRebalance(protocol="classic", previous_generation=3, started_at_ms=10, trigger="member_join",
                                      trigger_member="m2", reason_text=None, coordinator=1)
-    m.held_removals = [{"rec": {"member_id": "m0"}, "decide_at": 99}]
+    m.held_removals = [HeldRemoval(rec={"member_id": "m0"}, decide_at=99)]
     return m
 
 

@@ -182,10 +182,7 @@ def connector_rows_to_raw(raw: DataFrame, kind: str, tasks: int | None = None) -
                       F.unix_millis(F.col("timestamp")).alias("ts_hint_ms"), F.lit(False).alias("eof"))
 
 
-def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], kind: str,
-                      decode_cluster: str | None = None) -> DataFrame:
-    """The kafka-python source's rows: raw, or with `decode_cluster` the offsets topic's decoded
-    events (the decode in the read task: docs/design.md, "Live mode")."""
+def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], kind: str) -> DataFrame:
     reader = (spark.readStream.format(KAFKA_SOURCE_NAME)
               .option("bootstrapServers", kafka.bootstrap_servers).option("topics", ",".join(topics))
               .option("kind", kind).option("startingOffsets", kafka.starting_offsets)
@@ -195,8 +192,6 @@ def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], 
               .option("readTasks", str(spark.sparkContext.defaultParallelism))
               .option("idleFlush", "true" if kafka.idle_flush else "false")
               .option("commitHoldMs", str(int(kafka.commit_hold_seconds * 1000))))
-    if decode_cluster is not None:
-        reader = reader.option("decodeCluster", decode_cluster)
     return _marker_options(reader, kafka).load()
 
 
@@ -217,11 +212,8 @@ def live_query(spark: SparkSession, o: QueryOptions, kafka: KafkaRead, spec: Log
                             o.unknown_lines_sample_per_logger, default_spec=spec)
         parts.append(with_watermark(observed(events, SOURCE_KIND_LOG), o.lateness_seconds))
     if kafka.offsets_topic:
-        if source == "spark":
-            events = offsets_events(_spark_kafka_raw(spark, kafka, [kafka.offsets_topic], SOURCE_KIND_OFFSETS),
-                                    ClusterNames({}, spec.cluster))
-        else:
-            events = _python_kafka_raw(spark, kafka, [kafka.offsets_topic], SOURCE_KIND_OFFSETS, spec.cluster)
+        events = offsets_events(raw_of(spark, kafka, [kafka.offsets_topic], SOURCE_KIND_OFFSETS),
+                                ClusterNames({}, spec.cluster))
         parts.append(with_watermark(observed(events, SOURCE_KIND_OFFSETS), o.lateness_seconds))
     return group_state_machine(reduce(DataFrame.unionByName, parts), o.group_allow, o.group_deny, o.diagnosis,
                                state_buckets=o.state_buckets)

@@ -78,29 +78,6 @@ def test_connector_rows_and_python_source_rows_give_the_same_events(spark, kind,
     assert _events(spark, connector_raw, kind) == python_events
 
 
-def test_the_python_source_decodes_the_offsets_topic_as_the_decode_step_does(spark):
-    """`decodeCluster`: the kafka-python source's read task decodes the offsets topic itself; its
-    events equal the decode step's over the same records' raw rows, the caught-up marker included."""
-    import pyarrow as pa
-
-    from state.events import END_OF_INPUT
-    from streaming.spark.schema import EVENT_SCHEMA
-    from streaming.spark.sources.kafka import KafkaSource, tick_row
-    recs = _records()
-    options = {"bootstrapServers": "unused:1", "topics": "offs", "kind": KIND_OFFSETS}
-    raw_reader = KafkaStreamReader(options)
-    rows = [raw_reader._row(f"{r.topic}-{r.partition}", r) for r in recs] + [tick_row(KIND_OFFSETS, 1795288999000)]
-    # one task, as the read task is one (the decode-health rows are per task)
-    expected = _events(spark, spark.createDataFrame(rows, RAW_OFFSETS_SCHEMA).coalesce(1), KIND_OFFSETS)
-    decoding = {**options, "decodeCluster": "c"}
-    assert KafkaSource(decoding).schema() == EVENT_SCHEMA
-    assert KafkaSource(options).schema() == RAW_OFFSETS_SCHEMA
-    table = pa.Table.from_batches(list(KafkaStreamReader(decoding).batches(iter(rows))))
-    decoded = spark.createDataFrame(table.to_pandas(), EVENT_SCHEMA).collect()
-    assert len(expected) > 50 and any(r["kind"] == END_OF_INPUT for r in decoded)
-    assert sorted(tuple(r) for r in decoded) == expected
-
-
 def test_source_choice(spark):
     from streaming.app.service import choose_kafka_source
     from streaming.app.settings import ConfigError, KafkaSettings

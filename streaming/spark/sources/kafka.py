@@ -6,9 +6,7 @@ ranges it had planned. A micro-batch reads its partition ranges in at most `read
 next: a consumer per Kafka partition and batch cost a bootstrap connection and a metadata round
 trip each, most of a quiet batch's time (docs/benchmarks.md, "Latency"). The rows have the
 same shape as the replay sources (RAW_LOG_SCHEMA for a log topic, RAW_OFFSETS_SCHEMA for
-`__consumer_offsets`), so the rest of the query does not know where rows come from; with
-`decodeCluster` the offsets topic's read task decodes them itself and yields event rows
-(EVENT_SCHEMA), saving the raw records' trip through the JVM to the decode step's Python worker.
+`__consumer_offsets`), so the rest of the query does not know where rows come from.
 
 Offsets (JSON) carry more than positions, because Spark's progress report echoes them and the
 driver turns them into metrics:
@@ -49,10 +47,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.offsets.records import is_offset_commit_key
 from streaming.rows import RAW_LOG_ARROW_SCHEMA, RAW_OFFSETS_ARROW_SCHEMA
-from streaming.offsets.per_record import ClusterNames
-from streaming.offsets.vectorised import offsets_arrow_to_events
-from streaming.spark.schema import EVENT_SCHEMA, RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
-from streaming.spark.sources.base import arrow_batches, event_batches
+from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
+from streaming.spark.sources.base import arrow_batches
 from streaming.spark.sources.kafka_login import KafkaLoginFailed, probe_login
 from streaming.spark.sources.markers import marker_due, read_plan
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -214,9 +210,6 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.marker_plan = options.get("markerPlan") or None
         self.read_tasks = max(1, int(options.get("readTasks") or 2))
         self.commit_hold_ms = int(options.get("commitHoldMs") or 0) if self.kind == SOURCE_KIND_OFFSETS else 0
-        # The offsets topic decoded in the read task itself (the cluster of its records): its
-        # raw rows then skip a trip through the JVM to a second Python step (steps.offsets_events).
-        self.decode_cluster = options.get("decodeCluster") if self.kind == SOURCE_KIND_OFFSETS else None
         self._consumer = None
         self._peek_consumer = None
         self._backoff = 0.0
@@ -389,20 +382,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         return tasks
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        """The task's rows as Arrow batches (sources/base.py arrow_batches), decoded when the
-        source decodes (`decodeCluster`)."""
+        """The task's rows as Arrow batches (sources/base.py arrow_batches)."""
         freeze_worker_heap()
-        yield from self.batches(self._read_rows(partition))
-
-    def batches(self, rows: Iterable[tuple]) -> Iterator[pa.RecordBatch]:
-        """Raw rows -> the Arrow batches the source yields."""
-        if self.kind != SOURCE_KIND_OFFSETS:
-            yield from arrow_batches(rows, RAW_LOG_ARROW_SCHEMA)
-        elif self.decode_cluster is None:
-            yield from arrow_batches(rows, RAW_OFFSETS_ARROW_SCHEMA)
-        else:
-            raw = arrow_batches(rows, RAW_OFFSETS_ARROW_SCHEMA)
-            yield from event_batches(offsets_arrow_to_events(raw, ClusterNames({}, self.decode_cluster)))
+        schema = RAW_OFFSETS_ARROW_SCHEMA if self.kind == SOURCE_KIND_OFFSETS else RAW_LOG_ARROW_SCHEMA
+        yield from arrow_batches(self._read_rows(partition), schema)
 
     def _read_rows(self, partition) -> Iterator[tuple]:
         if isinstance(partition, TickPartition):       # planned by an older version (checkpoint)
@@ -447,17 +430,14 @@ class KafkaSource(DataSource):
     """options: bootstrapServers, topics (comma-separated), kind (broker_log|offsets),
     startingOffsets (earliest|latest), clientConfig (JSON kafka-python settings: TLS, SASL),
     maxRowsPerBatch (unset: no cap), idleFlush (true|false), idleTickMs (markers of a source
-    without new records at most this often; 0: every micro-batch), decodeCluster (offsets: the
-    rows are decoded events of this cluster, EVENT_SCHEMA, instead of raw records)."""
+    without new records at most this often; 0: every micro-batch)."""
 
     @classmethod
     def name(cls) -> str:
         return KAFKA_SOURCE_NAME
 
     def schema(self):
-        if self.options.get("kind") != SOURCE_KIND_OFFSETS:
-            return RAW_LOG_SCHEMA
-        return RAW_OFFSETS_SCHEMA if self.options.get("decodeCluster") is None else EVENT_SCHEMA
+        return RAW_OFFSETS_SCHEMA if self.options.get("kind") == SOURCE_KIND_OFFSETS else RAW_LOG_SCHEMA
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return KafkaStreamReader(self.options)

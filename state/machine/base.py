@@ -1,8 +1,9 @@
-"""What every handler of the state machine builds on: the one state transition, the open
-rebalance's lifecycle (start, emit, supersede) and member removals.
+"""The state machine's services, what every protocol's handlers call: the one state transition,
+the open rebalance's lifecycle (start, emit, supersede) and member removals.
 
-The handlers (classic.py, consumer.py, common.py) subclass `MachineBase`; core.py puts them
-together and dispatches events to them.
+`GroupStateMachine` (core.py) is a `MachineBase` that owns the protocol components (classic.py,
+modern.py, common.py) and routes events to them; each component calls these services through
+its `machine`.
 """
 from __future__ import annotations
 

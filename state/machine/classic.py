@@ -1,18 +1,21 @@
-"""Handlers of classic-protocol events: the JoinGroup/SyncGroup rebalance as the coordinator
-logs it (Preparing -> Stabilized -> Assignment received, or -> now empty), member removals, and
-the GroupMetadata records of __consumer_offsets."""
+"""The machine's component for classic-protocol events: the JoinGroup/SyncGroup rebalance as the
+coordinator logs it (Preparing -> Stabilized -> Assignment received, or -> now empty), member
+removals, and the GroupMetadata records of __consumer_offsets."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from state import events as E
 from state.machine.base import METADATA_GRACE_MS, REMOVAL_ATTACH_WINDOW_MS
-from state.machine.common import CommonHandlers
 from state.model import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE, UNKNOWN,
     InferredRemoval, Member, OpenRebalance
 )
 from state.outputs import REBALANCE_TIMEOUT_SHARE
+
+if TYPE_CHECKING:
+    from state.machine.core import GroupStateMachine
 
 INFERRED_LEAVE = ("inferred: member of generation {prev}, absent from generation {gen}, no removal line; "
                   "left with LeaveGroup (logged at DEBUG before Kafka 2.2)")
@@ -20,7 +23,12 @@ INFERRED_TIMEOUT = ("inferred: member of generation {prev}, absent from generati
                     "the JOIN phase lasted its rebalance timeout (dropped silently before Kafka 2.7)")
 
 
-class ClassicHandlers(CommonHandlers):
+class ClassicProtocol:
+    """Handles the classic protocol's events; calls the machine's services through `machine`."""
+
+    def __init__(self, machine: GroupStateMachine) -> None:
+        self.machine = machine
+
     def reconcile_membership(self, o: OpenRebalance | None, previous: dict[str, Member],
                              previous_generation: int | None, new_ids: list[str], ev: E.Event) -> None:
         """A classic generation completed: account for members that changed without a line.
@@ -34,7 +42,7 @@ class ClassicHandlers(CommonHandlers):
         Only when `previous` (the member list of `previous_generation`) is the member list of the
         generation this rebalance started from.
         """
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if o is None or o.protocol != PROTOCOL_CLASSIC or o.previous_generation is None:
             return
         if previous_generation != o.previous_generation \
@@ -54,16 +62,16 @@ class ClassicHandlers(CommonHandlers):
             if at_ms is None:
                 at_ms = ev.ts_ms
             template = INFERRED_TIMEOUT if timed_out else INFERRED_LEAVE
-            record = self.removal(member_id, known, cause, ev, at_ms, o.previous_generation,
-                                  evidence=template.format(prev=o.previous_generation, gen=o.generation))
+            record = machine.removal(member_id, known, cause, ev, at_ms, o.previous_generation,
+                                     evidence=template.format(prev=o.previous_generation, gen=o.generation))
             if not timed_out and E.SOURCE_LOG in m.seen_sources:
                 # The member's own "has left" line may still come (3.x logs it after "is now empty").
                 m.pending_inferred.append(InferredRemoval(due=ev.ts_ms + METADATA_GRACE_MS, rec=record,
                                                           known=asdict(known)))
             else:
-                self.hold(record, known)
+                machine.hold(record, known)
             m.removals_total += 1
-            self.note_removal_in(o, member_id, known, cause, at_ms)
+            machine.note_removal_in(o, member_id, known, cause, at_ms)
             if not timed_out:
                 leavers.append(member_id)
         if o.trigger == "unknown" and o.reason_text is None:
@@ -81,65 +89,67 @@ class ClassicHandlers(CommonHandlers):
     def on_member_created(self, ev: E.Event) -> None:
         if not ev.member_id:
             return
-        m = self.m
+        machine, m = self.machine, self.machine.m
         m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
         m.recent_joins.append([ev.member_id, ev.ts_ms])
-        self.observe_join(ev.member_id, None, None, ev.ts_ms)
+        machine.observe_join(ev.member_id, None, None, ev.ts_ms)
 
     def on_prepare(self, ev: E.Event) -> None:
-        m = self.m
-        self.reincarnate_if_dead(ev)
+        machine, m = self.machine, self.machine.m
+        machine.reincarnate_if_dead(ev)
         if m.protocol in EPOCH_PROTOCOLS:
             # Downgrade to classic: the consumer epoch ends, the classic rebalance starts.
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
             m.protocol = PROTOCOL_CLASSIC
-            self.transition_to(STABLE, ev, table=None)
+            machine.transition_to(STABLE, ev, table=None)
         o = m.open_rebalance
         if o is not None:
-            self.close_open_as("superseded", ev)
-        self.transition_to(PREPARING_REBALANCE, ev)
+            machine.close_open_as("superseded", ev)
+        machine.transition_to(PREPARING_REBALANCE, ev)
         if ev.generation is not None:
-            self.enter_generation(ev.generation)
+            machine.enter_generation(ev.generation)
         trigger = ev.data.get("trigger") or "unknown"
         downgrade = (ev.reason or "").startswith("Downgrade group")
         # A downgrade follows the removal of the last consumer-protocol member: that removal (its
         # cause: leave, poll timeout, fence) is the trigger; the reason's own class when none is seen.
-        opened = self.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, "unknown" if downgrade else trigger,
-                                      ev.data.get("trigger_member"), ev.reason, ev.ts_ms)
+        opened = machine.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, "unknown" if downgrade else trigger,
+                                         ev.data.get("trigger_member"), ev.reason, ev.ts_ms)
         if downgrade and opened.trigger == "unknown":
             opened.trigger = trigger
         if trigger == "member_join" and ev.data.get("trigger_member"):
-            self.observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
+            machine.observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
 
     def _open_rebalance_for(self, ev: E.Event) -> OpenRebalance:
         """The open rebalance, or one started by this line when its "Preparing" line was missed."""
-        return self.m.open_rebalance or self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1,
-                                                             "unknown", None, None, None)
+        machine = self.machine
+        return machine.m.open_rebalance or machine.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1,
+                                                                   "unknown", None, None, None)
 
     def on_join_complete(self, ev: E.Event) -> None:
+        machine = self.machine
         o = self._open_rebalance_for(ev)
-        self.transition_to(COMPLETING_REBALANCE, ev)
-        self.enter_generation(ev.generation, o)
+        machine.transition_to(COMPLETING_REBALANCE, ev)
+        machine.enter_generation(ev.generation, o)
         o.join_completed_at_ms = ev.ts_ms
 
     def on_group_empty(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if m.state == EMPTY and ev.generation is not None and m.last_emitted_generation is not None \
                 and ev.generation <= m.last_emitted_generation:
             return   # the empty GroupMetadata record of this generation came first
         o = self._open_rebalance_for(ev)
-        self.transition_to(EMPTY, ev)
-        self.enter_generation(ev.generation, o)
+        machine.transition_to(EMPTY, ev)
+        machine.enter_generation(ev.generation, o)
         o.join_completed_at_ms = ev.ts_ms
         self.reconcile_membership(o, m.members, m.members_generation, [], ev)
-        self.replaced = (dict(m.members), m.members_generation, ev.generation)
+        machine.replaced = (dict(m.members), m.members_generation, ev.generation)
         m.members.clear()
         m.members_generation = ev.generation
         m.leader = None
-        self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+        machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
 
     def on_assignment_received(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if ev.member_id:
             m.leader = ev.member_id
         o = m.open_rebalance
@@ -149,38 +159,38 @@ class ClassicHandlers(CommonHandlers):
             if m.last_emitted_generation is not None and ev.generation is not None \
                     and ev.generation <= m.last_emitted_generation:
                 return
-            o = o or self.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown",
-                                None, None, None)
-            self.enter_generation(ev.generation, o)
-        self.transition_to(STABLE, ev)
+            o = o or machine.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown",
+                                             None, None, None)
+            machine.enter_generation(ev.generation, o)
+        machine.transition_to(STABLE, ev)
         o.completed_at_ms = ev.ts_ms
         o.logged_members = ev.data.get("members")
         if ev.data.get("members") is not None and E.SOURCE_OFFSETS not in m.seen_sources:
             # Kafka 2.8+ says how many members; without the offsets topic there is no record of the
             # generation to wait for (with it, the record's assignment is the rebalance's impact).
-            self.emit_rebalance(o, "stable", ev.ts_ms, ev.data["members"])
+            machine.emit_rebalance(o, "stable", ev.ts_ms, ev.data["members"])
 
     def on_group_metadata(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         members = ev.data.get("members") or []
         gen = ev.generation
         if gen == 0 and not members:
             # Java coordinator: an empty record when the group is created.
             if m.state in (UNKNOWN, DEAD):
-                self.reincarnate_if_dead(ev)
-                self.transition_to(EMPTY, ev, table=None)
-                self.enter_generation(0)
+                machine.reincarnate_if_dead(ev)
+                machine.transition_to(EMPTY, ev, table=None)
+                machine.enter_generation(0)
             return
-        self.reincarnate_if_dead(ev)
+        machine.reincarnate_if_dead(ev)
         if m.protocol in EPOCH_PROTOCOLS and m.open_rebalance is not None \
                 and m.open_rebalance.protocol in EPOCH_PROTOCOLS:
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
         previous, previous_generation = self._take_metadata(ev)
         o = m.open_rebalance
         if o is not None and o.generation == gen and o.completed_at_ms is not None:
             # The rebalance completed in the log and waited for this record's member list.
             self.reconcile_membership(o, previous, previous_generation, list(m.members), ev)
-            self.emit_rebalance(o, "stable", o.completed_at_ms, len(m.members))
+            machine.emit_rebalance(o, "stable", o.completed_at_ms, len(m.members))
         elif not members:
             self._empty_generation_record(ev, previous, previous_generation)
         else:
@@ -189,7 +199,7 @@ class ClassicHandlers(CommonHandlers):
     def _take_metadata(self, ev: E.Event) -> tuple[dict[str, Member], int | None]:
         """The record's protocol, leader and members into the model; returns the member list it
         replaced and that list's generation."""
-        m = self.m
+        machine, m = self.machine, self.machine.m
         d = ev.data
         m.protocol = PROTOCOL_CLASSIC
         if d.get("protocol_type") is not None:
@@ -209,118 +219,119 @@ class ClassicHandlers(CommonHandlers):
             )
         for mid, mm in new_members.items():
             if mid not in m.members:
-                self.observe_join(mid, mm.client_id, mm.client_host, ev.ts_ms)
+                machine.observe_join(mid, mm.client_id, mm.client_host, ev.ts_ms)
         previous, previous_generation = m.members, m.members_generation
         m.members = new_members
         m.members_generation = ev.generation
-        self.replaced = (previous, previous_generation, ev.generation)
+        machine.replaced = (previous, previous_generation, ev.generation)
         return previous, previous_generation
 
     def _already_emitted(self, gen: int | None) -> bool:
-        last = self.m.last_emitted_generation
+        last = self.machine.m.last_emitted_generation
         return last is not None and gen is not None and gen <= last
 
     def _empty_generation_record(self, ev: E.Event, previous: dict[str, Member],
                                  previous_generation: int | None) -> None:
         """A GroupMetadata record without members: the group became Empty at this generation."""
-        m = self.m
+        machine, m = self.machine, self.machine.m
         gen, o = ev.generation, m.open_rebalance
         if m.state == EMPTY and m.generation == gen:
             return
         if o is not None and m.state == PREPARING_REBALANCE:
             # The "is now empty" line is missing: the record ends the rebalance.
-            self.transition_to(EMPTY, ev)
-            self.enter_generation(gen, o)
+            machine.transition_to(EMPTY, ev)
+            machine.enter_generation(gen, o)
             o.join_completed_at_ms = ev.ts_ms
             self.reconcile_membership(o, previous, previous_generation, [], ev)
-            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+            machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
             return
         # Stable -> (PreparingRebalance) -> Empty: offsets-only input never sees the middle
         # state, as for the Stable -> Stable case below; not an invalid transition.
-        self.transition_to(EMPTY, ev, table=None if m.state in (UNKNOWN, DEAD, STABLE) else PROTOCOL_CLASSIC)
+        machine.transition_to(EMPTY, ev, table=None if m.state in (UNKNOWN, DEAD, STABLE) else PROTOCOL_CLASSIC)
         if not self._already_emitted(gen) and gen is not None and (m.generation is None or gen > m.generation):
             if o is not None:
-                self.close_open_as("superseded", ev)
-            o = self.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
+                machine.close_open_as("superseded", ev)
+            o = machine.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
             o.join_completed_at_ms = ev.ts_ms
-            self.emit_rebalance(o, "empty", ev.ts_ms, 0)
-        self.enter_generation(gen)
+            machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
+        machine.enter_generation(gen)
 
     def _generation_record(self, ev: E.Event, previous: dict[str, Member],
                            previous_generation: int | None) -> None:
         """A GroupMetadata record with members: the generation became Stable (or is a rewrite)."""
-        m = self.m
+        machine, m = self.machine, self.machine.m
         gen, o = ev.generation, m.open_rebalance
         if o is not None and m.state == COMPLETING_REBALANCE and m.generation == gen:
             # "Assignment received" is missing: the record is when the group became Stable.
-            self.transition_to(STABLE, ev)
+            machine.transition_to(STABLE, ev)
             o.completed_at_ms = ev.ts_ms
             self.reconcile_membership(o, previous, previous_generation, list(m.members), ev)
-            self.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
+            machine.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
             return
         if m.state == STABLE and m.generation == gen:
             return  # static member replacement rewrites the record without a rebalance
         if self._already_emitted(gen):
-            self.enter_generation(gen)
+            machine.enter_generation(gen)
             return
         # No log evidence for this generation (offsets topic only, or lines missed).
         if o is not None:
-            self.close_open_as("superseded", ev)
-        self.transition_to(STABLE, ev, table=None if m.state in (UNKNOWN, DEAD, EMPTY, STABLE) else PROTOCOL_CLASSIC)
-        o = self.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
+            machine.close_open_as("superseded", ev)
+        machine.transition_to(STABLE, ev,
+                              table=None if m.state in (UNKNOWN, DEAD, EMPTY, STABLE) else PROTOCOL_CLASSIC)
+        o = machine.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
         o.completed_at_ms = ev.ts_ms
-        self.enter_generation(gen)
-        self.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
+        machine.enter_generation(gen)
+        machine.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
 
     def on_member_failed(self, ev: E.Event) -> None:
         if ev.member_id:
-            self.remove_member(ev.member_id, "heartbeat_expiry", ev)
+            self.machine.remove_member(ev.member_id, "heartbeat_expiry", ev)
 
     def on_member_left(self, ev: E.Event) -> None:
         if not ev.member_id:
             return
         client_reason = ev.data.get("client_reason")
         cause = "poll_timeout" if client_reason and "poll timeout" in client_reason.lower() else "leave_group"
-        m = self.m
+        machine, m = self.machine, self.machine.m
         pending = next((p for p in m.pending_inferred if p.rec["member_id"] == ev.member_id), None)
         if pending is not None and ev.member_id not in m.members:
             # Its removal was inferred a moment ago: the line confirms it, with its time and reason.
             m.pending_inferred.remove(pending)
             pending.rec.update(removed_at_ms=ev.ts_ms, cause=cause, reason_text=client_reason, evidence="",
                                source_id=ev.source_id, seq=ev.seq)
-            self.hold(pending.rec, pending.member())
+            machine.hold(pending.rec, pending.member())
             return
-        self.remove_member(ev.member_id, cause, ev, client_reason)
+        machine.remove_member(ev.member_id, cause, ev, client_reason)
 
     def flush_inferred(self, now_ms: int) -> None:
         """Inferred removals whose member's line did not come within the grace are held as they are."""
-        m = self.m
+        machine, m = self.machine, self.machine.m
         while m.pending_inferred and now_ms > m.pending_inferred[0].due:
             p = m.pending_inferred.pop(0)
-            self.hold(p.rec, p.member())
+            machine.hold(p.rec, p.member())
 
     def on_pending_member_expired(self, ev: E.Event) -> None:
         if ev.member_id:
-            self.remove_member(ev.member_id, "pending_member_timeout", ev)
+            self.machine.remove_member(ev.member_id, "pending_member_timeout", ev)
 
     def on_members_not_joined(self, ev: E.Event) -> None:
         for member_id in ev.data.get("member_ids") or []:
-            self.remove_member(member_id, "rebalance_timeout", ev)
+            self.machine.remove_member(member_id, "rebalance_timeout", ev)
 
     def on_members_not_synced(self, ev: E.Event) -> None:
         for member_id in ev.data.get("member_ids") or []:
-            self.remove_member(member_id, "sync_timeout", ev)
+            self.machine.remove_member(member_id, "sync_timeout", ev)
 
     def on_static_member_replaced(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         old = ev.data.get("old_member_id")
         previous = m.members.get(old) if old else None
         if old:
-            self.remove_member(old, "static_member_fenced", ev)
+            machine.remove_member(old, "static_member_fenced", ev)
         if ev.member_id:
             replacement = Member(**asdict(previous)) if previous else Member(member_id=ev.member_id)
             replacement.member_id = ev.member_id
             replacement.group_instance_id = ev.data.get("group_instance_id") or replacement.group_instance_id
             m.members[ev.member_id] = replacement
-            self.observe_join(ev.member_id, replacement.client_id, replacement.client_host, ev.ts_ms)
+            machine.observe_join(ev.member_id, replacement.client_id, replacement.client_host, ev.ts_ms)
 

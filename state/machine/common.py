@@ -1,12 +1,14 @@
-"""Handlers of events that mean the same for classic and epoch-based groups: the group's death or
-deletion, coordinator loads and unloads, offset commits and their tombstones."""
+"""The machine's component for events that mean the same for classic and epoch-based groups: the
+group's death or deletion, coordinator loads and unloads, offset commits and their tombstones."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from state import events as E
-from state.machine.base import MachineBase
 from state.model import DEAD, EMPTY, EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, STABLE, UNKNOWN
+
+if TYPE_CHECKING:
+    from state.machine.core import GroupStateMachine
 
 
 def fold_commit(partitions: dict[str, int], last_ms: int | None, data: dict[str, Any], ts_ms: int) -> tuple[int, int]:
@@ -41,21 +43,26 @@ def fold_commit_event(partitions: dict[str, int], last_ms: int | None, kind: str
     return last_ms, total
 
 
-class CommonHandlers(MachineBase):
+class CommonEvents:
+    """Handles the events of every protocol; calls the machine's services through `machine`."""
+
+    def __init__(self, machine: GroupStateMachine) -> None:
+        self.machine = machine
+
     def on_group_dead(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if m.state == DEAD:
             return
-        self.close_open_as("dead", ev)
+        machine.close_open_as("dead", ev)
         # Sorted: the members dict comes back key-sorted from to_json/from_json (Spark state),
         # so insertion order would make the output depend on batch boundaries.
         for member_id in sorted(m.members):
-            self.remove_member(member_id, "group_deleted", ev)
+            machine.remove_member(member_id, "group_deleted", ev)
         # Checked against the group's own protocol: a KIP-848 group may die in any state.
-        self.transition_to(DEAD, ev, table=m.protocol)
+        machine.transition_to(DEAD, ev, table=m.protocol)
 
     def on_group_tombstone(self, ev: E.Event) -> None:
-        m = self.m
+        m = self.machine.m
         if m.protocol in EPOCH_PROTOCOLS and ev.kind == E.GROUP_TOMBSTONE:
             return  # classic -> consumer conversion deletes the classic record, not the group
         self.on_group_dead(ev)
@@ -65,31 +72,32 @@ class CommonHandlers(MachineBase):
 
     def note_coordinator_move(self, ev: E.Event) -> None:
         if ev.source == E.SOURCE_LOG:
-            self.m.coordinator_moves = (self.m.coordinator_moves + [ev.ts_ms])[-4:]
+            m = self.machine.m
+            m.coordinator_moves = (m.coordinator_moves + [ev.ts_ms])[-4:]
 
     def on_group_loaded(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         self.note_coordinator_move(ev)
         if ev.generation is not None and m.generation is None:
-            self.enter_generation(ev.generation)
+            machine.enter_generation(ev.generation)
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None \
                 and m.protocol == PROTOCOL_CLASSIC:
             # A coordinator move aborts the join in progress; the new coordinator starts from
             # the last persisted generation.
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
             loaded_members = ev.data.get("members")
             if loaded_members is not None:
-                self.transition_to(STABLE if loaded_members else EMPTY, ev, table=None)
+                machine.transition_to(STABLE if loaded_members else EMPTY, ev, table=None)
         elif m.state == UNKNOWN and ev.data.get("members") is not None:
-            self.transition_to(STABLE if ev.data["members"] else EMPTY, ev, table=None)
+            machine.transition_to(STABLE if ev.data["members"] else EMPTY, ev, table=None)
 
     def on_offset_commit(self, ev: E.Event) -> None:
         """One commit, or a pack of one group's commits of one millisecond (OFFSET_COMMITS)."""
-        m = self.m
+        m = self.machine.m
         m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.last_commit_ms, ev.kind, ev.data, ev.ts_ms)
         m.commits_total += count
 
     def on_offset_tombstone(self, ev: E.Event) -> None:
         if ev.data.get("topic") is not None:
-            self.m.partition_commits.pop(f"{ev.data['topic']}:{ev.data.get('partition')}", None)
+            self.machine.m.partition_commits.pop(f"{ev.data['topic']}:{ev.data.get('partition')}", None)
 

@@ -5,29 +5,43 @@
 table forbids is counted (model.invalid_transitions, an "anomaly" record) and the model
 resynchronises to what the event says.
 
-The handlers live by protocol (classic.py; modern.py for consumer, share and streams groups;
-common.py); this module puts them together, routes each event kind to its handler and runs what
-every event goes through: the log/offsets
-cross-check (crosscheck.py), the clock-skew probe (clock_skew.py) and the removals held for the
-diagnosis (state/diagnosis/holding.py). Output contract: docs/output.md.
+The machine holds the group's services (base.py: the one transition, the open rebalance, removals)
+and owns one component per protocol family, each handling its own events and calling those
+services: `classic` (classic.py), `modern` (modern.py: consumer, share and streams groups) and
+`common` (common.py: what means the same for every protocol). This module routes each event kind
+to its component's handler and runs what every event goes through: the log/offsets cross-check
+(crosscheck.py), the clock-skew probe (clock_skew.py) and the removals held for the diagnosis
+(state/diagnosis/holding.py). Output contract: docs/output.md.
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 
 from state import events as E
 from state.diagnosis.holding import release_removals
-from state.diagnosis.rules import DiagnosisSettings
-from state.machine.base import METADATA_GRACE_MS, Output
-from state.machine.classic import ClassicHandlers
+from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.machine.base import METADATA_GRACE_MS, MachineBase, Output
+from state.machine.classic import ClassicProtocol
 from state.machine.clock_skew import probe_clock
-from state.machine.modern import ModernHandlers
+from state.machine.common import CommonEvents
+from state.machine.modern import ModernProtocol
 from state.machine.crosscheck import both_sources, note_generation_evidence, resolve_source_checks
 from state.model import GroupModel
 from state.outputs import OutputKind
 
 
-class GroupStateMachine(ClassicHandlers, ModernHandlers):
+class GroupStateMachine(MachineBase):
+    def __init__(self, model: GroupModel, settings: DiagnosisSettings = DEFAULT_SETTINGS):
+        super().__init__(model, settings)
+        # The components call back through a weak proxy: the machine owns them, and a strong
+        # reference back would make every machine (one per group and turn) a reference cycle
+        # that only the cyclic garbage collector frees.
+        machine: GroupStateMachine = weakref.proxy(self)
+        self.classic = ClassicProtocol(machine)
+        self.modern = ModernProtocol(machine)
+        self.common = CommonEvents(machine)
+
     # ------------------------------------------------------------------ entry points
     def apply(self, ev: E.Event) -> None:
         m = self.m
@@ -36,7 +50,7 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
         self._resolve_source_checks(ev.ts_ms)
         note_generation_evidence(m, ev)
         self.flush_pending_completion(ev.ts_ms, closing_event=ev)
-        self.flush_inferred(ev.ts_ms)
+        self.classic.flush_inferred(ev.ts_ms)
         # A removal whose decision time lies before this event is decided first, as a turn that
         # ends between the two would (the outcome must not depend on where turns end).
         self._release_removals(ev.ts_ms)
@@ -58,7 +72,7 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
     def advance_to(self, watermark_ms: int) -> None:
         """Event time has passed `watermark_ms`: emit what was waiting for later evidence."""
         self.flush_pending_completion(watermark_ms)
-        self.flush_inferred(watermark_ms)
+        self.classic.flush_inferred(watermark_ms)
         self._resolve_source_checks(watermark_ms)
         self._release_removals(watermark_ms)
 
@@ -89,44 +103,42 @@ class GroupStateMachine(ClassicHandlers, ModernHandlers):
             self.outputs.append((OutputKind.ANOMALY, record))
 
 
-Handler = Callable[[GroupStateMachine, E.Event], None]
-
-# Event kind -> handler; kinds without one (CG_TARGET_MEMBER, CG_OTHER, ...) only pass through
-# the checks in `apply`.
-HANDLERS: dict[str, Handler] = {
-    E.PREPARE_REBALANCE: GroupStateMachine.on_prepare,
-    E.JOIN_COMPLETE: GroupStateMachine.on_join_complete,
-    E.GROUP_EMPTY: GroupStateMachine.on_group_empty,
-    E.MEMBER_CREATED: GroupStateMachine.on_member_created,
-    E.ASSIGNMENT_RECEIVED: GroupStateMachine.on_assignment_received,
-    E.GROUP_METADATA: GroupStateMachine.on_group_metadata,
-    E.MEMBER_FAILED: GroupStateMachine.on_member_failed,
-    E.MEMBER_LEFT: GroupStateMachine.on_member_left,
-    E.PENDING_MEMBER_EXPIRED: GroupStateMachine.on_pending_member_expired,
-    E.MEMBERS_NOT_JOINED: GroupStateMachine.on_members_not_joined,
-    E.MEMBERS_NOT_SYNCED: GroupStateMachine.on_members_not_synced,
-    E.STATIC_MEMBER_REPLACED: GroupStateMachine.on_static_member_replaced,
-    E.GROUP_DEAD: GroupStateMachine.on_group_dead,
-    E.GROUP_DELETED: GroupStateMachine.on_group_dead,
-    E.GROUP_TOMBSTONE: GroupStateMachine.on_group_tombstone,
-    E.GROUP_LOADED: GroupStateMachine.on_group_loaded,
-    E.OFFSET_COMMIT: GroupStateMachine.on_offset_commit,
-    E.OFFSET_COMMITS: GroupStateMachine.on_offset_commit,
-    E.OFFSET_TOMBSTONE: GroupStateMachine.on_offset_tombstone,
-    E.GROUP_UNLOADED: GroupStateMachine.on_group_unloaded,
-    E.CONSUMER_MEMBER_JOINED: GroupStateMachine.on_consumer_member_joined,
-    E.CONSUMER_MEMBER_LEFT: GroupStateMachine.on_consumer_member_left,
-    E.CONSUMER_MEMBER_FENCED: GroupStateMachine.on_consumer_member_fenced,
-    E.GROUP_EPOCH_BUMPED: GroupStateMachine.on_group_epoch_bumped,
-    E.TARGET_ASSIGNMENT: GroupStateMachine.on_target_assignment,
-    E.GROUP_CONVERTED: GroupStateMachine.on_group_converted,
-    E.CG_EPOCH: GroupStateMachine.on_cg_epoch,
-    E.CG_MEMBER: GroupStateMachine.on_cg_member,
-    E.CG_TARGET_EPOCH: GroupStateMachine.on_cg_target_epoch,
-    E.CG_MEMBER_ASSIGNMENT: GroupStateMachine.on_cg_member_assignment,
-    E.MEMBER_ASSIGNMENT_STATE: GroupStateMachine.on_member_assignment_state,
-    E.REBALANCE_REQUESTED: GroupStateMachine.on_rebalance_requested,
-    E.STREAMS_TOPOLOGY: GroupStateMachine.on_streams_topology,
+# Event kind -> the handler of the component that owns it; kinds without one (CG_TARGET_MEMBER,
+# CG_OTHER, ...) only pass through the checks in `apply`.
+HANDLERS: dict[str, Callable[[GroupStateMachine, E.Event], None]] = {
+    E.PREPARE_REBALANCE: lambda machine, ev: machine.classic.on_prepare(ev),
+    E.JOIN_COMPLETE: lambda machine, ev: machine.classic.on_join_complete(ev),
+    E.GROUP_EMPTY: lambda machine, ev: machine.classic.on_group_empty(ev),
+    E.MEMBER_CREATED: lambda machine, ev: machine.classic.on_member_created(ev),
+    E.ASSIGNMENT_RECEIVED: lambda machine, ev: machine.classic.on_assignment_received(ev),
+    E.GROUP_METADATA: lambda machine, ev: machine.classic.on_group_metadata(ev),
+    E.MEMBER_FAILED: lambda machine, ev: machine.classic.on_member_failed(ev),
+    E.MEMBER_LEFT: lambda machine, ev: machine.classic.on_member_left(ev),
+    E.PENDING_MEMBER_EXPIRED: lambda machine, ev: machine.classic.on_pending_member_expired(ev),
+    E.MEMBERS_NOT_JOINED: lambda machine, ev: machine.classic.on_members_not_joined(ev),
+    E.MEMBERS_NOT_SYNCED: lambda machine, ev: machine.classic.on_members_not_synced(ev),
+    E.STATIC_MEMBER_REPLACED: lambda machine, ev: machine.classic.on_static_member_replaced(ev),
+    E.GROUP_DEAD: lambda machine, ev: machine.common.on_group_dead(ev),
+    E.GROUP_DELETED: lambda machine, ev: machine.common.on_group_dead(ev),
+    E.GROUP_TOMBSTONE: lambda machine, ev: machine.common.on_group_tombstone(ev),
+    E.GROUP_LOADED: lambda machine, ev: machine.common.on_group_loaded(ev),
+    E.OFFSET_COMMIT: lambda machine, ev: machine.common.on_offset_commit(ev),
+    E.OFFSET_COMMITS: lambda machine, ev: machine.common.on_offset_commit(ev),
+    E.OFFSET_TOMBSTONE: lambda machine, ev: machine.common.on_offset_tombstone(ev),
+    E.GROUP_UNLOADED: lambda machine, ev: machine.common.on_group_unloaded(ev),
+    E.CONSUMER_MEMBER_JOINED: lambda machine, ev: machine.modern.on_consumer_member_joined(ev),
+    E.CONSUMER_MEMBER_LEFT: lambda machine, ev: machine.modern.on_consumer_member_left(ev),
+    E.CONSUMER_MEMBER_FENCED: lambda machine, ev: machine.modern.on_consumer_member_fenced(ev),
+    E.GROUP_EPOCH_BUMPED: lambda machine, ev: machine.modern.on_group_epoch_bumped(ev),
+    E.TARGET_ASSIGNMENT: lambda machine, ev: machine.modern.on_target_assignment(ev),
+    E.GROUP_CONVERTED: lambda machine, ev: machine.modern.on_group_converted(ev),
+    E.CG_EPOCH: lambda machine, ev: machine.modern.on_cg_epoch(ev),
+    E.CG_MEMBER: lambda machine, ev: machine.modern.on_cg_member(ev),
+    E.CG_TARGET_EPOCH: lambda machine, ev: machine.modern.on_cg_target_epoch(ev),
+    E.CG_MEMBER_ASSIGNMENT: lambda machine, ev: machine.modern.on_cg_member_assignment(ev),
+    E.MEMBER_ASSIGNMENT_STATE: lambda machine, ev: machine.modern.on_member_assignment_state(ev),
+    E.REBALANCE_REQUESTED: lambda machine, ev: machine.modern.on_rebalance_requested(ev),
+    E.STREAMS_TOPOLOGY: lambda machine, ev: machine.modern.on_streams_topology(ev),
 }
 
 

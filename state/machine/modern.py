@@ -1,21 +1,25 @@
-"""Handlers of the epoch-based groups of the Java coordinator: KIP-848 consumer groups, share
-groups (KIP-932) and streams groups (KIP-1071). One rebalance per group-epoch bump, complete when
-every member's current assignment (record type 8 / 15 / 22, or the streams "new assignment state"
-line) reaches the epoch and is STABLE.
+"""The machine's component for the epoch-based groups of the Java coordinator: KIP-848 consumer
+groups, share groups (KIP-932) and streams groups (KIP-1071). One rebalance per group-epoch bump,
+complete when every member's current assignment (record type 8 / 15 / 22, or the streams "new
+assignment state" line) reaches the epoch and is STABLE.
 
 Which type a group is comes from the events that say it (`data.group_type`: a join line, the
 records); share groups print the consumer wording for their bumps, target assignments and fences,
 so those lines keep the type the group already has."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from state import events as E
 from state.machine.base import REMOVAL_CAUSE_TO_TRIGGER
 from state.impact import note_consumer_departure, note_ownership
-from state.machine.common import CommonHandlers
 from state.model import (
     ASSIGNING, DEAD, EMPTY, EPOCH_PROTOCOLS, NOT_READY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, PROTOCOL_SHARE,
     PROTOCOL_STREAMS, RECONCILING, STABLE, UNKNOWN, Member
 )
+
+if TYPE_CHECKING:
+    from state.machine.core import GroupStateMachine
 
 # MemberState.STABLE of the consumer, share and streams member records (code 0; the log line
 # prints its name).
@@ -26,22 +30,30 @@ FENCE_CAUSES = {"session": "heartbeat_expiry", "rebalance": "rebalance_timeout",
                 "sync": "sync_timeout"}
 
 
-class ModernHandlers(CommonHandlers):
+class ModernProtocol:
+    """Handles the events of consumer, share and streams groups; calls the machine's services
+    through `machine`."""
+
+    def __init__(self, machine: GroupStateMachine) -> None:
+        self.machine = machine
+
     def note_consumer_trigger(self, trigger: str, member_id: str | None, ev: E.Event) -> None:
-        if self.m.pending_consumer_trigger is None:
-            self.m.pending_consumer_trigger = {"trigger": trigger, "member": member_id,
-                                               "reason": ev.data.get("message") or ev.reason}
+        m = self.machine.m
+        if m.pending_consumer_trigger is None:
+            m.pending_consumer_trigger = {"trigger": trigger, "member": member_id,
+                                          "reason": ev.data.get("message") or ev.reason}
 
     def group_type_of(self, ev: E.Event) -> str:
         """The epoch-based type the event says, else the one the group has (consumer by default)."""
         said = ev.data.get("group_type")
         if said in EPOCH_PROTOCOLS:
             return str(said)
-        return self.m.protocol if self.m.protocol in EPOCH_PROTOCOLS else PROTOCOL_CONSUMER
+        protocol = self.machine.m.protocol
+        return protocol if protocol in EPOCH_PROTOCOLS else PROTOCOL_CONSUMER
 
     def become_epoch_based(self, ev: E.Event, target: str | None = None) -> None:
-        m = self.m
-        self.reincarnate_if_dead(ev)
+        machine, m = self.machine, self.machine.m
+        machine.reincarnate_if_dead(ev)
         target = target or self.group_type_of(ev)
         if m.protocol == target:
             return
@@ -53,7 +65,7 @@ class ModernHandlers(CommonHandlers):
                 m.open_rebalance.protocol = target
             return
         if m.open_rebalance is not None:
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
         m.protocol = target
         m.members = {k: v for k, v in m.members.items() if v.has_assignment_record}
         m.members_generation = None
@@ -61,29 +73,29 @@ class ModernHandlers(CommonHandlers):
     def move_to(self, state: str, ev: E.Event) -> None:
         """A derived state of an epoch-based group: share groups are Stable while they have
         members, a NotReady streams group stays NotReady until its topology is ready."""
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if m.protocol == PROTOCOL_SHARE and state in (ASSIGNING, RECONCILING):
             state = STABLE
         if m.protocol == PROTOCOL_STREAMS and m.not_ready_reason is not None and state in (ASSIGNING, RECONCILING,
                                                                                            STABLE):
             state = NOT_READY
-        self.transition_to(state, ev, table=m.protocol)
+        machine.transition_to(state, ev, table=m.protocol)
 
     def on_consumer_member_joined(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         self.become_epoch_based(ev)
         if ev.member_id and ev.member_id not in m.members:
             m.members[ev.member_id] = Member(member_id=ev.member_id,
                                              group_instance_id=ev.data.get("group_instance_id"))
         if ev.member_id:
-            self.observe_join(ev.member_id, None, None, ev.ts_ms)
+            machine.observe_join(ev.member_id, None, None, ev.ts_ms)
         self.note_consumer_trigger("member_join", ev.member_id, ev)
 
     def on_consumer_member_left(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
         if ev.member_id:
-            known = ev.member_id in self.m.members
-            self.remove_member(ev.member_id, "leave_group", ev)
+            known = ev.member_id in self.machine.m.members
+            self.machine.remove_member(ev.member_id, "leave_group", ev)
             self.note_consumer_trigger("member_leave", ev.member_id, ev)
             self._maybe_emptied(ev, known)
 
@@ -91,15 +103,15 @@ class ModernHandlers(CommonHandlers):
         self.become_epoch_based(ev)
         cause = FENCE_CAUSES.get(ev.data.get("fence_reason") or "", "heartbeat_expiry")
         if ev.member_id:
-            known = ev.member_id in self.m.members
-            self.remove_member(ev.member_id, cause, ev)
+            known = ev.member_id in self.machine.m.members
+            self.machine.remove_member(ev.member_id, cause, ev)
             self.note_consumer_trigger(REMOVAL_CAUSE_TO_TRIGGER[cause], ev.member_id, ev)
             self._maybe_emptied(ev, known, REMOVAL_CAUSE_TO_TRIGGER[cause])
 
     def _maybe_emptied(self, ev: E.Event, removed_was_known: bool, trigger: str = "member_leave") -> None:
         """The last member the group had is gone (only for a member the model knew: a group seen
         mid-life may have members it never saw)."""
-        if not self.m.members and removed_was_known:
+        if not self.machine.m.members and removed_was_known:
             self._emptied(ev, trigger)
 
     def _emptied(self, ev: E.Event, trigger: str) -> None:
@@ -107,17 +119,17 @@ class ModernHandlers(CommonHandlers):
         ends `empty` (as a classic group's last leave does), and an epoch still reconciling is
         superseded by it. Kafka logs no "Bumped" line for a leave or a fence (4.4), and the epoch
         record, when read, comes after the member's tombstones (on_cg_epoch: it starts nothing)."""
-        m = self.m
+        machine, m = self.machine, self.machine.m
         o = m.open_rebalance
         if o is not None and o.completed_at_ms is None:
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
         m.pending_consumer_trigger = None
         if m.generation is None:
             self.move_to(EMPTY, ev)
             return
-        bump = self.start_rebalance(ev, m.protocol, m.generation, trigger, ev.member_id,
-                                    ev.data.get("message") or ev.reason, ev.ts_ms, generation=m.generation + 1)
-        self.enter_generation(m.generation + 1)
+        bump = machine.start_rebalance(ev, m.protocol, m.generation, trigger, ev.member_id,
+                                       ev.data.get("message") or ev.reason, ev.ts_ms, generation=m.generation + 1)
+        machine.enter_generation(m.generation + 1)
         self.move_to(EMPTY, ev)
         # Held METADATA_GRACE_MS for the "Bumped group epoch" line that 4.0 logs right after
         # (the epoch starts there); flush_pending_completion emits it `empty`.
@@ -129,16 +141,16 @@ class ModernHandlers(CommonHandlers):
                                    ev.member_id or ev.data.get("prefix_member"), ev)
 
     def start_epoch(self, ev: E.Event, epoch: int) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         self.become_epoch_based(ev)
         if m.open_rebalance is not None:
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
         pending = m.pending_consumer_trigger or {}
         m.pending_consumer_trigger = None
-        self.start_rebalance(ev, m.protocol, m.generation,
-                             pending.get("trigger") or self._bump_trigger(ev), pending.get("member"),
-                             pending.get("reason") or ev.reason, ev.ts_ms, generation=epoch)
-        self.enter_generation(epoch)
+        machine.start_rebalance(ev, m.protocol, m.generation,
+                                pending.get("trigger") or self._bump_trigger(ev), pending.get("member"),
+                                pending.get("reason") or ev.reason, ev.ts_ms, generation=epoch)
+        machine.enter_generation(epoch)
         # Completion is decided by the members' current assignments.
         self.move_to(ASSIGNING if m.members else EMPTY, ev)
 
@@ -146,20 +158,21 @@ class ModernHandlers(CommonHandlers):
         """An epoch bump no member change explains: `metadata_change` when the group's metadata hash
         (of its subscribed topics' partitions, 4.1+: the epoch record and the "Bumped" line carry it)
         differs from the previous epoch's, as after a partition increase; else `group_epoch_bump`."""
-        new, old = ev.data.get("metadata_hash"), self.m.metadata_hash
+        new, old = ev.data.get("metadata_hash"), self.machine.m.metadata_hash
         return "metadata_change" if new is not None and old is not None and new != old else "group_epoch_bump"
 
     def note_metadata_hash(self, ev: E.Event) -> None:
+        m = self.machine.m
         if ev.data.get("metadata_hash") is not None and ev.generation is not None \
-                and (self.m.generation is None or ev.generation >= self.m.generation):
-            self.m.metadata_hash = ev.data["metadata_hash"]
+                and (m.generation is None or ev.generation >= m.generation):
+            m.metadata_hash = ev.data["metadata_hash"]
 
     def on_group_epoch_bumped(self, ev: E.Event) -> None:
         self._epoch_bumped(ev)
         self.note_metadata_hash(ev)
 
     def _epoch_bumped(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if ev.generation is None:
             return
         o = m.open_rebalance
@@ -171,14 +184,14 @@ class ModernHandlers(CommonHandlers):
                 if o.completed_at_ms is not None:
                     # The last member's leave bumped this epoch (_emptied): Kafka's line dates it.
                     o.started_at_ms = ev.ts_ms
-                    self.emit_emptied(o, max(ev.ts_ms, o.completed_at_ms))
+                    machine.emit_emptied(o, max(ev.ts_ms, o.completed_at_ms))
                 elif o.started_at_ms is not None:
                     o.started_at_ms = min(o.started_at_ms, ev.ts_ms)
             return
         self.start_epoch(ev, ev.generation)
 
     def on_target_assignment(self, ev: E.Event) -> None:
-        m = self.m
+        m = self.machine.m
         if ev.generation is not None and m.protocol in EPOCH_PROTOCOLS and m.generation is not None \
                 and ev.generation > m.generation:
             # A fence or a leave bumps the epoch without a "Bumped" line (the epoch record has
@@ -192,28 +205,28 @@ class ModernHandlers(CommonHandlers):
     def note_assignment(self, ev: E.Event) -> None:
         """The end of the open epoch's assignment phase: the first "Computed a new target assignment"
         line or target-assignment record (type 6) of that epoch."""
-        o = self.m.open_rebalance
+        o = self.machine.m.open_rebalance
         if o is not None and o.protocol in EPOCH_PROTOCOLS and o.generation == ev.generation:
             o.assigned_at_ms = ev.ts_ms if o.assigned_at_ms is None else min(o.assigned_at_ms, ev.ts_ms)
 
     def on_group_converted(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         to = ev.data.get("to")
         if to in EPOCH_PROTOCOLS:
             self.become_epoch_based(ev, str(to))
         elif to == PROTOCOL_CLASSIC and m.protocol in EPOCH_PROTOCOLS:
-            self.close_open_as("superseded", ev)
+            machine.close_open_as("superseded", ev)
             m.protocol = PROTOCOL_CLASSIC
 
     def on_streams_topology(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         self.become_epoch_based(ev)
         if ev.data.get("topology_epoch") is not None:
             m.topology_epoch = ev.data["topology_epoch"]
         ready = ev.data.get("ready")
         if ready is False:
             m.not_ready_reason = ev.data.get("not_ready_reason") or "not_ready"
-            self.transition_to(NOT_READY, ev, table=m.protocol)
+            machine.transition_to(NOT_READY, ev, table=m.protocol)
         elif ready is True and m.not_ready_reason is not None:
             m.not_ready_reason = None
             o = m.open_rebalance
@@ -225,10 +238,10 @@ class ModernHandlers(CommonHandlers):
         self.note_metadata_hash(ev)
 
     def _epoch_record(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if ev.data.get("tombstone"):
             if m.protocol in EPOCH_PROTOCOLS:
-                self.on_group_dead(ev)
+                machine.common.on_group_dead(ev)   # the group's death means the same for every protocol
             return
         if ev.generation is None:
             return
@@ -239,18 +252,18 @@ class ModernHandlers(CommonHandlers):
                 and m.last_emitted_generation is not None:
             # Conversion writes an epoch record without a "Bumped" line; the next bump counts.
             self.become_epoch_based(ev)
-            self.enter_generation(ev.generation)
+            machine.enter_generation(ev.generation)
             return
         if m.protocol in EPOCH_PROTOCOLS and m.state == EMPTY and not m.members and m.generation is not None:
             # The last member's tombstones come before this record (Kafka writes a leaving or
             # fenced member's records, then the group's new epoch): the group emptied, which
             # closed its epoch; the bump starts nothing. A join writes its member first.
-            self.enter_generation(ev.generation)
+            machine.enter_generation(ev.generation)
             return
         self.start_epoch(ev, ev.generation)
 
     def on_cg_member(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         if not ev.member_id or ev.data.get("tombstone"):
             return
         self.become_epoch_based(ev)
@@ -264,27 +277,28 @@ class ModernHandlers(CommonHandlers):
         if ev.data.get("topology_epoch") is not None:
             m.topology_epoch = max(m.topology_epoch or 0, ev.data["topology_epoch"])
         m.members[ev.member_id] = member
-        self.observe_join(ev.member_id, member.client_id, member.client_host, ev.ts_ms)
+        machine.observe_join(ev.member_id, member.client_id, member.client_host, ev.ts_ms)
 
     def on_cg_target_epoch(self, ev: E.Event) -> None:
         if not ev.data.get("tombstone") and ev.generation is not None:
-            self.m.target_assignment_epoch = ev.generation
+            self.machine.m.target_assignment_epoch = ev.generation
             self.note_assignment(ev)
 
     def on_cg_member_assignment(self, ev: E.Event) -> None:
         if not ev.member_id:
             return
+        m = self.machine.m
         if ev.data.get("tombstone"):
-            gone = self.m.members.pop(ev.member_id, None)
-            if self.m.protocol == PROTOCOL_CONSUMER:
-                note_consumer_departure(self.m, ev.member_id, gone, ev.ts_ms)
+            gone = m.members.pop(ev.member_id, None)
+            if m.protocol == PROTOCOL_CONSUMER:
+                note_consumer_departure(m, ev.member_id, gone, ev.ts_ms)
         else:
             self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
-            if self.m.protocol == PROTOCOL_CONSUMER:
-                member = self.m.members[ev.member_id]
+            if m.protocol == PROTOCOL_CONSUMER:
+                member = m.members[ev.member_id]
                 member.assignment_record_ms = ev.ts_ms
                 if ev.data.get("owned") is not None:
-                    note_ownership(self.m, member, ev.data["owned"], ev.ts_ms)
+                    note_ownership(m, member, ev.data["owned"], ev.ts_ms)
         self.check_convergence(ev)
 
     def on_member_assignment_state(self, ev: E.Event) -> None:
@@ -296,7 +310,7 @@ class ModernHandlers(CommonHandlers):
         self.check_convergence(ev)
 
     def _member_reached(self, ev: E.Event, epoch: int | None, state: int | None) -> None:
-        m = self.m
+        m = self.machine.m
         self.become_epoch_based(ev)
         member = m.members.get(ev.member_id or "") or Member(member_id=ev.member_id or "")
         member.member_epoch = epoch
@@ -305,7 +319,7 @@ class ModernHandlers(CommonHandlers):
         m.members[member.member_id] = member
 
     def check_convergence(self, ev: E.Event) -> None:
-        m = self.m
+        machine, m = self.machine, self.machine.m
         o = m.open_rebalance
         if o is None or o.protocol not in EPOCH_PROTOCOLS or o.generation is None:
             return
@@ -313,9 +327,9 @@ class ModernHandlers(CommonHandlers):
         if not live:
             if not m.members:
                 self.move_to(EMPTY, ev)
-                self.emit_rebalance(o, "empty", ev.ts_ms, 0)
+                machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
             return
         if all(mm.member_epoch == o.generation and mm.member_state == MEMBER_STATE_STABLE for mm in live):
             o.completed_at_ms = ev.ts_ms
             self.move_to(STABLE, ev)
-            self.emit_rebalance(o, "stable", ev.ts_ms, len(live))
+            machine.emit_rebalance(o, "stable", ev.ts_ms, len(live))

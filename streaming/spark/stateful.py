@@ -296,7 +296,7 @@ def _keep(bucket: Bucket, group: str, turn: tuple[tuple | None, int | None]) -> 
 #   "w": the packed fields of the commits the watermark has not passed yet, in arrival order;
 #   "pc": newest commit time per "topic:partition", "last": newest commit time, "n": commits,
 #   "ev": newest record time, of the commits the watermark has passed.
-# Folding the passed ones is what GroupStateMachine.on_offset_commit does to the model (max, max,
+# Folding the passed ones is what CommonEvents.on_offset_commit does to the model (max, max,
 # sum, max), so it commutes; the group's next turn merges the digest into the model before any of
 # its own events, all of which are later than the watermark at the fold (fold_commits says why).
 

@@ -6,9 +6,11 @@ KIP-848 records of §3-4). Timestamps are small made-up epoch millis.
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import random
+import weakref
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
@@ -1066,3 +1068,25 @@ def test_kip848_epoch_bump_with_a_new_metadata_hash_is_a_metadata_change(line_fi
     assert [(r["generation"], r["trigger"]) for k, r in m.outputs if k == OutputKind.REBALANCE] == [
         (1, "member_join"), (2, "metadata_change"), (3, "group_epoch_bump")]
     assert m.m.metadata_hash == 200
+
+
+# ------------------------------------------------------------------------------- 14. components
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_dropped_machine_is_freed_without_the_cyclic_collector(protocol):
+    """The protocol components reach their machine through a weak proxy (core.py): a machine is
+    freed by reference counting as soon as its turn drops it, not left as a reference cycle for
+    the cyclic garbage collector (a Spark worker runs one machine per group and turn)."""
+    evs = ([prepare(1000, 0, "member_join", C1), ev(1010, E.JOIN_COMPLETE, 1),
+            ev(1020, E.ASSIGNMENT_RECEIVED, 1, C1), ev(2000, E.GROUP_DEAD)] if protocol == "classic"
+           else _consumer_start()[0] + [ev(2000, E.CG_EPOCH, data={"tombstone": True})])
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        machine = run(evs)
+        assert records(machine, OutputKind.REBALANCE) and machine.m.state == DEAD
+        dropped = weakref.ref(machine)
+        del machine
+        assert dropped() is None
+    finally:
+        if was_enabled:
+            gc.enable()

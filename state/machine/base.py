@@ -282,7 +282,7 @@ class MachineBase:
         undecided = undecided_members(m)
         keep: list[ProvisionalTrigger] = []
         for p in m.provisional_triggers:
-            settled = by_member.get(p.member_id) if p.member_id is not None else None
+            settled = by_member.get(p.member_id)
             if settled is None and p.member_id in undecided:
                 keep.append(p)
                 continue

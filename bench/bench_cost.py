@@ -50,6 +50,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.bench_latency import toml_text
 from bench.bench_scale import DATA, PeakRss, run_replay
 from bench.scale_inputs import check_outputs, generate, steady_commits
 
@@ -100,16 +101,16 @@ def steady_traffic(groups: int, window: float, partitions: int, every: float, se
     return list(heapq.merge(traffic, commits, key=lambda r: r[0])), complete
 
 
-def source_options(source: str) -> dict:
+def source_options(source: str, monitor_toml: str = "") -> dict:
     """run_config's options for a live source: "python" (kafka-python) or "spark" (Spark's connector,
-    its jars from the Maven cache, scripts/spark-connector)."""
+    its jars from the Maven cache, scripts/spark-connector), with `monitor_toml` (--monitor-toml) after."""
     if source != "spark":
-        return {"source": source}
+        return {"source": source, "extra_toml": monitor_toml}
     import pyspark
 
     from testbed.bed.jars import fetch_spark_connector, spark_jars
     jars = spark_jars(fetch_spark_connector(pyspark.__version__))
-    return {"source": "spark", "extra_toml": f'[spark_conf]\n"spark.jars" = "{jars}"\n'}
+    return {"source": "spark", "extra_toml": f'[spark_conf]\n"spark.jars" = "{jars}"\n{monitor_toml}'}
 
 
 def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]:
@@ -122,7 +123,8 @@ def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]
     out = {}
     for name, tree in trees.items():
         r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups, root=tree,
-                       label=f"-steady-{name}", rss=sampler, **source_options(args.source[name]))
+                       label=f"-steady-{name}", rss=sampler,
+                       **source_options(args.source[name], args.monitor_toml if name == "head" else ""))
         if r["found"] < r["expected"]:
             raise SystemExit(f"bench/cost: steady {name}: {r['found']} of {r['expected']} rebalances counted")
         out[name] = {"rows_per_second": rate, "batch_p95": _p95(r["batches"]), "cores": r["cpu"] / r["wall"],
@@ -178,7 +180,7 @@ def max_steady(cluster, args, work: Path, first: dict) -> float:
         traffic, complete = steady_traffic(args.groups, args.step_window, args.partitions, every, args.seed, work)
         rate = len(traffic) / args.step_window
         r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups, root=ROOT,
-                       label=f"-max{step}", **source_options(args.source["head"]))
+                       label=f"-max{step}", **source_options(args.source["head"], args.monitor_toml))
         p95 = _p95(r["batches"])
         kept = r["found"] >= r["expected"] and p95 <= args.keep_up_seconds
         print(f"  max steady step {step + 1}: {args.partitions} partitions committed every {every:g} s, "
@@ -294,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
                    "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
                    "head:base (e.g. spark:python)")
+    p.add_argument("--monitor-toml", default="", type=toml_text,
+                   help="more TOML for this tree's monitor in the steady runs (a development aid, e.g. "
+                        "'[spark_conf]\\n\"spark.driver.extraJavaOptions\" = \"-XX:+UseSerialGC\"'); with "
+                        "--source spark it goes after the connector's [spark_conf] line")
     args = p.parse_args(argv)
     head_source, _, base_source = args.source.partition(":")
     args.source = {"head": head_source, "base": base_source or head_source}

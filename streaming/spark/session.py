@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 
@@ -17,6 +18,9 @@ from streaming.spark.sources.staged import StagedSource
 
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# The local JVM's garbage collector (docs/design.md, "The local JVM's garbage collector").
+LOCAL_GC = "-XX:+UseSerialGC"
+LOCAL_GC_CHOICE = re.compile(r"-XX:\+Use\w*GC\b")
 # Python workers forked with the monitor's modules already imported (worker_daemon.py).
 DAEMON_MODULE = "streaming.spark.worker_daemon"
 
@@ -58,14 +62,21 @@ def live_conf(checkpoint_location: str, idle_markers: bool = False) -> dict[str,
     return conf
 
 
-def with_class_archive(conf: Mapping[str, str]) -> dict[str, str]:
-    """`conf` with the driver JVM's class archive options (streaming/spark/jvm_archive.py) before
-    the user's own spark.driver.extraJavaOptions, if any."""
+def chooses_gc(java_options: str) -> bool:
+    """Do these JVM options select a garbage collector (-XX:+UseG1GC, -XX:+UseZGC, ...)? A second
+    choice would stop the JVM ("multiple garbage collectors selected")."""
+    return LOCAL_GC_CHOICE.search(java_options) is not None
+
+
+def with_local_jvm_options(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with the local driver JVM's own options before the user's spark.driver.extraJavaOptions,
+    if any: the serial garbage collector, unless the user chose one (docs/design.md, "The local
+    JVM's garbage collector"), and the class archive (streaming/spark/jvm_archive.py)."""
     out = dict(conf)
-    archive = java_options()
-    if archive:
-        user = out.get(DRIVER_JAVA_OPTIONS)
-        out[DRIVER_JAVA_OPTIONS] = f"{archive} {user}" if user else archive
+    user = out.get(DRIVER_JAVA_OPTIONS, "")
+    options = " ".join(o for o in ("" if chooses_gc(user) else LOCAL_GC, java_options(), user) if o)
+    if options:
+        out[DRIVER_JAVA_OPTIONS] = options
     return out
 
 
@@ -114,7 +125,7 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
         # (bench/offsets: about 2x the in-process rate of 10,000-row batches).
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")
     )
-    for key, value in (with_class_archive(conf or {}) if not submitted else (conf or {})).items():
+    for key, value in (with_local_jvm_options(conf or {}) if not submitted else (conf or {})).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -9,7 +9,7 @@ import pytest
 
 from streaming.app import class_archive
 from streaming.spark import jvm_archive
-from streaming.spark.session import DRIVER_JAVA_OPTIONS, with_class_archive
+from streaming.spark.session import DRIVER_JAVA_OPTIONS, LOCAL_GC, with_local_jvm_options
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def venv(tmp_path, monkeypatch):
 
 def test_no_archive_no_options(venv):
     assert jvm_archive.java_options() == ""
-    assert with_class_archive({"spark.x": "1"}) == {"spark.x": "1"}
+    assert with_local_jvm_options({"spark.x": "1"}) == {"spark.x": "1", DRIVER_JAVA_OPTIONS: LOCAL_GC}
 
 
 def test_an_archive_is_mapped_before_the_users_own_options(venv):
@@ -31,9 +31,21 @@ def test_an_archive_is_mapped_before_the_users_own_options(venv):
     path.write_bytes(b"archive")
     assert jvm_archive.java_options().startswith(f"-XX:SharedArchiveFile={path} ")
     assert "-Xlog:cds=off,cds+dynamic=off" in jvm_archive.java_options()   # an unusable one warns no one
-    conf = with_class_archive({DRIVER_JAVA_OPTIONS: "-Dmine=1"})
-    assert conf[DRIVER_JAVA_OPTIONS] == f"{jvm_archive.java_options()} -Dmine=1"
-    assert with_class_archive({})[DRIVER_JAVA_OPTIONS] == jvm_archive.java_options()
+    conf = with_local_jvm_options({DRIVER_JAVA_OPTIONS: "-Dmine=1"})
+    assert conf[DRIVER_JAVA_OPTIONS] == f"{LOCAL_GC} {jvm_archive.java_options()} -Dmine=1"
+    assert with_local_jvm_options({})[DRIVER_JAVA_OPTIONS] == f"{LOCAL_GC} {jvm_archive.java_options()}"
+
+
+@pytest.mark.parametrize("user", ["-XX:+UseG1GC", "-Dx=1 -XX:+UseZGC -Xss4m", "-XX:+UseParallelGC",
+                                  "-XX:+UseSerialGC"])
+def test_a_collector_the_user_chose_is_the_only_one(venv, user):
+    # two collectors selected stop the JVM at start ("multiple garbage collectors selected")
+    assert with_local_jvm_options({DRIVER_JAVA_OPTIONS: user})[DRIVER_JAVA_OPTIONS] == user
+
+
+@pytest.mark.parametrize("user", ["-XX:+UseStringDeduplication", "-XX:+UseGCOverheadLimit", "-XX:-UseSerialGC"])
+def test_other_options_keep_the_serial_collector(venv, user):
+    assert with_local_jvm_options({DRIVER_JAVA_OPTIONS: user})[DRIVER_JAVA_OPTIONS] == f"{LOCAL_GC} {user}"
 
 
 def test_the_training_run_dumps_where_it_is_told(venv, monkeypatch):

@@ -20,7 +20,9 @@ from streaming.spark.sources.staged import StagedSource
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # The local JVM's garbage collector (docs/design.md, "The local JVM's garbage collector").
 LOCAL_GC = "-XX:+UseSerialGC"
-LOCAL_GC_CHOICE = re.compile(r"-XX:\+Use\w*GC\b")
+# The HotSpot flags that select a collector (ConcMarkSweep: JDKs before 14). By name: other flags
+# end in "GC" too (-XX:+UseAdaptiveSizePolicyWithSystemGC) and choose none.
+GC_CHOICE = re.compile(r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC\b")
 # Python workers forked with the monitor's modules already imported (worker_daemon.py).
 DAEMON_MODULE = "streaming.spark.worker_daemon"
 
@@ -65,7 +67,7 @@ def live_conf(checkpoint_location: str, idle_markers: bool = False) -> dict[str,
 def chooses_gc(java_options: str) -> bool:
     """Do these JVM options select a garbage collector (-XX:+UseG1GC, -XX:+UseZGC, ...)? A second
     choice would stop the JVM ("multiple garbage collectors selected")."""
-    return LOCAL_GC_CHOICE.search(java_options) is not None
+    return GC_CHOICE.search(java_options) is not None
 
 
 def with_local_jvm_options(conf: Mapping[str, str]) -> dict[str, str]:

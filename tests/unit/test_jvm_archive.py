@@ -43,7 +43,8 @@ def test_a_collector_the_user_chose_is_the_only_one(venv, user):
     assert with_local_jvm_options({DRIVER_JAVA_OPTIONS: user})[DRIVER_JAVA_OPTIONS] == user
 
 
-@pytest.mark.parametrize("user", ["-XX:+UseStringDeduplication", "-XX:+UseGCOverheadLimit", "-XX:-UseSerialGC"])
+@pytest.mark.parametrize("user", ["-XX:+UseStringDeduplication", "-XX:+UseGCOverheadLimit", "-XX:-UseSerialGC",
+                                  "-XX:+UseAdaptiveSizePolicyWithSystemGC"])
 def test_other_options_keep_the_serial_collector(venv, user):
     assert with_local_jvm_options({DRIVER_JAVA_OPTIONS: user})[DRIVER_JAVA_OPTIONS] == f"{LOCAL_GC} {user}"
 

@@ -77,8 +77,12 @@ class EventSink:
         for sub in RECORD_FILES.values():
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
-    def write_batch(self, batch_id: int, records: dict[str, list[dict]]) -> None:
-        for kind, sub in RECORD_FILES.items():
+    def write_batch(self, batch_id: int, records: dict[str, list[dict]], kinds: Iterable[str] = tuple(RECORD_FILES)
+                    ) -> None:
+        """The batch's records of `kinds`: its output rows' (foreachBatch), or the statistics its
+        progress report carries (streaming/app/collector.py), which come after them."""
+        for kind in kinds:
+            sub = RECORD_FILES[kind]
             rows = records.get(kind) or []
             path = self.root / sub / f"batch-{batch_id:012d}.jsonl"
             if rows:

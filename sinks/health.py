@@ -40,15 +40,53 @@ class EventTimes:
 
 
 @dataclass(frozen=True)
+class DecodeCounts:
+    """The offsets decoder's records of one cluster in one decode task, by key version, value
+    version and outcome (a `decode_stats` record: docs/output.md)."""
+    cluster: str
+    counts: tuple[tuple[str, str, str, int], ...]    # (key_version, value_version, outcome, records)
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> DecodeCounts:
+        return cls(record.get("cluster") or "default",
+                   tuple((str(k), str(v), str(outcome), int(n)) for k, v, outcome, n in record.get("counts") or []))
+
+    def record(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "counts": [list(c) for c in self.counts]}
+
+
+@dataclass(frozen=True)
+class LogSourceLines:
+    """The lines one parse task saw of one log source, by layout and by class (a `log_stats`
+    record: docs/output.md)."""
+    cluster: str
+    source: str
+    layouts: dict[str, int] = field(default_factory=dict)
+    classes: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> LogSourceLines:
+        return cls(record.get("cluster") or "default", record["source"],
+                   {k: int(n) for k, n in (record.get("layouts") or {}).items()},
+                   {k: int(n) for k, n in (record.get("classes") or {}).items()})
+
+    def record(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "source": self.source, "layouts": self.layouts, "classes": self.classes}
+
+
+@dataclass(frozen=True)
 class BatchReport:
-    """One micro-batch as Spark's progress report tells it, typed once for the health metrics and
-    the replay's progress line."""
+    """One micro-batch as Spark's progress report tells it, typed once for the health metrics,
+    the statistics of the parse and decode steps, and the replay's progress line."""
+    batch_id: int | None = None
     sources: tuple[SourceBatch, ...] = ()
     event_times: tuple[EventTimes, ...] = ()
     duration_s: float | None = None    # the trigger's wall time
     watermark_ms: float | None = None  # None: no real watermark yet, or the replay's end-of-input one
     state_rows: int | None = None      # None: no stateful operator reported
     late_rows: int = 0
+    decode_counts: tuple[DecodeCounts, ...] = ()
+    log_lines: tuple[LogSourceLines, ...] = ()
 
     def tick_of(self, kind: str) -> float | None:
         return next((s.tick_ms for s in reversed(self.sources) if s.kind == kind and s.tick_ms is not None), None)

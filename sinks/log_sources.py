@@ -19,9 +19,10 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from sinks.health import LogSourceLines
 
 PREFIX = "rebalance_monitor"
 LINE_CLASSES = ("coordinator", "not_coordinator", "unknown_template", "unknown_layout", "unparseable")
@@ -75,10 +76,9 @@ class LogSourceMetrics:
             ["cluster", "source", "cause"], registry=registry)
 
     # ------------------------------------------------------------------ input
-    def observe_stats(self, record: dict[str, Any]) -> None:
-        cluster, name = record.get("cluster") or "default", record["source"]
-        classes: dict[str, int] = record.get("classes") or {}
-        layouts: dict[str, int] = record.get("layouts") or {}
+    def observe_lines(self, lines: LogSourceLines) -> None:
+        """One parse task's lines of one source (a `log_stats` record)."""
+        cluster, name, classes, layouts = lines.cluster, lines.source, lines.classes, lines.layouts
         now = self.clock()
         with self._lock:
             source = self._sources.get((cluster, name))

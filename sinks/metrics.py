@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from sinks.exposition import OTHER_GROUPS
 from sinks.group_gauges import PREFIX, GroupStateCollector
 from sinks.group_series import SeriesFamily
-from sinks.health import HealthMetrics
+from sinks.health import DecodeCounts, HealthMetrics, LogSourceLines
 from state.events import SOURCE_LOG, SOURCE_OFFSETS
 from sinks.log_sources import LogSourceMetrics
 from state.model import DEAD
@@ -138,7 +138,7 @@ class MetricsSink:
             OutputKind.REBALANCE_TRIGGER: self._trigger_decided,
             OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
-            OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self.log_sources.observe_stats,
+            OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self._log_stats,
         }
 
     def _impact_metrics(self, buckets: tuple[float, ...]) -> None:
@@ -307,13 +307,20 @@ class MetricsSink:
         else:
             self.invalid_transitions.labels(record["cluster"]).inc()
 
+    def count_statistics(self, decode_counts: Iterable[DecodeCounts], log_lines: Iterable[LogSourceLines]) -> None:
+        """The parse and decode steps' statistics of a batch (its report: sinks/health.py)."""
+        for counts in decode_counts:
+            for key_version, value_version, outcome, n in counts.counts:
+                self.offsets_records.labels(counts.cluster, key_version, value_version, outcome).inc(n)
+            self.log_sources.observe_offsets(counts.cluster, sum(c[3] for c in counts.counts))
+        for lines in log_lines:
+            self.log_sources.observe_lines(lines)
+
     def _decode_stats(self, record: dict[str, Any]) -> None:
-        total = 0
-        for key_version, value_version, outcome, n in record.get("counts") or []:
-            self.offsets_records.labels(record.get("cluster") or "default", str(key_version),
-                                        str(value_version), str(outcome)).inc(int(n))
-            total += int(n)
-        self.log_sources.observe_offsets(record.get("cluster") or "default", total)
+        self.count_statistics((DecodeCounts.of(record),), ())
+
+    def _log_stats(self, record: dict[str, Any]) -> None:
+        self.count_statistics((), (LogSourceLines.of(record),))
 
     def _clock_skew(self, record: dict[str, Any]) -> None:
         key = (record.get("cluster") or "default", record["source"])

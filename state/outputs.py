@@ -34,6 +34,10 @@ class OutputKind(StrEnum):
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
 RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
                 OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
+# The records that count what the parse and decode steps saw: they reach the driver in each
+# batch's progress report (streaming/rows.py, "Statistics rows"), the others as output rows.
+STATISTICS_KINDS = (OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
+OUTPUT_RECORD_KINDS = tuple(kind for kind in RECORD_KINDS if kind not in STATISTICS_KINDS)
 
 OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
 IN_PROGRESS = "in_progress"

@@ -36,9 +36,10 @@ FINAL_SNAPSHOT_TS_MS = END_OF_INPUT_TS_MS - 365 * 86_400_000
 # reports name them (app/batch_report.py reads them): `source_<kind>`, with these fields.
 OBSERVED_SOURCE_PREFIX = "source_"
 OBSERVED_NEWEST, OBSERVED_OLDEST = "newest_event_ms", "oldest_event_ms"
+# The statistics rows of each source's steps (stats_row, log_stats_row), as the same observed
+# metrics carry them: their data_json texts, listed (app/batch_report.py reads them).
+OBSERVED_STATISTICS = "statistics"
 QUARANTINE_GROUP = "\u0000quarantine"   # state key of quarantine rows (no Kafka group id)
-STATS_GROUP = "\u0000stats"             # state key of the offsets decoder's decode-health rows
-LOG_STATS_GROUP = "\u0000log-stats"     # state key of the log parse step's per-source counts
 
 _ARROW = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "bool": pa.bool_(),
           "binary": pa.binary()}
@@ -211,17 +212,23 @@ def marker_row(source: str, ts_ms: int | None, source_id: str = "marker", seq: i
     return ("", None, ts, source, source_id, int(seq), E.END_OF_INPUT, None, None, None, None, None)
 
 
+# Statistics rows (state/outputs.py STATISTICS_KINDS: decode health, log-source line counts)
+# belong to no group: like a marker they only move their source's watermark through the stateful
+# step, which skips them; Spark's observed metrics take their data to the driver in the batch's
+# progress report (spark/steps.py `observed`).
+
+
 def stats_row(cluster: str, ts_ms: int, counts: dict) -> tuple:
     """One decode-health row: counts {(key_version, value_version, outcome): n}."""
-    payload = {"counts": sorted([k[0], k[1], k[2], n] for k, n in counts.items())}
-    return (cluster, STATS_GROUP, int(ts_ms), E.SOURCE_OFFSETS, "decode-stats", 0, str(OutputKind.DECODE_STATS),
+    payload = {"cluster": cluster, "counts": sorted([k[0], k[1], k[2], n] for k, n in counts.items())}
+    return (cluster, None, int(ts_ms), E.SOURCE_OFFSETS, "decode-stats", 0, str(OutputKind.DECODE_STATS),
             None, None, None, None, json.dumps(payload, separators=(",", ":")))
 
 
 def log_stats_row(cluster: str, source: str, ts_ms: int, layouts: dict, classes: dict) -> tuple:
     """One log-source row of a parse task: lines by layout and by class (streaming/logs/step.py)."""
-    payload = {"source": source, "layouts": layouts, "classes": classes}
-    return (cluster, LOG_STATS_GROUP, int(ts_ms), E.SOURCE_LOG, "log-stats", 0, str(OutputKind.LOG_STATS),
+    payload = {"cluster": cluster, "source": source, "layouts": layouts, "classes": classes}
+    return (cluster, None, int(ts_ms), E.SOURCE_LOG, "log-stats", 0, str(OutputKind.LOG_STATS),
             None, None, None, None, json.dumps(payload, separators=(",", ":"), sort_keys=True))
 
 

@@ -14,9 +14,13 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sinks.health import BatchReport, EventTimes, SourceBatch
+from sinks.health import BatchReport, DecodeCounts, EventTimes, LogSourceLines, SourceBatch
 from streaming.app.source_offsets import source_offset
-from streaming.rows import END_OF_INPUT_WATERMARK_YEAR, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX
+from streaming.inputs import SOURCE_KIND_OFFSETS
+from streaming.rows import (
+    END_OF_INPUT_WATERMARK_YEAR, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX, OBSERVED_STATISTICS,
+    loads_json,
+)
 
 
 def iso_ms(text: str) -> float:
@@ -42,6 +46,22 @@ def _source(source: dict[str, Any]) -> SourceBatch:
                        gap=int(end.get("gap") or 0) if "gap" in end else None)
 
 
+def _statistics(observed: dict[str, Any]) -> tuple[tuple[DecodeCounts, ...], tuple[LogSourceLines, ...]]:
+    """The statistics rows' data of every source (spark/steps.py `observed`), typed: the offsets
+    source's are the decoder's counts, a log source's its lines."""
+    decode: list[DecodeCounts] = []
+    lines: list[LogSourceLines] = []
+    for name, values in observed.items():
+        if not name.startswith(OBSERVED_SOURCE_PREFIX):
+            continue
+        texts = (values or {}).get(OBSERVED_STATISTICS) or []
+        if name[len(OBSERVED_SOURCE_PREFIX):] == SOURCE_KIND_OFFSETS:
+            decode.extend(DecodeCounts.of(loads_json(text)) for text in texts)
+        else:
+            lines.extend(LogSourceLines.of(loads_json(text)) for text in texts)
+    return tuple(decode), tuple(lines)
+
+
 def batch_report(progress: Any) -> BatchReport:
     """A progress report (its JSON as a dict, or PySpark's StreamingQueryProgress) as a BatchReport."""
     if hasattr(progress, "json"):       # PySpark's StreamingQueryProgress (nested Rows): its JSON
@@ -51,14 +71,18 @@ def batch_report(progress: Any) -> BatchReport:
     if watermark and watermark.startswith((END_OF_INPUT_WATERMARK_YEAR, "1970-01-01T00:00:00")):
         watermark = None
     operators = progress.get("stateOperators") or []
+    observed = progress.get("observedMetrics") or {}
+    decode_counts, log_lines = _statistics(observed)
+    batch_id = progress.get("batchId")
     return BatchReport(
+        batch_id=None if batch_id is None else int(batch_id),
         sources=tuple(_source(s) for s in progress.get("sources") or []),
         event_times=tuple(EventTimes(name[len(OBSERVED_SOURCE_PREFIX):], (values or {}).get(OBSERVED_NEWEST),
                                      (values or {}).get(OBSERVED_OLDEST))
-                          for name, values in (progress.get("observedMetrics") or {}).items()
-                          if name.startswith(OBSERVED_SOURCE_PREFIX)),
+                          for name, values in observed.items() if name.startswith(OBSERVED_SOURCE_PREFIX)),
         duration_s=None if duration is None else duration / 1000.0,
         watermark_ms=iso_ms(watermark) if watermark else None,
         state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators) if operators else None,
         late_rows=sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators),
+        decode_counts=decode_counts, log_lines=log_lines,
     )

@@ -20,7 +20,10 @@ from sinks.log_sources import warning_text
 from sinks.metrics import MetricsSink
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
-from state.outputs import RECORD_KINDS, OutputKind, apply_trigger_decisions, in_progress_rebalance_record
+from state.outputs import (
+    OUTPUT_RECORD_KINDS, RECORD_KINDS, STATISTICS_KINDS, OutputKind, apply_trigger_decisions,
+    in_progress_rebalance_record,
+)
 from streaming.app.batch_report import batch_report
 from streaming.spark.batch_rows import collected_rows
 from streaming.spark.sources.markers import due_ms, write_plan
@@ -122,14 +125,10 @@ class RunCollector:
     def handle(self, kind: str, record: dict[str, Any]) -> None:
         if kind == OutputKind.SNAPSHOT:
             self.snapshots[(record["cluster"], record["group"])] = record
-        elif self.keep_records and kind not in (OutputKind.DECODE_STATS, OutputKind.LOG_STATS):
+        elif self.keep_records:
             self.records[kind].append(record)
         if kind == OutputKind.CLOCK_SKEW:
             self._warn_skew(record)
-        elif kind == OutputKind.DECODE_STATS:
-            for key_version, value_version, outcome, n in record.get("counts") or []:
-                k = (record.get("cluster") or "default", str(key_version), str(value_version), str(outcome))
-                self.decode_stats[k] = self.decode_stats.get(k, 0) + int(n)
         self.metrics.observe(kind, record)
 
     def _warn_skew(self, record: dict[str, Any]) -> None:
@@ -172,7 +171,7 @@ class RunCollector:
             if self.event_sink is not None:
                 # Files first: a crash after this point re-runs the batch and rewrites the same files
                 # (the correlator state of the previous batch is what the state file holds).
-                self.event_sink.write_batch(batch_id, by_kind)
+                self.event_sink.write_batch(batch_id, by_kind, OUTPUT_RECORD_KINDS)
         replayed = batch_id <= self.counted_through
         if not replayed:
             self.metrics.health.count_stateful_work(by_kind.get(OutputKind.CLOCK) or [])
@@ -251,8 +250,25 @@ class RunCollector:
         replay's progress line."""
         report = batch_report(progress)
         self.metrics.health.record_batch(report)
+        self.count_statistics(report)
         if self.on_progress is not None:
             self.on_progress(report)
+
+    def count_statistics(self, report: BatchReport) -> None:
+        """The parse and decode steps' statistics of a batch, which its progress report carries
+        (they pass no stateful step): into the metrics and the event sink. A batch whose records
+        the restored counters hold already (counted_through) is not counted again."""
+        if report.batch_id is not None and report.batch_id <= self.counted_through:
+            return
+        for counts in report.decode_counts:
+            for key_version, value_version, outcome, n in counts.counts:
+                k = (counts.cluster, key_version, value_version, outcome)
+                self.decode_stats[k] = self.decode_stats.get(k, 0) + n
+        self.metrics.count_statistics(report.decode_counts, report.log_lines)
+        if self.event_sink is not None and report.batch_id is not None:
+            self.event_sink.write_batch(report.batch_id, {
+                OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
+                OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}, STATISTICS_KINDS)
 
     @property
     def rebalances(self) -> list[dict]:

@@ -4,8 +4,9 @@ Only coordinator-marked log lines get here (the JVM filters the rest, streaming/
 plus a sample of every source's lines for the layout report. Anything that cannot be used becomes a
 quarantine row, so it travels with the data, is counted, and lands in quarantine.jsonl; it never
 stops the query. Each parse task also counts, per log source, the lines it saw by layout and by
-class (LogSourceStats), one `log_stats` row per source at the end of the task: the driver turns
-them into the layout report and the silent-source check (sinks/log_sources.py).
+class (LogSourceStats), one `log_stats` row per source at the end of the task (no group: a
+statistics row, streaming/rows.py): the driver turns them into the layout report and the
+silent-source check (sinks/log_sources.py).
 """
 from __future__ import annotations
 

@@ -31,15 +31,13 @@ from state.live_view import live_snapshot
 from state.machine.common import fold_commit_event
 from state.outputs import OutputKind
 from streaming.rows import (
-    COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS, LOG_STATS_GROUP,
-    OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, STATS_GROUP, event_data, event_rows_of,
+    COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS,
+    OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, event_data, event_rows_of,
     loads_json, packed_data, packed_fields, row_to_event, unpack_event_rows
 )
 from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
 
-_PASS_THROUGH = {QUARANTINE_GROUP: OutputKind.QUARANTINE, STATS_GROUP: OutputKind.DECODE_STATS,
-                 LOG_STATS_GROUP: OutputKind.LOG_STATS}
 
 
 def _rows(cluster: str, group: str, pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
@@ -87,14 +85,10 @@ def _frame(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(block, columns=_OUTPUT_INDEX, copy=False)
 
 
-def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list[tuple]) -> None:
-    """Quarantine, decode-health and log-source rows need no order or state: straight to the output."""
-    kind = _PASS_THROUGH[group]
+def _pass_through(cluster: str, incoming: list[list[Any]], out: list[tuple]) -> None:
+    """Quarantine rows need no order or state: straight to the output."""
     for row in incoming:
-        record = event_data(row[EVENT_DATA])
-        if kind != OutputKind.QUARANTINE:
-            record["cluster"] = cluster
-        out.append((str(kind), cluster, None, int(row[EVENT_TS]), _dump(record)))
+        out.append((str(OutputKind.QUARANTINE), cluster, None, int(row[EVENT_TS]), _dump(event_data(row[EVENT_DATA]))))
 
 
 _COMMIT_KINDS = frozenset({E.OFFSET_COMMIT, E.OFFSET_COMMITS})
@@ -124,8 +118,8 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
 
 
 def _skipped(group: str | None, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:
-    """End-of-input markers and groups the configuration leaves out: they only moved the watermark
-    on their way here. No output, no state."""
+    """End-of-input markers, statistics rows (rows.py) and groups the configuration leaves out:
+    they only moved the watermark on their way here. No output, no state."""
     return group is None or (group != QUARANTINE_GROUP and bool(allow or deny)
                              and not group_selected(group, allow, deny))
 
@@ -191,8 +185,8 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         yield _frame(out)
         return
     incoming = _rows(cluster, group, pdfs)
-    if group in _PASS_THROUGH:
-        _pass_through(cluster, group, incoming, out)
+    if group == QUARANTINE_GROUP:
+        _pass_through(cluster, incoming, out)
         yield _frame(out)
         return
     stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
@@ -233,8 +227,8 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     loads = loads_json
     for group, group_texts in texts.items():
         fields = [loads(text) for text in group_texts]
-        if group in _PASS_THROUGH:
-            _pass_through(cluster, group, event_rows_of(cluster, group, fields), out)
+        if group == QUARANTINE_GROUP:
+            _pass_through(cluster, event_rows_of(cluster, group, fields), out)
             continue
         entry = bucket.get(group)
         if entry is not None and fold_commits(entry, fields, watermark):

@@ -13,7 +13,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.events import END_OF_INPUT
-from state.outputs import OutputKind
+from state.outputs import STATISTICS_KINDS, OutputKind
 from streaming.logs.envelope import (
     ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, JSON_LAYOUTS, MESSAGE_FIELDS, spark_json_path
 )
@@ -22,8 +22,8 @@ from streaming.logs.layout import COORDINATOR_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.rows import (
-    COMPLETE_THROUGH, LEGACY_PACKED_DATA, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX, PACKED_DATA,
-    PACKED_EVENT, PLAIN_PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column,
+    COMPLETE_THROUGH, LEGACY_PACKED_DATA, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX,
+    OBSERVED_STATISTICS, PACKED_DATA, PACKED_EVENT, PLAIN_PACKED_FIELDS, STATE_INPUT_KEYS, state_bucket_column,
 )
 from streaming.spark.schema import EVENT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA, STATE_SCHEMA_BUCKETED
 from streaming.spark.stateful import process_bucket, process_group
@@ -227,7 +227,9 @@ def _decode_offsets(batches: Iterator[Any], **options: Any) -> Iterator[Any]:
 
 
 def observed(events: DataFrame, source_kind: str) -> DataFrame:
-    """Per-source figures Spark reports in each batch's progress (observedMetrics)."""
+    """Per-source figures Spark reports in each batch's progress (observedMetrics), with the data
+    of the source's statistics rows (streaming/rows.py STATISTICS_KINDS): the stateful step skips
+    those, and the driver reads them from the report (app/batch_report.py)."""
     real = F.col("kind") != F.lit(END_OF_INPUT)
     return events.observe(
         f"{OBSERVED_SOURCE_PREFIX}{source_kind}",
@@ -235,6 +237,8 @@ def observed(events: DataFrame, source_kind: str) -> DataFrame:
         F.min(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), F.col("ts_ms"))).alias(OBSERVED_OLDEST),
         F.sum(F.when(real & (F.col("kind") != F.lit(QUARANTINE)), 1).otherwise(0)).alias("events"),
         F.sum(F.when(F.col("kind") == F.lit(QUARANTINE), 1).otherwise(0)).alias("quarantined"),
+        F.collect_list(F.when(F.col("kind").isin(*map(str, STATISTICS_KINDS)), F.col("data_json")))
+        .alias(OBSERVED_STATISTICS),
     )
 
 

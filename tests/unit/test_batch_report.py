@@ -10,7 +10,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from sinks.health import BatchReport, EventTimes, HealthMetrics, SourceBatch
+from sinks.health import BatchReport, DecodeCounts, EventTimes, HealthMetrics, LogSourceLines, SourceBatch
 from streaming.app.batch_report import batch_report, iso_ms
 
 LIVE: dict[str, Any] = {
@@ -29,9 +29,13 @@ LIVE: dict[str, Any] = {
                       '"error": "NoBrokersAvailable"}',
          "numInputRows": 40, "inputRowsPerSecond": 20.5},
     ],
-    "observedMetrics": {"source_broker_log": {"newest_event_ms": None, "oldest_event_ms": None},
-                        "source_offsets": {"newest_event_ms": 1795920398000, "oldest_event_ms": 1795920390000},
-                        "other_metric": {"x": 1}},
+    "observedMetrics": {
+        "source_broker_log": {"newest_event_ms": None, "oldest_event_ms": None, "statistics": [
+            '{"classes":{"coordinator":2,"not_coordinator":5},"cluster":"c","layouts":{"strimzi4":7},"source":"b1"}']},
+        "source_offsets": {"newest_event_ms": 1795920398000, "oldest_event_ms": 1795920390000, "statistics": [
+            '{"cluster":"c","counts":[[1,3,"decoded",30],[1,4,"unknown_version",1]]}',
+            '{"cluster":"c","counts":[[1,3,"decoded",9]]}']},
+        "other_metric": {"x": 1}},
 }
 
 REPLAY_END: dict[str, Any] = {
@@ -104,3 +108,16 @@ def test_the_health_metrics_of_a_report() -> None:
     assert value("rebalance_monitor_state_rows") == 12.0
     assert value("rebalance_monitor_late_rows_total") == 2.0
     assert value("rebalance_monitor_source_newest_event_age_seconds", source="offsets") == 2.0
+
+
+def test_the_statistics_of_the_parse_and_decode_steps() -> None:
+    """Statistics rows pass no stateful step: their data come in the report (spark/steps.py observed)."""
+    report = batch_report(LIVE)
+    assert report.batch_id == 1
+    assert report.decode_counts == (DecodeCounts("c", (("1", "3", "decoded", 30), ("1", "4", "unknown_version", 1))),
+                                    DecodeCounts("c", (("1", "3", "decoded", 9),)))
+    assert report.log_lines == (LogSourceLines("c", "b1", {"strimzi4": 7}, {"coordinator": 2, "not_coordinator": 5}),)
+    # the event sink's record form (docs/output.md) reads back to the same
+    assert all(DecodeCounts.of(c.record()) == c for c in report.decode_counts)
+    assert LogSourceLines.of(report.log_lines[0].record()) == report.log_lines[0]
+    assert (batch_report(REPLAY_END).decode_counts, batch_report(REPLAY_END).log_lines) == ((), ())

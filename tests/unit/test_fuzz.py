@@ -15,7 +15,8 @@ from streaming.offsets.segments import SegmentRecord, iter_offsets_dir, scan_seg
 from streaming.offsets.per_record import decode_offsets_rows
 from streaming.offsets.vectorised import decode_arrow_batch
 from streaming.quarantine import Quarantined
-from streaming.rows import EVENT_COLUMNS, STATS_GROUP
+from state.outputs import OutputKind
+from streaming.rows import EVENT_COLUMNS
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA
 from testbed.offsets_equivalence import normalise
 from tests.support.capture_expectations import FIXTURES
@@ -96,7 +97,7 @@ def _assert_vectorised_equals_reference(rows):
     batch = pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(zip(*rows), RAW_ARROW)],
                                        schema=RAW_ARROW)
     fast = [tuple(r[c] for c in EVENT_COLUMNS) for b in decode_arrow_batch(batch, {"a": "c"})
-            for r in b.to_pylist() if r["group"] != STATS_GROUP]
+            for r in b.to_pylist() if r["kind"] != OutputKind.DECODE_STATS]
     assert normalise(fast) == normalise(ref)
 
 

@@ -19,7 +19,8 @@ from state import events as E
 from streaming.offsets.reader import OffsetsRowReader, offsets_input_kind
 from streaming.offsets.per_record import decode_offsets_rows
 from streaming.offsets.vectorised import decode_arrow_batch
-from streaming.rows import EVENT_COLUMNS, STATS_GROUP
+from state.outputs import OutputKind
+from streaming.rows import EVENT_COLUMNS
 from streaming.spark.schema import RAW_OFFSETS_SCHEMA
 from testbed.offsets_equivalence import normalise
 from tests.support.capture_expectations import FIXTURES
@@ -51,7 +52,7 @@ def _both(rows, batch_size):
         for b in decode_arrow_batch(_batch(chunk), CLUSTERS):
             for r in b.to_pylist():
                 row = tuple(r[c] for c in EVENT_COLUMNS)
-                if row[1] == STATS_GROUP:
+                if r["kind"] == OutputKind.DECODE_STATS:
                     for kv, vv, outcome, n in json.loads(row[-1])["counts"]:
                         per = stats_fast.setdefault(row[0], {})
                         per[(kv, vv, outcome)] = per.get((kv, vv, outcome), 0) + n

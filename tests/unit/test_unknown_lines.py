@@ -44,7 +44,9 @@ def test_sample_per_logger_and_batch_with_counts():
     records = [json.loads(r["data_json"]) for r in rows]
     # the task's per-source counts come last: all 28 lines, default layout, unknown templates
     stats = [json.loads(r["data_json"]) for r in all_rows if r["kind"] == "log_stats"]
-    assert stats == [{"source": "c:b1.log", "layouts": {"default": 28}, "classes": {"unknown_template": 28}}]
+    assert stats == [{"cluster": "c", "source": "c:b1.log", "layouts": {"default": 28},
+                      "classes": {"unknown_template": 28}}]
+    assert all(r["group"] is None for r in all_rows if r["kind"] == "log_stats")   # no group: rows.py
     assert all(r["kind"] == "quarantine" and r["reason"] == "unknown_coordinator_line" for r in rows)
     gc = [q for q in records if q["logger"] == GC]
     gmm = [q for q in records if q["logger"] == GMM]
@@ -91,11 +93,11 @@ def test_unknown_layout_lines_are_sampled_and_counted_apart():
     assert [q["count"] for q in unparseable] == [1] * 10 + [3] and "layout is not understood" in unparseable[0]["detail"]
     assert [q["reason"] for q in quarantine if q not in unparseable] == ["unknown_coordinator_line"]
     stats = [json.loads(r["data_json"]) for r in rows if r["kind"] == "log_stats"]
-    assert stats == [{"source": "c:b1.log", "layouts": {"default": 1, "unknown": 13},
+    assert stats == [{"cluster": "c", "source": "c:b1.log", "layouts": {"default": 1, "unknown": 13},
                       "classes": {"unknown_layout": 13, "unknown_template": 1}}]
     sink = MetricsSink(DEFAULT_DURATION_BUCKETS)
     for kind, r in [(r["kind"], json.loads(r["data_json"])) for r in rows]:
-        sink.observe(kind, dict(r, cluster="c"))
+        sink.observe(kind, r)
     page = text(sink.registry)
     assert 'rebalance_monitor_log_lines_total{class="unknown_layout",cluster="c",source="c:b1.log"} 13.0' in page
     assert 'rebalance_monitor_log_lines_total{class="unknown_template",cluster="c",source="c:b1.log"} 1.0' in page

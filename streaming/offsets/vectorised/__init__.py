@@ -19,9 +19,10 @@ tests check on the real dumps, awkward records and random bytes:
 Commit rows of the same (cluster, group, topic, partition) from tier 1 and tier 3 are not merged
 with each other: a batch has at most one per tier and key (sum and max merge the same way later).
 
-Decode health: every batch also yields one `decode_stats` row per cluster (state key
-`STATS_GROUP`) with record counts by key version, value version and outcome; the driver adds
-them to `rebalance_monitor_offsets_records_total`.
+Decode health: every batch also yields one `decode_stats` row per cluster (no group: a statistics
+row, streaming/rows.py) with record counts by key version, value version and outcome; they reach
+the driver in the batch's progress report, which adds them to
+`rebalance_monitor_offsets_records_total`.
 """
 from __future__ import annotations
 

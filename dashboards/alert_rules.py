@@ -121,6 +121,14 @@ UNKNOWN_LINE_REASONS = (R.UNKNOWN_COORDINATOR_LINE,)
 UNKNOWN_LAYOUT_REASONS = (R.UNKNOWN_RECORD_TYPE, R.UNKNOWN_VALUE_VERSION)
 UNKNOWN_FORMAT_REASONS = UNKNOWN_LINE_REASONS + UNKNOWN_LAYOUT_REASONS
 
+
+def quarantined(by: str, reasons: str) -> str:
+    """Growth of the quarantined-records counter over <<errorWindow>>, summed by `by`, for the
+    reasons the matcher `reasons` selects: the input alerts split that one counter by reason."""
+    return (f"sum by ({by}) (increase(rebalance_monitor_quarantined_records_total"
+            f"{{{reasons}}}[<<errorWindow>>]))")
+
+
 _HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'
 _RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
 _RT = 'rebalance_monitor_rebalance_timeouts_total{group!="__other__"}'
@@ -287,8 +295,7 @@ MONITOR_ALERTS = [
         name="RebalanceMonitorQuarantinedInputs",
         severity="warning",
         # unknown coordinator lines and record layouts have alerts (and runbooks) of their own
-        probe=("sum by (job, instance, cluster, source, reason) (increase(rebalance_monitor_quarantined_records_total"
-               f'{{reason!~"{"|".join(UNKNOWN_FORMAT_REASONS)}"}}[<<errorWindow>>]))'),
+        probe=quarantined("job, instance, cluster, source, reason", f'reason!~"{"|".join(UNKNOWN_FORMAT_REASONS)}"'),
         condition="> <<quarantinedRecords>>",
         for_="0m",
         summary="The rebalance monitor cannot use some {{ $labels.source }} input ({{ $labels.reason }})",
@@ -299,8 +306,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorUnknownCoordinatorLines",
         severity="warning",
-        probe=("sum by (job, instance, cluster) (increase(rebalance_monitor_quarantined_records_total"
-               f'{{reason="{UNKNOWN_LINE_REASONS[0]}"}}[<<errorWindow>>]))'),
+        probe=quarantined("job, instance, cluster", f'reason="{UNKNOWN_LINE_REASONS[0]}"'),
         condition="> <<unknownCoordinatorLines>>",
         for_="0m",
         summary="Group-coordinator lines of {{ $labels.cluster }} that the monitor does not know",
@@ -313,8 +319,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorUnknownRecordLayouts",
         severity="warning",
-        probe=("sum by (job, instance, cluster, reason) (increase(rebalance_monitor_quarantined_records_total"
-               f'{{reason=~"{"|".join(UNKNOWN_LAYOUT_REASONS)}"}}[<<errorWindow>>]))'),
+        probe=quarantined("job, instance, cluster, reason", f'reason=~"{"|".join(UNKNOWN_LAYOUT_REASONS)}"'),
         condition="> <<unknownRecordLayouts>>",
         for_="0m",
         summary="__consumer_offsets records of {{ $labels.cluster }} in a layout the monitor does not know",

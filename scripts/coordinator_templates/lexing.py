@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 # ---------------------------------------------------------------------------------------------
@@ -146,23 +147,30 @@ def match_close(masked: str, i: int) -> int:
     return -1
 
 
-def split_top(masked: str, a: int, b: int, sep: str) -> list[tuple[int, int]]:
-    """Spans of masked[a:b] split at top-level `sep` (a one-character separator)."""
-    spans, depth, start = [], 0, a
-    j = a
-    while j < b:
+def top_level(masked: str, a: int, b: int) -> Iterator[int]:
+    """Offsets in masked[a:b] outside the brackets opened there (brackets left out): the places
+    where a separator or the end of an expression counts."""
+    depth = 0
+    for j in range(a, b):
         c = masked[j]
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif c == sep and depth == 0:
-            if sep == "+" and (masked[j + 1:j + 2] in ("+", "=") or masked[j - 1:j] in ("+",)):
-                j += 1
-                continue
-            spans.append((start, j))
-            start = j + 1
-        j += 1
+        elif depth == 0:
+            yield j
+
+
+def split_top(masked: str, a: int, b: int, sep: str) -> list[tuple[int, int]]:
+    """Spans of masked[a:b] split at top-level `sep` (a one-character separator)."""
+    spans, start = [], a
+    for j in top_level(masked, a, b):
+        if masked[j] != sep:
+            continue
+        if sep == "+" and (masked[j + 1:j + 2] in ("+", "=") or masked[j - 1:j] in ("+",)):
+            continue   # ++ and +=, not a concatenation
+        spans.append((start, j))
+        start = j + 1
     spans.append((start, b))
     return spans
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from scripts.coordinator_templates.lexing import LIT_FILL, mask, match_close, split_top
+from scripts.coordinator_templates.lexing import LIT_FILL, mask, match_close, split_top, top_level
 from scripts.coordinator_templates.sources import _line_index
 from scripts.coordinator_templates.templates import Builder, render
 
@@ -77,16 +77,12 @@ def extract_reasons(path: str, text: str, constants: dict[str, str]) -> list[tup
 
 def _split_ternary(masked: str, a: int, b: int) -> list[tuple[int, int]]:
     """Java `c ? x : y` -> the spans of x and y (recursively); anything else as is."""
-    depth, q = 0, -1
-    for j in range(a, b):
+    q = -1
+    for j in top_level(masked, a, b):
         c = masked[j]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "?" and depth == 0 and q < 0:
+        if c == "?" and q < 0:
             q = j
-        elif c == ":" and depth == 0 and q >= 0 and masked[j + 1:j + 2] != ":" and masked[j - 1:j] != ":":
+        elif c == ":" and q >= 0 and masked[j + 1:j + 2] != ":" and masked[j - 1:j] != ":":
             return _split_ternary(masked, q + 1, j) + _split_ternary(masked, j + 1, b)
     return [(a, b)]
 

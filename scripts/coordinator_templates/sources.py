@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from scripts.coordinator_templates.lexing import mask, match_close, split_top
+from scripts.coordinator_templates.lexing import mask, match_close, split_top, top_level
 from scripts.coordinator_templates.loggers import PASSED_LOGGER, SCALA_LOGGING_BASES, STATIC_LOGGER, java_prefix
 from scripts.coordinator_templates.templates import Builder, _norm_expr, _unescape, fill_slf4j, render
 
@@ -250,17 +250,10 @@ def _inline_local(segs: list, text: str, masked: str, builder: Builder, at: int,
             out.append(s)
             continue
         a = window_start + defs[-1].end()
-        b, depth = a, 0
-        while b < at:
-            c = masked[b]
-            if c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-            elif depth == 0 and (c == ";" or (c == "\n" and not masked[a:b].rstrip().endswith("+")
-                                                and not masked[b + 1:].lstrip().startswith("+"))):
-                break
-            b += 1
+        # the definition ends at a `;` or at a line end that no `+` continues
+        b = next((j for j in top_level(masked, a, at)
+                  if masked[j] == ";" or (masked[j] == "\n" and not masked[a:j].rstrip().endswith("+")
+                                          and not masked[j + 1:].lstrip().startswith("+"))), at)
         inner = builder.expr(a, b)
         if any(isinstance(x, str) and x.strip() for x in inner):
             out.extend(inner)

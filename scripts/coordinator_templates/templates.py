@@ -1,7 +1,9 @@
 """Message expressions -> templates: the literal text and placeholders of a log call's message."""
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable
 
 from scripts.coordinator_templates.lexing import Lit, match_close, split_top
 from scripts.coordinator_templates.loggers import KNOWN_CONSTANTS
@@ -188,12 +190,10 @@ class Builder:
         return [self.placeholder(self.text[a0:b0])]
 
     def apply_format(self, segs: list, args: list[str]) -> list:
-        out: list = []
-        k = 0
-        for s in segs:
-            if not isinstance(s, str):
-                out.append(s)
-                continue
+        sequential = itertools.count()   # the argument of the next conversion without an n$ index
+
+        def fill(s: str) -> list:
+            out: list = []
             pos = 0
             for m in re.finditer(r"%(\d+\$)?[-#+ 0,(]*\d*(?:\.\d+)?([a-zA-Z%])", s):
                 out.append(s[pos:m.start()])
@@ -203,35 +203,37 @@ class Builder:
                 elif conv == "n":
                     out.append("\n")
                 else:
-                    if m.group(1):
-                        idx = int(m.group(1)[:-1]) - 1
-                    else:
-                        idx = k
-                        k += 1
+                    idx = int(m.group(1)[:-1]) - 1 if m.group(1) else next(sequential)
                     out.append(self.placeholder(args[idx]) if idx < len(args) else (PH, "?"))
                 pos = m.end()
             out.append(s[pos:])
-        return out
+            return out
+        return fill_literals(segs, fill)
+
+
+def fill_literals(segs: list, fill: Callable[[str], list]) -> list:
+    """`segs` with each literal text replaced by the segments fill() makes of it, placeholders
+    kept: a format call's arguments go only where its literal text asks for them."""
+    out: list = []
+    for s in segs:
+        out.extend(fill(s) if isinstance(s, str) else [s])
+    return out
 
 
 def fill_slf4j(segs: list, args: list[str], b: Builder) -> tuple[list, list[str]]:
     """Java: `{}` in the literal text take the call's further arguments, in order."""
-    out: list = []
-    k = 0
-    for s in segs:
-        if not isinstance(s, str):
-            out.append(s)
-            continue
+    rest = iter(args)
+
+    def fill(s: str) -> list:
+        out: list = []
         parts = s.split("{}")
         for idx, part in enumerate(parts):
             out.append(part)
             if idx < len(parts) - 1:
-                if k < len(args):
-                    out.append((PH, _norm_expr(args[k])))
-                    k += 1
-                else:
-                    out.append("{}")   # printed literally: more {} than arguments
-    return out, args[k:]
+                arg = next(rest, None)
+                out.append("{}" if arg is None else (PH, _norm_expr(arg)))   # more {} than arguments: printed as is
+        return out
+    return fill_literals(segs, fill), list(rest)
 
 
 def render(segs: list) -> tuple[str, list[str]]:

@@ -178,9 +178,15 @@ def poll_timeout(r: Runner, ctx: Ctx) -> None:
     r.leave(b)
 
 
+def _start_static_pair(r: Runner, ctx: Ctx, session_timeout_ms: int) -> list:
+    """Static members a and b (group.instance.id <group>-i-a and -i-b): the static scenarios differ
+    only in the session timeout and in how long a is away."""
+    return _start_all(r, [_spec(ctx, c, instance_id=f"{ctx.group}-i-{c}", session_timeout_ms=session_timeout_ms)
+                          for c in "ab"])
+
+
 def static_within(r: Runner, ctx: Ctx) -> None:
-    a, b = _start_all(r, [_spec(ctx, "a", instance_id=f"{ctx.group}-i-a", session_timeout_ms=10000),
-                          _spec(ctx, "b", instance_id=f"{ctx.group}-i-b", session_timeout_ms=10000)])
+    a, b = _start_static_pair(r, ctx, session_timeout_ms=10000)
     since = r.shipper.mark()
     a2 = r.restart(a, gap_s=0.0, how="kill")    # back well within the 10 s session
     r.wait_log(STATIC_REPLACE.replace("{g}", re.escape(ctx.group)), 30, since)
@@ -189,8 +195,7 @@ def static_within(r: Runner, ctx: Ctx) -> None:
 
 
 def static_beyond(r: Runner, ctx: Ctx) -> None:
-    a, b = _start_all(r, [_spec(ctx, "a", instance_id=f"{ctx.group}-i-a", session_timeout_ms=3000),
-                          _spec(ctx, "b", instance_id=f"{ctx.group}-i-b", session_timeout_ms=3000)])
+    a, b = _start_static_pair(r, ctx, session_timeout_ms=3000)
     since = r.shipper.mark()
     r.kill(a)
     r.wait_log(FAILED.replace("{g}", re.escape(ctx.group)), 30, since)   # session expired

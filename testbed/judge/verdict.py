@@ -8,7 +8,9 @@ fails is reported, so the table gets updated."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from state.impact import EAGER_ASSIGNORS
 
@@ -89,16 +91,28 @@ def _near(a: int | None, b: int | None) -> bool:
     return a is not None and b is not None and abs(a - b) <= TIME_TOLERANCE_MS
 
 
+T = TypeVar("T")
+
+
+def _take_first(expected: Iterable[T], left: list[dict],
+                fits: Callable[[dict, T], bool]) -> Iterator[tuple[T, dict | None]]:
+    """Each expected item with the first record in `left` that fits it (None: none does), taken out
+    of `left`: a record answers one expectation only, and the records still in `left` are extra."""
+    for e in expected:
+        rec = next((r for r in left if fits(r, e)), None)
+        if rec is not None:
+            left.remove(rec)
+        yield e, rec
+
+
 def _match_rebalances(v: Verdict, exp: Expected, records: list) -> list[tuple[ExpRebalance, dict]]:
     left = sorted(records, key=lambda r: (r.get("started_at_ms") is None, r.get("started_at_ms") or 0))
     pairs = []
-    for e in exp.rebalances:
-        rec = next((r for r in left if _near(r.get("started_at_ms"), e.start_ms)), None)
+    for e, rec in _take_first(exp.rebalances, left, lambda r, e: _near(r.get("started_at_ms"), e.start_ms)):
         if rec is None:
             v.fail("rebalances", f"no record for the rebalance started {e.start_ms} by '{e.cause}' "
                                  f"(expected {e.trigger}/{'|'.join(e.outcomes)})")
             continue
-        left.remove(rec)
         pairs.append((e, rec))
         v.rebalances_found += 1
         label = f"rebalance {e.start_ms} ('{e.cause}')"
@@ -125,14 +139,12 @@ def _match_rebalances(v: Verdict, exp: Expected, records: list) -> list[tuple[Ex
 def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
     left = sorted(records, key=lambda r: r["removed_at_ms"])
     pairs = []
-    for e in sorted(exp.removals, key=lambda r: r.at_ms):
-        rec = next((r for r in left if r.get("client_id") == e.client_id and r["removed_at_ms"] >= e.at_ms - 1000),
-                   None)
+    for e, rec in _take_first(sorted(exp.removals, key=lambda r: r.at_ms), left,
+                              lambda r, e: r.get("client_id") == e.client_id and r["removed_at_ms"] >= e.at_ms - 1000):
         if rec is None:
             v.fail("removals", f"no removal of {e.client_id} after '{e.action}' "
                                f"(expected {e.cause}/{e.root_cause})")
             continue
-        left.remove(rec)
         pairs.append((e, rec))
         v.removals_found += 1
         if (rec.get("cause"), rec.get("root_cause")) == (e.cause, e.root_cause):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,24 @@ def _sink(events_dir: Path, kind: str, group: str) -> list[dict]:
     return out
 
 
+@contextmanager
+def _scraped(monitor: MonitorProcess, groups_prefix: str, interval_s: float) -> Iterator[Scraper]:
+    """The monitor started and past its first micro-batches, its /metrics scraped (the groups whose
+    names start with `groups_prefix`) until the block ends; then the scraper and the monitor stop,
+    whatever happened (a later monitor.stop() gives the exit code)."""
+    monitor.start()
+    scraper = None
+    try:
+        monitor.wait_batches(3)
+        scraper = Scraper(monitor, groups_prefix, interval_s)
+        scraper.start()
+        yield scraper
+    finally:
+        if scraper is not None:
+            scraper.stop()
+        monitor.stop()
+
+
 def _wait(condition, timeout: float, what: str, monitor: MonitorProcess):
     deadline = time.monotonic() + timeout
     while True:
@@ -76,12 +96,7 @@ def test_live_view_at_the_defaults_with_a_lagging_shipper(lagging_bed, tmp_path)
     groups = [group_on(cluster, LAGGING, "lat-lag"), group_on(cluster, PROMPT, "lat-prompt")]
     monitor = MonitorProcess(cluster.bootstrap, shipper.topic, tmp_path / "monitor",
                              MonitorSettings.defaults(diagnosis=DIAGNOSIS))
-    monitor.start()
-    scraper = None
-    try:
-        monitor.wait_batches(3)
-        scraper = Scraper(monitor, "lat-", 0.1)
-        scraper.start()
+    with _scraped(monitor, "lat-", 0.1) as scraper:
         since = shipper.mark()
         with Runner(cluster, tmp_path / "runner", shipper) as runner:
             for group in groups:
@@ -104,10 +119,7 @@ def test_live_view_at_the_defaults_with_a_lagging_shipper(lagging_bed, tmp_path)
                   f"{n_removals} removal records of {group}", monitor)
         time.sleep(1.0)
         page = monitor.scrape()
-    finally:
-        if scraper is not None:
-            scraper.stop()
-        code = monitor.stop()
+    code = monitor.stop()
     log = monitor.log_path.read_text()
     assert code == 0, monitor.log_tail()
     assert "InterruptedException" not in log and "StackOverflowError" not in log, monitor.log_tail()
@@ -144,12 +156,7 @@ def test_a_rebalance_shorter_than_the_lateness_is_seen_in_progress(lagging_bed, 
     group = group_on(cluster, PROMPT, "lat-long")
     monitor = MonitorProcess(cluster.bootstrap, shipper.topic, tmp_path / "monitor",
                              MonitorSettings.defaults(lateness_s=30.0))
-    monitor.start()
-    scraper = None
-    try:
-        monitor.wait_batches(3)
-        scraper = Scraper(monitor, "lat-long", 0.2)
-        scraper.start()
+    with _scraped(monitor, "lat-long", 0.2) as scraper:
         since = shipper.mark()
         with Runner(cluster, tmp_path / "runner", shipper) as runner:
             long_join_rebalance(runner, group, runner.topic(f"{group}-data", 2, 1))
@@ -159,10 +166,6 @@ def test_a_rebalance_shorter_than_the_lateness_is_seen_in_progress(lagging_bed, 
         starts = [e for e in evs if e.what == "start"]
         _wait(lambda: len(_sink(monitor.workdir / "events", "rebalances", group)) >= len(starts), 90,
               f"{len(starts)} rebalance records of {group}", monitor)
-    finally:
-        if scraper is not None:
-            scraper.stop()
-        monitor.stop()
     evs = latencies(evs, scraper.scrapes)
     seen = []
     for start in starts:

@@ -10,8 +10,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from state.model import DEAD
+from state.vocabulary import METRIC_PREFIX as PREFIX
 
-PREFIX = "rebalance_monitor"
 
 
 def _live_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:

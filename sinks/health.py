@@ -11,7 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-PREFIX = "rebalance_monitor"
+from state.vocabulary import METRIC_PREFIX as PREFIX
+
 
 
 # The source event skew gauge is the largest lag seen within this much wall time.

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from sinks.health import LogSourceLines
+from state.vocabulary import LINE_CLASSES, UNKNOWN_LAYOUT
+from state.vocabulary import METRIC_PREFIX as PREFIX
 
-PREFIX = "rebalance_monitor"
-LINE_CLASSES = ("coordinator", "not_coordinator", "unknown_template", "unknown_layout", "unparseable")
 CAUSES = ("layout", "level_or_logger")
-UNKNOWN_LAYOUT = "unknown"
 LOG = logging.getLogger("rebalance_monitor.logs")
 
 

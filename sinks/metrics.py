@@ -28,13 +28,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from sinks.exposition import OTHER_GROUPS
-from sinks.group_gauges import PREFIX, GroupStateCollector
+from sinks.group_gauges import GroupStateCollector
 from sinks.group_series import SeriesFamily
 from sinks.health import DecodeCounts, HealthMetrics, LogSourceLines
 from state.events import SOURCE_LOG, SOURCE_OFFSETS
 from sinks.log_sources import LogSourceMetrics
 from state.model import DEAD
 from state.outputs import OutputKind
+from state.vocabulary import METRIC_PREFIX as PREFIX
+from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from state.quarantine_reasons import BROKER_LOG_REASONS, OFFSETS_REASONS, QuarantineReason as R
 
 # The clock-skew gauge is the median of this many latest observations per (cluster, source).
@@ -46,13 +48,13 @@ CLOCK_SKEW_WINDOW = 15
 # increase()/rate() ignore a series' first sample, and an alert on a counter that appears at 1
 # would never fire.
 # The `source` label has one vocabulary across metrics: `broker_log` and `offsets`, the input
-# kinds of streaming/inputs.py. Quarantine records name their source as events do ("log",
+# kinds of state/vocabulary.py. Quarantine records name their source as events do ("log",
 # state/events.py SOURCE_LOG, also in the event sinks and checkpoints of earlier versions), so
 # the label is mapped here.
-SOURCE_LABELS = {SOURCE_LOG: "broker_log", SOURCE_OFFSETS: "offsets"}
+SOURCE_LABELS = {SOURCE_LOG: SOURCE_KIND_LOG, SOURCE_OFFSETS: SOURCE_KIND_OFFSETS}
 QUARANTINE_REASONS = {
-    "broker_log": BROKER_LOG_REASONS,
-    "offsets": OFFSETS_REASONS,
+    SOURCE_KIND_LOG: BROKER_LOG_REASONS,
+    SOURCE_KIND_OFFSETS: OFFSETS_REASONS,
 }
 
 

@@ -1,11 +1,8 @@
-"""Inputs: the two source kinds, and the source id of each replay file."""
+"""Inputs: the source id of each replay file (the input kinds: state/vocabulary.py)."""
 from __future__ import annotations
 
 import os
 
-# The kinds of input (metric label `source`, the replay sources' offsets, observed metrics).
-SOURCE_KIND_LOG = "broker_log"
-SOURCE_KIND_OFFSETS = "offsets"
 
 
 def file_source_ids(inputs: list[tuple[str, str]]) -> list[str]:

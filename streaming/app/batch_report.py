@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from sinks.health import BatchReport, DecodeCounts, EventTimes, LogSourceLines, SourceBatch
+from state.vocabulary import SOURCE_KIND_OFFSETS
 from streaming.app.source_offsets import source_offset
-from streaming.inputs import SOURCE_KIND_OFFSETS
 from streaming.rows import (
     END_OF_INPUT_WATERMARK_YEAR, OBSERVED_NEWEST, OBSERVED_OLDEST, OBSERVED_SOURCE_PREFIX, OBSERVED_STATISTICS,
     loads_json,

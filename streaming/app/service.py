@@ -33,7 +33,7 @@ from streaming.app.settings.wiring import (
     metrics_sink_options,
     query_options,
 )
-from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
 from streaming.spark.sources.kafka_login import KafkaLoginFailed
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from state import events as E
 from state.quarantine_reasons import QuarantineReason as R
+from state.vocabulary import UNKNOWN_LAYOUT
 from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
 from streaming.logs.header import Header, strip_prefixes
 from streaming.logs.parser import (
@@ -59,8 +60,6 @@ CLASS_OF_OUTCOME = {
     OUTCOME_UNKNOWN: "unknown_template", OUTCOME_UNKNOWN_LAYOUT: "unknown_layout",
     OUTCOME_UNPARSEABLE: "unparseable",
 }
-LINE_CLASSES = ("coordinator", "not_coordinator", "unknown_template", "unknown_layout", "unparseable")
-UNKNOWN_LAYOUT = "unknown"      # layout name of lines no layout fits (header.py)
 
 
 class UnknownLineSampler:

@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from streaming.defaults import LATENESS_SECONDS, REPLAY_MAX_ROWS_PER_BATCH, STATE_BUCKETS
-from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, file_source_ids
+from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from streaming.inputs import file_source_ids
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec
 from streaming.offsets.reader import offsets_input_kind
 from streaming.offsets.per_record import ClusterNames

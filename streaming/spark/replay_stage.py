@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from state.events import END_OF_INPUT, SOURCE_LOG, SOURCE_OFFSETS
-from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.sources.replay_files import (
     LOG_FILES_SOURCE, OFFSETS_FILES_SOURCE, plan_log_reads, plan_offsets_reads
 )

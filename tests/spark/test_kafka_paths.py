@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.sql import types as T
 
-from streaming.inputs import SOURCE_KIND_LOG as KIND_LOG
-from streaming.inputs import SOURCE_KIND_OFFSETS as KIND_OFFSETS
+from state.vocabulary import SOURCE_KIND_LOG as KIND_LOG
+from state.vocabulary import SOURCE_KIND_OFFSETS as KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.kafka import KafkaStreamReader
 from tests.support.capture_expectations import FIXTURES

@@ -24,7 +24,7 @@ def test_nullable_columns_are_the_optional_fields():
     optional = {f.name for f in dataclasses.fields(E.Event)
                 if f.default is None or f.default_factory is not dataclasses.MISSING}
     nullable = {RENAMED.get(c.name, c.name) for c in EVENT_COLUMNS_SPEC if c.nullable}
-    # `group` is null only on end-of-input markers, which never become Events; `cluster` has a
+    # `group` is null only on markers and statistics rows, which never become Events; `cluster` has a
     # default for tests but every row carries one
     assert nullable - {"group"} == optional - {"cluster"}
 

@@ -19,7 +19,8 @@ from streaming.logs.merge import SAMPLE_LINES
 from streaming.logs.parser import (
     OUTCOME_CONTINUATION, OUTCOME_EVENTS, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, LineParse, parse_line_detailed
 )
-from streaming.logs.step import CLASS_OF_OUTCOME, UNKNOWN_LAYOUT
+from state.vocabulary import UNKNOWN_LAYOUT
+from streaming.logs.step import CLASS_OF_OUTCOME
 from streaming.logs.timeutil import zone
 from streaming.logs.layout import MAX_WRAPPED_LINES
 from streaming.logs.wrapped import WrappedEntries, leading_lines

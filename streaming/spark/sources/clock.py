@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
-from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.kafka import TickPartition, tick_row
 from streaming.spark.sources.markers import marker_due, read_plan

@@ -44,7 +44,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
-from streaming.inputs import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
 from streaming.offsets.records import is_offset_commit_key
 from streaming.rows import RAW_LOG_ARROW_SCHEMA, RAW_OFFSETS_ARROW_SCHEMA
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA

@@ -279,6 +279,22 @@ IMPACT_SCENARIOS = frozenset({"join_leave", "kill", "cooperative", "kip848"})
 RESUME_SLACK_MS = 500
 
 
+def record_window(ends: list[tuple[int, str]], t: int) -> int:
+    """The index, in `ends` ((completion ms, protocol) of the measured records, in time order), of
+    the record whose window a client's assignment callback at `t` closes; len(ends): none yet. A
+    classic record completes on the broker's "Assignment received" line, before its members'
+    callbacks: the latest such completion at or before t (TIME_TOLERANCE_MS for the line's
+    rounding), so a rebalance that follows another within milliseconds (kafka-python's leader
+    rejoining) takes the callbacks of its own generation. A KIP-848 record completes on an offsets
+    record written after the member reported its assignment: the first completion from
+    RESUME_SLACK_MS before t on."""
+    first = next((n for n, (end, _) in enumerate(ends) if t <= end + RESUME_SLACK_MS), len(ends))
+    if first < len(ends) and ends[first][1] == "classic":
+        done = [n for n in range(first, len(ends)) if ends[n][1] == "classic" and ends[n][0] <= t + TIME_TOLERANCE_MS]
+        return done[-1] if done else first
+    return first
+
+
 def _check_stops(v: Verdict, exp: Expected, rebalances: list) -> None:
     """docs/impact.md against the bed's ground truth, over the whole scenario: the partitions the
     monitor's rebalance records say stopped are the stops the members' own callbacks show (an eager
@@ -295,12 +311,11 @@ def _check_stops(v: Verdict, exp: Expected, rebalances: list) -> None:
     # A record counts a partition once, however often it stopped since the group's previous record
     # (a KIP-848 record also carries the stops of the superseded epochs before it): the partitions
     # whose stops ended in each record's window, from the previous measured completion on.
-    ends = sorted(r["completed_at_ms"] for r in rebalances
+    ends = sorted((r["completed_at_ms"], r.get("protocol") or "classic") for r in rebalances
                   if r.get("partitions_stopped") is not None and r.get("completed_at_ms") is not None)
     windows: dict[int, set] = {}
     for g in exp.gaps:
-        k = next((n for n, end in enumerate(ends) if g.resumed_ms <= end + RESUME_SLACK_MS), len(ends))
-        windows.setdefault(k, set()).add(g.partition)
+        windows.setdefault(record_window(ends, g.resumed_ms), set()).add(g.partition)
     # A client that had not received its first assignment when an eager rebalance of a later
     # generation began (kafka-python's leader rejoining while another member still syncs, or the
     # leader itself rejoining before its own client took the assignment): its partitions waited
@@ -312,9 +327,9 @@ def _check_stops(v: Verdict, exp: Expected, rebalances: list) -> None:
                   and (r.get("previous_generation") or 0) >= 1 and r.get("partitions_stopped") is not None
                   and r.get("completed_at_ms") is not None}
     for p, given in exp.first_given.items():
-        k = next((n for n, end in enumerate(ends) if given <= end + RESUME_SLACK_MS), len(ends))
+        k = record_window(ends, given)
         for n in range(min(k + 1, len(ends))):
-            if ends[n] in eager_ends:
+            if ends[n][0] in eager_ends:
                 windows.setdefault(n, set()).add(p)
     expected = sum(len(parts) for parts in windows.values())
     v.stops_expected, v.stops_found = expected, stopped

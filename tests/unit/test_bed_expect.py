@@ -323,3 +323,17 @@ def test_a_member_that_missed_two_assignments_waits_through_both_rebalances():
     # a record that also counted b's partitions at generation 1 (nobody consumed them before) is wrong
     verdict = judge("2.8.2", "join_leave", exp, {"rebalances": [record(1, 0, 2, 2.0, 2410), *records[1:]]}, {})
     assert (verdict.stops_expected, verdict.stops_found) == (12, 14)
+
+
+def test_an_assignment_callback_closes_the_window_of_the_rebalance_it_follows():
+    """kafka-python's leader rejoined 70 ms after generation 1 completed, before any client took
+    that assignment: the callbacks 7 ms after generation 2 completed are generation 2's (a 2.8.2
+    kill scenario in CI, 2026-11-29). A KIP-848 record completes after the callback."""
+    from testbed.judge.verdict import record_window
+    classic = [(109274, "classic"), (109344, "classic"), (112384, "classic")]
+    assert record_window(classic, 109351) == 1
+    assert record_window(classic, 112387) == 2
+    assert record_window(classic, 200000) == 3            # after every record: none yet
+    consumer = [(5000, "consumer"), (5300, "consumer")]
+    assert record_window(consumer, 4800) == 0              # its record came 200 ms after the callback
+    assert record_window(consumer, 5200) == 0

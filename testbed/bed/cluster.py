@@ -267,10 +267,26 @@ class KafkaCluster:
             node.proc.close_files()
         return time.monotonic() - t0
 
-    def kill_broker(self, broker_id: int) -> None:
+    def kill_broker(self, broker_id: int) -> float:
+        """SIGKILL (a crash: no controlled shutdown, the controller learns of it when the broker's
+        session lapses) and wait for the exit; returns the seconds it took."""
         node = self.nodes[broker_id]
+        t0 = time.monotonic()
         if node.proc is not None:
             node.proc.kill()
+        return time.monotonic() - t0
+
+    def await_in_sync(self, topic: str = "__consumer_offsets", timeout: float = 120.0) -> None:
+        """Until every replica of every partition of `topic` is in sync: after a broker came back,
+        before another one stops, so that no partition is left without an in-sync replica."""
+        def check() -> bool:
+            try:
+                md = self.admin().list_topics(topic=topic, timeout=5).topics[topic]
+            except Exception:
+                return False
+            return md.error is None and bool(md.partitions) and \
+                all(set(p.isrs) == set(p.replicas) for p in md.partitions.values())
+        wait_for(check, timeout, f"every replica of {topic} on Kafka {self.version} to be in sync", interval=0.5)
 
     def start_broker(self, broker_id: int, wait: bool = True) -> None:
         node = self.nodes[broker_id]

@@ -207,10 +207,12 @@ class Runner:
                  f"the committed offsets of group {group} to expire", interval=1.0)
         self.record("offsets_expired", group=group)
 
-    def stop_coordinator(self, group: str) -> int:
+    def stop_coordinator(self, group: str, how: str = "SIGTERM") -> int:
+        """Stops the group's coordinator broker: SIGTERM (a controlled shutdown) or SIGKILL (a crash)."""
+        self.cluster.await_in_sync()      # a broker restarted before: its replicas must have caught up
         bid = self.cluster.coordinator_of(group)
-        self.record("stop_broker", group=group, broker_id=bid, signal="SIGTERM")
-        secs = self.cluster.stop_broker(bid)
+        self.record("stop_broker", group=group, broker_id=bid, signal=how)
+        secs = self.cluster.stop_broker(bid) if how == "SIGTERM" else self.cluster.kill_broker(bid)
         self.record("broker_stopped", group=group, broker_id=bid, seconds=round(secs, 3))
         return bid
 

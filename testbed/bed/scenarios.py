@@ -231,19 +231,71 @@ def pause_crash(r: Runner, ctx: Ctx) -> None:
     r.leave(c)
 
 
-def failover(r: Runner, ctx: Ctx) -> None:
-    a, b = _start_all(r, [_spec(ctx, "a"), _spec(ctx, "b")])
+def _after_failover(r: Runner, ctx: Ctx, how: str, then: Callable[[], None]) -> None:
+    """The group's coordinator broker stopped (`how`: SIGTERM, a controlled shutdown; SIGKILL, a
+    crash), the group moved to the other broker, `then` done there; the broker started again."""
     r.shipper.mark()
-    bid = r.stop_coordinator(ctx.group)
-    new = r.cluster.coordinator_of(ctx.group, timeout=60)
-    r.record("coordinator_moved", group=ctx.group, old_broker=bid, new_broker=new)
+    bid = r.stop_coordinator(ctx.group, how)
     try:
+        new = r.cluster.coordinator_of(ctx.group, timeout=90)
+        r.record("coordinator_moved", group=ctx.group, old_broker=bid, new_broker=new)
+        then()
+    finally:
+        r.start_broker(bid)
+
+
+def _leave_one_then_other(r: Runner, a, b) -> Callable[[], None]:
+    def act() -> None:
         mark_b = b.mark()
         r.leave(a)                                # handled by the new coordinator
         r.wait_reassigned([b], [mark_b])
         r.leave(b)
-    finally:
-        r.start_broker(bid)
+    return act
+
+
+def failover(r: Runner, ctx: Ctx) -> None:
+    a, b = _start_all(r, [_spec(ctx, "a"), _spec(ctx, "b")])
+    _after_failover(r, ctx, "SIGTERM", _leave_one_then_other(r, a, b))
+
+
+def failover_kill(r: Runner, ctx: Ctx) -> None:
+    """The coordinator broker killed under a classic group: the members find the new coordinator,
+    which loads the group (no member's session may lapse for it), then leave one by one."""
+    a, b = _start_all(r, [_spec(ctx, "a"), _spec(ctx, "b")])
+    _after_failover(r, ctx, "SIGKILL", _leave_one_then_other(r, a, b))
+
+
+def consumer_failover(r: Runner, ctx: Ctx) -> None:
+    """The same under a KIP-848 consumer group: the new coordinator replays the group's records."""
+    a, b = _start_all(r, [_spec(ctx, "a", library="confluent", protocol="consumer"),
+                          _spec(ctx, "b", library="confluent", protocol="consumer")], settle=False)
+    _after_failover(r, ctx, "SIGKILL", _leave_one_then_other(r, a, b))
+
+
+def share_failover(r: Runner, ctx: Ctx) -> None:
+    """The same under a share group (KIP-932)."""
+    joined_since = r.shipper.mark()
+    a, b = _start_all(r, [_spec(ctx, "a", library="java-share"), _spec(ctx, "b", library="java-share")],
+                      settle=False)
+    r.wait_log(S_JOINED.replace("{g}", re.escape(ctx.group)), 30, joined_since, count=2)
+
+    def act() -> None:
+        r.leave(a)
+        r.leave(b)
+    _after_failover(r, ctx, "SIGKILL", act)
+
+
+def streams_failover(r: Runner, ctx: Ctx) -> None:
+    """The same under a streams group (KIP-1071): the instance closes on the new coordinator, which
+    fences it when its session lapses (Kafka Streams sends no leave)."""
+    r.cluster.create_topic(f"{ctx.group}-out", 1, 1)
+    (a,) = _start_all(r, [_spec(ctx, "a", library="java-streams", protocol="streams")])
+
+    def act() -> None:
+        since = r.shipper.mark()
+        r.leave(a)
+        r.wait_log(ST_FENCED.replace("{g}", re.escape(ctx.group)), 30, since)
+    _after_failover(r, ctx, "SIGKILL", act)
 
 
 def delete_group(r: Runner, ctx: Ctx) -> None:
@@ -328,6 +380,16 @@ SCENARIOS = [
     Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),
     Scenario("static_beyond", static_beyond, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
     Scenario("failover", failover, lambda c: _classic(c, Expect("loaded", LOADED, 1))),
+    Scenario("failover_kill", failover_kill, lambda c: _classic(c, Expect("loaded", LOADED, 1))),
+    Scenario("consumer_failover", consumer_failover,
+             lambda c: [Expect("joined", C_JOINED, 2, "consumer_member_joined"),
+                        Expect("left", C_LEFT, 2, "consumer_member_left")], min_version=(4, 0)),
+    Scenario("share_failover", share_failover, lambda c: [Expect("joined", S_JOINED, 2)], min_version=(4, 2),
+             needs=("java",)),
+    Scenario("streams_failover", streams_failover,
+             lambda c: [Expect("joined", ST_JOINED, 1, "consumer_member_joined"),
+                        Expect("fenced", ST_FENCED, 1, "consumer_member_fenced")],
+             min_version=(4, 2), needs=("streams",)),
     Scenario("delete_group", delete_group, lambda c: _classic(c, Expect("deleted", DELETED, 1))),
     Scenario("offset_expiry", offset_expiry, lambda c: _classic(c, Expect("expired", EXPIRED, 1)),
              needs=("retention",)),
@@ -345,6 +407,8 @@ SCENARIOS = [
              needs=("streams",)),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
+# The scenarios that stop a broker: nothing else may be in flight while they run.
+BROKER_STOPS = ("failover", "failover_kill", "consumer_failover", "share_failover", "streams_failover")
 
 
 def applicable(version: str, names: list | None = None, quick: bool = False) -> list:

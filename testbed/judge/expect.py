@@ -281,8 +281,9 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
         cause = _cause_before(timeline, changed_ms, group)
         nxt = bumps[k + 1][0].ts_ms if k + 1 < len(bumps) else None
         # A member killed or frozen before it could reconcile holds the epoch open until its
-        # fence bumps it again (no line for that bump in 4.x): superseded then.
-        stalled = any(e["action"] in ("kill", "pause") and e.get("group") in (group, None)
+        # fence bumps it again (no line for that bump in 4.x): superseded then. So does the
+        # coordinator stopped: the members reconcile with the next one, if before the next bump.
+        stalled = any(e["action"] in ("kill", "pause", "stop_broker") and e.get("group") in (group, None)
                       and 0 <= e["ts_ms"] - ln.ts_ms < settle_ms for e in timeline)
         outcomes: tuple = ("stable",) if (nxt is None or nxt - ln.ts_ms >= settle_ms) and not stalled \
             else ("stable", "superseded")
@@ -348,8 +349,8 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
                           settle_ms: int = 2000) -> list[ExpRebalance]:
     """Share and streams groups: one rebalance per epoch bump the broker's lines show (above).
     A bump followed by the next one within `settle_ms`, or by the bed taking a member out (kill,
-    pause, close: a Streams instance's close sends nothing) before it could reconcile, may end
-    stable or superseded; a fence or leave of the last member ends `empty`."""
+    pause, close: a Streams instance's close sends nothing) or stopping the coordinator before the
+    members could reconcile, may end stable or superseded; a fence or leave of the last member ends `empty`."""
     out: list[ExpRebalance] = []
     members: set = set()
     unpaired_joins: list = []
@@ -382,7 +383,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
         if reb.outcomes == ("empty",):
             continue
         nxt = out[k + 1].start_ms if k + 1 < len(out) else None
-        stalled = any(e["action"] in TAKES_MEMBER_OUT and e.get("group") in (group, None)
+        stalled = any(e["action"] in (*TAKES_MEMBER_OUT, "stop_broker") and e.get("group") in (group, None)
                       and 0 <= e["ts_ms"] - (reb.start_ms or 0) < settle_ms for e in timeline)
         if (nxt is not None and nxt - (reb.start_ms or 0) < settle_ms) or stalled:
             reb.outcomes = ("stable", "superseded")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from testbed.bed.procs import BedError, BedTimeout, wait_for
 from testbed.bed.running import ScenarioResult, run_scenario
-from testbed.bed.scenarios import Ctx, Scenario, with_group
+from testbed.bed.scenarios import BROKER_STOPS, Ctx, Scenario, with_group
 from testbed.judge.expect import Expected, expected
 from testbed.judge.verdict import Verdict, judge, known_for
 from testbed.judge.watch import MetricsWatch
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from testbed.bed.shipper import LogShipper
 
 BACKGROUND = ("offset_expiry",)          # long waits, nothing in them the others could disturb
-LAST = ("failover",)                     # stops a broker: nothing else may be in flight
+LAST = BROKER_STOPS                      # they stop a broker: nothing else may be in flight
 
 
 class Phases:

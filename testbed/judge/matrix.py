@@ -21,7 +21,7 @@ from pathlib import Path
 from testbed.bed.cluster import KafkaCluster
 from testbed.bed.procs import BedError
 from testbed.bed.running import java_libs
-from testbed.bed.scenarios import applicable
+from testbed.bed.scenarios import BROKER_STOPS, applicable
 from testbed.bed.shipper import LogShipper
 from testbed.judge import faults
 from testbed.judge.live_run import LiveRun, LiveScenario, Phases
@@ -36,7 +36,7 @@ def plan_faults(selected: list) -> dict:
     """Where each fault fires: while a scenario runs (real traffic), by scenario name. The broker
     restart and the leader move come early, the monitor's kill -9 late (its restart delays every
     record still pending, so the latencies of those scenarios say "monitor down")."""
-    names = [s.name for s in selected if s.name not in ("offset_expiry", "failover")]
+    names = [s.name for s in selected if s.name not in ("offset_expiry", *BROKER_STOPS)]
     if not names:
         return {}
     picks = {"restart_broker": names[min(1, len(names) - 1)], "move_log_leaders": names[min(3, len(names) - 1)],

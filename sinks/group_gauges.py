@@ -13,7 +13,6 @@ from state.model import DEAD
 from state.vocabulary import METRIC_PREFIX as PREFIX
 
 
-
 def _live_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
     started = GaugeMetricFamily(
         f"{PREFIX}_group_rebalance_started_timestamp_seconds",

@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from state.vocabulary import METRIC_PREFIX as PREFIX
 
 
-
 # The source event skew gauge is the largest lag seen within this much wall time.
 SKEW_WINDOW_SECONDS = 600.0
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 
-
 def file_source_ids(inputs: list[tuple[str, str]]) -> list[str]:
     """"<cluster>:<name>" per (cluster, path) input of a replay, one per distinct file.
 

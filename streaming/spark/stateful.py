@@ -39,7 +39,6 @@ from streaming.spark.state_bucket import Bucket
 from streaming.spark.worker_gc import freeze_worker_heap
 
 
-
 def _rows(cluster: str, group: str, pdfs: Iterator[pd.DataFrame]) -> list[list[Any]]:
     """The event rows of the call (STATE_INPUT_COLUMNS frames: the packed column holds each row)."""
     rows: list[list[Any]] = []

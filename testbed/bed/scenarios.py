@@ -15,6 +15,7 @@ from testbed.bed import jars
 from testbed.bed.members import MemberSpec
 from testbed.bed.procs import wait_for
 from testbed.bed.runner import Runner
+from testbed.bed.settings import KIP848_SETTINGS
 
 # Broker lines (every wording seen from 2.8 to 4.4; `{g}` is re.escape'd group).
 PREPARE = r"Preparing to rebalance group {g} "
@@ -235,9 +236,10 @@ def pause_crash(r: Runner, ctx: Ctx) -> None:
 # After a crash of the coordinator the members find the new one a heartbeat or more after it
 # loaded the group (1.3 s for a share member on 4.2.2): a member that closes sooner may never reach
 # it and is fenced when its session lapses, which is not what these scenarios are about. The
-# scenario waits one session of the bed's brokers (group.{consumer,share,streams}.session.timeout.ms,
-# bed/settings.py) so that every member has either reached it or been fenced.
-FAILOVER_SETTLE_S = 6.0
+# scenario waits one session of the bed's brokers (group.{consumer,share,streams}.session.timeout.ms)
+# so that every member has either reached it or been fenced.
+FAILOVER_SETTLE_S = max(KIP848_SETTINGS[f"group.{kind}.session.timeout.ms"]
+                        for kind in ("consumer", "share", "streams")) / 1000
 
 
 def _after_failover(r: Runner, ctx: Ctx, how: str, then: Callable[[], None]) -> None:

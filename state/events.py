@@ -10,6 +10,7 @@ order, which is the truth when two coordinator lines share a millisecond.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,12 +54,26 @@ STREAMS_TOPOLOGY = "streams_topology"                # data: topology_epoch, rea
 
 # --- kinds from __consumer_offsets -------------------------------------------------------------
 OFFSET_COMMIT = "offset_commit"            # data: topic, partition, offset, commit_ts_ms, count
+                                           #   [, previous_ts_ms[, before_previous_ts_ms]]
 # The decode step packs the commits of one group written in the same millisecond to one source
 # partition (an OffsetCommit request: every partition of an auto-commit) into one event, after
-# reducing them per partition: data.commits = [[topic, partition, offset, commit_ts_ms, count],
-# ...] sorted by topic and partition (COMMIT_FIELDS); seq is the latest record's.
+# reducing them per partition: data.commits = [[topic, partition, offset, commit_ts_ms, count
+# (, previous_ts_ms(, before_previous_ts_ms))], ...] sorted by topic and partition (COMMIT_FIELDS);
+# seq is the latest record's. previous_ts_ms and before_previous_ts_ms: the next two newest
+# distinct commit times of that partition among the reduced commits, when there were more
+# (left out when absent): a partition's last commits tell a consumer's close, which commits off
+# its schedule, from its crash (state/diagnosis/holding.py).
 OFFSET_COMMITS = "offset_commits"
-COMMIT_FIELDS = ("topic", "partition", "offset", "commit_ts_ms", "count")
+COMMIT_FIELDS = ("topic", "partition", "offset", "commit_ts_ms", "count", "previous_ts_ms",
+                 "before_previous_ts_ms")
+# How many of a partition's newest distinct commit times are kept (the event's and the model's).
+COMMIT_TIMES_KEPT = 3
+
+
+def newest_commit_times(times: Iterable[int | None]) -> list[int]:
+    """The COMMIT_TIMES_KEPT newest distinct commit times of `times`, newest first. Commutative
+    and idempotent, so reductions and folds in any order (or again) give the same."""
+    return sorted({t for t in times if t is not None}, reverse=True)[:COMMIT_TIMES_KEPT]
 OFFSET_TOMBSTONE = "offset_tombstone"      # data: topic, partition
 GROUP_METADATA = "group_metadata"          # generation; data: protocol_type, protocol, leader,
                                            #   current_state_ts_ms, members[...]

@@ -133,6 +133,10 @@ class HeldRemoval:
     same_member_id: bool | None = None
     # Other members of the group expired within the coordinator-wide window of this one.
     expired_with_others: bool = False
+    # A static member's commits (state/diagnosis/holding.py): True when its last commit before the
+    # removal came off its commit schedule (a close's commit), False when its commits stopped on
+    # schedule (no commit on close: a crash), None when they cannot tell.
+    closed: bool | None = None
     # Set as it is decided: the coordinator move that explains it, the poll timeout inferred.
     coordinator_move_ms: int | None = None
     poll_inferred: bool = False
@@ -252,8 +256,11 @@ class GroupModel:
     # str(generation): when their rebalance started (the last few). Poll evidence of the
     # poll-timeout inference (state/diagnosis/holding.py).
     polled_generations: dict[str, int] = field(default_factory=dict)
-    # Newest commit time per "topic:partition" (OFFSET_COMMIT records).
+    # Newest commit time per "topic:partition" (OFFSET_COMMIT records), and the next newest
+    # distinct ones, newest first (E.COMMIT_TIMES_KEPT in all): a static member's close commits off
+    # its schedule, its crash does not (state/diagnosis/holding.py).
     partition_commits: dict[str, int] = field(default_factory=dict)
+    partition_prior_commits: dict[str, list[int]] = field(default_factory=dict)
     # Times the coordinator loaded/unloaded the group (last few).
     coordinator_moves: list[int] = field(default_factory=list)
     # Start times of recent rebalances (storm gauge), pruned to the storm window.

@@ -1,13 +1,13 @@
 """Comparison of offsets event rows across decode paths (tests/ and bench/bench_offsets.py).
 
 Commit rows (and the entries of commit packs) of the same (cluster, group, topic, partition) are
-merged as the state machine would use them (sum of counts, max offset, max commit time, latest
-time and source); every other row, decode stats excepted, must match exactly, as a multiset."""
+merged as the state machine would use them (sum of counts, max offset, the newest distinct commit
+times, latest time and source); every other row, decode stats excepted, must match exactly, as a multiset."""
 from __future__ import annotations
 
 import collections
 
-from state.events import commits_of
+from state.events import commits_of, newest_commit_times
 from state.outputs import OutputKind
 from streaming.rows import EVENT_COLUMNS, row_to_event
 
@@ -25,12 +25,18 @@ def normalise(rows) -> tuple[dict, collections.Counter]:
                 k = (d["cluster"], d["group"], data["topic"], data["partition"])
                 c = commits.get(k)
                 if c is None:
-                    commits[k] = dict(data, pos=pos)
+                    commits[k] = c = dict(data, pos=pos, times=[])
                 else:
                     c["count"] += data["count"]
                     c["offset"] = max(c["offset"], data["offset"])
-                    c["commit_ts_ms"] = max(c["commit_ts_ms"], data["commit_ts_ms"])
                     c["pos"] = max(c["pos"], pos)
+                c["times"] = newest_commit_times([*c["times"], *(data.get(f) for f in _TIMES)])
         elif d["kind"] != OutputKind.DECODE_STATS:
             other[tuple(r)] += 1
+    for c in commits.values():
+        for f in _TIMES:
+            c.pop(f, None)
     return commits, other
+
+
+_TIMES = ("commit_ts_ms", "previous_ts_ms", "before_previous_ts_ms")

@@ -43,7 +43,7 @@ def held_commits(commit: E.Event, partitions: int = 3, batches: int = 6) -> list
     """What waits in the state for the watermark: one commit pack (all partitions of an
     auto-commit) per micro-batch over a 30 s lateness at 5 s commits (6 batches x 3 partitions),
     as the stateful step holds them (the data as an object: streaming/rows.py PACKED_DATA)."""
-    topic, _, offset, _, count = commit.data["commits"][0]
+    topic, _, offset, _, count = commit.data["commits"][0][:5]
     rows = []
     for b in range(batches):
         entries = [[topic, p, offset + 100 * b, commit.ts_ms + 5_000 * b, count] for p in range(partitions)]

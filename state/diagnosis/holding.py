@@ -46,12 +46,50 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | 
                             f"the last {stall / 1000:.1f} s)")
 
 
+def _close_commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None, held: HeldRemoval,
+                           s: DiagnosisSettings) -> None:
+    """A static member removed (replaced or expired; it sends no LeaveGroup): did it commit on the
+    way out? A consumer that closes commits its offsets then, off its commit schedule; a killed
+    one's commits stop on schedule. Read from the partition of its assignment committed last: its
+    last commit before the removal, the gap to the one before, and the interval before that."""
+    at = record["removed_at_ms"]
+    parts = None if known is None else known.partitions
+    if not parts:
+        held.commit_text = "its partitions are not known, so neither are its commits"
+        return
+    times: list[int] = []
+    for p in parts:
+        mine = [t for t in (model.partition_commits.get(p), *model.partition_prior_commits.get(p, ()))
+                if t is not None and t <= at]
+        if mine and (not times or mine[0] > times[0] or (mine[0] == times[0] and len(mine) > len(times))):
+            times = mine
+    if len(times) < 3:
+        held.commit_text = f"{len(times)} commit(s) of its partitions known before it went, too few for a schedule"
+        return
+    last, gap, interval = times[0], times[0] - times[1], times[1] - times[2]
+    said = (f"its last commit {_secs(at - last)} before the removal came {_secs(gap)} after the one before, "
+            f"where it had committed {_secs(interval)} apart")
+    if gap <= s.close_commit_max_fraction * interval:
+        held.closed, held.commit_text = True, said + " (off its schedule: the commit of a close)"
+    elif gap >= s.scheduled_commit_min_fraction * interval:
+        held.closed, held.commit_text = False, said + " (on schedule, then none: no commit on close)"
+    else:
+        held.commit_text = said + " (neither clearly off nor on its schedule)"
+
+
+def _secs(ms: int) -> str:
+    return f"{ms / 1000:.1f} s"
+
+
 def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None,
                  settings: DiagnosisSettings) -> None:
     """Keep a removal record until event time passes its decision window."""
     held = HeldRemoval(rec=record, decide_at=record["removed_at_ms"] + decision_window_ms(record, settings))
     if record["cause"] == "leave_group":
         _commit_evidence(model, record, known, held)
+    elif record.get("group_instance_id") is not None and record["cause"] in ("static_member_fenced",
+                                                                             "heartbeat_expiry"):
+        _close_commit_evidence(model, record, known, held, settings)
     model.held_removals.append(held)
 
 

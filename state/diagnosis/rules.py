@@ -49,6 +49,14 @@ class DiagnosisSettings:
     # first such removal on, if later). Independent expiries in a big fleet are not a burst.
     coordinator_wide_background_factor: float = 3.0
     coordinator_wide_baseline_ms: int = 600_000
+    # A static member sends no LeaveGroup, so its commits tell its close from its crash: its last
+    # commit before the removal came at most this fraction of its commit interval (the gap between
+    # the two commits before it) after the one before: off its schedule, the commit a consumer
+    # makes when it closes...
+    close_commit_max_fraction: float = 0.5
+    # ... at least this fraction: on schedule, and no commit on close: a crash. In between, or with
+    # fewer than three commits of its partitions, the commits cannot tell.
+    scheduled_commit_min_fraction: float = 0.8
     # Rebalance-storm gauge: rebalances started within this much event time.
     storm_window_ms: int = 600_000
     # The brokers' group.consumer.session.timeout.ms: a consumer-protocol (KIP-848) member's
@@ -161,9 +169,23 @@ def _never_joined(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) 
 
 
 def _static_replaced(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
-    return ("graceful_shutdown", f"static member {rec.get('group_instance_id')} was replaced by a new instance with "
-            "the same group.instance.id: a restart (static members send no LeaveGroup)",
-            "medium", "a crash followed by a quick restart is replaced the same way")
+    text = (f"static member {rec.get('group_instance_id')} was replaced by a new instance with the same "
+            "group.instance.id (static members send no LeaveGroup)")
+    return _static_stop(text, held, "a restart", "a crash followed by a quick restart is replaced the same way")
+
+
+def _static_stop(text: str, held: HeldRemoval, planned: str, unsure: str) -> Verdict:
+    """A static member's stop (replaced, or expired): its commits tell a close from a crash."""
+    if held.closed is True:
+        return ("graceful_shutdown", f"{text}; {held.commit_text}: {planned}", "medium",
+                "its last commit came off its commit schedule, as a consumer commits when it closes")
+    if held.closed is False:
+        return ("process_crash", f"{text}; {held.commit_text}: the process died", "low",
+                "its commits stopped on their schedule with no commit on close; a consumer that commits only "
+                "changed offsets (librdkafka) with nothing new, or that does not commit when it closes, looks "
+                "the same")
+    evidence = f"; {held.commit_text}" if held.commit_text else ""
+    return "graceful_shutdown", f"{text}{evidence}: {planned}", "low", unsure
 
 
 def _deleted(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
@@ -173,9 +195,9 @@ def _deleted(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Ve
 def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     who, gap = _who(rec), _gap(rec, held)
     if rec.get("group_instance_id") is not None:
-        return ("graceful_shutdown", f"static member {rec.get('group_instance_id')} ({who}) expired after its session "
-                f"timeout {_secs(rec.get('session_timeout_ms'))}: static members send no LeaveGroup on close, so a "
-                "stop looks like this", "low", "a static member's stop and its crash both end in a session expiry")
+        return _static_stop(f"static member {rec.get('group_instance_id')} ({who}) expired after its session timeout "
+                            f"{_secs(rec.get('session_timeout_ms'))} (static members send no LeaveGroup on close)",
+                            held, "a stop", "a static member's stop and its crash both end in a session expiry")
     move = held.coordinator_move_ms
     if move is not None:
         return ("coordinator_wide", f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "

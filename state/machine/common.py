@@ -11,33 +11,53 @@ if TYPE_CHECKING:
     from state.machine.core import GroupStateMachine
 
 
-def fold_commit(partitions: dict[str, int], last_ms: int | None, data: dict[str, Any], ts_ms: int) -> tuple[int, int]:
-    """One commit (OFFSET_COMMIT data) into the newest commit per "topic:partition" (updated in
-    place) and the newest commit time `last_ms`: returns the new newest time and the commit's count.
-    Max and sum: the result does not depend on the order of the commits (stateful.py folds them
-    outside a turn this way)."""
+def fold_commit_times(partitions: dict[str, int], prior: dict[str, list[int]], key: str, commit_ts: int,
+                      earlier: tuple[int | None, ...] = ()) -> None:
+    """A partition's commit time (and the earlier times the reduction kept) into its newest commit
+    time (`partitions`) and the next newest ones (`prior`), updated in place: the
+    COMMIT_TIMES_KEPT newest distinct times in all (E.newest_commit_times)."""
+    old = partitions.get(key)
+    if old is None and not any(earlier):
+        partitions[key] = commit_ts
+        return
+    if old is not None and commit_ts > old and not any(earlier):
+        # The usual case, live: one new commit, newer than the partition's last.
+        was = prior.get(key)
+        prior[key] = [old, was[0]] if was else [old]
+        partitions[key] = commit_ts
+        return
+    times = E.newest_commit_times((commit_ts, *earlier, old, *prior.get(key, ())))
+    partitions[key] = times[0]
+    if len(times) > 1:
+        prior[key] = times[1:]
+
+
+def fold_commit(partitions: dict[str, int], prior: dict[str, list[int]], last_ms: int | None, data: dict[str, Any],
+                ts_ms: int) -> tuple[int, int]:
+    """One commit (OFFSET_COMMIT data) into the newest commit times per "topic:partition" (updated
+    in place: fold_commit_times) and the newest commit time `last_ms`: returns the new newest time
+    and the commit's count. Max, top-k and sum: the result does not depend on the order of the
+    commits (stateful.py folds them outside a turn this way)."""
     commit_ts = data.get("commit_ts_ms") or ts_ms
     if data.get("topic") is not None and data.get("partition") is not None:
-        key = f"{data['topic']}:{data['partition']}"
-        partitions[key] = max(partitions.get(key, commit_ts), commit_ts)
+        fold_commit_times(partitions, prior, f"{data['topic']}:{data['partition']}", commit_ts,
+                          (data.get("previous_ts_ms"), data.get("before_previous_ts_ms")))
     return (commit_ts if last_ms is None else max(last_ms, commit_ts)), int(data.get("count") or 1)
 
 
-def fold_commit_event(partitions: dict[str, int], last_ms: int | None, kind: str, data: dict[str, Any],
-                      ts_ms: int) -> tuple[int | None, int]:
+def fold_commit_event(partitions: dict[str, int], prior: dict[str, list[int]], last_ms: int | None, kind: str,
+                      data: dict[str, Any], ts_ms: int) -> tuple[int | None, int]:
     """fold_commit over every commit of an OFFSET_COMMIT or OFFSET_COMMITS event's data: the new
     newest time and the commits' count. A pack's entries are read in place (a dict per entry was
     most of the cost of a commit in a large replay)."""
     if kind != E.OFFSET_COMMITS:
-        return fold_commit(partitions, last_ms, data, ts_ms)
+        return fold_commit(partitions, prior, last_ms, data, ts_ms)
     total = 0
     for entry in data.get("commits") or ():
         topic, partition, _offset, commit_ts, count = (*entry, None, None, None, None, None)[:5]
         commit_ts = commit_ts or ts_ms
         if topic is not None and partition is not None:
-            key = f"{topic}:{partition}"
-            old = partitions.get(key)
-            partitions[key] = commit_ts if old is None or commit_ts > old else old
+            fold_commit_times(partitions, prior, f"{topic}:{partition}", commit_ts, tuple(entry[5:]))
         last_ms = commit_ts if last_ms is None or commit_ts > last_ms else last_ms
         total += int(count or 1)
     return last_ms, total
@@ -94,10 +114,13 @@ class CommonEvents:
     def on_offset_commit(self, ev: E.Event) -> None:
         """One commit, or a pack of one group's commits of one millisecond (OFFSET_COMMITS)."""
         m = self.machine.m
-        m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.last_commit_ms, ev.kind, ev.data, ev.ts_ms)
+        m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.partition_prior_commits, m.last_commit_ms,
+                                                    ev.kind, ev.data, ev.ts_ms)
         m.commits_total += count
 
     def on_offset_tombstone(self, ev: E.Event) -> None:
         if ev.data.get("topic") is not None:
-            self.machine.m.partition_commits.pop(f"{ev.data['topic']}:{ev.data.get('partition')}", None)
+            key = f"{ev.data['topic']}:{ev.data.get('partition')}"
+            self.machine.m.partition_commits.pop(key, None)
+            self.machine.m.partition_prior_commits.pop(key, None)
 

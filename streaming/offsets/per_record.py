@@ -99,7 +99,9 @@ def pack_commits(commits: Iterable[E.Event]) -> list[E.Event]:
     packs: dict[tuple, E.Event] = {}
     for ev in commits:
         key = (ev.cluster, ev.group, ev.source_id, ev.ts_ms)
-        entry = [ev.data[name] for name in E.COMMIT_FIELDS]
+        entry = [ev.data.get(name) for name in E.COMMIT_FIELDS]
+        while entry[-1] is None and len(entry) > 5:     # the earlier times only when there were any
+            entry.pop()
         pack = packs.get(key)
         if pack is None:
             packs[key] = E.Event(group=ev.group, ts_ms=ev.ts_ms, source=ev.source, source_id=ev.source_id,
@@ -113,8 +115,9 @@ def pack_commits(commits: Iterable[E.Event]) -> list[E.Event]:
 
 
 def _merge_commit(commits: dict[tuple, E.Event], ev: E.Event) -> None:
-    """Keep one commit per (cluster, group, topic, partition): count summed, offset and commit
-    time maxed, position of the latest record (by the event ordering key)."""
+    """Keep one commit per (cluster, group, topic, partition): count summed, offset maxed, the
+    newest distinct commit times kept (commit_ts_ms, then previous_ts_ms and before_previous_ts_ms
+    when there are more: E.COMMIT_FIELDS), position of the latest record (by the event ordering key)."""
     key = (ev.cluster, ev.group, ev.data.get("topic"), ev.data.get("partition"))
     seen = commits.get(key)
     if seen is None:
@@ -123,6 +126,12 @@ def _merge_commit(commits: dict[tuple, E.Event], ev: E.Event) -> None:
         return
     seen.data["count"] += ev.data["count"]
     seen.data["offset"] = max(seen.data["offset"], ev.data["offset"])
-    seen.data["commit_ts_ms"] = max(seen.data["commit_ts_ms"], ev.data["commit_ts_ms"])
+    times = E.newest_commit_times([ev.data["commit_ts_ms"], *(seen.data.get(k) for k in _TIME_FIELDS)])
+    for name, t in zip(_TIME_FIELDS, times):
+        seen.data[name] = t
     if ev.sort_key() > seen.sort_key():
         seen.ts_ms, seen.source_id, seen.seq = ev.ts_ms, ev.source_id, ev.seq
+
+
+# The commit times an entry keeps, newest first (E.COMMIT_FIELDS).
+_TIME_FIELDS = ("commit_ts_ms", "previous_ts_ms", "before_previous_ts_ms")

@@ -28,7 +28,7 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, run_turn
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live_view import live_snapshot
-from state.machine.common import fold_commit_event
+from state.machine.common import fold_commit_event, fold_commit_times
 from state.outputs import OutputKind
 from streaming.rows import (
     COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS,
@@ -287,10 +287,11 @@ def _keep(bucket: Bucket, group: str, turn: tuple[tuple | None, int | None]) -> 
 # commit would bring: crosscheck.both_sources). Its offset commits wait here, not among its held
 # rows, so they set no timer:
 #   "w": the packed fields of the commits the watermark has not passed yet, in arrival order;
-#   "pc": newest commit time per "topic:partition", "last": newest commit time, "n": commits,
-#   "ev": newest record time, of the commits the watermark has passed.
-# Folding the passed ones is what CommonEvents.on_offset_commit does to the model (max, max,
-# sum, max), so it commutes; the group's next turn merges the digest into the model before any of
+#   "pc": newest commit time per "topic:partition", "pp": the next newest ones (when any),
+#   "last": newest commit time, "n": commits, "ev": newest record time, of the commits the
+#   watermark has passed.
+# Folding the passed ones is what CommonEvents.on_offset_commit does to the model (max, top-k,
+# max, sum, max), so it commutes; the group's next turn merges the digest into the model before any of
 # its own events, all of which are later than the watermark at the fold (fold_commits says why).
 
 def fold_commits(entry: list[Any], fields: list[dict[str, Any]], watermark: int) -> bool:
@@ -328,15 +329,17 @@ def _fold_passed(digest: dict[str, Any], watermark: int) -> None:
 
 
 def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
-    partitions = digest.setdefault("pc", {})
+    partitions, prior = digest.setdefault("pc", {}), digest.get("pp", {})
     last, n, newest = digest.get("last"), digest.get("n", 0), digest.get("ev")
     for f in fields:
         data = event_data(packed_data(f))
         ts = int(f[PACKED_TS])
         newest = ts if newest is None else max(newest, ts)
-        last, count = fold_commit_event(partitions, last, f[PACKED_KIND], data, ts)   # as on_offset_commit
+        last, count = fold_commit_event(partitions, prior, last, f[PACKED_KIND], data, ts)   # as on_offset_commit
         n += count
     digest.update(last=last, n=n, ev=newest)
+    if prior:
+        digest["pp"] = prior
 
 
 def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str, group: str) -> list[list[Any]]:
@@ -346,8 +349,10 @@ def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str,
         last = digest["last"]
         model.last_commit_ms = last if model.last_commit_ms is None else max(model.last_commit_ms, last)
         model.commits_total += digest["n"]
+        prior = digest.get("pp", {})
         for key, commit_ts in digest.get("pc", {}).items():
-            model.partition_commits[key] = max(model.partition_commits.get(key, commit_ts), commit_ts)
+            fold_commit_times(model.partition_commits, model.partition_prior_commits, key, commit_ts,
+                              tuple(prior.get(key, ())))
         newest = digest["ev"]
         model.last_event_ms = newest if model.last_event_ms is None else max(model.last_event_ms, newest)
         if E.SOURCE_OFFSETS not in model.seen_sources:

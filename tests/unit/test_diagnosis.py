@@ -85,15 +85,28 @@ def test_new_group_join_phase_is_initial_delay():
     assert rb2["initial_delay_seconds"] is None and rb2["waited_for_member"] is None
 
 
-def test_static_members_stop_and_restart_are_graceful():
-    assert removals("kafka-2.7", "sc06-static-membership") == [
-        ("sc06-c1", "static_member_fenced", CLOSE), ("sc06-c1", "heartbeat_expiry", CLOSE),
-        ("sc06-c2", "heartbeat_expiry", CLOSE)]
-    k4 = removals("kafka-4.0", "k4-sc06-static-membership")
-    assert k4[0] == ("sc06-c2", "static_member_fenced", CLOSE)
-    assert all(root == CLOSE for _, _, root in k4)
-    expiry = next(r for r in G("kafka-2.7", "sc06-static-membership") if r["cause"] == "heartbeat_expiry")
+def _static_verdicts(cluster: str, group: str) -> list[tuple]:
+    return [(r["client_id"], r["cause"], r["root_cause"], r["root_cause_confidence"])
+            for r in sorted(G(cluster, group), key=lambda r: (r["removed_at_ms"], r["member_id"]))]
+
+
+def test_static_members_closed_are_told_from_their_commits_where_the_commits_can_tell():
+    """Every static member of the captures was closed (SIGTERM; librdkafka, auto-commit every 1-2 s).
+    A close's commit off the member's schedule says so (medium); too few commits, or a last gap
+    neither off nor on schedule, leave the restart reading at low. One close commits nothing
+    (librdkafka commits only changed offsets, and nothing new had come in the 0.4 s since its last
+    scheduled commit): its commits stop on schedule like a crash's, which is what the rule then
+    says, at low (docs/diagnosis.md, static members)."""
+    assert _static_verdicts("kafka-2.7", "sc06-static-membership") == [
+        ("sc06-c1", "static_member_fenced", CLOSE, "low"), ("sc06-c1", "heartbeat_expiry", CLOSE, "low"),
+        ("sc06-c2", "heartbeat_expiry", CLOSE, "medium")]
+    assert _static_verdicts("kafka-4.0", "k4-sc06-static-membership") == [
+        ("sc06-c2", "static_member_fenced", CLOSE, "low"), ("sc06-c3", "heartbeat_expiry", CLOSE, "low"),
+        ("sc06-c1", "heartbeat_expiry", CLOSE, "low"), ("sc06-c2", "heartbeat_expiry", CLOSE, "low"),
+        ("sc06-c3-restart", "heartbeat_expiry", "process_crash", "low")]
+    expiry = [r for r in G("kafka-2.7", "sc06-static-membership") if r["cause"] == "heartbeat_expiry"][-1]
     assert "static members send no LeaveGroup" in expiry["evidence"]
+    assert "off its schedule: the commit of a close" in expiry["evidence"]
 
 
 def test_kafka40_kip848_leave_kill_and_sigstop():
@@ -371,3 +384,26 @@ def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
     [done] = [r for r in _run("kafka-2.7")["rebalance"]
               if r["group"] == "sc11-stuck-in-rebalance" and r["generation"] == 2]
     assert set(rec) == set(done)     # the same fields as the finished record
+
+
+@pytest.mark.parametrize("times,closed,root,sure", [
+    ([10_300, 10_000, 9_000], True, CLOSE, "medium"),            # 0.3 s after a 1 s schedule: a close's commit
+    ([11_000, 10_000, 9_000], False, "process_crash", "low"),    # on schedule, then none
+    ([10_650, 10_000, 9_000], None, CLOSE, "low"),               # neither
+    ([11_000, 10_000], None, CLOSE, "low"),                      # too few for a schedule
+])
+def test_a_static_members_last_commits_tell_its_close_from_its_crash(times, closed, root, sure):
+    from state.diagnosis.holding import hold_removal
+    from state.diagnosis.rules import DEFAULT_SETTINGS, classify_in_group
+    from state.model import GroupModel, Member
+    model = GroupModel(cluster="c", group="g")
+    model.partition_commits = {"t:0": times[0], "t:1": times[0] - 5_000}
+    model.partition_prior_commits = {"t:0": times[1:], "t:1": [1, 0]}
+    model.partition_commits["t:9"] = 99_999          # after the removal: another member's, not read
+    rec = {"member_id": "m1", "client_id": "c1", "client_host": "/h", "group_instance_id": "i1",
+           "cause": "static_member_fenced", "removed_at_ms": 20_000, "protocol": "classic"}
+    hold_removal(model, rec, Member(member_id="m1", partitions=["t:0", "t:1", "t:9"]), DEFAULT_SETTINGS)
+    [held] = model.held_removals
+    assert held.closed is closed
+    classify_in_group(rec, held, DEFAULT_SETTINGS)
+    assert (rec["root_cause"], rec["root_cause_confidence"]) == (root, sure)

@@ -3,7 +3,8 @@ NumPy over the buffers, commits reduced per (cluster, group, topic, partition) w
 aggregation, then packed per (cluster, group, source partition, record time) with a second one.
 Each output row equals what the per-record reference gives after its own merge and pack
 (streaming/offsets/per_record.py): per partition the max offset, max commit time, count, and the
-position of the latest record in the reference's (time, source id, offset) order."""
+position of the latest record in the reference's (time, source id, offset) order, and its next
+two newest distinct commit times when it had more."""
 from __future__ import annotations
 
 import json
@@ -106,6 +107,9 @@ def commit_rows(view: BatchView) -> pa.RecordBatch | None:
     last = perm[agg.column("pos_max").to_numpy()]
     safe = topic_json_safe(kd, k0 + 6 + glen, tlen)
     cts, cnt, off = (agg.column(c) for c in ("cts_max", "pos_count", "offset_max"))
+    earlier = _earlier_times([table.column("kbody")] if single is not None else
+                             [table.column("cluster"), table.column("kbody")],
+                             view.commit_ts[rows], first, cnt.to_numpy())
     topic_json = pc.binary_join_element_wise('"', topic, '"', "")
     if not safe.all():
         literal = topic_json.to_pylist()
@@ -115,9 +119,42 @@ def commit_rows(view: BatchView) -> pa.RecordBatch | None:
     # One entry per partition, as the reference packs it: [topic, partition, offset, commit_ts_ms, count]
     entry = pc.binary_join_element_wise(
         "[", topic_json, ",", pc.cast(pa.array(kpart), pa.string()), ",", pc.cast(off, pa.string()), ",",
-        pc.cast(cts, pa.string()), ",", pc.cast(cnt, pa.string()), "]", "")
+        pc.cast(cts, pa.string()), ",", pc.cast(cnt, pa.string()), *earlier, "]", "")
     return _packed(agg.column("cluster") if single is None else None, single,
                    gather_strings(kd, k0 + 4, glen), ts[last], part[last], rec_offset[last], topic, kpart, entry)
+
+
+def _earlier_times(keys: list[Any], cts: np.ndarray, first: np.ndarray, count: np.ndarray) -> list[pa.Array]:
+    """The entry's optional fields after its count (E.COMMIT_FIELDS): per aggregated key (its first
+    row `first`), ",<previous>" and ",<before previous>", its next newest distinct commit times, or
+    "" where it has none; nothing when no key had two commits (the usual live batch)."""
+    if len(count) == 0 or int(count.max()) < 2:
+        return []
+    gid = np.zeros(len(cts), dtype=np.int64)
+    for key in keys:
+        enc = pc.dictionary_encode(key)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        gid = gid * len(enc.dictionary) + enc.indices.to_numpy().astype(np.int64)
+    c0, span = int(cts.min()), int(cts.max()) - int(cts.min()) + 1
+    if (int(gid.max()) + 1) * span < (1 << 62):     # one packed key: a plain sort
+        packed = np.unique(gid * span + (cts - c0))  # sorted, distinct (group, time)
+        g, c = packed // span, packed % span + c0
+    else:
+        order = np.lexsort((cts, gid))
+        g, c = gid[order], cts[order]
+        keep = np.ones(len(g), dtype=bool)
+        keep[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
+        g, c = g[keep], c[keep]
+    newest = np.flatnonzero(np.r_[g[1:] != g[:-1], True])      # each group's newest time
+    at = newest[np.searchsorted(g[newest], gid[first])]         # ... for each aggregated key
+    out = []
+    for back in (1, 2):
+        before = np.maximum(at - back, 0)
+        has = (at >= back) & (g[before] == g[at])
+        text = pc.binary_join_element_wise(",", pc.cast(pa.array(c[before]), pa.string()), "")
+        out.append(pc.if_else(pa.array(has), text, ""))
+    return out
 
 
 def _packed(cluster: Any, single: str | None, group: pa.Array, ts: np.ndarray, source: np.ndarray, seq: np.ndarray,

@@ -183,17 +183,29 @@ def poll_timeout(r: Runner, ctx: Ctx) -> None:
 def _start_static_pair(r: Runner, ctx: Ctx, session_timeout_ms: int) -> list:
     """Static members a and b (group.instance.id <group>-i-a and -i-b): the static scenarios differ
     only in the session timeout and in how long a is away."""
-    return _start_all(r, [_spec(ctx, c, instance_id=f"{ctx.group}-i-{c}", session_timeout_ms=session_timeout_ms)
-                          for c in "ab"])
+    # kafka-python: its members report their auto-commits, by which the runner times a static
+    # member's stop (Runner._await_commit_schedule).
+    return _start_all(r, [_spec(ctx, c, library="kafka-python", instance_id=f"{ctx.group}-i-{c}",
+                                session_timeout_ms=session_timeout_ms) for c in "ab"])
 
 
-def static_within(r: Runner, ctx: Ctx) -> None:
+def _static_restart(r: Runner, ctx: Ctx, how: str) -> None:
     a, b = _start_static_pair(r, ctx, session_timeout_ms=10000)
     since = r.shipper.mark()
-    a2 = r.restart(a, gap_s=0.0, how="kill")    # back well within the 10 s session
+    a2 = r.restart(a, gap_s=0.0, how=how)       # back well within the 10 s session
     r.wait_log(STATIC_REPLACE.replace("{g}", re.escape(ctx.group)), 30, since)
     r.leave(a2)
     r.leave(b)
+
+
+def static_within(r: Runner, ctx: Ctx) -> None:
+    """A static member killed and started again at once: the new instance replaces it (a crash)."""
+    _static_restart(r, ctx, "kill")
+
+
+def static_close(r: Runner, ctx: Ctx) -> None:
+    """A static member closed and started again at once: replaced the same way (a planned restart)."""
+    _static_restart(r, ctx, "close")
 
 
 def static_beyond(r: Runner, ctx: Ctx) -> None:
@@ -391,6 +403,7 @@ SCENARIOS = [
     Scenario("host_pair", host_pair, lambda c: _classic(c, Expect("failed", FAILED, 3, "member_failed"))),
     Scenario("pause_crash", pause_crash, lambda c: _classic(c, Expect("failed", FAILED, 2, "member_failed"))),
     Scenario("static_within", static_within, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1)), quick=True),
+    Scenario("static_close", static_close, lambda c: _classic(c, Expect("static", STATIC_REPLACE, 1))),
     Scenario("static_beyond", static_beyond, lambda c: _classic(c, Expect("failed", FAILED, 1, "member_failed"))),
     Scenario("failover", failover, lambda c: _classic(c, Expect("loaded", LOADED, 1))),
     Scenario("failover_kill", failover_kill, lambda c: _classic(c, Expect("loaded", LOADED, 1))),

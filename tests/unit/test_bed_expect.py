@@ -337,3 +337,26 @@ def test_an_assignment_callback_closes_the_window_of_the_rebalance_it_follows():
     consumer = [(5000, "consumer"), (5300, "consumer")]
     assert record_window(consumer, 4800) == 0              # its record came 200 ms after the callback
     assert record_window(consumer, 5200) == 0
+
+
+def test_a_static_members_kill_and_close_read_from_its_commits():
+    """A static kafka-python member killed or closed, restarted at once or not: the commits tell the
+    kill (process_crash, low) from the close (graceful_shutdown, medium); another client's static
+    member reports no commits for the bed to time its stop by (no confidence expected)."""
+    def timeline(action: str, restart_after_ms: int | None, library: str = "kafka-python") -> list[dict]:
+        member = {"client_id": "g-a", "group": "g", "instance_id": "g-i-a", "library": library,
+                  "session_timeout_ms": 10_000}
+        t = [{**member, "action": "start", "ts_ms": 0}, {**member, "action": "joined", "ts_ms": 1_000},
+             {**member, "action": action, "ts_ms": 5_000}]
+        if restart_after_ms is not None:
+            t.append({**member, "action": "start", "ts_ms": 5_000 + restart_after_ms})
+        return t
+
+    def got(*args) -> list[tuple]:
+        return [(r.cause, r.root_cause, r.action, r.confidence)
+                for r in expected_removals(timeline(*args), "4.4.0", "classic", 60_000)]
+    assert got("kill", 100) == [("static_member_fenced", "process_crash", "kill+restart", "low")]
+    assert got("leave", 100) == [("static_member_fenced", "graceful_shutdown", "leave+restart", "medium")]
+    assert got("kill", None) == [("heartbeat_expiry", "process_crash", "kill", "low")]
+    assert got("leave", 20_000) == [("heartbeat_expiry", "graceful_shutdown", "leave", "medium")]
+    assert got("leave", None, "confluent") == [("heartbeat_expiry", "graceful_shutdown", "leave", None)]

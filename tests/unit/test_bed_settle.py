@@ -27,3 +27,22 @@ def test_a_partition_owned_twice_is_not_settled():
     a = _Member(("assigned", ["t-0", "t-1"]))
     b = _Member(("assigned", ["t-0", "t-1", "t-2", "t-3"]))     # not revoked yet
     assert not settled([a, b])
+
+
+def test_the_runner_records_more_partitions_before_it_asks_for_them(tmp_path):
+    """Runner.add_partitions: the timeline has the action (the cause the judge reads) before the
+    CreatePartitions request, and its end after."""
+    from testbed.bed.runner import Runner
+
+    class Cluster:
+        def add_partitions(self, topic, total):
+            calls.append((topic, total, [e["action"] for e in runner.timeline]))
+    calls: list = []
+    runner = Runner(Cluster(), tmp_path)
+    runner.add_partitions("g-data", 8, ["g"])
+    runner.close()
+    assert calls == [("g-data", 8, ["add_partitions"])]
+    first, done = runner.timeline
+    assert (first["action"], first["group"], first["groups"], first["topic"], first["partitions"]) == \
+        ("add_partitions", "g", ["g"], "g-data", 8)
+    assert done["action"] == "partitions_added" and done["ts_ms"] >= first["ts_ms"]

@@ -1,5 +1,6 @@
 """Admin operations through confluent-kafka's AdminClient (librdkafka speaks to 2.8 and 4.x):
-topics, FindCoordinator (via DescribeConsumerGroups), group deletion, SCRAM users."""
+topics (created, their partition count increased), FindCoordinator (via DescribeConsumerGroups),
+group deletion, SCRAM users."""
 from __future__ import annotations
 
 import time
@@ -33,6 +34,19 @@ def create_topic(adm, name: str, partitions: int, rf: int, config: dict | None =
     except Exception as exc:
         raise BedError(f"could not create topic {name} ({partitions} partitions, rf {rf}): {exc}") from None
     wait_for(lambda: _leaders_known(adm, name, partitions), timeout, f"leaders of topic {name}")
+
+
+def add_partitions(adm, name: str, total: int, timeout: float = 30.0) -> None:
+    """Increases topic `name` to `total` partitions (CreatePartitions; a count can only grow), then
+    waits until every partition has a leader."""
+    from confluent_kafka.admin import NewPartitions
+    fut = adm.create_partitions([NewPartitions(name, total)], operation_timeout=timeout,
+                                request_timeout=timeout)[name]
+    try:
+        fut.result(timeout)
+    except Exception as exc:
+        raise BedError(f"could not increase topic {name} to {total} partitions: {exc}") from None
+    wait_for(lambda: _leaders_known(adm, name, total), timeout, f"leaders of the {total} partitions of topic {name}")
 
 
 def _leaders_known(adm, name: str, partitions: int) -> bool:

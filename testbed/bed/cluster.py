@@ -305,6 +305,9 @@ class KafkaCluster:
                      assignment: list[list[int]] | None = None) -> None:
         admin.create_topic(self.admin(), name, partitions, rf, config, assignment=assignment)
 
+    def add_partitions(self, name: str, total: int) -> None:
+        admin.add_partitions(self.admin(), name, total)
+
     def coordinator_of(self, group: str, timeout: float = 30.0) -> int:
         live = ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.running_brokers())
         return admin.coordinator_of(live, group, timeout)

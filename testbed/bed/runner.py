@@ -86,6 +86,17 @@ class Runner:
             self.producers.append(prod)
         return name
 
+    def add_partitions(self, topic: str, total: int, groups: list[str]) -> None:
+        """Increases `topic` to `total` partitions. `groups`: the groups subscribed to it, whose
+        epoch-based (KIP-848 consumer, streams) coordinators bump their epoch for the new metadata
+        (the judge's `metadata_change`); the entry names the first as its `group` and all in `groups`."""
+        self.record("add_partitions", group=groups[0] if groups else None, groups=list(groups), topic=topic,
+                    partitions=total)
+        t0 = time.monotonic()
+        self.cluster.add_partitions(topic, total)
+        self.record("partitions_added", group=groups[0] if groups else None, groups=list(groups), topic=topic,
+                    partitions=total, seconds=round(time.monotonic() - t0, 3))
+
     # ------------------------------------------------------------------ members
     def start(self, spec: MemberSpec, wait: bool = True, timeout: float = 60.0) -> Member:
         lib = self.streams_lib if spec.library == "java-streams" else self.java_lib

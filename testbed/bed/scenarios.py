@@ -363,6 +363,36 @@ def kip848(r: Runner, ctx: Ctx) -> None:
         r.leave(m)
 
 
+def _owns_all(members: list, partitions: set) -> bool:
+    """Between them the members own exactly `partitions`, none owned twice (by their callbacks)."""
+    return settled(members) and set().union(*(m.owned() for m in members)) == partitions
+
+
+# kip848_partitions: the topic's partitions at the start; the scenario doubles them.
+GROWN_TOPIC_PARTITIONS = 4
+
+
+def kip848_partitions(r: Runner, ctx: Ctx) -> None:
+    """A stable KIP-848 consumer group whose subscribed topic gets more partitions: the coordinator
+    (4.1+) sees the subscribed topics' metadata hash change and bumps the group epoch with no member
+    change (`metadata_change`); the members are given the new partitions, then close."""
+    specs = [_spec(ctx, "a", library="confluent", protocol="consumer"),
+             _spec(ctx, "b", library="java" if ctx.has_java else "confluent", protocol="consumer")]
+    ms = _start_all(r, specs, settle=False)
+    before = GROWN_TOPIC_PARTITIONS
+    names = {f"{ctx.topic}-{p}" for p in range(before)}
+    wait_for(lambda: _owns_all(ms, names), 60, f"group {ctx.group} to be stable over {sorted(names)}")
+    since = r.shipper.mark()
+    marks = [m.mark() for m in ms]
+    r.add_partitions(ctx.topic, 2 * before, [ctx.group])
+    r.wait_log(C_BUMPED.replace("{g}", re.escape(ctx.group)), 30, since)
+    added = {f"{ctx.topic}-{p}" for p in range(before, 2 * before)}
+    r.wait_taken_over(added, ms, marks)
+    wait_for(lambda: _owns_all(ms, names | added), 60, f"group {ctx.group} to be stable over the new partitions too")
+    for m in ms:
+        r.leave(m)
+
+
 def share_group(r: Runner, ctx: Ctx) -> None:
     joined_since = r.shipper.mark()
     ms = _start_all(r, [_spec(ctx, "a", library="java-share"), _spec(ctx, "b", library="java-share")], settle=False)
@@ -425,6 +455,11 @@ SCENARIOS = [
                                           Expect("fenced", C_FENCED, 1, "consumer_member_fenced"),
                                           Expect("left", C_LEFT, 1, "consumer_member_left")],
              min_version=(4, 0), quick=True),
+    Scenario("kip848_partitions", kip848_partitions,
+             lambda c: [Expect("joined", C_JOINED, 2, "consumer_member_joined"),
+                        Expect("bumped", C_BUMPED, 3, "group_epoch_bumped"),     # the joins and the new partitions
+                        Expect("left", C_LEFT, 2, "consumer_member_left")],
+             min_version=(4, 1), partitions=GROWN_TOPIC_PARTITIONS),
     Scenario("share_group", share_group, lambda c: [Expect("joined", S_JOINED, 2)], min_version=(4, 2),
              needs=("java",)),
     Scenario("streams_group", streams_group, lambda c: [Expect("joined", ST_JOINED, 1, "consumer_member_joined"),

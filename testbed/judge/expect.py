@@ -10,7 +10,8 @@ monitor's output.
   so only their start is a line). Its trigger is what the bed did last before that line (the
   ground-truth timeline) read with protocol knowledge: a SIGKILL or SIGSTOP ends in a heartbeat
   expiry, a stalled poll loop in a poll timeout, a close in a LeaveGroup (except for static
-  members, which send none: their session expires), a start or a resumed process in a join.
+  members, which send none: their session expires), a start or a resumed process in a join, more
+  partitions for a subscribed topic in a KIP-848 or streams group's metadata change.
 - Removals: one per member the bed took out of the group while it was in it (the member had
   been assigned partitions), with the cause and root cause the protocol and the bed's actions
   imply (docs/diagnosis.md): SIGKILL -> heartbeat_expiry/process_crash; SIGSTOP then SIGCONT
@@ -140,7 +141,8 @@ class Expected:
 # Rebalances a client starts by itself, not because of anything the bed did: the broker's
 # reason names them (a kafka-python leader rejoins when it sees the group's subscriptions change).
 CLIENT_OWN = (("leader_rejoin", "re-joining group during"), ("metadata_change", "Updating metadata for member"))
-CAUSE_ACTIONS = ("start", "kill", "pause", "resume", "stop_polling", "resume_polling", "leave", "stop_broker")
+CAUSE_ACTIONS = ("start", "kill", "pause", "resume", "stop_polling", "resume_polling", "leave", "stop_broker",
+                 "add_partitions")
 
 
 def action_trigger(entry: dict, protocol: str) -> str:
@@ -156,6 +158,8 @@ def action_trigger(entry: dict, protocol: str) -> str:
         return "heartbeat_expiry" if _no_leave_on_close(entry, protocol) else "member_leave"
     if a == "stop_broker":
         return "coordinator_failover"
+    if a == "add_partitions" and protocol in ("consumer", "streams"):
+        return "metadata_change"             # the coordinator bumps the epoch for the new metadata hash (4.1+)
     return "unknown"
 
 
@@ -163,8 +167,9 @@ NAMED_MEMBER = re.compile(r"\(reason: (Adding new member|removing member) (\S+?)
 
 
 def _actions_before(timeline: list, ts_ms: int, group: str, actions: tuple) -> list[dict]:
-    """The bed's `actions` on the group (or the cluster) up to `ts_ms`, in order."""
-    return [e for e in timeline if e["action"] in actions and e["ts_ms"] <= ts_ms and e.get("group") in (group, None)]
+    """The bed's `actions` on the group (or the cluster, or a topic it reads: `groups`) up to `ts_ms`, in order."""
+    return [e for e in timeline if e["action"] in actions and e["ts_ms"] <= ts_ms
+            and (e.get("group") in (group, None) or group in (e.get("groups") or ()))]
 
 
 def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dict | None:
@@ -185,7 +190,7 @@ def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dic
 def _describe(entry: dict | None) -> str:
     if entry is None:
         return "-"
-    return f"{entry['action']} {entry.get('client_id') or entry.get('broker_id') or ''}".strip()
+    return f"{entry['action']} {entry.get('client_id') or entry.get('broker_id') or entry.get('topic') or ''}".strip()
 
 
 def classic_rebalances(lines: list[GLine], group: str, timeline: list) -> list[ExpRebalance]:
@@ -280,9 +285,9 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
 #   which write the member's tombstones and the epoch record of epoch + 1 and log no "Bumped"
 #   line: that rebalance starts at the fence or leave line, and empties the group when the member
 #   was the last one.
-# So one rebalance per Bumped line (member_join when a join line of the same heartbeat is
-# unpaired, else group_epoch_bump: the broker bumped on its own) and one per fence line
-# (heartbeat_expiry) and leave line (member_leave), in the order of the broker's lines.
+# So one rebalance per Bumped line (member_join when a join line of the same heartbeat is unpaired, else
+# group_epoch_bump: the broker bumped on its own; metadata_change, a streams group's first after the bed
+# grew a topic it reads) and one per fence line (heartbeat_expiry) and leave line (member_leave), in order.
 EPOCH_LINES = {
     "join": (r"\[GroupId {g}\] Member (\S+) joins the share group",
              r"\[GroupId {g}\]\[MemberId (\S+)\] Member joins the streams group"),
@@ -334,6 +339,9 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
             epoch = int(m.group(1))
             if unpaired_joins:
                 trigger, why = "member_join", f"join of member {unpaired_joins.pop(0)}"
+            elif protocol == "streams" and (cause := _last_action(timeline, ts, group, CAUSE_ACTIONS)) is not None \
+                    and cause["action"] == "add_partitions" and (not out or (out[-1].start_ms or 0) < cause["ts_ms"]):
+                trigger, why = action_trigger(cause, protocol), _describe(cause)
             else:
                 trigger = "group_epoch_bump"
                 why = ("the broker itself (share partitions initialised)" if protocol == "share"

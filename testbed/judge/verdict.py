@@ -270,10 +270,10 @@ def _check_impact(v: Verdict, exp: Expected, rem_pairs: list, rebalances: list) 
                              f"{got:.3f} partition-seconds, the bed {truth:.3f} (kill to the survivors' assignment)")
 
 
-# Scenarios whose every stop the bed knows: members only join, leave and die (a paused or stalled
-# member may keep its partitions and consume again without a callback; a static member's wait for
-# its return is no rebalance's cost).
-IMPACT_SCENARIOS = frozenset({"join_leave", "kill", "cooperative", "kip848"})
+# Scenarios whose every stop the bed knows: members only join, leave and die, and a topic gets more
+# partitions (a paused or stalled member may keep its partitions and consume again without a
+# callback; a static member's wait for its return is no rebalance's cost).
+IMPACT_SCENARIOS = frozenset({"join_leave", "kill", "cooperative", "kip848", "kip848_partitions"})
 # A client hears of its new partitions after the broker completed the rebalance (classic: the
 # SyncGroup response; KIP-848: the heartbeat response after its assignment record).
 RESUME_SLACK_MS = 500

@@ -239,6 +239,116 @@ def test_a_consumer_bump_is_caused_by_the_action_before_its_member_change():
                    (6, "member_leave"), (7, "member_leave")]
 
 
+# The matrix's kip848_partitions on Kafka 4.4.0 (2026-11-29): a confluent and a java member of a
+# consumer group, stable over 4 partitions; the bed increases the topic to 8. The coordinator bumps
+# the epoch with a new metadata hash and no member change, 459 ms after the bed's CreatePartitions.
+PARTITIONS_LINES = [
+    ("34:40,206", "Member wgpOJxy3TRm4WApRx0BTlA joins the consumer group using the consumer protocol."),
+    ("34:40,232", "Bumped group epoch to 2 with metadata hash -1812816209846802631."),
+    ("34:40,910", "Member rvx8BAkjThStzDRk5g80xQ joins the consumer group using the consumer protocol."),
+    ("34:40,910", "Bumped group epoch to 3 with metadata hash -1812816209846802631."),
+    ("34:42,265", "Bumped group epoch to 4 with metadata hash -1855615060159874812."),
+    ("34:43,018", "Member wgpOJxy3TRm4WApRx0BTlA left the consumer group."),
+    ("34:43,019", "Bumped group epoch to 5 with metadata hash -1855615060159874812."),
+    ("34:43,154", "Member rvx8BAkjThStzDRk5g80xQ left the consumer group."),
+    ("34:43,155", "Bumped group epoch to 6 with metadata hash 0."),
+]
+PARTITIONS_ACTIONS = [("start", "a", 480034), ("start", "b", 480043), ("joined", "a", 480276), ("joined", "b", 481054),
+                      ("add_partitions", None, 481806), ("partitions_added", None, 481855),
+                      ("reassigned", "a", 482318), ("reassigned", "b", 482822), ("leave", "a", 482860),
+                      ("closed", "a", 483035), ("leave", "b", 483134), ("closed", "b", 483270)]
+
+
+def _consumer_lines(group: str, lines: list, day: str = "2026-11-29 15", sep: str = " ") -> list:
+    return group_lines([SimpleNamespace(text=f"[{day}:{ts}] INFO [GroupCoordinator id=1 topic=__consumer_offsets "
+                                             f"partition=2] [GroupId {group}]{sep}{text} "
+                                             f"(org.apache.kafka.coordinator.group.GroupMetadataManager)",
+                                        broker_id=1, read_ms=None) for ts, text in lines], group)
+
+
+def _partitions_timeline(group: str) -> list[dict]:
+    """PARTITIONS_ACTIONS as Runner.record wrote them."""
+    out = []
+    for action, m, ms in PARTITIONS_ACTIONS:
+        e: dict[str, Any] = {"action": action, "group": group, "ts_ms": 1795966000000 + ms}
+        if m is None:
+            e.update(groups=[group], topic=f"{group}-data", partitions=8)
+        else:
+            e.update(member=f"{group}-{m}", client_id=f"{group}-{m}", library="java" if m == "b" else "confluent",
+                     protocol="consumer")
+        out.append(e)
+    return out
+
+
+def test_more_partitions_for_a_consumer_groups_topic_is_a_metadata_change():
+    """The bump the bed's add_partitions caused is `metadata_change`; the joins before it and the
+    leaves after it keep their triggers, the last leave empties the group."""
+    from testbed.judge.expect import consumer_rebalances, expected
+    group = "m440-kip848-partitions"
+    lines = _consumer_lines(group, PARTITIONS_LINES)
+    assert lines[4].ts_ms - (1795966000000 + 481806) == 459
+    timeline = _partitions_timeline(group)
+    got = [(r.generation, r.trigger, r.cause) for r in consumer_rebalances(lines, group, timeline, "consumer")]
+    assert got == [(2, "member_join", f"start {group}-b"), (3, "member_join", f"start {group}-b"),
+                   (4, "metadata_change", f"add_partitions {group}-data"),
+                   (5, "member_leave", f"leave {group}-a"), (6, "member_leave", f"leave {group}-b")]
+    shipped = [SimpleNamespace(text=ln.text, broker_id=1, read_ms=None) for ln in lines]
+    exp = expected("4.4.0", group, timeline, shipped)
+    assert [(r.trigger, r.outcomes) for r in exp.rebalances][2:] == [
+        ("metadata_change", ("stable", "superseded")),      # the first leave came 754 ms after it
+        ("member_leave", ("stable", "superseded")), ("member_leave", ("empty",))]
+    assert [(r.client_id, r.cause) for r in exp.removals] == [(f"{group}-a", "leave_group"),
+                                                               (f"{group}-b", "leave_group")]
+
+
+def test_an_add_partitions_entry_names_its_groups():
+    """The runner's entry names the subscribed groups in `groups` (its `group` is the first): a
+    group named only there takes it as the cause of its bump, a group not named does not."""
+    from testbed.judge.expect import consumer_rebalances
+    group = "m440-kip848-partitions"
+    lines = _consumer_lines(group, PARTITIONS_LINES)
+    timeline = _partitions_timeline(group)
+    for e in timeline:
+        if e["action"] in ("add_partitions", "partitions_added"):
+            e.update(group="another-group", groups=["another-group", group])
+    assert consumer_rebalances(lines, group, timeline, "consumer")[2].trigger == "metadata_change"
+    for e in timeline:
+        if e["action"] in ("add_partitions", "partitions_added"):
+            e.update(groups=["another-group"])
+    # not this group's topic: the last action before the bump is b's start, whose join bumped at 3
+    assert consumer_rebalances(lines, group, timeline, "consumer")[2].trigger == "member_join"
+
+
+@pytest.mark.parametrize("protocol,trigger", [("consumer", "metadata_change"), ("streams", "metadata_change"),
+                                              ("classic", "unknown"), ("share", "unknown")])
+def test_add_partitions_is_a_cause_action_with_a_metadata_change_trigger(protocol, trigger):
+    """KIP-848 consumer and streams coordinators bump the epoch themselves for a subscribed topic's
+    new partitions. A classic group's leader rejoins, which the broker's reason names (CLIENT_OWN);
+    share groups' bumps are read from their lines: the action says nothing for them."""
+    from testbed.judge.expect import CAUSE_ACTIONS, action_trigger
+    assert "add_partitions" in CAUSE_ACTIONS
+    assert action_trigger({"action": "add_partitions", "group": "g", "groups": ["g"], "topic": "t"},
+                          protocol) == trigger
+
+
+def test_a_streams_bump_after_more_partitions_is_a_metadata_change_once():
+    """A streams group's Bumped line with no join of its heartbeat, the first after the bed gave
+    its topic more partitions: metadata_change; a later such bump is the broker's own again."""
+    group = "g"
+    lines = _consumer_lines(group, [
+        ("00:01,000", "[MemberId m1] Member joins the streams group."),
+        ("00:01,001", "[MemberId m1] Bumped streams group epoch to 2 with metadata hash 5 and validated topic epoch 0."),
+        ("00:05,000", "[MemberId m1] Bumped streams group epoch to 3 with metadata hash 7 and validated topic epoch 0."),
+        ("00:09,000", "[MemberId m1] Bumped streams group epoch to 4 with metadata hash 7 and validated topic epoch 0."),
+    ], day="2026-01-01 00", sep="")
+    t0 = lines[0].ts_ms - 1000
+    timeline = [{"action": "start", "group": group, "ts_ms": t0, "client_id": "g-a", "library": "java-streams",
+                 "protocol": "streams"},
+                {"action": "add_partitions", "group": group, "groups": [group], "topic": "g-data", "ts_ms": t0 + 4000}]
+    got = [(r.generation, r.trigger) for r in epoch_line_rebalances(lines, group, timeline, "streams")]
+    assert got == [(2, "member_join"), (3, "metadata_change"), (4, "group_epoch_bump")]
+
+
 def test_members_of_one_host_killed_together_are_host_wide_in_the_truth():
     """expect._killed_together: a host's every member of the group killed within 2 s is one
     host-wide cause; a kill next to them on a host with a survivor stays a crash."""

@@ -80,6 +80,8 @@ class Member:
     has_assignment_record: bool = False
     # Consumer protocol: when its last current-assignment record was written (it heartbeated then).
     assignment_record_ms: int | None = None
+    # Epoch-based groups: when a record or line last said the member's epoch (it was in the group then).
+    reached_at_ms: int | None = None
     # Classic consumer protocol: assigned partitions ("topic:partition") from the GroupMetadata
     # record (None: not known). Commit evidence of the poll-timeout inference.
     partitions: list[str] | None = None

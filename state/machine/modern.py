@@ -84,11 +84,17 @@ class ModernProtocol:
     def on_consumer_member_joined(self, ev: E.Event) -> None:
         machine, m = self.machine, self.machine.m
         self.become_epoch_based(ev)
-        if ev.member_id and ev.member_id not in m.members:
+        known = m.members.get(ev.member_id) if ev.member_id else None
+        if ev.member_id and known is None:
             m.members[ev.member_id] = Member(member_id=ev.member_id,
                                              group_instance_id=ev.data.get("group_instance_id"))
         if ev.member_id:
             machine.observe_join(ev.member_id, None, None, ev.ts_ms)
+        if known is not None and known.reached_at_ms is not None and known.reached_at_ms < ev.ts_ms:
+            # A member of the group joining again (a share client rejoins at epoch 0 when its
+            # coordinator moved): the membership is the same, so no epoch bump follows from it, and
+            # it must not stand as the trigger of the next bump (a later leave's).
+            return
         self.note_consumer_trigger("member_join", ev.member_id, ev)
 
     def on_consumer_member_left(self, ev: E.Event) -> None:
@@ -316,6 +322,7 @@ class ModernProtocol:
         member.member_epoch = epoch
         member.member_state = state
         member.has_assignment_record = True
+        member.reached_at_ms = ev.ts_ms
         m.members[member.member_id] = member
 
     def check_convergence(self, ev: E.Event) -> None:

@@ -32,6 +32,14 @@ def rec(member_id: str, cause: str, at: int, **kw: Any) -> dict[str, Any]:
     return r
 
 
+def _as_stored_then(member: Member) -> dict[str, Any]:
+    """A member as the fixture's release stored it: without the fields Member gained since
+    (reached_at_ms); loaded, it is written back so."""
+    known = dataclasses.asdict(member)
+    del known["reached_at_ms"]
+    return known
+
+
 def every_entry() -> GroupModel:
     """The model of the fixture's `every_entry`, with the dataclasses."""
     m = GroupModel(cluster="c", group="g", state="Stable", generation=4, coordinator=1,
@@ -52,10 +60,10 @@ def every_entry() -> GroupModel:
                     poll_inferred=True),
     ]
     m.pending_inferred = [
-        InferredRemoval(6000, rec("m8", "leave_group", 4000, evidence="inferred"), dataclasses.asdict(
+        InferredRemoval(6000, rec("m8", "leave_group", 4000, evidence="inferred"), _as_stored_then(
             Member(member_id="m8", client_id="client-m8", client_host="/10.0.0.2", session_timeout_ms=10000,
                    rebalance_timeout_ms=300000, partitions=["t:1", "t:2"]))),
-        InferredRemoval(6100, rec("m9", "leave_group", 4100), dataclasses.asdict(Member(member_id="m9"))),
+        InferredRemoval(6100, rec("m9", "leave_group", 4100), _as_stored_then(Member(member_id="m9"))),
     ]
     m.generation_checks = {
         "4": GenerationCheck(log=True, log_completed=False, offsets=False, ts_ms=7000, due_ms=17000,
@@ -84,7 +92,7 @@ def older_entries() -> GroupModel:
     m = GroupModel(cluster="c", group="old", state="PreparingRebalance", generation=2)
     m.open_rebalance = OpenRebalance(protocol="classic", previous_generation=2, started_at_ms=500,
                                      trigger="member_leave", trigger_member="m1", reason_text=None, coordinator=1)
-    known = dataclasses.asdict(Member(member_id="m2", client_id="client-m2", partitions=["t:3"]))
+    known = _as_stored_then(Member(member_id="m2", client_id="client-m2", partitions=["t:3"]))
     del known["assignment_record_ms"]      # a member stored before f08167f
     m.held_removals = [HeldRemoval(rec("m1", "leave_group", 400), 300400, stalled=False,
                                    commit_text="last commit on its 1 partition(s) 0.1 s before the leave "

@@ -1090,3 +1090,17 @@ def test_a_dropped_machine_is_freed_without_the_cyclic_collector(protocol):
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_a_member_joining_again_is_not_the_trigger_of_the_next_bump():
+    """Seen on a real 4.2.2 share group whose coordinator was killed: the new coordinator logged
+    "Member B joins the share group" for a member already in the group (its client rejoined at epoch
+    0) and bumped nothing; the next bump, 7 s later, was A's leave. It is member_leave, not B's join."""
+    evs, _ = _consumer_two_members()
+    evs += [ev(9000, E.CONSUMER_MEMBER_JOINED, member_id=K2, data={"protocol": "consumer"}),
+            ev(16000, E.CONSUMER_MEMBER_LEFT, member_id=K1),
+            ev(16001, E.GROUP_EPOCH_BUMPED, 3),
+            ev(16010, E.CG_MEMBER_ASSIGNMENT, member_id=K2, data={"member_epoch": 3, "state": 0})]
+    m = run(evs)
+    assert [(r["generation"], r["trigger"], r["trigger_member"]) for k, r in m.outputs if k == OutputKind.REBALANCE] \
+        == [(1, "member_join", K1), (2, "member_join", K2), (3, "member_leave", K1)]

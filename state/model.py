@@ -139,6 +139,10 @@ class HeldRemoval:
     # removal came off its commit schedule (a close's commit), False when its commits stopped on
     # schedule (no commit on close: a crash), None when they cannot tell.
     closed: bool | None = None
+    # ... read at its decision from these: its partitions, and their newest commit times up to the
+    # removal (the decoder packs a batch's commits at its latest one, so some come after the removal).
+    commit_partitions: list[str] | None = None
+    commit_times: list[int] | None = None
     # Set as it is decided: the coordinator move that explains it, the poll timeout inferred.
     coordinator_move_ms: int | None = None
     poll_inferred: bool = False

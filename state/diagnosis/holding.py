@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from state import events as E
 from state.diagnosis.rules import DiagnosisSettings, classify_in_group, decision_window_ms
 from state.model import EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, GroupModel, HeldRemoval, Member
 from state.outputs import client_id_from_member_id
@@ -46,35 +47,49 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | 
                             f"the last {stall / 1000:.1f} s)")
 
 
-def _close_commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None, held: HeldRemoval,
-                           s: DiagnosisSettings) -> None:
+def _start_close_evidence(model: GroupModel, record: dict[str, Any], known: Member | None, held: HeldRemoval) -> None:
     """A static member removed (replaced or expired; it sends no LeaveGroup): did it commit on the
-    way out? A consumer that closes commits its offsets then, off its commit schedule; a killed
-    one's commits stop on schedule. Read from the partition of its assignment committed last: its
-    last commit before the removal, the gap to the one before, and the interval before that."""
+    way out? Its partitions' commit times up to the removal are collected while it is held
+    (note_commit_times: the decoder packs a batch's commits at the batch's latest commit, which may
+    come after the removal) and read at its decision (_read_close_evidence)."""
     at = record["removed_at_ms"]
     parts = None if known is None else known.partitions
     if not parts:
         held.commit_text = "its partitions are not known, so neither are its commits"
         return
-    times: list[int] = []
-    for p in parts:
-        mine = [t for t in (model.partition_commits.get(p), *model.partition_prior_commits.get(p, ()))
-                if t is not None and t <= at]
-        if mine and (not times or mine[0] > times[0] or (mine[0] == times[0] and len(mine) > len(times))):
-            times = mine
+    held.commit_partitions = list(parts)
+    held.commit_times = E.newest_commit_times(
+        t for p in parts for t in (model.partition_commits.get(p), *model.partition_prior_commits.get(p, ()))
+        if t is not None and t <= at)
+
+
+def note_commit_times(model: GroupModel, key: str, times: tuple[int | None, ...]) -> None:
+    """A partition's commit times (a commit entry's) for the held static removals that own it."""
+    for h in model.held_removals:
+        if h.commit_times is not None and h.commit_partitions and key in h.commit_partitions:
+            at = h.rec["removed_at_ms"]
+            h.commit_times = E.newest_commit_times([*h.commit_times, *(t for t in times if t is not None and t <= at)])
+
+
+def _read_close_evidence(h: HeldRemoval, s: DiagnosisSettings) -> None:
+    """From the newest commit times of its partitions before the removal (an auto-commit writes
+    every partition at once): its last commit, the gap to the one before, and the interval before
+    that. A close's commit comes off the schedule; a killed consumer's commits stop on it."""
+    times, at = h.commit_times, h.rec["removed_at_ms"]
+    if times is None:
+        return
     if len(times) < 3:
-        held.commit_text = f"{len(times)} commit(s) of its partitions known before it went, too few for a schedule"
+        h.commit_text = f"{len(times)} commit(s) of its partitions known before it went, too few for a schedule"
         return
     last, gap, interval = times[0], times[0] - times[1], times[1] - times[2]
     said = (f"its last commit {_secs(at - last)} before the removal came {_secs(gap)} after the one before, "
             f"where it had committed {_secs(interval)} apart")
     if gap <= s.close_commit_max_fraction * interval:
-        held.closed, held.commit_text = True, said + " (off its schedule: the commit of a close)"
+        h.closed, h.commit_text = True, said + " (off its schedule: the commit of a close)"
     elif gap >= s.scheduled_commit_min_fraction * interval:
-        held.closed, held.commit_text = False, said + " (on schedule, then none: no commit on close)"
+        h.closed, h.commit_text = False, said + " (on schedule, then none: no commit on close)"
     else:
-        held.commit_text = said + " (neither clearly off nor on its schedule)"
+        h.commit_text = said + " (neither clearly off nor on its schedule)"
 
 
 def _secs(ms: int) -> str:
@@ -89,7 +104,7 @@ def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None
         _commit_evidence(model, record, known, held)
     elif record.get("group_instance_id") is not None and record["cause"] in ("static_member_fenced",
                                                                              "heartbeat_expiry"):
-        _close_commit_evidence(model, record, known, held, settings)
+        _start_close_evidence(model, record, known, held)
     model.held_removals.append(held)
 
 
@@ -177,6 +192,7 @@ def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings
             h.coordinator_move_ms = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
         if _poll_timeout_inferred(h, settings):
             h.poll_inferred = True
+        _read_close_evidence(h, settings)
         classify_in_group(rec, h, settings)
         decided.append(h)
     model.held_removals = keep

@@ -57,6 +57,9 @@ class DiagnosisSettings:
     # ... at least this fraction: on schedule, and no commit on close: a crash. In between, or with
     # fewer than three commits of its partitions, the commits cannot tell.
     scheduled_commit_min_fraction: float = 0.8
+    # A replaced static member's verdict waits this long for the commit packs that may still bring
+    # its commits before the replacement (an expiry waits longer anyway).
+    static_commit_window_ms: int = 15_000
     # Rebalance-storm gauge: rebalances started within this much event time.
     storm_window_ms: int = 600_000
     # The brokers' group.consumer.session.timeout.ms: a consumer-protocol (KIP-848) member's
@@ -231,6 +234,9 @@ def decision_window_ms(rec: dict[str, Any], s: DiagnosisSettings) -> int:
     """How long after the removal the group's own events may still change its verdict."""
     if rec["cause"] == "leave_group":
         return s.leave_window_ms(rec.get("rebalance_timeout_ms"))
+    if rec["cause"] == "static_member_fenced":
+        # Its commits before the removal may come packed with later ones (holding.note_commit_times).
+        return s.static_commit_window_ms
     if rec["cause"] == "heartbeat_expiry":
         return max(s.pause_rejoin_window_ms, s.coordinator_wide_window_ms)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from state import events as E
+from state.diagnosis.holding import note_commit_times
 from state.model import DEAD, EMPTY, EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, STABLE, UNKNOWN
 
 if TYPE_CHECKING:
@@ -116,6 +117,12 @@ class CommonEvents:
         m = self.machine.m
         m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.partition_prior_commits, m.last_commit_ms,
                                                     ev.kind, ev.data, ev.ts_ms)
+        if any(h.commit_times is not None for h in m.held_removals):
+            for c in E.commits_of(ev):
+                if c.get("topic") is not None and c.get("partition") is not None:
+                    note_commit_times(m, f"{c['topic']}:{c['partition']}",
+                                      (c.get("commit_ts_ms") or ev.ts_ms, c.get("previous_ts_ms"),
+                                       c.get("before_previous_ts_ms")))
         m.commits_total += count
 
     def on_offset_tombstone(self, ev: E.Event) -> None:

@@ -28,6 +28,7 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, run_turn
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live_view import live_snapshot
+from state.diagnosis.holding import note_commit_times
 from state.machine.common import fold_commit_event, fold_commit_times
 from state.outputs import OutputKind
 from streaming.rows import (
@@ -350,9 +351,12 @@ def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str,
         model.last_commit_ms = last if model.last_commit_ms is None else max(model.last_commit_ms, last)
         model.commits_total += digest["n"]
         prior = digest.get("pp", {})
+        collecting = any(h.commit_times is not None for h in model.held_removals)
         for key, commit_ts in digest.get("pc", {}).items():
             fold_commit_times(model.partition_commits, model.partition_prior_commits, key, commit_ts,
                               tuple(prior.get(key, ())))
+            if collecting:      # as CommonEvents.on_offset_commit
+                note_commit_times(model, key, (commit_ts, *prior.get(key, ())))
         newest = digest["ev"]
         model.last_event_ms = newest if model.last_event_ms is None else max(model.last_event_ms, newest)
         if E.SOURCE_OFFSETS not in model.seen_sources:

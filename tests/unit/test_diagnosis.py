@@ -393,17 +393,42 @@ def test_in_progress_records_carry_the_slow_rebalance_fields(cut, hit):
     ([11_000, 10_000], None, CLOSE, "low"),                      # too few for a schedule
 ])
 def test_a_static_members_last_commits_tell_its_close_from_its_crash(times, closed, root, sure):
-    from state.diagnosis.holding import hold_removal
-    from state.diagnosis.rules import DEFAULT_SETTINGS, classify_in_group
+    from state.diagnosis.holding import hold_removal, release_removals
+    from state.diagnosis.rules import DEFAULT_SETTINGS
     from state.model import GroupModel, Member
     model = GroupModel(cluster="c", group="g")
-    model.partition_commits = {"t:0": times[0], "t:1": times[0] - 5_000}
-    model.partition_prior_commits = {"t:0": times[1:], "t:1": [1, 0]}
+    # an auto-commit writes every partition of the member at once
+    model.partition_commits = {"t:0": times[0], "t:1": times[0]}
+    model.partition_prior_commits = {"t:0": times[1:], "t:1": times[1:]}
     model.partition_commits["t:9"] = 99_999          # after the removal: another member's, not read
     rec = {"member_id": "m1", "client_id": "c1", "client_host": "/h", "group_instance_id": "i1",
            "cause": "static_member_fenced", "removed_at_ms": 20_000, "protocol": "classic"}
     hold_removal(model, rec, Member(member_id="m1", partitions=["t:0", "t:1", "t:9"]), DEFAULT_SETTINGS)
-    [held] = model.held_removals
+    [held] = release_removals(model, 20_000 + DEFAULT_SETTINGS.static_commit_window_ms + 1, DEFAULT_SETTINGS)
     assert held.closed is closed
-    classify_in_group(rec, held, DEFAULT_SETTINGS)
     assert (rec["root_cause"], rec["root_cause_confidence"]) == (root, sure)
+
+
+def test_a_static_members_commits_packed_after_its_removal_still_count():
+    """Seen live on 4.4.0: the source held the killed member's last commit (05.102) back and the
+    decoder packed it with the replacement's first (08.674), after the expiry (08.102). The pack's
+    earlier times, up to the removal, join the ones the model had (04.099, 03.103) while the
+    removal is held: on schedule, then none."""
+    from state import events as E
+    from state.diagnosis.rules import DEFAULT_SETTINGS
+    from state.machine import GroupStateMachine
+    from state.model import GroupModel, Member
+    machine = GroupStateMachine(GroupModel(cluster="c", group="g"))
+    m = machine.m
+    m.partition_commits, m.partition_prior_commits = {"t:0": 4_099}, {"t:0": [3_103]}
+    rec = {"member_id": "m1", "client_id": "c1", "client_host": "/h", "group_instance_id": "i1",
+           "cause": "heartbeat_expiry", "removed_at_ms": 8_102, "protocol": "classic", "session_timeout_ms": 3000}
+    machine.hold(rec, Member(member_id="m1", partitions=["t:0"]))
+    machine.apply(E.Event(group="g", ts_ms=8_674, source=E.SOURCE_OFFSETS, source_id="o-0", seq=1,
+                          kind=E.OFFSET_COMMITS, data={"commits": [["t", 0, 50, 8_674, 3, 5_102, 4_099]]},
+                          cluster="c"))
+    [held] = m.held_removals
+    assert held.commit_times == [5_102, 4_099, 3_103]
+    from state.diagnosis.holding import release_removals
+    release_removals(m, held.decide_at + 1, DEFAULT_SETTINGS)
+    assert (rec["root_cause"], rec["root_cause_confidence"]) == ("process_crash", "low")

@@ -66,6 +66,8 @@ OFFSET_COMMIT = "offset_commit"            # data: topic, partition, offset, com
 OFFSET_COMMITS = "offset_commits"
 COMMIT_FIELDS = ("topic", "partition", "offset", "commit_ts_ms", "count", "previous_ts_ms",
                  "before_previous_ts_ms")
+# The commit times an entry keeps, newest first.
+COMMIT_TIME_FIELDS = ("commit_ts_ms", "previous_ts_ms", "before_previous_ts_ms")
 # How many of a partition's newest distinct commit times are kept (the event's and the model's).
 COMMIT_TIMES_KEPT = 3
 

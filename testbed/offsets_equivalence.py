@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import collections
 
-from state.events import commits_of, newest_commit_times
+from state.events import COMMIT_TIME_FIELDS, commits_of, newest_commit_times
 from state.outputs import OutputKind
 from streaming.rows import EVENT_COLUMNS, row_to_event
 
@@ -30,13 +30,10 @@ def normalise(rows) -> tuple[dict, collections.Counter]:
                     c["count"] += data["count"]
                     c["offset"] = max(c["offset"], data["offset"])
                     c["pos"] = max(c["pos"], pos)
-                c["times"] = newest_commit_times([*c["times"], *(data.get(f) for f in _TIMES)])
+                c["times"] = newest_commit_times([*c["times"], *(data.get(f) for f in COMMIT_TIME_FIELDS)])
         elif d["kind"] != OutputKind.DECODE_STATS:
             other[tuple(r)] += 1
     for c in commits.values():
-        for f in _TIMES:
+        for f in COMMIT_TIME_FIELDS:
             c.pop(f, None)
     return commits, other
-
-
-_TIMES = ("commit_ts_ms", "previous_ts_ms", "before_previous_ts_ms")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from state import events as E
-from state.diagnosis.rules import DiagnosisSettings, classify_in_group, decision_window_ms
+from state.diagnosis.rules import DiagnosisSettings, _secs, classify_in_group, decision_window_ms
 from state.model import EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, GroupModel, HeldRemoval, Member
 from state.outputs import client_id_from_member_id
 
@@ -90,10 +90,6 @@ def _read_close_evidence(h: HeldRemoval, s: DiagnosisSettings) -> None:
         h.closed, h.commit_text = False, said + " (on schedule, then none: no commit on close)"
     else:
         h.commit_text = said + " (neither clearly off nor on its schedule)"
-
-
-def _secs(ms: int) -> str:
-    return f"{ms / 1000:.1f} s"
 
 
 def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None,

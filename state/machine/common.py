@@ -121,8 +121,8 @@ class CommonEvents:
             for c in E.commits_of(ev):
                 if c.get("topic") is not None and c.get("partition") is not None:
                     note_commit_times(m, f"{c['topic']}:{c['partition']}",
-                                      (c.get("commit_ts_ms") or ev.ts_ms, c.get("previous_ts_ms"),
-                                       c.get("before_previous_ts_ms")))
+                                      (c.get("commit_ts_ms") or ev.ts_ms,
+                                       *(c.get(f) for f in E.COMMIT_TIME_FIELDS[1:])))
         m.commits_total += count
 
     def on_offset_tombstone(self, ev: E.Event) -> None:

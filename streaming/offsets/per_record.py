@@ -126,12 +126,9 @@ def _merge_commit(commits: dict[tuple, E.Event], ev: E.Event) -> None:
         return
     seen.data["count"] += ev.data["count"]
     seen.data["offset"] = max(seen.data["offset"], ev.data["offset"])
-    times = E.newest_commit_times([ev.data["commit_ts_ms"], *(seen.data.get(k) for k in _TIME_FIELDS)])
-    for name, t in zip(_TIME_FIELDS, times):
+    times = E.newest_commit_times([ev.data["commit_ts_ms"], *(seen.data.get(k) for k in E.COMMIT_TIME_FIELDS)])
+    for name, t in zip(E.COMMIT_TIME_FIELDS, times):
         seen.data[name] = t
     if ev.sort_key() > seen.sort_key():
         seen.ts_ms, seen.source_id, seen.seq = ev.ts_ms, ev.source_id, ev.seq
 
-
-# The commit times an entry keeps, newest first (E.COMMIT_FIELDS).
-_TIME_FIELDS = ("commit_ts_ms", "previous_ts_ms", "before_previous_ts_ms")

@@ -106,6 +106,22 @@ def commits_of(ev: Event) -> list[dict[str, Any]]:
     return commit_entries(ev.kind, ev.data)
 
 
+# --- broker lifecycle, from lines that are not the group coordinator's (streaming/logs/brokers.py) -
+# They are about a broker, not a group: their events travel under BROKER_EVENTS_GROUP, pass the
+# stateful step untouched (like quarantined inputs) and feed the driver's correlator, which reads
+# broker deaths from them (state/diagnosis/correlate.py, the coordinator stall).
+BROKER_EVENTS_GROUP = "\u0000brokers"
+# broker = the reporting broker; data.subject = the broker it cannot reach (its replica fetcher's
+# leader: "Connection to node D ... could not be established")
+BROKER_UNREACHABLE = "broker_unreachable"
+# broker = the partition's leader; data: subject (out of sync), partition, last_caught_up_ms if logged
+BROKER_OUT_OF_SYNC = "broker_out_of_sync"
+BROKER_STARTING = "broker_starting"          # broker = itself: a new process (its start-up banner)
+BROKER_SHUTTING_DOWN = "broker_shutting_down"  # broker = itself: a controlled shutdown begins
+BROKER_STARTED = "broker_started"            # broker = itself: "Kafka Server started" / "started"
+BROKER_KINDS = frozenset({BROKER_UNREACHABLE, BROKER_OUT_OF_SYNC, BROKER_STARTING, BROKER_SHUTTING_DOWN,
+                          BROKER_STARTED})
+
 # --- control -----------------------------------------------------------------------------------
 END_OF_INPUT = "end_of_input"              # replay only: moves the watermark past the last event
 # The time of the end-of-input marker (2100-01-01 UTC): past every deadline and real event, so
@@ -118,7 +134,7 @@ LOG_KINDS = frozenset({
     STATIC_MEMBER_REPLACED, GROUP_DEAD, GROUP_DELETED, GROUP_LOADED, GROUP_UNLOADED,
     CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT, CONSUMER_MEMBER_FENCED, GROUP_EPOCH_BUMPED,
     TARGET_ASSIGNMENT, GROUP_CONVERTED, MEMBER_ASSIGNMENT_STATE, REBALANCE_REQUESTED, STREAMS_TOPOLOGY,
-})
+}) | BROKER_KINDS
 OFFSETS_KINDS = frozenset({
     OFFSET_COMMIT, OFFSET_COMMITS, OFFSET_TOMBSTONE, GROUP_METADATA, GROUP_TOMBSTONE, CG_EPOCH, CG_MEMBER,
     CG_TARGET_EPOCH, CG_TARGET_MEMBER, CG_MEMBER_ASSIGNMENT, CG_OTHER,

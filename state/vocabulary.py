@@ -15,5 +15,5 @@ SOURCE_KIND_OFFSETS = "offsets"
 
 # rebalance_monitor_log_lines_total{class} (docs/metrics.md); streaming/logs/step.py maps each
 # parse outcome to one of them.
-LINE_CLASSES = ("coordinator", "not_coordinator", "unknown_template", "unknown_layout", "unparseable")
+LINE_CLASSES = ("coordinator", "broker", "not_coordinator", "unknown_template", "unknown_layout", "unparseable")
 UNKNOWN_LAYOUT = "unknown"

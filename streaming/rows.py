@@ -107,6 +107,7 @@ EVENT_COLUMNS = [c.name for c in EVENT_COLUMNS_SPEC]
 OUTPUT_COLUMNS = [c.name for c in OUTPUT_COLUMNS_SPEC]
 EVENT_TS = EVENT_COLUMNS.index("ts_ms")
 EVENT_KIND = EVENT_COLUMNS.index("kind")
+EVENT_BROKER = EVENT_COLUMNS.index("broker")
 EVENT_DATA = EVENT_COLUMNS.index("data_json")
 
 # The stateful step's input (streaming/spark/steps.py group_state_machine): the key columns, and

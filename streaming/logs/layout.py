@@ -78,6 +78,27 @@ _SHORT_NAME_CORES: tuple[str, ...] = (
 COORDINATOR_MARKERS: tuple[str, ...] = COORDINATOR_LOGGER_MARKERS + _SHORT_NAME_CORES
 
 
+# The few lines of other loggers the monitor reads, for broker deaths (streaming/logs/brokers.py):
+# every one contains one of these, and the readers and the Spark job's filter keep them too.
+BROKER_LINE_MARKERS: tuple[str, ...] = (
+    " could not be established. ",      # NetworkClient: a replica fetcher cannot reach its leader
+    "Shrinking ISR from ",              # kafka.cluster.Partition
+    "[BrokerServer id=",                # KRaft broker lifecycle
+    "[KafkaServer id=",                 # ZooKeeper-mode broker lifecycle
+    "] Kafka Server started",           # KafkaRaftServer
+)
+KEPT_LINE_MARKERS: tuple[str, ...] = COORDINATOR_MARKERS + BROKER_LINE_MARKERS
+
+
+def has_broker_marker(line: str) -> bool:
+    return any(marker in line for marker in BROKER_LINE_MARKERS)
+
+
+def has_kept_marker(line: str) -> bool:
+    """A line the readers keep: a coordinator line, or one of the broker lines the monitor reads."""
+    return has_coordinator_marker(line) or has_broker_marker(line)
+
+
 def has_coordinator_marker(line: str) -> bool:
     """Does the line name a coordinator logger (full or short name) or carry a coordinator prefix?"""
     return any(marker in line for marker in COORDINATOR_MARKERS)

@@ -15,8 +15,8 @@ from streaming.logs.envelope import (
 )
 from streaming.logs.header import PREFIXED_JSON_RE, read_header
 from streaming.logs.layout import (
-    COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS, ENTRY_START, HEADER_RE,
-    MAX_WRAPPED_LINES, NOT_CONTINUING
+    BROKER_LINE_MARKERS, COORDINATOR_LOGGER_MARKERS, COORDINATOR_PREFIX_MARKERS, ENTRY_START, HEADER_RE,
+    KEPT_LINE_MARKERS, MAX_WRAPPED_LINES, NOT_CONTINUING
 )
 from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms_or_none, zone
 from streaming.rows import END_OF_INPUT_TS_MS
@@ -30,8 +30,12 @@ _MARKER_PARTS = tuple((m.encode()[:m.encode().index(_MARKER_CORE)],
                       for m in COORDINATOR_LOGGER_MARKERS)
 CHUNK_BYTES = 8 << 20
 # Files whose loggers are not named in full (e.g. Strimzi's `%c{1}`): every line that contains one
-# of COORDINATOR_MARKERS (short class names, message prefixes) is kept. One regex pass per chunk.
-_ANY_MARKER = re.compile(b"|".join(re.escape(m.encode()) for m in COORDINATOR_MARKERS))
+# of COORDINATOR_MARKERS (short class names, message prefixes) or BROKER_LINE_MARKERS is kept. One
+# regex pass per chunk.
+_ANY_MARKER = re.compile(b"|".join(re.escape(m.encode()) for m in KEPT_LINE_MARKERS))
+# The broker lines the monitor reads (streaming/logs/brokers.py) are rare: each marker is searched
+# for once per chunk position it can next be at (KeptLines._broker_hit), beside the core search.
+_BROKER_MARKERS = tuple(m.encode() for m in BROKER_LINE_MARKERS)
 # The first lines of every file are emitted whatever they hold: the parse step reads their layout
 # (which the monitor reports per source) even when the file has no coordinator line at all.
 SAMPLE_LINES = 20
@@ -216,6 +220,9 @@ class KeptLines:
         self.follow = follow        # lines after the last kept one that may still continue it
         self.floor = 0              # index in buf after the last line emitted (a lead goes no further back)
         self.followed = False       # the line _next_hit found is such a line
+        # Per broker marker: the index in buf of its next occurrence at or after the last search
+        # (end of chunk: none before it), -1 before the first search of a chunk.
+        self.broker_next = [-1] * len(_BROKER_MARKERS)
 
     def close(self) -> None:
         self.handle.close()
@@ -264,6 +271,7 @@ class KeptLines:
         # Searches are bounded by `end`: the bytes after the cut are read again with the next chunk.
         self.buf = data
         self.end = cut + 1
+        self.broker_next = [-1] * len(_BROKER_MARKERS)
         return True
 
     def _allowed(self, size: int) -> int:
@@ -314,12 +322,28 @@ class KeptLines:
             if self._is_marker(hit):
                 break
             at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
+        broker = self._broker_hit(start, hit if hit >= 0 else end_of_chunk)
+        if broker >= 0:
+            hit = broker
         # A coordinator prefix before it: a line whose logger name a wrap cut in two (wrapped.py).
         if self.wrapped:
             prefix = _prefix_hit(buf, start, hit if hit >= 0 else end_of_chunk)
             if prefix >= 0:
                 return self._lead(prefix)
         return -1 if hit < 0 else self._lead(hit)
+
+    def _broker_hit(self, at: int, stop: int) -> int:
+        """Index of the first broker-line marker in buf[at:stop], or -1."""
+        best = -1
+        nexts, buf, end_of_chunk = self.broker_next, self.buf, self.end
+        for i, marker in enumerate(_BROKER_MARKERS):
+            pos = nexts[i]
+            if pos < at:
+                found = buf.find(marker, at, end_of_chunk)
+                pos = nexts[i] = found if found >= 0 else end_of_chunk
+            if pos < stop and (best < 0 or pos < best):
+                best = pos
+        return best
 
     def _is_marker(self, hit: int) -> bool:
         """Is the core found at `hit` part of a group-coordinator logger name?"""

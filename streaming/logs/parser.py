@@ -26,14 +26,16 @@ from streaming.logs.catalog import CatalogEntry, candidate_entries
 from streaming.logs.files import iter_log_file
 from streaming.logs.header import DEFAULT, GENERIC, Header, inner_line, read_header
 from streaming.logs.layout import (
-    HEADER_RE, NON_GROUP_RUNTIME_PREFIXES, full_logger_family, has_coordinator_marker, is_continuation,
-    logger_families, split_coordinator_prefix
+    BROKER_LINE_MARKERS, HEADER_RE, NON_GROUP_RUNTIME_PREFIXES, full_logger_family, has_coordinator_marker,
+    is_continuation, logger_families, split_coordinator_prefix
 )
+from streaming.logs.brokers import broker_events
 from streaming.logs.timeutil import to_epoch_ms, to_epoch_ms_or_none
 from streaming.logs.values import EVENT_ATTRIBUTES, FIELD_CONVERTERS, PRESENCE_FLAGS
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
 OUTCOME_EVENTS = "events"                # result is a non-empty list of Events
+OUTCOME_BROKER = "broker"                # result is a non-empty list of broker Events (brokers.py)
 OUTCOME_IGNORED = "ignored"              # recognised coordinator line without a fact we use
 OUTCOME_DEBUG = "debug"                  # coordinator DEBUG/TRACE line not parsed (see parse_at_debug)
 OUTCOME_NOT_COORDINATOR = "not_coordinator"
@@ -42,7 +44,7 @@ OUTCOME_UNKNOWN = "unknown"              # Quarantined(reason="unknown_coordinat
 OUTCOME_UNKNOWN_LAYOUT = "unknown_layout"  # Quarantined(reason="unparseable_line"): names a coordinator
                                            # logger or prefix, but its layout is not understood
 OUTCOME_UNPARSEABLE = "unparseable"      # Quarantined(reason="unparseable_line"): e.g. a bad timestamp
-OUTCOMES = (OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_DEBUG, OUTCOME_NOT_COORDINATOR,
+OUTCOMES = (OUTCOME_EVENTS, OUTCOME_BROKER, OUTCOME_IGNORED, OUTCOME_DEBUG, OUTCOME_NOT_COORDINATOR,
             OUTCOME_CONTINUATION, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE)
 UNPARSEABLE_LINE = R.UNPARSEABLE_LINE
 UNKNOWN_COORDINATOR_LINE = R.UNKNOWN_COORDINATOR_LINE
@@ -138,7 +140,7 @@ def _parse_line(line: str, source_id: str, seq: int, tz: tzinfo, default_broker:
             message, layout = message.lstrip(" "), "default-padded"
         family = full_logger_family(logger)
         if family is None or message.startswith(NON_GROUP_RUNTIME_PREFIXES):
-            return _plain(OUTCOME_NOT_COORDINATOR, layout)
+            return _not_coordinator(ts_text, message, logger, layout, source_id, seq, tz)
         families: tuple[str, ...] = (family,)
     else:
         h = _header_of(line, fields)
@@ -147,9 +149,21 @@ def _parse_line(line: str, source_id: str, seq: int, tz: tzinfo, default_broker:
         ts_text, level, message, logger, layout = h.ts, h.level or "INFO", h.message, h.logger, h.layout
         families = logger_families(logger, message)
         if not families or message.startswith(NON_GROUP_RUNTIME_PREFIXES):
-            return _plain(OUTCOME_NOT_COORDINATOR, layout)
+            return _not_coordinator(ts_text, message, logger, layout, source_id, seq, tz)
     return _parse_message(line, ts_text, level, message, logger, layout, families, source_id, seq, tz,
                           default_broker)
+
+
+def _not_coordinator(ts_text: str | None, message: str, logger: str | None, layout: str, source_id: str,
+                     seq: int, tz: tzinfo) -> LineParse:
+    """A line of another logger: one of the few broker lines the monitor reads (brokers.py), or
+    nothing to it."""
+    if ts_text is not None and any(marker in message for marker in BROKER_LINE_MARKERS):
+        ts_ms = to_epoch_ms_or_none(ts_text, tz)
+        events = broker_events(message, ts_ms, source_id, seq) if ts_ms is not None else []
+        if events:
+            return LineParse(OUTCOME_BROKER, events, None, layout, logger)
+    return _plain(OUTCOME_NOT_COORDINATOR, layout)
 
 
 def _parse_message(line: str, ts_text: str | None, level: str, message: str, logger: str | None, layout: str,

@@ -24,8 +24,8 @@ from state.vocabulary import UNKNOWN_LAYOUT
 from streaming.logs.envelope import ENVELOPE_AUTO, unwrap
 from streaming.logs.header import Header, strip_prefixes
 from streaming.logs.parser import (
-    OUTCOME_CONTINUATION, OUTCOME_DEBUG, OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN,
-    OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE, UNPARSEABLE_LINE, LineParse, parse_line_detailed
+    OUTCOME_BROKER, OUTCOME_CONTINUATION, OUTCOME_DEBUG, OUTCOME_EVENTS, OUTCOME_IGNORED, OUTCOME_NOT_COORDINATOR,
+    OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, OUTCOME_UNPARSEABLE, UNPARSEABLE_LINE, LineParse, parse_line_detailed
 )
 from streaming.logs.timeutil import zone
 from streaming.logs.wrapped import WrappedEntries
@@ -56,6 +56,7 @@ DEFAULT_UNKNOWN_SAMPLE = 10
 # The classes of lines a log source is counted in (rebalance_monitor_log_lines_total{class}).
 CLASS_OF_OUTCOME = {
     OUTCOME_EVENTS: "coordinator", OUTCOME_IGNORED: "coordinator", OUTCOME_DEBUG: "coordinator",
+    OUTCOME_BROKER: "broker",
     OUTCOME_NOT_COORDINATOR: "not_coordinator", OUTCOME_CONTINUATION: "not_coordinator",
     OUTCOME_UNKNOWN: "unknown_template", OUTCOME_UNKNOWN_LAYOUT: "unknown_layout",
     OUTCOME_UNPARSEABLE: "unparseable",

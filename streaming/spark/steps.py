@@ -18,7 +18,7 @@ from streaming.logs.envelope import (
     ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, JSON_LAYOUTS, MESSAGE_FIELDS, spark_json_path
 )
 from streaming.logs.header import PREFIXED_JSON
-from streaming.logs.layout import COORDINATOR_MARKERS
+from streaming.logs.layout import KEPT_LINE_MARKERS
 from streaming.logs.step import DEFAULT_UNKNOWN_SAMPLE, LogSourceSpec, log_rows_to_events
 from streaming.offsets.vectorised import offsets_arrow_to_events
 from streaming.rows import (
@@ -37,9 +37,10 @@ LAYOUT_SAMPLE_EVERY = 1000
 
 def coordinator_line_filter(line_col: str = "line"):
     """JVM-side filter: only lines that can be group-coordinator lines reach Python: they name a
-    coordinator logger (full or short name, any layout) or carry a coordinator message prefix."""
+    coordinator logger (full or short name, any layout) or carry a coordinator message prefix; and
+    the few broker lines the monitor reads for broker deaths (streaming/logs/brokers.py)."""
     col = F.col(line_col)
-    return reduce(lambda a, b: a | b, [col.contains(marker) for marker in COORDINATOR_MARKERS])
+    return reduce(lambda a, b: a | b, [col.contains(marker) for marker in KEPT_LINE_MARKERS])
 
 
 def _json_name(raw, names: tuple[str, ...]):

@@ -976,6 +976,17 @@ KIND_MARKERS = {
 }
 
 
+# The broker lines the monitor reads (streaming/logs/brokers.py), found by plain substrings.
+BROKER_KIND_MARKERS = {
+    ev.BROKER_STARTING: ["] starting (kafka.server.KafkaServer)", "Transition from SHUTDOWN to STARTING"],
+    ev.BROKER_SHUTTING_DOWN: ["] shutting down (kafka.server.KafkaServer)", "Transition from STARTED to SHUTTING_DOWN",
+                              "Transition from STARTING to SHUTTING_DOWN"],
+    ev.BROKER_STARTED: ["] started (kafka.server.KafkaServer)", "] Kafka Server started (kafka.server.KafkaRaftServer)"],
+    ev.BROKER_UNREACHABLE: ["could not be established. Broker may not be available. (org.apache.kafka.clients",
+                            "could not be established. Node may not be available. (org.apache.kafka.clients"],
+}
+
+
 def _parse_file(name: str):
     return list(bl.parse_log_file(str(FIXTURES / name), tz=UTC, source_id=name))
 
@@ -987,17 +998,27 @@ def test_real_log_has_no_quarantine_and_expected_kind_counts(name: str) -> None:
     assert outcomes[bl.OUTCOME_UNKNOWN] == 0 and outcomes[bl.OUTCOME_UNPARSEABLE] == 0, [
         line for _, line, p in parsed if isinstance(p.result, Quarantined)][:5]
 
-    kinds = collections.Counter(e.kind for _, _, p in parsed if p.outcome == bl.OUTCOME_EVENTS for e in p.result)
+    kinds = collections.Counter(e.kind for _, _, p in parsed if p.outcome in (bl.OUTCOME_EVENTS, bl.OUTCOME_BROKER)
+                                for e in p.result)
+    assert not any(e.kind in ev.BROKER_KINDS for _, _, p in parsed if p.outcome == bl.OUTCOME_EVENTS for e in p.result)
     raw_lines = [line for _, line, _ in parsed
                  if any(marker in line for marker in layout.COORDINATOR_LOGGER_MARKERS)]
     expected = {kind: sum(1 for line in raw_lines if any(s in line for s in subs))
                 for kind, subs in KIND_MARKERS.items()}
-    assert dict(kinds) == {k: n for k, n in expected.items() if n}
+    assert {k: n for k, n in kinds.items() if k not in ev.BROKER_KINDS} == {k: n for k, n in expected.items() if n}
+    # the broker lines read for broker deaths, and only those (the captures' replica fetchers always
+    # reached their leaders: no unreachable peer, no ISR shrink of __consumer_offsets)
+    broker_expected = {kind: sum(1 for _, line, _ in parsed if any(s in line for s in subs))
+                       for kind, subs in BROKER_KIND_MARKERS.items()}
+    assert {k: n for k, n in kinds.items() if k in ev.BROKER_KINDS} == {k: n for k, n in broker_expected.items() if n}
+    assert any(k in ev.BROKER_KINDS for k in kinds)
 
     # Every coordinator line is either an event or recognised; nothing else comes out of them.
     for _, line, p in parsed:
         if (header := layout.HEADER_RE.match(line)) and _family(header.group(4)):
             assert p.outcome in (bl.OUTCOME_EVENTS, bl.OUTCOME_IGNORED), line
+        elif p.outcome == bl.OUTCOME_BROKER:
+            assert {e.kind for e in p.result} <= ev.BROKER_KINDS and layout.has_broker_marker(line), line
         else:
             assert p.result is None and p.outcome in (bl.OUTCOME_NOT_COORDINATOR, bl.OUTCOME_CONTINUATION), line
     for seq, _, p in parsed:
@@ -1219,7 +1240,11 @@ def test_not_continuation(line: str) -> None:
 
 
 @pytest.mark.parametrize("line", [
-    "[2026-11-21 19:21:26,163] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)",
+    "[2026-11-21 19:21:26,163] INFO [KafkaServer id=1] Starting controlled shutdown (kafka.server.KafkaServer)",
+    "[2026-11-21 19:21:26,163] INFO [Partition topic-1 broker=1] Shrinking ISR from 1,2 to 1. Leader: (highWatermark: "
+    "1, endOffset: 2). Out of sync replicas: (brokerId: 2, endOffset: 1). (kafka.cluster.Partition)",
+    "[2026-11-21 19:21:26,163] WARN [Producer clientId=x] Connection to node 2 (/127.0.0.1:1) could not be "
+    "established. Node may not be available. (org.apache.kafka.clients.NetworkClient)",
     "[2026-11-21 19:21:26,163] INFO [TransactionCoordinator id=1] Starting up. (kafka.coordinator.transaction.TransactionCoordinator)",
     "[2026-11-21 19:21:26,163] INFO [ShareCoordinator id=1] Closing coordinator runtime. (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)",
     "[2026-11-21 19:21:26,163] INFO [share-coordinator-event-processor-0]: Starting (org.apache.kafka.coordinator.common.runtime.MultiThreadedEventProcessor$EventProcessorThread)",
@@ -1235,7 +1260,9 @@ def test_lines_without_any_marker_never_yield_anything() -> None:
     for name in LOG_FILES:
         for seq, line in files.iter_log_file(str(FIXTURES / name)):
             if not any(marker in line for marker in layout.COORDINATOR_LOGGER_MARKERS):
-                assert bl.parse_line(line, source_id=name, seq=seq, tz=UTC) is None
+                result = bl.parse_line(line, source_id=name, seq=seq, tz=UTC)
+                assert result is None or (layout.has_broker_marker(line) and isinstance(result, list) and all(
+                    e.kind in ev.BROKER_KINDS and e.group == ev.BROKER_EVENTS_GROUP for e in result)), line
 
 
 # --- broker id ---------------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ import pytest
 from streaming.logs import merge
 from streaming.logs.envelope import EMBEDDED_HEADER_RE, is_json_row
 from streaming.logs.files import iter_log_file
-from streaming.logs.layout import COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS
+from streaming.logs.layout import (
+    BROKER_LINE_MARKERS, COORDINATOR_LOGGER_MARKERS, COORDINATOR_MARKERS, COORDINATOR_PREFIX_MARKERS
+)
 from streaming.logs.layout import ENTRY_START, NOT_CONTINUING
 from streaming.logs.timeutil import UTC, header_timestamp_ms, log4j_to_epoch_ms
 from streaming.rows import END_OF_INPUT_TS_MS
@@ -44,7 +46,8 @@ def _marked(line: str, shape: merge.FileShape) -> bool:
         markers = COORDINATOR_MARKERS
     else:
         markers = COORDINATOR_LOGGER_MARKERS + (COORDINATOR_PREFIX_MARKERS if shape.wrapped else ())
-    return any(m in line for m in markers)
+    # and the broker lines read for broker deaths (streaming/logs/brokers.py), in every shape
+    return any(m in line for m in markers + BROKER_LINE_MARKERS)
 
 
 ENTRY = re.compile(ENTRY_START)
@@ -227,10 +230,15 @@ def test_captures_in_small_batches_equal_one_pass():
     rows, end = read_all(files, 97)
     assert rows == expected
     assert end["lines"] == total == 6679
-    # the capture logs name their loggers in full: their coordinator lines plus 20 sample lines each.
-    # The config dumps at their top continue over lines, but dump lines are no wrap.
+    # the capture logs name their loggers in full: their coordinator lines plus 20 sample lines each,
+    # and their broker lines read for broker deaths. The config dumps at their top continue over
+    # lines, but dump lines are no wrap.
     assert all(merge.file_shape(f["path"], "auto") == (True, False) for f in files)
-    assert len(rows) - 1 == sum(1 for r in expected if not r[4]) == 1319 + sum(
+    broker_lines = sum(1 for f in files for seq, line in iter_log_file(f["path"])
+                       if seq > merge.SAMPLE_LINES and any(m in line for m in BROKER_LINE_MARKERS)
+                       and not any(m in line for m in COORDINATOR_LOGGER_MARKERS))
+    assert broker_lines > 0
+    assert len(rows) - 1 == sum(1 for r in expected if not r[4]) == 1319 + broker_lines + sum(
         1 for f in files for seq, line in iter_log_file(f["path"])
         if seq <= merge.SAMPLE_LINES and not any(m in line for m in COORDINATOR_LOGGER_MARKERS))
 

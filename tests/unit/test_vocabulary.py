@@ -57,7 +57,7 @@ def test_the_vocabulary_is_declared_once() -> None:
 
 def test_the_copy_check_sees_a_copy() -> None:
     assert _copies('PREFIX = "rebalance_monitor"\nx = 1\n') == ["PREFIX = 'rebalance_monitor'"]
-    assert _copies('CLASSES = ("coordinator", "not_coordinator", "unknown_template", "unknown_layout", '
+    assert _copies('CLASSES = ("coordinator", "broker", "not_coordinator", "unknown_template", "unknown_layout", '
                    '"unparseable")\n')
     assert not _copies("from state.vocabulary import METRIC_PREFIX as PREFIX\n")
 

@@ -14,10 +14,12 @@ from streaming.app.probe import check_inputs
 from streaming.app.settings import LogInput, ParseLogsSettings, load, make_inputs
 from streaming.logs.envelope import unwrap
 from streaming.logs.files import iter_log_file
-from streaming.logs.layout import has_coordinator_marker
+from state.events import BROKER_EVENTS_GROUP
+from streaming.logs.layout import has_kept_marker
 from streaming.logs.merge import SAMPLE_LINES
 from streaming.logs.parser import (
-    OUTCOME_CONTINUATION, OUTCOME_EVENTS, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, LineParse, parse_line_detailed
+    OUTCOME_BROKER, OUTCOME_CONTINUATION, OUTCOME_EVENTS, OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_LAYOUT, LineParse,
+    parse_line_detailed
 )
 from state.vocabulary import UNKNOWN_LAYOUT
 from streaming.logs.step import CLASS_OF_OUTCOME
@@ -74,14 +76,16 @@ def _parse_file(spec: LogInput, counts: _Counts, out: Any) -> list[str]:
         counts.outcomes[parsed.outcome] += 1
         if parsed.outcome == OUTCOME_UNKNOWN:
             counts.unknown_by_logger[parsed.logger or "?"] += 1
-        if parsed.outcome != OUTCOME_EVENTS or not isinstance(parsed.result, list):
+        if parsed.outcome not in (OUTCOME_EVENTS, OUTCOME_BROKER) or not isinstance(parsed.result, list):
             return
         for ev in parsed.result:
             counts.events += 1
             out.write(json.dumps({
-                "ts_ms": ev.ts_ms, "broker": ev.broker, "kind": ev.kind, "group": ev.group,
+                "ts_ms": ev.ts_ms, "broker": ev.broker, "kind": ev.kind,
+                "group": None if ev.group == BROKER_EVENTS_GROUP else ev.group,
                 "generation": ev.generation, "member_id": ev.member_id, "reason": ev.reason,
                 "trigger": ev.data.get("trigger"), "file": spec.path, "line": line.seq,
+                **({"subject": ev.data["subject"]} if "subject" in ev.data else {}),
                 **({"host": line.host} if line.host else {})}) + "\n")
 
     def feed(seq: int, raw: str, coordinator: bool) -> None:
@@ -98,7 +102,7 @@ def _parse_file(spec: LogInput, counts: _Counts, out: Any) -> list[str]:
     skipped: deque[tuple[int, str]] = deque(maxlen=MAX_WRAPPED_LINES - 1)   # the entry a later line may continue
     for seq, raw in iter_log_file(spec.path):
         counts.lines += 1
-        coordinator = has_coordinator_marker(raw)
+        coordinator = has_kept_marker(raw)
         if seq > SAMPLE_LINES and not coordinator and not wrapped.pending:
             skipped.append((seq, raw))
             continue
@@ -133,11 +137,12 @@ def run(args: argparse.Namespace) -> int:
     for spec in inputs:
         reports += _parse_file(spec, counts, sys.stdout)
     outcomes = counts.outcomes
-    coordinator = sum(v for k, v in outcomes.items() if k != "not_coordinator")
+    coordinator = sum(v for k, v in outcomes.items() if k not in ("not_coordinator", OUTCOME_BROKER))
     for line in reports:
         print(line, file=sys.stderr)
     print(f"parse-logs: {counts.lines} lines, {coordinator} coordinator lines: {counts.events} events from "
-          f"{outcomes[OUTCOME_EVENTS]} lines, {outcomes['ignored']} known lines not needed "
+          f"{outcomes[OUTCOME_EVENTS] + outcomes[OUTCOME_BROKER]} lines ({outcomes[OUTCOME_BROKER]} of them broker "
+          f"lines: a peer unreachable, a broker's start or shutdown), {outcomes['ignored']} known lines not needed "
           f"(loads, elections, offset cleanups), "
           f"{outcomes['debug']} DEBUG/TRACE skipped, {outcomes['continuation']} continuation, "
           f"{outcomes['unparseable'] + outcomes['unreadable_envelope']} unparseable, "

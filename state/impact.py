@@ -75,6 +75,24 @@ def consumer_departure_ms(known: Member | None, cause: str, at_ms: int, session_
     return min(since, at_ms)
 
 
+def stopped_at_removal(m: GroupModel, member_id: str, removed_at_ms: int) -> None:
+    """A removed member that never stopped (it came back within a heartbeat interval: its
+    coordinator or the network lost its heartbeats, docs/diagnosis.md): it consumed until its
+    removal, so its partitions' stop counts from then, not from its last heartbeat. Changes the
+    stops still open (a departure of the open rebalance, a removal waiting for its rebalance, a
+    consumer group's stopped partitions); a stop already charged to an emitted record stays."""
+    o = m.open_rebalance
+    departed = o.departures.get(member_id) if o is not None else None
+    if departed is not None and departed[0] < removed_at_ms:
+        departed[0] = removed_at_ms
+    for r in m.unattached_removals:
+        if r[0] == member_id and len(r) > 3 and r[3] < removed_at_ms:
+            r[3] = removed_at_ms
+    for p, cause in m.stop_causes.items():
+        if cause == member_id and m.stopped_partitions.get(p, removed_at_ms) < removed_at_ms:
+            m.stopped_partitions[p] = removed_at_ms
+
+
 def note_departure(o: OpenRebalance, member_id: str, known: Member | None, since_ms: int) -> None:
     """A member removed during (or just before) the rebalance: its partitions and their stop time."""
     o.departures[member_id] = [since_ms, list(known.partitions) if known is not None and known.partitions

@@ -29,6 +29,8 @@ class OutputKind(StrEnum):
     DECODE_STATS = "decode_stats"    # per-batch record counts of the offsets decoder
     LOG_STATS = "log_stats"          # per-task line counts of each log source, by layout and class
     CLOCK = "clock"                  # the batch watermark (feeds the driver's correlator)
+    # A broker's line about a peer or itself (state/diagnosis/brokers.py): feeds the correlator.
+    BROKER_EVENT = "broker_event"
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.

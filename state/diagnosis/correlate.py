@@ -17,18 +17,25 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Any
 
+from state.diagnosis.brokers import BrokerLog
 from state.outputs import OutputKind, upgrade_record
 from state.diagnosis.rules import (
-    DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
+    ALIVE_REJOIN_FIELD, DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings, _secs
 )
 
 INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coordinator_wide")
 
 
 def is_candidate(rec: dict[str, Any]) -> bool:
-    """An involuntary removal (expiry / session fence) of a dynamic member."""
+    """An involuntary removal (expiry / session fence) of a dynamic member, or one that never
+    stopped (it came back within a heartbeat interval: ALIVE_REJOIN_FIELD)."""
     return (rec.get("cause") == "heartbeat_expiry" and rec.get("group_instance_id") is None
-            and rec.get("root_cause") in INVOLUNTARY_ROOT_CAUSES)
+            and (rec.get("root_cause") in INVOLUNTARY_ROOT_CAUSES or rec.get(ALIVE_REJOIN_FIELD) is not None))
+
+
+def came_back_later(rec: dict[str, Any]) -> bool:
+    """Its own group saw it come back, later than a live member would: it stopped (a pause)."""
+    return _group_root(rec) == "process_pause" and rec.get(ALIVE_REJOIN_FIELD) is None
 
 
 class Correlator:
@@ -40,10 +47,13 @@ class Correlator:
         self.pending: list[dict[str, Any]] = []
         self.recent: list[dict[str, Any]] = []      # released candidates, for look-backs
         self.clock_ms: int | None = None
+        # The brokers' own lines about their peers and themselves (state/diagnosis/brokers.py).
+        self.brokers = BrokerLog()
 
     # --- persistence (the driver's state file) ------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        return {"pending": self.pending, "recent": self.recent, "clock_ms": self.clock_ms}
+        return {"pending": self.pending, "recent": self.recent, "clock_ms": self.clock_ms,
+                "brokers": self.brokers.to_state()}
 
     def load_state(self, state: dict[str, Any] | None) -> None:
         """The held removal records as a release wrote them, in today's shape (upgrade_record)."""
@@ -51,12 +61,17 @@ class Correlator:
         self.pending = [upgrade_record(OutputKind.REMOVAL, r) for r in state.get("pending") or []]
         self.recent = [upgrade_record(OutputKind.REMOVAL, r) for r in state.get("recent") or []]
         self.clock_ms = state.get("clock_ms")
+        self.brokers = BrokerLog.from_state(state.get("brokers"))
 
     def next_deadline_ms(self) -> int | None:
         """The event time the watermark must pass for the next held record to be decided."""
         return min(r["removed_at_ms"] for r in self.pending) + self.hold_ms if self.pending else None
 
     # --- flow ---------------------------------------------------------------------------------
+    def note_brokers(self, records: Iterable[dict[str, Any]]) -> None:
+        """Broker lifecycle records (OutputKind.BROKER_EVENT) of a batch."""
+        self.brokers.add(records)
+
     def add(self, records: Iterable[dict[str, Any]]) -> None:
         for r in records:
             if r.get("group_root_cause") is None:     # a record of a release before the field
@@ -82,6 +97,8 @@ class Correlator:
         self.recent = [r for r in self.recent + [r for r in ready if is_candidate(r)]
                        if r["removed_at_ms"] >= self.clock_ms - self.hold_ms - self.window_ms
                        - self.s.coordinator_wide_baseline_ms]
+        oldest = min((r["removed_at_ms"] for r in self.pending), default=self.clock_ms)
+        self.brokers.prune(min(oldest, self.clock_ms - self.hold_ms) - self.window_ms - self.s.broker_death_window_ms)
         return decided
 
     # --- rules --------------------------------------------------------------------------------
@@ -94,9 +111,45 @@ class Correlator:
     def _classify(self, rec: dict[str, Any], pool: _Pool) -> None:
         # The coordinator's own evidence first: members that expire while their coordinator moves
         # share a cause whatever their addresses.
-        if rec.get("group_root_cause") == "coordinator_wide" or self._coordinator_burst(rec, pool):
+        if rec.get("group_root_cause") == "coordinator_wide" or self._coordinator_stall(rec, pool):
+            return
+        # A member its group saw come back later than a live one would paused on its own: a burst
+        # of its coordinator's groups does not explain it (it still counts in the burst).
+        if not came_back_later(rec) and self._coordinator_burst(rec, pool):
             return
         self._host_wide(rec, pool)
+
+    def _coordinator_stall(self, rec: dict[str, Any], pool: _Pool) -> bool:
+        """A broker of the cluster died shortly before: members of several groups of one
+        coordinator expired together, or this one never stopped (it came back within a heartbeat
+        interval). Its coordinator could not commit its writes, nor answer heartbeats, while the
+        dead broker was still an in-sync replica of its __consumer_offsets partitions. A member
+        that came back only later stopped on its own (a pause), stall or not."""
+        t, cluster, coordinator = rec["removed_at_ms"], rec["cluster"], rec.get("coordinator")
+        if came_back_later(rec):
+            return False
+        death = self.brokers.death_before(cluster, t, self.s.broker_death_window_ms)
+        if death is None:
+            return False
+        together = self.s.coordinator_stall_together_ms
+        near = [] if coordinator is None else pool.around(("coordinator", cluster, coordinator), t, together)
+        near = [r for r in near if r["removed_at_ms"] >= death.at_ms and not came_back_later(r)]
+        groups = sorted({r["group"] for r in near} | {rec["group"]})
+        gap = rec.get(ALIVE_REJOIN_FIELD)
+        if gap is None and len(groups) < self.s.coordinator_stall_min_groups:
+            return False
+        text = (f"broker {death.broker} died {_secs(t - death.at_ms)} before ({death.evidence}); "
+                f"{len(groups)} group(s) of coordinator broker {coordinator if coordinator is not None else '?'} "
+                f"lost members within {_secs(together)} of each other: "
+                f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
+        if gap is not None:
+            text += (f"; it came back {_secs(gap)} after its removal: it never stopped, its coordinator did "
+                     "(it could not commit its writes, nor answer heartbeats, while the dead broker was "
+                     "still an in-sync replica of its __consumer_offsets partitions)")
+        why = ("a broker died just before, and the member never stopped" if gap is not None else
+               "a broker died just before, and members of several groups of one coordinator were removed at once")
+        self._override(rec, "coordinator_wide", text, "medium", why)
+        return True
 
     def _host_wide(self, rec: dict[str, Any], pool: _Pool) -> None:
         """A host's members removed together: how many, how close in time, what share of the host's
@@ -224,9 +277,10 @@ def _order(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r["removed_at_ms"], r["cluster"], r["group"], r["member_id"], r.get("seq") or 0)
 
 
-def correlate_all(records: list[dict[str, Any]], settings: DiagnosisSettings = DEFAULT_SETTINGS
-                  ) -> list[dict[str, Any]]:
-    """Every record at once (plain-Python pipeline, tests)."""
+def correlate_all(records: list[dict[str, Any]], settings: DiagnosisSettings = DEFAULT_SETTINGS,
+                  brokers: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Every record at once (plain-Python pipeline, tests); `brokers`: the broker records."""
     c = Correlator(settings)
+    c.note_brokers(brokers)
     c.add(records)
     return c.advance(2 ** 62)

@@ -105,8 +105,10 @@ def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None
 
 
 def observe_join(model: GroupModel, member_id: str | None, client_id: str | None,
-                 client_host: str | None, ts_ms: int) -> None:
-    """A member (re)joined: is it the client of a held removal coming back?"""
+                 client_host: str | None, ts_ms: int) -> list[HeldRemoval]:
+    """A member (re)joined: is it the client of a held removal coming back? Returns the held
+    removals it is the return of."""
+    back: list[HeldRemoval] = []
     if client_id is None and member_id is not None and model.protocol == PROTOCOL_CLASSIC:
         client_id = client_id_from_member_id(member_id)
     for h in model.held_removals:
@@ -122,11 +124,20 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
         if same_id or same_client:
             h.rejoined_at_ms = ts_ms
             h.same_member_id = same_id
+            back.append(h)
             if r["cause"] == "leave_group":
                 # The rejoin is what a LeaveGroup's verdict waits for (poll timeout or restart):
                 # decide it now, not at the end of the window, so that a rebalance waiting for its
                 # trigger (trigger_may_change) is settled within a batch or two.
                 h.decide_at = min(h.decide_at, ts_ms)
+    return back
+
+
+def never_stopped(h: HeldRemoval, settings: DiagnosisSettings) -> bool:
+    """An expired member whose client came back within one heartbeat interval: it was alive."""
+    r = h.rec
+    return (r["cause"] == "heartbeat_expiry" and h.rejoined_at_ms is not None
+            and h.rejoined_at_ms - r["removed_at_ms"] <= settings.alive_rejoin_ms(r.get("protocol")))
 
 
 def _poll_timeout_inferred(h: HeldRemoval, settings: DiagnosisSettings) -> bool:

@@ -62,10 +62,34 @@ class DiagnosisSettings:
     static_commit_window_ms: int = 15_000
     # Rebalance-storm gauge: rebalances started within this much event time.
     storm_window_ms: int = 600_000
+    # A member expired or fenced whose client joined again within one heartbeat interval of its
+    # removal never stopped: a live client learns of its removal at its next heartbeat and rejoins
+    # at once, where a paused or crashed one comes back only when it runs again, if ever. The
+    # classic clients' heartbeat.interval.ms (the brokers' records do not carry it; 3 s is the
+    # clients' default) ...
+    heartbeat_interval_ms: int = 3_000
+    # ... and the brokers' group.{consumer,share,streams}.heartbeat.interval.ms (5 s by default)
+    # for members of epoch-based groups.
+    consumer_heartbeat_interval_ms: int = 5_000
+    # The coordinator stall: a broker of the cluster died (its peers lost it, or it left the ISR of
+    # __consumer_offsets partitions), and a coordinator whose partitions it followed could not
+    # commit its writes until the dead replica was dropped (KRaft: the broker's session,
+    # broker.session.timeout.ms; ZooKeeper: replica.lag.time.max.ms, 30 s), answering nothing
+    # meanwhile (Kafka 4.x's coordinator runtime answers a request once the writes before it are
+    # committed). Expiries within this long after the death may be the stall's ...
+    broker_death_window_ms: int = 60_000
+    # ... when members of at least this many groups of one coordinator expired within this much of
+    # each other (or the member never stopped: it rejoined within a heartbeat interval).
+    coordinator_stall_min_groups: int = 2
+    coordinator_stall_together_ms: int = 5_000
     # The brokers' group.consumer.session.timeout.ms: a consumer-protocol (KIP-848) member's
     # records carry no session timeout, so a session fence counts its partitions from this long
     # before the fence (state/impact.py), and the host-wide window of such a removal is this long.
     consumer_session_timeout_ms: int = 45_000
+
+    def alive_rejoin_ms(self, protocol: str | None) -> int:
+        """How soon after its removal a member that never stopped is back (one heartbeat interval)."""
+        return self.heartbeat_interval_ms if protocol in (None, "classic") else self.consumer_heartbeat_interval_ms
 
     def leave_window_ms(self, rebalance_timeout_ms: int | None) -> int:
         return max(rebalance_timeout_ms or 0, self.poll_rejoin_min_window_ms)
@@ -73,7 +97,7 @@ class DiagnosisSettings:
     def correlation_window_ms(self) -> int:
         """How far the cross-group rules look either side of a removal (upper bound)."""
         return max(self.host_wide_window_ms or self.consumer_session_timeout_ms, self.coordinator_wide_window_ms,
-                   MAX_SESSION_LOOKAROUND_MS)
+                   self.coordinator_stall_together_ms, MAX_SESSION_LOOKAROUND_MS)
 
 
 # Classic session timeouts up to this are used as host_wide windows; longer ones are capped
@@ -102,6 +126,11 @@ def _session(rec: dict[str, Any]) -> str:
         return f"the broker's {rec['protocol']} session timeout ({setting})"
     return f"its session timeout {_secs(ms)}"
 
+
+# A removal record's field, present only on an expiry whose member came back within one heartbeat
+# interval (it never stopped): the milliseconds from the removal to its return. The correlator's
+# coordinator-stall rule reads it (state/diagnosis/correlate.py).
+ALIVE_REJOIN_FIELD = "alive_rejoin_ms"
 
 Verdict = tuple[str, str, str, str]    # root cause, evidence, confidence, the confidence's reason
 
@@ -188,7 +217,10 @@ def _static_stop(text: str, held: HeldRemoval, planned: str, unsure: str) -> Ver
                 "changed offsets (librdkafka) with nothing new, or that does not commit when it closes, looks "
                 "the same")
     evidence = f"; {held.commit_text}" if held.commit_text else ""
-    return "graceful_shutdown", f"{text}{evidence}: {planned}", "low", unsure
+    return ("graceful_shutdown", f"{text}{evidence}: {planned} or a crash, the commits cannot tell", "low",
+            f"graceful_shutdown or process_crash: {unsure}, and its commits do not tell them apart; "
+            "graceful_shutdown because static membership is there for planned restarts, not because "
+            "this record shows one")
 
 
 def _deleted(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
@@ -202,11 +234,24 @@ def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Ve
                             f"{_secs(rec.get('session_timeout_ms'))} (static members send no LeaveGroup on close)",
                             held, "a stop", "a static member's stop and its crash both end in a session expiry")
     move = held.coordinator_move_ms
+    alive = gap is not None and gap <= s.alive_rejoin_ms(rec.get("protocol"))
+    if alive:
+        # It never stopped: not a crash or a pause, whatever else explains it.
+        rec[ALIVE_REJOIN_FIELD] = gap
     if move is not None:
         return ("coordinator_wide", f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
                 f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group, "
                 "with other members of the group", "medium",
                 "the coordinator moved the group as several of its members expired")
+    if alive:
+        back = "with the same member id" if held.same_member_id else "(the same client id and host)"
+        return ("unknown", f"{who} was removed after {_session(rec)} without heartbeats, yet came back {back} "
+                f"{_secs(gap)} later, within one heartbeat interval "
+                f"({_secs(s.alive_rejoin_ms(rec.get('protocol')))}): it never stopped; its heartbeats did not "
+                "reach the coordinator or went unanswered (a coordinator stall, a network fault)", "low",
+                "a member that never stopped is no crash or pause; neither a broker's death nor a coordinator "
+                "move explains it, and the record cannot tell a stalled coordinator from a network fault "
+                "(a process resumed within a heartbeat of its expiry looks the same)")
     if gap is not None and gap <= s.pause_rejoin_window_ms:
         same = "with the same member id" if held.same_member_id else "with a new member id"
         text = (f"{who} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "

@@ -11,11 +11,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from state import events as E
-from state.diagnosis.holding import hold_removal, observe_join, trigger_may_change, undecided_members
+from state.diagnosis.holding import (
+    hold_removal, never_stopped, observe_join, trigger_may_change, undecided_members
+)
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.impact import (
     CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, classic_impact, consumer_departure_ms, consumer_impact, departure_ms,
-    note_consumer_departure, note_departure, poll_timeout_correction, unknown
+    note_consumer_departure, note_departure, poll_timeout_correction, stopped_at_removal, unknown
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
@@ -121,7 +123,10 @@ class MachineBase:
 
     def observe_join(self, member_id: str | None, client_id: str | None, client_host: str | None,
                      ts_ms: int) -> None:
-        observe_join(self.m, member_id, client_id, client_host, ts_ms)
+        for held in observe_join(self.m, member_id, client_id, client_host, ts_ms):
+            if never_stopped(held, self.settings):
+                # It was consuming until its removal, not only until its last heartbeat.
+                stopped_at_removal(self.m, held.rec["member_id"], held.rec["removed_at_ms"])
 
     def removal(self, member_id: str, known: Member | None, cause: str, ev: E.Event, at_ms: int,
                 generation: int | None, reason_text: str | None = None, evidence: str = "") -> dict[str, Any]:

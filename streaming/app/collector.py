@@ -147,6 +147,7 @@ class RunCollector:
 
     def correlate(self, by_kind: dict[str, list[dict]]) -> None:
         """Removals of this batch into the correlator; the decided ones (any batch's) out."""
+        self.correlator.note_brokers(by_kind.get(OutputKind.BROKER_EVENT) or [])
         self.correlator.add(by_kind.get(OutputKind.REMOVAL) or [])
         clocks = [c["watermark_ms"] for c in by_kind.get(OutputKind.CLOCK) or [] if c.get("watermark_ms") is not None]
         by_kind[OutputKind.REMOVAL] = self.correlator.advance(max(clocks) if clocks else None)

@@ -28,11 +28,12 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, run_turn
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live_view import live_snapshot
+from state.diagnosis.brokers import broker_record
 from state.diagnosis.holding import note_commit_times
 from state.machine.common import fold_commit_event, fold_commit_times
 from state.outputs import OutputKind
 from streaming.rows import (
-    COMPLETE_THROUGH, DATA_JSON, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS,
+    COMPLETE_THROUGH, DATA_JSON, EVENT_BROKER, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS,
     OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, event_data, event_rows_of,
     loads_json, packed_data, packed_fields, row_to_event, unpack_event_rows
 )
@@ -85,10 +86,20 @@ def _frame(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(block, columns=_OUTPUT_INDEX, copy=False)
 
 
-def _pass_through(cluster: str, incoming: list[list[Any]], out: list[tuple]) -> None:
-    """Quarantine rows need no order or state: straight to the output."""
+def _pass_through(cluster: str, group: str, incoming: list[list[Any]], out: list[tuple]) -> None:
+    """Quarantine rows and broker events need no order or state: straight to the output (broker
+    events to the driver's correlator, state/diagnosis/brokers.py)."""
+    if group == E.BROKER_EVENTS_GROUP:
+        for row in incoming:
+            record = broker_record(cluster, int(row[EVENT_TS]), row[EVENT_KIND], row[EVENT_BROKER],
+                                   event_data(row[EVENT_DATA]))
+            out.append((str(OutputKind.BROKER_EVENT), cluster, None, record["ts_ms"], _dump(record)))
+        return
     for row in incoming:
         out.append((str(OutputKind.QUARANTINE), cluster, None, int(row[EVENT_TS]), _dump(event_data(row[EVENT_DATA]))))
+
+
+PASSED_THROUGH = (QUARANTINE_GROUP, E.BROKER_EVENTS_GROUP)
 
 
 _COMMIT_KINDS = frozenset({E.OFFSET_COMMIT, E.OFFSET_COMMITS})
@@ -120,7 +131,7 @@ def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list
 def _skipped(group: str | None, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:
     """End-of-input markers, statistics rows (rows.py) and groups the configuration leaves out:
     they only moved the watermark on their way here. No output, no state."""
-    return group is None or (group != QUARANTINE_GROUP and bool(allow or deny)
+    return group is None or (group not in PASSED_THROUGH and bool(allow or deny)
                              and not group_selected(group, allow, deny))
 
 
@@ -185,8 +196,8 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         yield _frame(out)
         return
     incoming = _rows(cluster, group, pdfs)
-    if group == QUARANTINE_GROUP:
-        _pass_through(cluster, incoming, out)
+    if group in PASSED_THROUGH:
+        _pass_through(cluster, group, incoming, out)
         yield _frame(out)
         return
     stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
@@ -227,8 +238,8 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     loads = loads_json
     for group, group_texts in texts.items():
         fields = [loads(text) for text in group_texts]
-        if group == QUARANTINE_GROUP:
-            _pass_through(cluster, event_rows_of(cluster, group, fields), out)
+        if group in PASSED_THROUGH:
+            _pass_through(cluster, group, event_rows_of(cluster, group, fields), out)
             continue
         entry = bucket.get(group)
         if entry is not None and fold_commits(entry, fields, watermark):

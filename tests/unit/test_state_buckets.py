@@ -388,7 +388,9 @@ def test_every_call_reports_the_timeout_its_key_keeps(buckets):
     for batch in _batches(events, 700):
         for kind, record in driver.batch(batch):
             if kind == OutputKind.CLOCK and record["key"] is not None:
-                reported[record["key"]] = record["timeout_ms"]
-        held = {str(key[1]): state.timeout_ms if state.exists else None for key, state in driver.states.items()}
+                # by cluster too: the end-of-input marker's key has its own (empty) cluster
+                reported[(record["cluster"], record["key"])] = record["timeout_ms"]
+        held = {(key[0], str(key[1])): state.timeout_ms if state.exists else None
+                for key, state in driver.states.items()}
         assert {k: v for k, v in reported.items() if v is not None} == {k: v for k, v in held.items() if v is not None}
     assert any(v is not None for v in reported.values())

@@ -181,6 +181,11 @@ class DiagnosisConfig(BaseModel):
     coordinator_wide_window_seconds: float = Field(default=_D.coordinator_wide_window_ms / 1000, gt=0)
     coordinator_wide_background_factor: float = Field(default=_D.coordinator_wide_background_factor, ge=0)
     coordinator_wide_baseline_seconds: float = Field(default=_D.coordinator_wide_baseline_ms / 1000, gt=0)
+    heartbeat_interval_seconds: float = Field(default=_D.heartbeat_interval_ms / 1000, ge=0)
+    consumer_heartbeat_interval_seconds: float = Field(default=_D.consumer_heartbeat_interval_ms / 1000, ge=0)
+    broker_death_window_seconds: float = Field(default=_D.broker_death_window_ms / 1000, ge=0)
+    coordinator_stall_min_groups: int = Field(default=_D.coordinator_stall_min_groups, ge=1)
+    coordinator_stall_together_seconds: float = Field(default=_D.coordinator_stall_together_ms / 1000, ge=0)
     storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
     consumer_session_timeout_seconds: float | None = Field(
         default=None, gt=0, description="the brokers' group.consumer.session.timeout.ms; unset: what the broker "

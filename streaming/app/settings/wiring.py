@@ -62,6 +62,11 @@ def diagnosis_settings(config: DiagnosisConfig) -> DiagnosisSettings:
         coordinator_wide_window_ms=int(config.coordinator_wide_window_seconds * 1000),
         coordinator_wide_background_factor=config.coordinator_wide_background_factor,
         coordinator_wide_baseline_ms=int(config.coordinator_wide_baseline_seconds * 1000),
+        heartbeat_interval_ms=int(config.heartbeat_interval_seconds * 1000),
+        consumer_heartbeat_interval_ms=int(config.consumer_heartbeat_interval_seconds * 1000),
+        broker_death_window_ms=int(config.broker_death_window_seconds * 1000),
+        coordinator_stall_min_groups=config.coordinator_stall_min_groups,
+        coordinator_stall_together_ms=int(config.coordinator_stall_together_seconds * 1000),
         storm_window_ms=int(config.storm_window_seconds * 1000),
         consumer_session_timeout_ms=(DIAGNOSIS_DEFAULTS.consumer_session_timeout_ms
                                      if config.consumer_session_timeout_seconds is None

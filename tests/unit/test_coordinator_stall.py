@@ -1,0 +1,189 @@
+"""The coordinator stall and members that never stopped (docs/diagnosis.md): broker deaths read
+from the brokers' own lines, the correlator's rule, the per-group verdict of a member back within a
+heartbeat interval, and a real follower kill on Kafka 4.4.0 (tests/fixtures/kafka-4.4-follower-kill)."""
+from __future__ import annotations
+
+import json
+from datetime import timezone
+from pathlib import Path
+
+import pytest
+
+from state import events as E
+from state.diagnosis.brokers import BrokerLog, broker_record
+from state.diagnosis.correlate import correlate_all
+from state.diagnosis.rules import ALIVE_REJOIN_FIELD, DEFAULT_SETTINGS
+from streaming.app.local import run_local
+from streaming.app.settings import LogInput, OffsetsInput
+from streaming.logs.parser import OUTCOME_BROKER, parse_line, parse_line_detailed
+
+UTC = timezone.utc
+FOLLOWER_KILL = Path(__file__).resolve().parents[1] / "fixtures" / "kafka-4.4-follower-kill"
+T0 = 1_796_000_000_000
+
+
+# --- the lines -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("line, kind, broker, data", [
+    ("[2026-12-02 00:43:09,469] WARN [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Connection to node 2 "
+     "(/127.0.0.1:41107) could not be established. Node may not be available. (org.apache.kafka.clients.NetworkClient)",
+     E.BROKER_UNREACHABLE, 1, {"subject": 2}),
+    ("[2026-12-02 00:40:34,617] WARN [ReplicaFetcher replicaId=3, leaderId=5, fetcherId=1] Connection to node 5 "
+     "(/10.0.0.5:9092) could not be established. Broker may not be available. (org.apache.kafka.clients.NetworkClient)",
+     E.BROKER_UNREACHABLE, 3, {"subject": 5}),
+    ("[2026-11-21 19:34:05,986] WARN [Controller id=1, targetBrokerId=2] Connection to node 2 (/127.0.0.1:19093) "
+     "could not be established. Broker may not be available. (org.apache.kafka.clients.NetworkClient)",
+     E.BROKER_UNREACHABLE, 1, {"subject": 2}),
+    ("[2022-03-12 18:10:07,139] INFO [Partition __consumer_offsets-43 broker=3] Shrinking ISR from 3,1 to 3. "
+     "Leader: (highWatermark: 115, endOffset: 120). Out of sync replicas: (brokerId: 1, endOffset: 115, "
+     "lastCaughtUpTimeMs: 1647108577000). (kafka.cluster.Partition)",
+     E.BROKER_OUT_OF_SYNC, 3, {"subject": 1, "partition": 43, "last_caught_up_ms": 1647108577000}),
+    ("[2026-12-02 00:36:16,107] INFO [BrokerServer id=2] Transition from SHUTDOWN to STARTING (kafka.server.BrokerServer)",
+     E.BROKER_STARTING, 2, {}),
+    ("[2026-11-21 19:33:11,214] INFO [BrokerServer id=1] Transition from STARTED to SHUTTING_DOWN "
+     "(kafka.server.BrokerServer)", E.BROKER_SHUTTING_DOWN, 1, {}),
+    ("[2026-12-02 00:36:17,624] INFO [KafkaRaftServer nodeId=2] Kafka Server started (kafka.server.KafkaRaftServer)",
+     E.BROKER_STARTED, 2, {}),
+    ("[2026-11-21 19:34:05,628] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)",
+     E.BROKER_SHUTTING_DOWN, 2, {}),
+    ("[2026-11-21 19:21:14,208] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)", E.BROKER_STARTED, 1, {}),
+    # Strimzi's Kafka 4.x layout: short logger, whole seconds
+    ("2026-12-02 00:43:09 WARN  [ReplicaFetcherThread-0-2] NetworkClient:1034 - [ReplicaFetcher replicaId=1, "
+     "leaderId=2, fetcherId=0] Connection to node 2 (/127.0.0.1:41107) could not be established. Node may not be "
+     "available.", E.BROKER_UNREACHABLE, 1, {"subject": 2}),
+])
+def test_broker_lines_become_broker_events(line, kind, broker, data):
+    parsed = parse_line_detailed(line, source_id="b", seq=7, tz=UTC)
+    assert parsed.outcome == OUTCOME_BROKER and isinstance(parsed.result, list)
+    (event,) = parsed.result
+    assert (event.kind, event.broker, event.data, event.group) == (kind, broker, data, E.BROKER_EVENTS_GROUP)
+
+
+@pytest.mark.parametrize("line", [
+    # an ISR shrink of another topic says nothing about a coordinator
+    "[2026-12-02 00:43:09,469] INFO [Partition orders-3 broker=1] Shrinking ISR from 1,2 to 1. Leader: (highWatermark: "
+    "1, endOffset: 2). Out of sync replicas: (brokerId: 2, endOffset: 1). (kafka.cluster.Partition)",
+    # a client of the broker's own (a producer, the share persister) is no peer's replica fetcher
+    "[2026-12-02 00:43:09,469] WARN [Persister broker=1]Connection to node 2 (/127.0.0.1:1) could not be established. "
+    "Node may not be available. (org.apache.kafka.clients.NetworkClient)",
+    "[2026-12-02 00:43:09,469] INFO [BrokerServer id=2] Transition from STARTING to STARTED (kafka.server.BrokerServer)",
+    "[2026-12-02 00:43:09,469] INFO [KafkaServer id=2] shut down completed (kafka.server.KafkaServer)",
+    "[2026-12-02 00:43:09,469] INFO [KafkaServer id=2] Starting controlled shutdown (kafka.server.KafkaServer)",
+])
+def test_other_lines_with_a_broker_marker_yield_nothing(line):
+    assert parse_line(line, source_id="b", seq=1, tz=UTC) is None
+
+
+# --- deaths ----------------------------------------------------------------------------------------
+def _b(ts: int, kind: str, broker: int, **data) -> dict:
+    return broker_record("c", ts, kind, broker, data)
+
+
+def test_a_peer_that_lost_it_dates_a_death_and_a_start_without_shutdown_confirms_it():
+    log = BrokerLog([_b(T0 + 1000, E.BROKER_UNREACHABLE, 1, subject=2),
+                     _b(T0 + 2000, E.BROKER_UNREACHABLE, 1, subject=2),      # the same death
+                     _b(T0 + 60_000, E.BROKER_STARTING, 2)])
+    (death,) = log.deaths("c")
+    assert (death.broker, death.at_ms) == (2, T0 + 1000)
+    assert "with no shutdown before" in death.evidence
+    assert log.death_before("c", T0 + 20_000, 60_000) == death
+    assert log.death_before("c", T0 + 500, 60_000) is None          # before it
+    assert log.death_before("c", T0 + 70_000, 60_000) is None       # long after
+    assert log.deaths("other") == []
+
+
+def test_a_controlled_shutdown_is_no_death_and_a_later_crash_is():
+    log = BrokerLog([_b(T0, E.BROKER_SHUTTING_DOWN, 2),
+                     _b(T0 + 400, E.BROKER_UNREACHABLE, 1, subject=2),       # its peers lose it: planned
+                     _b(T0 + 30_000, E.BROKER_STARTING, 2),
+                     _b(T0 + 31_000, E.BROKER_STARTED, 2),
+                     _b(T0 + 500_000, E.BROKER_OUT_OF_SYNC, 1, subject=2, partition=3,
+                        last_caught_up_ms=T0 + 480_000)])
+    (death,) = log.deaths("c")
+    assert (death.broker, death.at_ms) == (2, T0 + 480_000)         # its last catch-up
+    assert "dropped it from the ISR of __consumer_offsets-3" in death.evidence
+
+
+def test_pruning_keeps_each_brokers_newest_start_and_shutdown():
+    log = BrokerLog([_b(T0, E.BROKER_SHUTTING_DOWN, 2), _b(T0 + 10, E.BROKER_UNREACHABLE, 1, subject=2)])
+    log.prune(T0 + 1_000_000)
+    assert [r["kind"] for r in log.records] == [E.BROKER_SHUTTING_DOWN]
+    again = BrokerLog.from_state(json.loads(json.dumps(log.to_state())))
+    assert again.records == log.records
+
+
+# --- the rule ------------------------------------------------------------------------------------
+def _removal(group: str, member: str, at: int, root: str, coordinator: int = 1, alive: int | None = None) -> dict:
+    """An expiry decided in its group; each member on a host of its own (no host-wide cause)."""
+    rec = {"cluster": "c", "group": group, "member_id": member, "client_id": member, "client_host": f"/{member}",
+           "group_instance_id": None, "protocol": "classic", "removed_at_ms": at, "cause": "heartbeat_expiry",
+           "root_cause": root, "group_root_cause": root, "evidence": "per group", "root_cause_confidence": "medium",
+           "root_cause_confidence_reason": "x", "coordinator": coordinator, "host_members": 1, "seq": 1,
+           "session_timeout_ms": 6000}
+    if alive is not None:
+        rec[ALIVE_REJOIN_FIELD] = alive
+    return rec
+
+
+DEATH = [_b(T0, E.BROKER_UNREACHABLE, 1, subject=2)]
+
+
+def test_members_of_several_groups_expiring_together_after_a_death_are_the_stall():
+    out = correlate_all([_removal("g1", "m1", T0 + 18_000, "process_crash"),
+                         _removal("g2", "m2", T0 + 19_500, "process_crash")], DEFAULT_SETTINGS, DEATH)
+    assert [r["root_cause"] for r in out] == ["coordinator_wide", "coordinator_wide"]
+    assert all(r["group_root_cause"] == "process_crash" for r in out)
+    assert "broker 2 died 18.0 s before" in out[0]["evidence"] and "g1, g2" in out[0]["evidence"]
+    # the same without the death: a crash each (two hosts, two groups: no burst either)
+    alone = correlate_all([_removal("g1", "m1", T0 + 18_000, "process_crash"),
+                           _removal("g2", "m2", T0 + 19_500, "process_crash")], DEFAULT_SETTINGS)
+    assert [r["root_cause"] for r in alone] == ["process_crash", "process_crash"]
+
+
+def test_one_member_that_never_stopped_after_a_death_is_the_stall_alone():
+    (rec,) = correlate_all([_removal("g1", "m1", T0 + 11_000, "unknown", alive=300)], DEFAULT_SETTINGS, DEATH)
+    assert (rec["root_cause"], rec["root_cause_confidence"]) == ("coordinator_wide", "medium")
+    assert "it never stopped, its coordinator did" in rec["evidence"]
+    (crash,) = correlate_all([_removal("g1", "m1", T0 + 11_000, "process_crash")], DEFAULT_SETTINGS, DEATH)
+    assert crash["root_cause"] == "process_crash"        # one group, and it did not come back
+    (unknown,) = correlate_all([_removal("g1", "m1", T0 + 11_000, "unknown", alive=300)], DEFAULT_SETTINGS)
+    assert unknown["root_cause"] == "unknown"             # no death: the group's own verdict
+
+
+def test_a_member_that_came_back_later_paused_on_its_own_stall_or_not():
+    out = correlate_all([_removal("g1", "m1", T0 + 18_000, "unknown", alive=100),
+                         _removal("g2", "m2", T0 + 18_500, "unknown", alive=0),
+                         _removal("g3", "m3", T0 + 19_000, "process_pause")], DEFAULT_SETTINGS, DEATH)
+    assert [r["root_cause"] for r in out] == ["coordinator_wide", "coordinator_wide", "process_pause"]
+    assert "g3" not in out[0]["evidence"]
+
+
+def test_expiries_long_after_the_death_or_of_another_cluster_are_not_its():
+    late = correlate_all([_removal("g1", "m1", T0 + 90_000, "process_crash"),
+                          _removal("g2", "m2", T0 + 90_500, "process_crash")], DEFAULT_SETTINGS, DEATH)
+    assert [r["root_cause"] for r in late] == ["process_crash", "process_crash"]
+    other = [broker_record("elsewhere", T0, E.BROKER_UNREACHABLE, 1, {"subject": 2})]
+    (rec,) = correlate_all([_removal("g1", "m1", T0 + 11_000, "unknown", alive=300)], DEFAULT_SETTINGS, other)
+    assert rec["root_cause"] == "unknown"
+
+
+# --- a real follower kill ------------------------------------------------------------------------
+def test_a_real_follower_kill_is_the_stall_of_the_surviving_coordinator():
+    out = run_local([LogInput(path=str(FOLLOWER_KILL / "broker1-server.log")),
+                     LogInput(path=str(FOLLOWER_KILL / "broker2-server.log"))],
+                    [OffsetsInput(path=str(FOLLOWER_KILL / "offsets-topic.jsonl"))])
+    removals = sorted(out["removal"], key=lambda r: r["removed_at_ms"])
+    truth = [json.loads(line) for line in (FOLLOWER_KILL / "ground-truth.jsonl").read_text().splitlines()]
+    killed = next(e["ts_ms"] for e in truth if e["action"] == "kill_broker")
+    # the README's three removals: fk-consumer-6's fence, fk-rdk-7's two old member ids
+    assert [(r["group"], r["cause"]) for r in removals] == [
+        ("fk-consumer-6", "heartbeat_expiry"), ("fk-rdk-7", "heartbeat_expiry"), ("fk-rdk-7", "heartbeat_expiry")]
+    for r in removals:
+        assert r["root_cause"] == "coordinator_wide", r["evidence"]
+        assert r["group_root_cause"] == "unknown" and r[ALIVE_REJOIN_FIELD] is not None   # never stopped
+        assert r["evidence"].startswith("broker 2 died ")
+        assert 0 < r["removed_at_ms"] - killed < 20_000
+    # its partitions stopped at its removal, not a session before (it was consuming until then)
+    fenced = removals[0]
+    rebalances = [b for b in out["rebalance"] if b["group"] == "fk-consumer-6"]
+    charged = [b for b in rebalances if (b.get("partition_seconds_by_departed_member") or {}).get(fenced["member_id"])]
+    assert charged and all(b["partition_seconds_by_departed_member"][fenced["member_id"]] < 6 * 4 for b in charged)

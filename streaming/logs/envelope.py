@@ -254,8 +254,8 @@ def epoch_millis(value: Any) -> str | None:
 
 
 def _generic_time(doc: dict) -> str | None:
-    for name in GENERIC_TIMES:
-        value = _field(doc, name)
+    for name in GENERIC_TIMES:          # top-level keys: `doc.get`, not `_field` (a shipper's rows pass here)
+        value = doc.get(name)
         if value is None:
             continue
         if isinstance(value, str) and _ISO_START.match(value):
@@ -271,20 +271,34 @@ def _generic_time(doc: dict) -> str | None:
     return None
 
 
+_LEVEL_PATHS = tuple((name, name.split(".") if "." in name else None) for name in GENERIC_LEVELS)
+_LOGGER_PATHS = tuple((name, name.split(".") if "." in name else None) for name in GENERIC_LOGGERS)
+
+
 def generic_json_fields(doc: dict) -> Header | None:
     """The time, and the level and logger when present, of a generic JSON document (module
-    docstring); None without a time that reads. The caller checks the message."""
+    docstring); None without a time that reads. The caller checks the message. (`_field` written
+    out with the paths split once: every shipper's document passes here.)"""
     ts = _generic_time(doc)
     if ts is None:
         return None
-    level = None
-    for name in GENERIC_LEVELS:
-        value = _field(doc, name)
+    level = logger = None
+    for name, path in _LEVEL_PATHS:
+        value = doc.get(name)
+        if value is None and path is not None:
+            value = lookup(doc, path)
         if isinstance(value, str):
             level = LEVEL_WORDS.get(value.upper())
             if level is not None:
                 break
-    return Header(GENERIC_JSON, ts, level, _name_field(doc, GENERIC_LOGGERS), "")
+    for name, path in _LOGGER_PATHS:
+        value = doc.get(name)
+        if value is None and path is not None:
+            value = lookup(doc, path)
+        if isinstance(value, str) and _NAME_START.match(value):
+            logger = value
+            break
+    return Header(GENERIC_JSON, ts, level, logger, "")
 
 
 def is_json_row(raw: str, mode: str) -> bool:

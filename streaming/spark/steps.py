@@ -162,6 +162,33 @@ def _first_line(text):
 _STAGE = "__unwrap_"     # prefix of the intermediate columns of unwrap_frame
 
 
+def _layout_field_stages(df: DataFrame, doc: Column, first: Column, is_json: Column) -> DataFrame:
+    """unwrap_frame's stages of the JSON layout fields: the document's own (`layout`, ...); a JSON
+    layout document inside its message (`n_layout`, ...), else a generic JSON one (`ng_ts`, ...), and
+    `nested` when there is one; the document itself as generic JSON (`g_layout`, ...) when it is no
+    JSON layout, holds none and has a message (envelope.py). Each generic time in a stage of its own,
+    so that its expression is not repeated in every column that depends on it."""
+    def c(name: str):
+        return F.col(_STAGE + name)
+    own = dict(zip(("layout", "ts", "level", "logger"), json_layout_columns(doc)))
+    df = df.withColumns({_STAGE + k: F.when(is_json, v) for k, v in own.items()})
+    inner = dict(zip(("n_layout", "n_ts", "n_level", "n_logger"), json_layout_columns(first)))
+    df = df.withColumns({**{_STAGE + k: F.when(is_json & c("layout").isNull(), v) for k, v in inner.items()},
+                         _STAGE + "n_message": F.when(is_json & first.startswith("{"), _message(first))})
+    df = df.withColumn(_STAGE + "ng_ts", F.when(c("n_message").isNotNull() & c("layout").isNull()
+                                                & c("n_layout").isNull(), generic_json_time(first)))
+    df = df.withColumns({
+        _STAGE + "nested": c("n_message").isNotNull() & (c("n_layout").isNotNull() | c("ng_ts").isNotNull()),
+        _STAGE + "ng_level": F.when(c("ng_ts").isNotNull(), generic_json_level(first)),
+        _STAGE + "ng_logger": F.when(c("ng_ts").isNotNull(), generic_json_logger(first))})
+    df = df.withColumn(_STAGE + "g_ts", F.when(is_json & c("layout").isNull() & ~c("nested")
+                                               & c("message").isNotNull(), generic_json_time(doc)))
+    return df.withColumns({
+        _STAGE + "g_layout": F.when(c("g_ts").isNotNull(), F.lit(GENERIC_JSON)),
+        _STAGE + "g_level": F.when(c("g_ts").isNotNull(), generic_json_level(doc)),
+        _STAGE + "g_logger": F.when(c("g_ts").isNotNull(), generic_json_logger(doc))})
+
+
 def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
                  default_spec: LogSourceSpec | None = None) -> DataFrame:
     """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`): `df` plus
@@ -201,27 +228,8 @@ def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
         _STAGE + "is_json": c("top_json") | ((c("prefixed") != "") & c("message").isNotNull()),
         _STAGE + "first": _first_line(c("message"))})
     is_json, first = c("is_json"), c("first")
-    own = dict(zip(("layout", "ts", "level", "logger"), json_layout_columns(doc)))
-    df = df.withColumns({_STAGE + k: F.when(is_json, v) for k, v in own.items()})
-    # A JSON layout document inside the message, else a generic JSON one (envelope.py). The generic
-    # time first, in a stage of its own, so that its expression is not repeated in every column.
-    inner = dict(zip(("n_layout", "n_ts", "n_level", "n_logger"), json_layout_columns(first)))
-    df = df.withColumns({**{_STAGE + k: F.when(is_json & c("layout").isNull(), v) for k, v in inner.items()},
-                         _STAGE + "n_message": F.when(is_json & first.startswith("{"), _message(first))})
-    df = df.withColumn(_STAGE + "ng_ts", F.when(c("n_message").isNotNull() & c("layout").isNull()
-                                                & c("n_layout").isNull(), generic_json_time(first)))
-    df = df.withColumns({
-        _STAGE + "nested": c("n_message").isNotNull() & (c("n_layout").isNotNull() | c("ng_ts").isNotNull()),
-        _STAGE + "ng_level": F.when(c("ng_ts").isNotNull(), generic_json_level(first)),
-        _STAGE + "ng_logger": F.when(c("ng_ts").isNotNull(), generic_json_logger(first))})
+    df = _layout_field_stages(df, doc, first, is_json)
     nested = c("nested")
-    # The document itself as generic JSON: no JSON layout, none inside, a message.
-    df = df.withColumn(_STAGE + "g_ts", F.when(is_json & c("layout").isNull() & ~nested & c("message").isNotNull(),
-                                               generic_json_time(doc)))
-    df = df.withColumns({
-        _STAGE + "g_layout": F.when(c("g_ts").isNotNull(), F.lit(GENERIC_JSON)),
-        _STAGE + "g_level": F.when(c("g_ts").isNotNull(), generic_json_level(doc)),
-        _STAGE + "g_logger": F.when(c("g_ts").isNotNull(), generic_json_logger(doc))})
     line = F.when(nested, _first_line(c("n_message"))).when(is_json, first).otherwise(raw)
     hosts = []
     for name in HOST_FIELDS:

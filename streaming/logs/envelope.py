@@ -32,9 +32,25 @@ shippers write them), JsonLayout and JsonTemplateLayout's JsonLayout.json (`inst
 nanoOfSecond} or `timeMillis`, `level`, `loggerName`), and the Logstash layout (`@timestamp`,
 `level`, `logger_name`). Such a document gives `Unwrapped.fields` (a header.Header: time text,
 level, logger, layout name) next to the message; the parser reads the message with them (unless the
-message is itself a whole log4j line, which a shipper that adds fields may keep). A docker
-json-file document (`{"log": "<line>\n", "stream": ..., "time": ...}`) has no such fields: it is an
-envelope around a log4j line like a shipper's.
+message is itself a whole log4j line, which a shipper that adds fields may keep).
+
+Generic JSON (`GENERIC_JSON`, layout `generic-json`): any other document with a message (the same
+`message`/`log`/`msg` as above) and a time in `instant` (JsonLayout's {epochSecond, nanoOfSecond},
+or a text), `timeMillis`, `@timestamp`, `timestamp` or `time` (the first one present that reads:
+ISO-8601 text as written, or a number or a text of one, epoch seconds or epoch milliseconds told
+apart by magnitude, `EPOCH_SECONDS_RANGE`, `EPOCH_MILLIS_RANGE`), with a level (`level`,
+`log.level`, `severity`: TRACE ... FATAL, WARNING) and a logger (`loggerName`, `logger`,
+`log.logger`, `logger_name`) when it has them. That is a log4j2 JsonTemplateLayout with a template
+of its own, such as Strimzi's test template (`{"instant": "2026-...Z", "someConstant": 1,
+"message": ...}`: time and message only), but also every shipper's document (Filebeat's
+`@timestamp`, Vector's `timestamp`, docker json-file's `time`), whose time is when the shipper read
+the line. So these fields are weaker than a JSON layout's: the parser reads the message by its own
+layout first (a whole log4j line in `message` keeps its own time, level and logger) and takes the
+document's fields only for a message that has none and is no continuation (a `%m` line, as a
+time-less line behind a CRI prefix takes the prefix's time). Without a logger field, a message is a
+coordinator message only by its prefix (`[GroupCoordinator id=1 ...] `, layout.py), as in any
+layout without a logger; without a level field it is taken as INFO. A document with a message but
+no time field that reads is not generic JSON: its message is read as a line, as before.
 
 Host hint: the first string among `host.name`, `kubernetes.pod_name`, `host`, `hostname`,
 `kubernetes.host`. It is kept with quarantine records and, as `data.log_host`, with the events
@@ -46,6 +62,7 @@ implementations are tested against each other.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Final
@@ -75,8 +92,25 @@ JSON_LAYOUTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
     ("log4j2-json", ("level",), ("loggerName",), ("instant", "timeMillis")),
     ("logstash-json", ("level",), ("logger_name",), ("@timestamp",)),
 )
+# Generic JSON (module docstring): the fields looked for, in order.
+GENERIC_JSON = "generic-json"
+GENERIC_LEVELS = ("level", "log.level", "severity")
+GENERIC_LOGGERS = ("loggerName", "logger", "log.logger", "logger_name")
+GENERIC_TIMES = ("instant", "timeMillis", "@timestamp", "timestamp", "time")
+LEVEL_WORDS = {"TRACE": "TRACE", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARN", "WARNING": "WARN",
+               "ERROR": "ERROR", "FATAL": "FATAL"}
+# An epoch time in a generic JSON document: a number as JSON writes it (and as Spark's get_json_object
+# gives a number back: `1.795288886163E9`), unsigned, of epoch seconds or epoch milliseconds, told
+# apart by magnitude: both ranges are 2001-09-09 to 2286-11-20, 10 digits of seconds and 13 of
+# milliseconds. Anything else (a duration in `time`, microseconds, nanoseconds) is not a time.
+EPOCH_NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_EPOCH_NUMBER_RE = re.compile(EPOCH_NUMBER)
+EPOCH_SECONDS_RANGE = (1e9, 1e10)
+EPOCH_MILLIS_RANGE = (1e12, 1e13)
+INSTANT_PART_LIMIT = 10**15
 _NAME_START = re.compile(r"[A-Za-z_$]")
 _DATE_START = re.compile(r"\d{4}-")
+_ISO_START = re.compile(r"[0-9]{4}-")     # ASCII digits only, as the JVM's `[0-9]`
 
 
 def parse_field_path(path: str) -> list[str]:
@@ -154,14 +188,23 @@ def _integer(value: Any) -> int | None:
     return None
 
 
+def _instant_part(value: Any) -> int | None:
+    """epochSecond or nanoOfSecond of an `instant`: up to 15 digits (the JVM computes the time in a
+    long, which more would overflow)."""
+    if isinstance(value, str) and len(value) > 15:
+        return None
+    number = _integer(value)
+    return number if number is not None and number < INSTANT_PART_LIMIT else None
+
+
 def _time_field(doc: dict, names: tuple[str, ...]) -> str | None:
     """The time text of a JSON layout: ISO text as written, or epoch milliseconds as digits."""
     for name in names:
         value = _field(doc, name)
         if name == "instant":
             if isinstance(value, dict):
-                seconds = _integer(value.get("epochSecond"))
-                nanos = 0 if value.get("nanoOfSecond") is None else _integer(value["nanoOfSecond"])
+                seconds = _instant_part(value.get("epochSecond"))
+                nanos = 0 if value.get("nanoOfSecond") is None else _instant_part(value["nanoOfSecond"])
                 if seconds is not None and nanos is not None:
                     return str(seconds * 1000 + nanos // 1_000_000)
             continue
@@ -185,6 +228,79 @@ def json_layout_fields(doc: dict) -> Header | None:
     return None
 
 
+def epoch_millis(value: Any) -> str | None:
+    """Epoch seconds or milliseconds (a JSON number, or a text of one) -> epoch milliseconds as
+    digits; None for anything else (out of both ranges, negative, not a number)."""
+    number: int | float
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if not _EPOCH_NUMBER_RE.fullmatch(value):
+            return None
+        number = float(value)         # (inf past the doubles: out of range)
+    elif isinstance(value, (int, float)):
+        number = value                # (an int as it is: float() of a huge one raises)
+    else:
+        return None
+    if EPOCH_SECONDS_RANGE[0] <= number < EPOCH_SECONDS_RANGE[1]:
+        millis = number * 1000
+    elif EPOCH_MILLIS_RANGE[0] <= number < EPOCH_MILLIS_RANGE[1]:
+        millis = number
+    else:
+        return None
+    # + 0.001: a fraction of a second that a double cannot hold exactly (.163 as .16299999) is not
+    # cut to the millisecond below. The JVM does the same arithmetic (streaming/spark/steps.py).
+    return str(math.floor(millis + 0.001))
+
+
+def _generic_time(doc: dict) -> str | None:
+    for name in GENERIC_TIMES:          # top-level keys: `doc.get`, not `_field` (a shipper's rows pass here)
+        value = doc.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str) and _ISO_START.match(value):
+            return value
+        if isinstance(value, dict):       # JsonLayout's {epochSecond, nanoOfSecond}
+            if name != "instant":
+                continue
+            ts = _time_field(doc, ("instant",))
+        else:
+            ts = epoch_millis(value)
+        if ts is not None:
+            return ts
+    return None
+
+
+_LEVEL_PATHS = tuple((name, name.split(".") if "." in name else None) for name in GENERIC_LEVELS)
+_LOGGER_PATHS = tuple((name, name.split(".") if "." in name else None) for name in GENERIC_LOGGERS)
+
+
+def generic_json_fields(doc: dict) -> Header | None:
+    """The time, and the level and logger when present, of a generic JSON document (module
+    docstring); None without a time that reads. The caller checks the message. (`_field` written
+    out with the paths split once: every shipper's document passes here.)"""
+    ts = _generic_time(doc)
+    if ts is None:
+        return None
+    level = logger = None
+    for name, path in _LEVEL_PATHS:
+        value = doc.get(name)
+        if value is None and path is not None:
+            value = lookup(doc, path)
+        if isinstance(value, str):
+            level = LEVEL_WORDS.get(value.upper())
+            if level is not None:
+                break
+    for name, path in _LOGGER_PATHS:
+        value = doc.get(name)
+        if value is None and path is not None:
+            value = lookup(doc, path)
+        if isinstance(value, str) and _NAME_START.match(value):
+            logger = value
+            break
+    return Header(GENERIC_JSON, ts, level, logger, "")
+
+
 def is_json_row(raw: str, mode: str) -> bool:
     if mode == ENVELOPE_JSON:
         return True
@@ -202,9 +318,11 @@ def _json_layout_in_message(line: str) -> tuple[str, Header] | None:
         return None
     if not isinstance(doc, dict):
         return None
-    fields = json_layout_fields(doc)
     message = next((doc[f] for f in MESSAGE_FIELDS if isinstance(doc.get(f), str)), None)
-    if fields is None or message is None:
+    if message is None:
+        return None
+    fields = json_layout_fields(doc) or generic_json_fields(doc)
+    if fields is None:
         return None
     return first_line(message), Header("envelope+" + fields.layout, fields.ts, fields.level, fields.logger, "")
 
@@ -244,4 +362,6 @@ def unwrap(raw: str, mode: str = ENVELOPE_AUTO, broker_id_field: str | None = No
         nested = _json_layout_in_message(line)
         if nested is not None:
             line, fields = nested
+    if fields is None:
+        fields = generic_json_fields(doc)
     return Unwrapped(line, broker, host, fields=fields)

@@ -29,7 +29,7 @@ common case). `read_header` reads the others, in this order:
 
 The layout name of a line (`Header.layout`) is its prefixes and layout joined by `+`, e.g.
 `cri+default`, `compose+strimzi4`; JSON layouts (the message and its time, level and logger in
-separate fields, envelope.py) are `ecs-json` and `log4j2-json`.
+separate fields, envelope.py) are `ecs-json`, `log4j2-json`, `logstash-json` and `generic-json`.
 """
 from __future__ import annotations
 

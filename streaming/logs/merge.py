@@ -11,12 +11,13 @@ import re
 from typing import NamedTuple
 
 from streaming.logs.envelope import (
-    EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, is_json_row, json_layout_fields
+    EMBEDDED_HEADER_RE, ENVELOPE_AUTO, MESSAGE_FIELDS, first_line, generic_json_fields, is_json_row,
+    json_layout_fields
 )
 from streaming.logs.header import PREFIXED_JSON_RE, read_header
 from streaming.logs.layout import (
     BROKER_LINE_MARKERS, COORDINATOR_LOGGER_MARKERS, COORDINATOR_PREFIX_MARKERS, ENTRY_START, HEADER_RE,
-    KEPT_LINE_MARKERS, MAX_WRAPPED_LINES, NOT_CONTINUING
+    KEPT_LINE_MARKERS, MAX_WRAPPED_LINES, NOT_CONTINUING, is_continuation
 )
 from streaming.logs.timeutil import header_timestamp_ms, log4j_to_epoch_ms, to_epoch_ms_or_none, zone
 from streaming.rows import END_OF_INPUT_TS_MS
@@ -99,8 +100,14 @@ def _json_ts(doc: dict, tz, nested: bool) -> int | None:
         return None
     if nested and message[:1] == "{":
         inner = _doc(message)
-        return None if inner is None else _json_ts(inner, tz, nested=False)
-    return _plain_ts(message, tz)
+        ts = None if inner is None else _json_ts(inner, tz, nested=False)
+    else:
+        ts = _plain_ts(message, tz)
+    if ts is None and not is_continuation(message):
+        # an entry's message without a time of its own: a generic JSON document's (envelope.py)
+        generic = generic_json_fields(doc)
+        ts = None if generic is None else to_epoch_ms_or_none(generic.ts, tz)
+    return ts
 
 
 def line_ts(line: str, tz, json_row: bool) -> int | None:
@@ -138,7 +145,11 @@ def _logger_of(line: str, json_row: bool) -> str | None:
     message = _message_line(doc)
     if message is None:
         return None
-    return _logger_of(message, message[:1] == "{")
+    logger = _logger_of(message, message[:1] == "{")
+    if logger is None:
+        generic = generic_json_fields(doc)
+        logger = None if generic is None else generic.logger
+    return logger
 
 
 class FileShape(NamedTuple):

@@ -23,6 +23,7 @@ from typing import Any
 from state.events import SOURCE_LOG, Event
 from state.quarantine_reasons import QuarantineReason as R
 from streaming.logs.catalog import CatalogEntry, candidate_entries
+from streaming.logs.envelope import GENERIC_JSON
 from streaming.logs.files import iter_log_file
 from streaming.logs.header import DEFAULT, GENERIC, Header, inner_line, read_header
 from streaming.logs.layout import (
@@ -97,6 +98,13 @@ def _header_of(line: str, fields: Header | None) -> Header | None:
     """The header of a line that is not in the default layout, or of a JSON layout's fields."""
     if fields is None:
         return read_header(line)
+    if fields.layout.endswith(GENERIC_JSON):
+        # A generic JSON document's time may be a shipper's (envelope.py): the message's own
+        # layout first; its fields for a message without one that starts an entry of its own.
+        own = read_header(line)
+        if own is not None or is_continuation(line):
+            return own
+        return Header(fields.layout, fields.ts, fields.level, fields.logger, line)
     if line.startswith("[") or line[:1].isdigit():
         # A shipper may add level/logger fields and keep the whole log4j line in `message`.
         own = read_header(line, generic=False)
@@ -132,7 +140,7 @@ def parse_line_detailed(line: str, *, source_id: str, seq: int, tz: tzinfo,
 def _parse_line(line: str, source_id: str, seq: int, tz: tzinfo, default_broker: int | None,
                 fields: Header | None) -> LineParse:
     line = line.rstrip("\r\n")
-    header = HEADER_RE.match(line) if fields is None else None
+    header = HEADER_RE.match(line) if fields is None or fields.layout.endswith(GENERIC_JSON) else None
     if header is not None:     # the default layout, the common case: keep it fast
         ts_text, level, message, logger = header.groups()
         layout = DEFAULT

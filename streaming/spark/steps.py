@@ -15,7 +15,9 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.events import END_OF_INPUT
 from state.outputs import STATISTICS_KINDS, OutputKind
 from streaming.logs.envelope import (
-    ENVELOPE_JSON, ENVELOPE_PLAIN, HOST_FIELDS, JSON_LAYOUTS, MESSAGE_FIELDS, spark_json_path
+    ENVELOPE_JSON, ENVELOPE_PLAIN, EPOCH_MILLIS_RANGE, EPOCH_NUMBER, EPOCH_SECONDS_RANGE, GENERIC_JSON,
+    GENERIC_LEVELS, GENERIC_LOGGERS, GENERIC_TIMES, HOST_FIELDS, JSON_LAYOUTS, LEVEL_WORDS, MESSAGE_FIELDS,
+    spark_json_path
 )
 from streaming.logs.header import PREFIXED_JSON
 from streaming.logs.layout import KEPT_LINE_MARKERS
@@ -62,7 +64,7 @@ def _json_time(raw, names: tuple[str, ...]):
         if name == "instant":
             seconds = _json_field(raw, "instant.epochSecond")
             nanos = F.coalesce(_json_field(raw, "instant.nanoOfSecond"), F.lit("0"))
-            ok = seconds.rlike(r"^[0-9]+$") & nanos.rlike(r"^[0-9]+$")
+            ok = seconds.rlike(r"^[0-9]{1,15}$") & nanos.rlike(r"^[0-9]{1,15}$")     # envelope.INSTANT_PART_LIMIT
             millis = seconds.cast("long") * 1000 + F.floor(nanos.cast("long") / 1_000_000).cast("long")
             values.append(F.when(ok, millis.cast("string")))
         elif name == "timeMillis":
@@ -72,6 +74,52 @@ def _json_time(raw, names: tuple[str, ...]):
             value = _json_field(raw, name)
             values.append(F.when(value.rlike(r"^[0-9]{4}-"), value))
     return F.coalesce(*values)
+
+
+def _json_values(raw, name: str) -> Column:
+    """envelope.py `_field`: the flat key (`"log.level": ...`) first, then the dotted path."""
+    if "." not in name:
+        return _json_field(raw, name)
+    return F.coalesce(_json_field(raw, f"['{name}']"), _json_field(raw, name))
+
+
+def _epoch_millis(value) -> Column:
+    """envelope.py `epoch_millis`: epoch seconds or milliseconds -> epoch milliseconds as digits
+    (the same double arithmetic). get_json_object gives a number back as its JSON text."""
+    number = F.when(value.rlike(f"^{EPOCH_NUMBER}$"), value.cast("double"))
+    seconds = (number >= EPOCH_SECONDS_RANGE[0]) & (number < EPOCH_SECONDS_RANGE[1])
+    millis = (number >= EPOCH_MILLIS_RANGE[0]) & (number < EPOCH_MILLIS_RANGE[1])
+    return (F.when(seconds, F.floor(number * 1000 + 0.001)).when(millis, F.floor(number + 0.001))
+            .cast("string"))
+
+
+def generic_json_time(doc) -> Column:
+    """envelope.py `generic_json_fields` in the JVM, its time: null when no time field reads, or when
+    `doc` is no JSON document. The level and logger: generic_json_level, generic_json_logger."""
+    times = []
+    for name in GENERIC_TIMES:
+        value = _json_field(doc, name)
+        readings = [F.when(value.rlike(r"^[0-9]{4}-"), value), _epoch_millis(value)]
+        if name == "instant":
+            readings.append(_json_time(doc, ("instant",)))
+        times.append(F.coalesce(*readings))
+    return F.when(F.ltrim(doc).startswith("{"), F.coalesce(*times))
+
+
+def generic_json_level(doc) -> Column:
+    levels = []
+    for name in GENERIC_LEVELS:
+        word = F.upper(_json_values(doc, name))
+        levels.append(F.when(word == "WARNING", F.lit("WARN")).when(word.isin(*LEVEL_WORDS), word))
+    return F.coalesce(*levels)
+
+
+def generic_json_logger(doc) -> Column:
+    loggers = []
+    for name in GENERIC_LOGGERS:
+        value = _json_values(doc, name)
+        loggers.append(F.when(value.rlike(r"^[A-Za-z_$]"), value))
+    return F.coalesce(*loggers)
 
 
 def json_layout_columns(doc) -> tuple:
@@ -115,6 +163,33 @@ def _first_line(text):
 _STAGE = "__unwrap_"     # prefix of the intermediate columns of unwrap_frame
 
 
+def _layout_field_stages(df: DataFrame, doc: Column, first: Column, is_json: Column) -> DataFrame:
+    """unwrap_frame's stages of the JSON layout fields: the document's own (`layout`, ...); a JSON
+    layout document inside its message (`n_layout`, ...), else a generic JSON one (`ng_ts`, ...), and
+    `nested` when there is one; the document itself as generic JSON (`g_layout`, ...) when it is no
+    JSON layout, holds none and has a message (envelope.py). Each generic time in a stage of its own,
+    so that its expression is not repeated in every column that depends on it."""
+    def c(name: str):
+        return F.col(_STAGE + name)
+    own = dict(zip(("layout", "ts", "level", "logger"), json_layout_columns(doc)))
+    df = df.withColumns({_STAGE + k: F.when(is_json, v) for k, v in own.items()})
+    inner = dict(zip(("n_layout", "n_ts", "n_level", "n_logger"), json_layout_columns(first)))
+    df = df.withColumns({**{_STAGE + k: F.when(is_json & c("layout").isNull(), v) for k, v in inner.items()},
+                         _STAGE + "n_message": F.when(is_json & first.startswith("{"), _message(first))})
+    df = df.withColumn(_STAGE + "ng_ts", F.when(c("n_message").isNotNull() & c("layout").isNull()
+                                                & c("n_layout").isNull(), generic_json_time(first)))
+    df = df.withColumns({
+        _STAGE + "nested": c("n_message").isNotNull() & (c("n_layout").isNotNull() | c("ng_ts").isNotNull()),
+        _STAGE + "ng_level": F.when(c("ng_ts").isNotNull(), generic_json_level(first)),
+        _STAGE + "ng_logger": F.when(c("ng_ts").isNotNull(), generic_json_logger(first))})
+    df = df.withColumn(_STAGE + "g_ts", F.when(is_json & c("layout").isNull() & ~c("nested")
+                                               & c("message").isNotNull(), generic_json_time(doc)))
+    return df.withColumns({
+        _STAGE + "g_layout": F.when(c("g_ts").isNotNull(), F.lit(GENERIC_JSON)),
+        _STAGE + "g_level": F.when(c("g_ts").isNotNull(), generic_json_level(doc)),
+        _STAGE + "g_logger": F.when(c("g_ts").isNotNull(), generic_json_logger(doc))})
+
+
 def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
                  default_spec: LogSourceSpec | None = None) -> DataFrame:
     """The envelope step in the JVM (same rules as streaming/logs/envelope.py `unwrap`): `df` plus
@@ -154,13 +229,7 @@ def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
         _STAGE + "is_json": c("top_json") | ((c("prefixed") != "") & c("message").isNotNull()),
         _STAGE + "first": _first_line(c("message"))})
     is_json, first = c("is_json"), c("first")
-    own = dict(zip(("layout", "ts", "level", "logger"), json_layout_columns(doc)))
-    df = df.withColumns({_STAGE + k: F.when(is_json, v) for k, v in own.items()})
-    inner = dict(zip(("n_layout", "n_ts", "n_level", "n_logger"), json_layout_columns(first)))
-    df = df.withColumns({**{_STAGE + k: F.when(is_json & c("layout").isNull(), v) for k, v in inner.items()},
-                         _STAGE + "n_message": F.when(is_json & first.startswith("{"), _message(first))})
-    df = df.withColumn(_STAGE + "nested", is_json & c("layout").isNull() & c("n_layout").isNotNull()
-                       & c("n_message").isNotNull())
+    df = _layout_field_stages(df, doc, first, is_json)
     nested = c("nested")
     line = F.when(nested, _first_line(c("n_message"))).when(is_json, first).otherwise(raw)
     hosts = []
@@ -175,14 +244,18 @@ def unwrap_frame(df: DataFrame, raw_col: str, specs: dict[str, LogSourceSpec],
         if spec.broker_id_field:
             broker = F.when(is_json & (source == sid), _broker_id(doc, spec.broker_id_field)).otherwise(broker)
 
-    def pick(own_col, inner_col, name: str):
-        return F.when(nested, inner_col).when(is_json, own_col).alias(name)
+    def pick(name: str, inner_col):
+        """A JSON layout's field, else the one of a document inside the message, else the generic's."""
+        return (F.when(is_json & c("layout").isNotNull(), c(name)).when(nested, inner_col)
+                .when(is_json, c("g_" + name)))
+
+    def inside(name: str):
+        return F.when(c("n_layout").isNotNull(), c("n_" + name)).otherwise(c("ng_" + name))
+    inner_layout = F.concat(F.lit("envelope+"), F.coalesce(c("n_layout"), F.lit(GENERIC_JSON)))
     df = df.withColumns({
         "line": line, "broker_hint": broker, "host_hint": host,
-        "layout_field": pick(c("layout"), F.concat(F.lit("envelope+"), c("n_layout")), "layout_field"),
-        "ts_field": pick(c("ts"), c("n_ts"), "ts_field"),
-        "level_field": pick(c("level"), c("n_level"), "level_field"),
-        "logger_field": pick(c("logger"), c("n_logger"), "logger_field")})
+        "layout_field": pick("layout", inner_layout), "ts_field": pick("ts", inside("ts")),
+        "level_field": pick("level", inside("level")), "logger_field": pick("logger", inside("logger"))})
     return df.drop(*[name for name in df.columns if name.startswith(_STAGE)])
 
 

@@ -28,6 +28,24 @@ JSON_LAYOUT_DOCS = [
     {"log.level": "INFO", "log.logger": ["x"], "message": MSG},
     {"level": "INFO", "message": MSG},
 ]
+# generic JSON (envelope.py generic_json_fields): every time form, levels, loggers, and near misses
+GENERIC_DOCS = [
+    {"instant": "2026-11-21T19:23:13.794Z", "someConstant": 1, "message": MSG},          # Strimzi's template
+    {"instant": {"epochSecond": 1795288993, "nanoOfSecond": 794999999}, "message": MSG},
+    {"instant": {"epochSecond": "1795288993"}, "severity": "warning", "message": MSG},
+    {"instant": {"epochSecond": 10**16}, "time": 1795288993, "message": MSG},
+    {"@timestamp": "2026-11-21T20:23:13.794+01:00", "log": {"level": "error", "logger": 5}, "message": MSG},
+    {"timestamp": 1795288993, "level": "I", "log.level": "debug", "logger": GC, "msg": MSG},
+    {"time": 1795288993.794, "logger_name": "GroupCoordinator", "level": 30, "message": MSG},
+    {"time": 1.795288993794e9, "message": MSG}, {"time": 1795288993794, "message": MSG},
+    {"time": "1795288993794", "message": MSG}, {"time": "1795288993.794", "message": MSG},
+    {"timeMillis": "1795288993794", "message": MSG}, {"timestamp": 9999999999.9999, "message": MSG},
+    {"time": 35, "message": MSG}, {"time": -1795288993, "message": MSG}, {"time": 1e20, "message": MSG},
+    {"time": "1e400", "message": MSG}, {"time": True, "message": MSG}, {"time": [1795288993], "message": MSG},
+    {"time": {"epochSecond": 1795288993}, "message": MSG}, {"time": "soon", "timestamp": 1795288993, "message": MSG},
+    {"time": "2026-11-21T19:23:13Z", "text": MSG},
+    {"time": "2026-11-21T19:23:13Z", "log": MSG + "\n", "stream": "stdout"},             # docker json-file
+]
 
 
 @pytest.mark.spark
@@ -45,7 +63,12 @@ def test_jvm_envelope_step_equals_python(spark):
             fluent_bit(json.dumps(JSON_LAYOUT_DOCS[0])), filebeat(json.dumps(JSON_LAYOUT_DOCS[2])),
             fluent_bit(json.dumps({"level": "INFO", "loggerName": GC})),
             "2026-11-21T19:23:13.794Z stdout F {not json " + GC, "kafka-1  | " + json.dumps({"other": 1}),
-            "2026-11-21T19:23:13.794Z stdout F " + LINE]
+            "2026-11-21T19:23:13.794Z stdout F " + LINE] + [json.dumps(d) for d in GENERIC_DOCS] + [
+            # generic JSON behind container prefixes and inside a shipper's message (which wins over the
+            # shipper's own time), and a JSON layout inside a document that would be generic JSON itself
+            "2026-11-21T19:23:13.794123456Z stdout F " + json.dumps(GENERIC_DOCS[0]),
+            fluent_bit(json.dumps(GENERIC_DOCS[5])), vector(json.dumps(GENERIC_DOCS[0])),
+            vector(json.dumps(JSON_LAYOUT_DOCS[2])), vector(json.dumps({"instant": "soon", "message": MSG}))]
     specs = {"auto": LogSourceSpec("c", broker_id_field="fields.broker_id"),
              "json": LogSourceSpec("c", envelope=ENVELOPE_JSON, broker_id_field="kubernetes.pod_name"),
              "plain": LogSourceSpec("c", envelope=ENVELOPE_PLAIN)}
@@ -63,7 +86,11 @@ def test_jvm_envelope_step_equals_python(spark):
             (f.layout, f.ts, f.level, f.logger) if f is not None else (None, None, None, None)))
     assert got == expected
     layouts = {g[5] for g in got if g[0] == "auto"}
-    assert layouts == {None, "ecs-json", "log4j2-json", "logstash-json", "envelope+ecs-json", "envelope+log4j2-json"}
+    assert layouts == {None, "ecs-json", "log4j2-json", "logstash-json", "envelope+ecs-json", "envelope+log4j2-json",
+                       "generic-json", "envelope+generic-json"}
+    generic = {(g[6], g[7], g[8]) for g in got if g[0] == "auto" and g[5] == "generic-json"}
+    assert {("1795288993794", None, None), ("1795288993000", "DEBUG", GC), ("1795288993794", None, "GroupCoordinator"),
+            ("9999999999999", None, None), ("2026-11-21T20:23:13.794+01:00", "ERROR", None)} <= generic
     assert [g[2] for g in got if g[0] == "auto" and g[1].startswith("kafka-1  | ")] == [MSG, "kafka-1  | {\"other\": 1}"]
     assert ("log4j2-json", "1795288993794", "INFO") in {(g[5], g[6], g[7]) for g in got}
     assert any(g[3] == 7 for g in got) and any(g[3] == 2 for g in got) and any(g[2] is None for g in got)

@@ -142,6 +142,9 @@ def _json_entry(e: Entry, layout: str) -> str:
         if thrown:
             doc.update({"error.type": rest[0].split(":", 1)[0], "error.message": rest[0].partition(": ")[2],
                         "error.stack_trace": "\n".join(rest)})
+    elif layout == "strimzi-json":           # JsonTemplateLayout with Strimzi's test template (below)
+        # (the template has no exception resolver: a stack trace is not written)
+        doc = {"instant": f"{e.date}T{e.clock}.{e.millis}Z", "someConstant": 1, "message": message}
     else:                                    # JsonLayout (compact, eventEol) / JsonLayout.json template
         seconds, nanos = _instant(e)
         doc = {"instant": {"epochSecond": seconds, "nanoOfSecond": nanos}, "thread": _thread(e.logger or ""),
@@ -153,7 +156,11 @@ def _json_entry(e: Entry, layout: str) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
-JSON_LAYOUTS = ("ecs-json", "log4j2-json")
+# Strimzi's system tests configure a broker (Kafka 4.x, log4j2) with JsonTemplateLayout and this event
+# template (the one of log4j2's JsonTemplateLayout manual): time and message only, no level, no logger:
+#   {"instant": {"$resolver": "timestamp", "pattern": {"format": "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'",
+#    "timeZone": "UTC"}}, "someConstant": 1, "message": {"$resolver": "message", "stringified": true}}
+JSON_LAYOUTS = ("ecs-json", "log4j2-json", "strimzi-json")
 
 
 # ----------------------------------------------------------------------------- prefixes

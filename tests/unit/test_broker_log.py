@@ -839,6 +839,10 @@ CASES: list[Case] = [
     Case("streams_internal_errors", "template 4.2-4.4 (WARN)",
          java("[GroupId st1] Cannot compute delayed target assignment: configured topology is not present",
               level="WARN"), None),
+    Case("streams_internal_errors", "template 4.4 (ERROR)",
+         java("[GroupId st1] The refined assignment does not hand out as many active tasks as the target assignment. "
+              "Reconciling towards the target assignment instead, so tasks that have to move do so without warming "
+              "up first. Target assignment: {0=[0, 1]}, refined assignment: {0=[0]}.", level="ERROR"), None),
     Case("streams_task_assignor", "template 4.1 (ERROR)",
          unprefixed("Unable to assign active task 0_1 to any member.",
                     "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor", level="ERROR"), None),

@@ -15,6 +15,7 @@ import pytest
 from state import events as ev
 from streaming.logs import catalog, layout
 from streaming.logs import parser as bl
+from streaming.logs.envelope import GENERIC_JSON, unwrap
 from streaming.logs.reasons import classify_rebalance_reason
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -72,6 +73,12 @@ def test_the_table_covers_every_release_line() -> None:
     assert len(INFO_PLUS) > 400
 
 
+# The templates whose words are all an exception's message: only these may be recognised by a
+# free-text entry (`fallback`, e.g. no_fact.group_error_free_text); every other template has words
+# of its own for an entry to name.
+FREE_TEXT_TEMPLATES = {"[GroupId {}] {}."}
+
+
 @pytest.mark.parametrize("row", INFO_PLUS, ids=_row_id)
 def test_every_info_template_is_recognised_by_exactly_one_entry(row: dict[str, Any]) -> None:
     line = render(row)
@@ -80,6 +87,7 @@ def test_every_info_template_is_recognised_by_exactly_one_entry(row: dict[str, A
     matching = _entries_matching(line)
     assert parsed.entry is not None, line
     assert [e.name for e in matching] == [parsed.entry.name], line
+    assert not parsed.entry.fallback or row["template"] in FREE_TEXT_TEMPLATES, (parsed.entry.name, line)
     if parsed.outcome == bl.OUTCOME_IGNORED:
         assert parsed.entry.kind is None or parsed.result is None
         return
@@ -89,6 +97,47 @@ def test_every_info_template_is_recognised_by_exactly_one_entry(row: dict[str, A
         assert event.ts_ms == 1767261600123
         # The group the line names (a deletion line names two in the table's example).
         assert event.group in EXAMPLE_GROUPS, (event.group, line)
+
+
+def _json_line(row: dict[str, Any], **fields: Any) -> str:
+    """The line as a log4j2 JsonTemplateLayout writes it with `fields` besides the message."""
+    message = _fill(row["prefix"], row.get("prefix_example_args") or []) + _fill(row["template"], row["example_args"])
+    return json.dumps({**fields, "message": message})
+
+
+@pytest.mark.parametrize("shape", ["time and message", "time, level, logger and message"])
+def test_every_info_template_in_a_generic_json_layout(shape: str) -> None:
+    """A generic JSON line (streaming/logs/envelope.py) gives what the default layout gives.
+    Strimzi's test template writes the time and the message alone: a message is then a coordinator
+    line by its coordinator prefix only, so the templates without one (loggers of the LoggerFactory,
+    Scala's GroupMetadata, the event processor threads' `[group-coordinator-event-processor-N]: `)
+    are not coordinator lines (none states a fact), and the level-bound free-text entry has no level
+    to go by. Counted, so that a new template of either kind is seen here."""
+    bare = shape == "time and message"
+    no_prefix, free_text = 0, 0
+    for row in INFO_PLUS:
+        default = bl.parse_line_detailed(render(row), source_id="t", seq=1, tz=UTC)
+        fields: dict[str, Any] = {"instant": "2026-01-01T10:00:00.123Z", "someConstant": 1}
+        if not bare:
+            fields = {"timestamp": 1767261600123, "severity": row["level"], "logger": row["logger"]}
+        u = unwrap(_json_line(row, **fields))
+        assert u.line is not None and u.fields is not None and u.fields.layout == GENERIC_JSON, u
+        parsed = bl.parse_line_detailed(u.line, source_id="t", seq=1, tz=UTC, fields=u.fields)
+        if bare and not u.line.startswith(layout.COORDINATOR_PREFIX_MARKERS):
+            assert parsed.outcome == bl.OUTCOME_NOT_COORDINATOR, (parsed.outcome, u.line)
+            assert default.outcome == bl.OUTCOME_IGNORED, u.line     # every fact has a prefix
+            no_prefix += 1
+            continue
+        if bare and row["template"] in FREE_TEXT_TEMPLATES:
+            assert parsed.outcome == bl.OUTCOME_UNKNOWN and row["level"] == "ERROR", (parsed.outcome, u.line)
+            free_text += 1
+            continue
+        assert (parsed.outcome, parsed.entry) == (default.outcome, default.entry), u.line
+        if isinstance(default.result, list):
+            assert isinstance(parsed.result, list)
+            assert [(e.kind, e.group, e.ts_ms, e.broker, e.data) for e in parsed.result] == \
+                [(e.kind, e.group, e.ts_ms, e.broker, e.data) for e in default.result], u.line
+    assert (no_prefix, free_text) == ((56, 1) if bare else (0, 0))
 
 
 @pytest.mark.parametrize("row", DEBUG, ids=_row_id)

@@ -118,7 +118,8 @@ STREAMS_ENTRIES: list[CatalogEntry] = [
             r"bug, please file a JIRA ticket\.|Cannot compute delayed target assignment: configured topology is "
             r"not present|The configured task assignor '[^']*' is not available; falling back to the default "
             r"assignor '[^']*'\.|The refined assignment does not hand out as many active tasks as the target "
-            r"assignment\. Reconciling towards the target assignment instead)"
+            r"assignment\. Reconciling towards the target assignment instead, so tasks that have to move do so "
+            r"without warming up first\. Target assignment: .*, refined assignment: .*\.)"
             r"|Unexpected error scanning streams group .+ for topology cleanup; skipping\.)", "",
             why="internal warnings of the streams assignment; the epoch and assignment lines carry the facts"),
     no_fact("streams_task_assignor", "java", "4.1-4.4 (StickyTaskAssignor, WARN/ERROR)",

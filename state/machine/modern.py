@@ -21,11 +21,18 @@ from state.model import (
 if TYPE_CHECKING:
     from state.machine.core import GroupStateMachine
 
-# MemberState.STABLE of the consumer, share and streams member records (code 0; the log line
-# prints its name).
+# A member's reconciliation state as the model keeps it (Member.member_state): the codes of
+# org.apache.kafka.coordinator.group.modern.MemberState, which consumer (type 8) and share (type 14)
+# records carry, STABLE 0. Streams records (type 22) carry another enum, streams.MemberState, in which
+# STABLE is 1 (1 STABLE, 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS, 127 UNKNOWN): a member is read by the
+# state's name, which the lines print and the decoded records carry (`data.state_name`).
 MEMBER_STATE_STABLE = 0
+MEMBER_STATE_UNKNOWN = 127
 MEMBER_STATE_CODES = {"STABLE": MEMBER_STATE_STABLE, "UNREVOKED_PARTITIONS": 1, "UNRELEASED_PARTITIONS": 2,
-                      "UNREVOKED_TASKS": 1, "UNRELEASED_TASKS": 2, "UNKNOWN": 127}
+                      "UNREVOKED_TASKS": 1, "UNRELEASED_TASKS": 2, "UNKNOWN": MEMBER_STATE_UNKNOWN}
+# streams.MemberState code -> the model's code, for a streams record without its name.
+STREAMS_RECORD_STATES = {1: MEMBER_STATE_STABLE, 2: MEMBER_STATE_CODES["UNREVOKED_TASKS"],
+                         3: MEMBER_STATE_CODES["UNRELEASED_TASKS"]}
 FENCE_CAUSES = {"session": "heartbeat_expiry", "rebalance": "rebalance_timeout", "join": "rebalance_timeout",
                 "sync": "sync_timeout"}
 
@@ -299,7 +306,7 @@ class ModernProtocol:
             if m.protocol == PROTOCOL_CONSUMER:
                 note_consumer_departure(m, ev.member_id, gone, ev.ts_ms)
         else:
-            self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
+            self._member_reached(ev, ev.data.get("member_epoch"), self.reported_state(ev))
             if m.protocol == PROTOCOL_CONSUMER:
                 member = m.members[ev.member_id]
                 member.assignment_record_ms = ev.ts_ms
@@ -311,9 +318,20 @@ class ModernProtocol:
         """The log line that says what the assignment record says (streams 4.1+, consumer 3.8-3.9)."""
         if not ev.member_id:
             return
-        name = ev.data.get("state_name")
-        self._member_reached(ev, ev.data.get("member_epoch"), MEMBER_STATE_CODES.get(str(name), 127))
+        self._member_reached(ev, ev.data.get("member_epoch"), self.reported_state(ev))
         self.check_convergence(ev)
+
+    def reported_state(self, ev: E.Event) -> int | None:
+        """The state a member's line or current-assignment record reports, in the model's codes
+        (MEMBER_STATE_CODES): by its name when the event has it (every line and decoded record),
+        else by the record's code, which for a streams record is of the streams enum."""
+        name = ev.data.get("state_name")
+        if name is not None:
+            return MEMBER_STATE_CODES.get(str(name), MEMBER_STATE_UNKNOWN)
+        code = ev.data.get("state")
+        if code is not None and self.group_type_of(ev) == PROTOCOL_STREAMS:
+            return STREAMS_RECORD_STATES.get(code, MEMBER_STATE_UNKNOWN)
+        return code
 
     def _member_reached(self, ev: E.Event, epoch: int | None, state: int | None) -> None:
         m = self.machine.m

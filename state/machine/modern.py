@@ -305,6 +305,12 @@ class ModernProtocol:
             gone = m.members.pop(ev.member_id, None)
             if m.protocol == PROTOCOL_CONSUMER:
                 note_consumer_departure(m, ev.member_id, gone, ev.ts_ms)
+            if any(mm.has_assignment_record for mm in m.members.values()):
+                # A departure completes nothing while members remain: Kafka writes a leaving or
+                # fenced member's tombstones in one batch with the group's next epoch, which
+                # supersedes this one, and a replaced static member's with its successor's records,
+                # which carry its state. A fence or leave line completes nothing either.
+                return
         else:
             self._member_reached(ev, ev.data.get("member_epoch"), self.reported_state(ev))
             if m.protocol == PROTOCOL_CONSUMER:

@@ -315,3 +315,27 @@ def test_a_fence_bumps_the_epoch_and_the_survivors_complete_it():
         assert r[4]["outcome"] == "superseded", sources
         assert (r[5]["outcome"], r[5]["completed_at_ms"], r[5]["members"]) == ("stable", 12600, 2), sources
         assert r[5]["trigger"] == ("group_epoch_bump" if sources == "records" else "heartbeat_expiry"), sources
+
+
+@pytest.mark.parametrize("sources", SOURCES)
+def test_a_member_fenced_before_it_reached_the_epoch_does_not_complete_it(sources):
+    """B is killed while UNRELEASED_TASKS at 3 (as on the 4.2 capture) and fenced: A was STABLE at
+    3, but Kafka writes B's tombstones with epoch 4 in one batch, so 3 never completed; it is
+    superseded by 4, which completes when A is STABLE at 4. The same from lines, records or both."""
+    c = Coordinator()
+    first_epoch(c)
+    c.join(5000, B)
+    c.bump(5002, 3, B)
+    c.target(5006, 3, [B, A])
+    c.state(5007, B, 3, 0, "UNRELEASED_TASKS")
+    c.state(5083, A, 2, 2, "UNREVOKED_TASKS")
+    c.state(5163, A, 3, 2, "STABLE")
+    c.fence(11000, B, 4)
+    c.target(11500, 4, [A])
+    c.state(11583, A, 4, 3, "STABLE")
+    machine = run(c.events(sources))
+    r = rebalances(machine)
+    assert (r[3]["outcome"], r[3]["completed_at_ms"], r[3]["ended_at_ms"]) == \
+        ("superseded", None, 11500 if sources == "logs" else 11000)
+    assert (r[4]["outcome"], r[4]["completed_at_ms"], r[4]["members"]) == ("stable", 11583, 1)
+    assert machine.m.state == STABLE

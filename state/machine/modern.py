@@ -342,6 +342,13 @@ class ModernProtocol:
     def _member_reached(self, ev: E.Event, epoch: int | None, state: int | None) -> None:
         m = self.machine.m
         self.become_epoch_based(ev)
+        if epoch is not None and m.generation is not None and epoch > m.generation:
+            # A member's epoch never passes the target assignment's, nor that the group's: the
+            # group is at this epoch, whose bump the model has not seen (no line for it in the
+            # input, its record sorting after this line in their millisecond). As a target
+            # assignment line does for a fence's bump, the first report of the epoch starts it.
+            self.start_epoch(ev, epoch)
+            self.move_to(RECONCILING, ev)
         member = m.members.get(ev.member_id or "") or Member(member_id=ev.member_id or "")
         member.member_epoch = epoch
         member.member_state = state

@@ -339,3 +339,61 @@ def test_a_member_fenced_before_it_reached_the_epoch_does_not_complete_it(source
         ("superseded", None, 11500 if sources == "logs" else 11000)
     assert (r[4]["outcome"], r[4]["completed_at_ms"], r[4]["members"]) == ("stable", 11583, 1)
     assert machine.m.state == STABLE
+
+
+def two_stable_members(c: Coordinator) -> None:
+    """A and B STABLE at 3 (done at 5163)."""
+    first_epoch(c)
+    c.join(5000, B)
+    c.bump(5002, 3, B)
+    c.target(5006, 3, [B, A])
+    c.state(5007, B, 3, 0, "STABLE")
+    c.state(5083, A, 2, 2, "UNREVOKED_TASKS")
+    c.state(5163, A, 3, 2, "STABLE")
+
+
+@pytest.mark.parametrize("sources", ["logs", "both"])
+def test_a_member_at_an_epoch_not_seen_yet_shows_its_bump(sources):
+    """B's metadata change bumps the epoch to 4, but the bump's and the target assignment's lines are
+    not in the input (its coordinator died before its log was shipped) and its records, when read,
+    sort after A's line (same millisecond). A member's epoch never passes the group's: A's STABLE at
+    4 shows the bump. Epoch 4 starts there and completes at B's STABLE line."""
+    c = Coordinator()
+    two_stable_members(c)
+    c.line(9000, f"[GroupId {G}][MemberId {B}] Member updated its member metadata to StreamsGroupMember[memberId={B}, "
+                 "memberEpoch=3, previousMemberEpoch=3, state=STABLE].")
+    c.bump(9010, 4, B, logged=False)
+    c.target(9010, 4, [B, A], logged=False)
+    c.state(9010, A, 4, 3, "STABLE")
+    c.state(9020, B, 4, 3, "STABLE")
+    machine = run(c.events(sources))
+    r = rebalances(machine)
+    assert r[3]["outcome"] == "stable"
+    assert (r[4]["outcome"], r[4]["trigger"], r[4]["trigger_member"], r[4]["started_at_ms"], r[4]["completed_at_ms"],
+            r[4]["members"]) == ("stable", "metadata_change", B, 9010, 9020, 2)
+    assert machine.m.state == STABLE and machine.m.generation == 4
+
+
+@pytest.mark.parametrize("sources", ["logs", "both"])
+def test_a_second_bump_seen_only_in_the_members_epochs(sources):
+    """Epoch 3 (B's join) is reconciling when the group goes to 4 without a line in the input; A,
+    then B, report STABLE at 4 (B passes UNRELEASED_TASKS at 4): 3 is superseded where 4 shows,
+    and 4 completes."""
+    c = Coordinator()
+    first_epoch(c)
+    c.join(5000, B)
+    c.bump(5002, 3, B)
+    c.target(5006, 3, [B, A])
+    c.state(5007, B, 3, 0, "UNRELEASED_TASKS")
+    c.state(5083, A, 2, 2, "UNREVOKED_TASKS")
+    c.state(5100, B, 4, 3, "UNRELEASED_TASKS")
+    c.bump(5100, 4, B, logged=False)
+    c.target(5100, 4, [B, A], logged=False)
+    c.state(5163, A, 4, 2, "STABLE")
+    c.state(5227, B, 4, 4, "STABLE")
+    machine = run(c.events(sources))
+    r = rebalances(machine)
+    assert (r[3]["outcome"], r[3]["ended_at_ms"], r[3]["completed_at_ms"]) == ("superseded", 5100, None)
+    assert (r[4]["outcome"], r[4]["started_at_ms"], r[4]["completed_at_ms"], r[4]["members"]) == \
+        ("stable", 5100, 5227, 2)
+    assert machine.m.state == STABLE

@@ -1,7 +1,9 @@
 """The machine's component for the epoch-based groups of the Java coordinator: KIP-848 consumer
 groups, share groups (KIP-932) and streams groups (KIP-1071). One rebalance per group-epoch bump,
-complete when every member's current assignment (record type 8 / 15 / 22, or the streams "new
-assignment state" line) reaches the epoch and is STABLE.
+complete when every member's current assignment (record type 8 / 14 / 22, or the "new assignment
+state" line) reaches the epoch and is STABLE, whatever order the members get there in; a member's
+departure completes nothing (its tombstones come with the next epoch), and a member at an epoch
+above the group's shows that epoch's bump (docs/output.md, rebalances).
 
 Which type a group is comes from the events that say it (`data.group_type`: a join line, the
 records); share groups print the consumer wording for their bumps, target assignments and fences,

@@ -74,7 +74,8 @@ class Member:
     session_timeout_ms: int | None = None
     rebalance_timeout_ms: int | None = None
     # Epoch-based groups: member epoch and reconciliation state from the member's current
-    # assignment (record type 8 / 15 / 22, or the streams "new assignment state" line).
+    # assignment (record type 8 / 14 / 22, or the "new assignment state" line); the state in the
+    # codes of the consumer and share records (0 STABLE) for every type (modern.MEMBER_STATE_CODES).
     member_epoch: int | None = None
     member_state: int | None = None
     has_assignment_record: bool = False

@@ -1,7 +1,9 @@
 """The machine's component for the epoch-based groups of the Java coordinator: KIP-848 consumer
 groups, share groups (KIP-932) and streams groups (KIP-1071). One rebalance per group-epoch bump,
-complete when every member's current assignment (record type 8 / 15 / 22, or the streams "new
-assignment state" line) reaches the epoch and is STABLE.
+complete when every member's current assignment (record type 8 / 14 / 22, or the "new assignment
+state" line) reaches the epoch and is STABLE, whatever order the members get there in; a member's
+departure completes nothing (its tombstones come with the next epoch), and a member at an epoch
+above the group's shows that epoch's bump (docs/output.md, rebalances).
 
 Which type a group is comes from the events that say it (`data.group_type`: a join line, the
 records); share groups print the consumer wording for their bumps, target assignments and fences,
@@ -21,11 +23,18 @@ from state.model import (
 if TYPE_CHECKING:
     from state.machine.core import GroupStateMachine
 
-# MemberState.STABLE of the consumer, share and streams member records (code 0; the log line
-# prints its name).
+# A member's reconciliation state as the model keeps it (Member.member_state): the codes of
+# org.apache.kafka.coordinator.group.modern.MemberState, which consumer (type 8) and share (type 14)
+# records carry, STABLE 0. Streams records (type 22) carry another enum, streams.MemberState, in which
+# STABLE is 1 (1 STABLE, 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS, 127 UNKNOWN): a member is read by the
+# state's name, which the lines print and the decoded records carry (`data.state_name`).
 MEMBER_STATE_STABLE = 0
+MEMBER_STATE_UNKNOWN = 127
 MEMBER_STATE_CODES = {"STABLE": MEMBER_STATE_STABLE, "UNREVOKED_PARTITIONS": 1, "UNRELEASED_PARTITIONS": 2,
-                      "UNREVOKED_TASKS": 1, "UNRELEASED_TASKS": 2, "UNKNOWN": 127}
+                      "UNREVOKED_TASKS": 1, "UNRELEASED_TASKS": 2, "UNKNOWN": MEMBER_STATE_UNKNOWN}
+# streams.MemberState code -> the model's code, for a streams record without its name.
+STREAMS_RECORD_STATES = {1: MEMBER_STATE_STABLE, 2: MEMBER_STATE_CODES["UNREVOKED_TASKS"],
+                         3: MEMBER_STATE_CODES["UNRELEASED_TASKS"]}
 FENCE_CAUSES = {"session": "heartbeat_expiry", "rebalance": "rebalance_timeout", "join": "rebalance_timeout",
                 "sync": "sync_timeout"}
 
@@ -298,8 +307,14 @@ class ModernProtocol:
             gone = m.members.pop(ev.member_id, None)
             if m.protocol == PROTOCOL_CONSUMER:
                 note_consumer_departure(m, ev.member_id, gone, ev.ts_ms)
+            if any(mm.has_assignment_record for mm in m.members.values()):
+                # A departure completes nothing while members remain: Kafka writes a leaving or
+                # fenced member's tombstones in one batch with the group's next epoch, which
+                # supersedes this one, and a replaced static member's with its successor's records,
+                # which carry its state. A fence or leave line completes nothing either.
+                return
         else:
-            self._member_reached(ev, ev.data.get("member_epoch"), ev.data.get("state"))
+            self._member_reached(ev, ev.data.get("member_epoch"), self.reported_state(ev))
             if m.protocol == PROTOCOL_CONSUMER:
                 member = m.members[ev.member_id]
                 member.assignment_record_ms = ev.ts_ms
@@ -311,13 +326,31 @@ class ModernProtocol:
         """The log line that says what the assignment record says (streams 4.1+, consumer 3.8-3.9)."""
         if not ev.member_id:
             return
-        name = ev.data.get("state_name")
-        self._member_reached(ev, ev.data.get("member_epoch"), MEMBER_STATE_CODES.get(str(name), 127))
+        self._member_reached(ev, ev.data.get("member_epoch"), self.reported_state(ev))
         self.check_convergence(ev)
+
+    def reported_state(self, ev: E.Event) -> int | None:
+        """The state a member's line or current-assignment record reports, in the model's codes
+        (MEMBER_STATE_CODES): by its name when the event has it (every line and decoded record),
+        else by the record's code, which for a streams record is of the streams enum."""
+        name = ev.data.get("state_name")
+        if name is not None:
+            return MEMBER_STATE_CODES.get(str(name), MEMBER_STATE_UNKNOWN)
+        code = ev.data.get("state")
+        if code is not None and self.group_type_of(ev) == PROTOCOL_STREAMS:
+            return STREAMS_RECORD_STATES.get(code, MEMBER_STATE_UNKNOWN)
+        return code
 
     def _member_reached(self, ev: E.Event, epoch: int | None, state: int | None) -> None:
         m = self.machine.m
         self.become_epoch_based(ev)
+        if epoch is not None and m.generation is not None and epoch > m.generation:
+            # A member's epoch never passes the target assignment's, nor that the group's: the
+            # group is at this epoch, whose bump the model has not seen (no line for it in the
+            # input, its record sorting after this line in their millisecond). As a target
+            # assignment line does for a fence's bump, the first report of the epoch starts it.
+            self.start_epoch(ev, epoch)
+            self.move_to(RECONCILING, ev)
         member = m.members.get(ev.member_id or "") or Member(member_id=ev.member_id or "")
         member.member_epoch = epoch
         member.member_state = state

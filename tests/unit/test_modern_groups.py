@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -36,6 +37,15 @@ def _run(capture: str, with_offsets: bool) -> dict[str, list[Any]]:
 def replayed(request):
     capture, with_offsets = request.param
     return capture, CAPTURES[capture], _run(capture, with_offsets)
+
+
+def _logged(capture: str, text: str) -> int:
+    """The time of the one broker line of the capture that contains `text`."""
+    found = [line for name in ("broker1-server.log", "broker2-server.log")
+             for line in (FIXTURES / capture / name).read_text().splitlines() if text in line]
+    assert len(found) == 1, found
+    stamp = datetime.strptime(found[0][1:24], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc)
+    return int(stamp.timestamp() * 1000)
 
 
 def _of(out: dict[str, list[Any]], kind: str, group: str) -> list[dict[str, Any]]:
@@ -108,6 +118,20 @@ def test_streams_group_removals_and_rebalances(replayed):
     first = rebalances[0]
     assert (first["trigger"], first["outcome"]) == ("member_join", "stable")
     assert Counter(r["trigger"] for r in rebalances)["member_join"] == 2
+    if capture == "kafka-4.2-modern":
+        # b's join: b was killed UNRELEASED_TASKS at 3 and fenced; its tombstones come with epoch 4,
+        # so epoch 3 never completed (a was STABLE at 3), with the records read or not
+        joined = [r for r in rebalances if r["trigger"] == "member_join"][1]
+        assert (joined["generation"], joined["outcome"], joined["completed_at_ms"]) == (3, "superseded", None)
+    if capture == "kafka-4.4-modern":
+        # b's join: b UNRELEASED_TASKS at 3, a UNREVOKED_TASKS at 2, a STABLE at 3, b STABLE at 3; the
+        # type-22 records say the same in the streams enum (STABLE is 1): complete at b's line, read
+        # with the records or without
+        joined = [r for r in rebalances if r["trigger"] == "member_join"][1]
+        assert (joined["generation"], joined["outcome"], joined["members"]) == (3, "stable", 2)
+        assert joined["completed_at_ms"] == _logged(capture, "[GroupId k440-streams][MemberId B-ysFiqEQWyUNVomRhCfgQ] "
+                                                             "Member's new assignment state: epoch=3, previousEpoch=3, "
+                                                             "state=STABLE")
     snapshot, = [s for s in out["snapshot"] if s["group"] == group]
     assert snapshot["state"] == "Empty" and snapshot["rebalance_in_progress"] is None
 
@@ -115,3 +139,20 @@ def test_streams_group_removals_and_rebalances(replayed):
 def test_no_input_is_quarantined(replayed):
     _, _, out = replayed
     assert out["quarantine"] == []
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
+def test_an_epoch_completes_alike_from_logs_and_from_logs_with_offsets(capture):
+    """The members' "new assignment state" lines and their current-assignment records say the same
+    thing: an epoch both inputs show completes in both, at the same time, or in neither (a streams
+    record's state is of another enum; a departure's tombstones come with the next epoch)."""
+    prefix = CAPTURES[capture]
+    logs, both = _run(capture, False), _run(capture, True)
+    for group_type in ("share", "streams"):
+        group = f"{prefix}-{group_type}"
+        from_logs = {r["generation"]: r for r in _of(logs, "rebalance", group)}
+        with_offsets = {r["generation"]: r for r in _of(both, "rebalance", group)}
+        completed = [(g, from_logs[g]["completed_at_ms"], with_offsets[g]["completed_at_ms"])
+                     for g in sorted(set(from_logs) & set(with_offsets))
+                     if "stable" in (from_logs[g]["outcome"], with_offsets[g]["outcome"])]
+        assert completed and all(a == b is not None for _, a, b in completed), (group, completed)

@@ -1104,3 +1104,72 @@ def test_a_member_joining_again_is_not_the_trigger_of_the_next_bump():
     m = run(evs)
     assert [(r["generation"], r["trigger"], r["trigger_member"]) for k, r in m.outputs if k == OutputKind.REBALANCE] \
         == [(1, "member_join", K1), (2, "member_join", K2), (3, "member_leave", K1)]
+
+
+@pytest.mark.parametrize("group_type", ["consumer", "share"])
+@pytest.mark.parametrize("with_line", [True, False])
+def test_a_member_fenced_before_it_reached_the_epoch_does_not_complete_it(group_type, with_line):
+    """K2 joins (epoch 2) and is fenced before it reached 2, K1 STABLE at 2 by then. Kafka writes K2's
+    tombstones and epoch 3 in one batch: 2 never completed, it is superseded by 3 (as a fence line
+    and the epoch's target-assignment line say). Seen on the 4.2.2 and 4.4.0 share captures, where
+    the records made it `stable` at the tombstone and the logs `superseded`."""
+    kind = {"group_type": group_type}
+    evs = [
+        ev(1000, E.CONSUMER_MEMBER_JOINED, member_id=K1, data={**kind, "protocol": group_type}),
+        ev(1001, E.GROUP_EPOCH_BUMPED, 1),
+        ev(1001, E.CG_EPOCH, 1, data=kind),
+        ev(1010, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={**kind, "member_epoch": 1, "state": 0,
+                                                             "state_name": "STABLE"}),
+        ev(5000, E.CONSUMER_MEMBER_JOINED, member_id=K2, data={**kind, "protocol": group_type}),
+        ev(5001, E.GROUP_EPOCH_BUMPED, 2),
+        ev(5001, E.CG_EPOCH, 2, data=kind),
+        ev(5001, E.CG_MEMBER_ASSIGNMENT, member_id=K2, data={**kind, "member_epoch": 2, "state": 2,
+                                                             "state_name": "UNRELEASED_PARTITIONS"}),
+        ev(5010, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={**kind, "member_epoch": 2, "state": 0,
+                                                             "state_name": "STABLE"}),
+        ev(60001, E.CG_MEMBER_ASSIGNMENT, member_id=K2, data={**kind, "tombstone": True}),
+        ev(60001, E.CG_MEMBER, member_id=K2, data={**kind, "tombstone": True}),
+        ev(60001, E.CG_EPOCH, 3, data=kind),
+        ev(60500, E.TARGET_ASSIGNMENT, 3),
+        ev(60510, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={**kind, "member_epoch": 3, "state": 0,
+                                                              "state_name": "STABLE"}),
+    ]
+    if with_line:
+        evs.append(ev(60000, E.CONSUMER_MEMBER_FENCED, member_id=K2, data={**kind, "fence_reason": "session"}))
+    m = run(evs)
+    got = {r["generation"]: r for r in records(m, OutputKind.REBALANCE)}
+    assert (got[2]["outcome"], got[2]["completed_at_ms"], got[2]["members"]) == ("superseded", None, 1)
+    assert (got[3]["outcome"], got[3]["completed_at_ms"], got[3]["members"]) == ("stable", 60510, 1)
+    assert got[2]["removed_members"] == ([K2] if with_line else [])    # the fence line's removal
+    assert m.m.state == STABLE and set(m.m.members) == {K1}
+
+
+@pytest.mark.parametrize("group_type", ["consumer", "share"])
+def test_a_member_at_an_epoch_the_input_did_not_show_starts_it(group_type):
+    """Logs alone: K2 is fenced, and the bump to 3 shows in no line of the input (a fence logs no
+    "Bumped" line; the target-assignment line is missing). A member's epoch never passes the group's:
+    K1's "new assignment state" at 3 starts epoch 3 (trigger: the fence), which completes there.
+    Before, K1's report matched no open epoch and epoch 3 had no record at all."""
+    kind = {"group_type": group_type}
+
+    def state(ts: int, member: str, epoch: int, name: str) -> E.Event:
+        return ev(ts, E.MEMBER_ASSIGNMENT_STATE, member_id=member,
+                  data={**kind, "member_epoch": epoch, "previous_member_epoch": epoch - 1, "state_name": name})
+
+    evs = [
+        ev(1000, E.CONSUMER_MEMBER_JOINED, member_id=K1, data={**kind, "protocol": group_type}),
+        ev(1001, E.GROUP_EPOCH_BUMPED, 1),
+        state(1010, K1, 1, "STABLE"),
+        ev(5000, E.CONSUMER_MEMBER_JOINED, member_id=K2, data={**kind, "protocol": group_type}),
+        ev(5001, E.GROUP_EPOCH_BUMPED, 2),
+        state(5002, K2, 2, "STABLE"),
+        state(5010, K1, 2, "STABLE"),
+        ev(60000, E.CONSUMER_MEMBER_FENCED, member_id=K2, data={**kind, "fence_reason": "session"}),
+        state(60510, K1, 3, "STABLE"),
+    ]
+    m = run(evs)
+    got = {r["generation"]: r for r in records(m, OutputKind.REBALANCE)}
+    assert (got[2]["outcome"], got[2]["completed_at_ms"]) == ("stable", 5010)
+    assert (got[3]["outcome"], got[3]["trigger"], got[3]["trigger_member"], got[3]["started_at_ms"],
+            got[3]["completed_at_ms"], got[3]["members"]) == ("stable", "heartbeat_expiry", K2, 60510, 60510, 1)
+    assert m.m.state == STABLE and m.m.generation == 3

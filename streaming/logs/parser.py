@@ -207,7 +207,8 @@ def _build_events(entry: CatalogEntry, kind: str, match: re.Match, ts_ms: int, b
     if offsets_partition is not None:
         data["offsets_partition"] = offsets_partition
     if precision > 1:
-        # A layout without milliseconds: the event happened within `precision` ms of ts_ms.
+        # A layout without milliseconds: the event happened within `precision` ms of ts_ms
+        # (state/event_order.py places it among the offsets records of that span).
         data[TS_PRECISION] = precision
     attributes: dict[str, Any] = {"generation": None, "member_id": None, "reason": None}
     groups: list[str] = []

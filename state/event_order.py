@@ -22,7 +22,8 @@ line). Within the span of a coarse line (its second):
   of an earlier millisecond that follows an earlier line of its file).
 
 A placed line carries in data[TS_LATEST] the latest its time can be (that first record's time, or
-the span's end). What no line says stays open: within one span, the order of two
+the span's end): the diagnosis reads a commit of that second as possibly before a LeaveGroup
+(state/diagnosis/holding.py). What no line says stays open: within one span, the order of two
 files' lines that no record separates (by source id, as for lines of one millisecond), and of a
 line and a record that follows no line (a commit). Input without coarse lines keeps
 `Event.sort_key` order exactly, and its events are not copied.

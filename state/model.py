@@ -146,6 +146,10 @@ class HeldRemoval:
     # Set as it is decided: the coordinator move that explains it, the poll timeout inferred.
     coordinator_move_ms: int | None = None
     poll_inferred: bool = False
+    # Its line's layout writes whole seconds: the latest time the removal can have happened
+    # (state/event_order.py; None: its time is exact). A commit or a rejoin within it may have
+    # come before or after it (state/diagnosis/holding.py).
+    latest_ms: int | None = None
 
     @property
     def may_have_stalled(self) -> bool:

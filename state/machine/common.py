@@ -117,7 +117,7 @@ class CommonEvents:
         m = self.machine.m
         m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.partition_prior_commits, m.last_commit_ms,
                                                     ev.kind, ev.data, ev.ts_ms)
-        if any(h.commit_times is not None for h in m.held_removals):
+        if any(h.commit_partitions for h in m.held_removals):
             for c in E.commits_of(ev):
                 if c.get("topic") is not None and c.get("partition") is not None:
                     note_commit_times(m, f"{c['topic']}:{c['partition']}",

@@ -382,7 +382,7 @@ def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str,
         model.last_commit_ms = last if model.last_commit_ms is None else max(model.last_commit_ms, last)
         model.commits_total += digest["n"]
         prior = digest.get("pp", {})
-        collecting = any(h.commit_times is not None for h in model.held_removals)
+        collecting = any(h.commit_partitions for h in model.held_removals)
         for key, commit_ts in digest.get("pc", {}).items():
             fold_commit_times(model.partition_commits, model.partition_prior_commits, key, commit_ts,
                               tuple(prior.get(key, ())))

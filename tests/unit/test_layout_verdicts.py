@@ -122,6 +122,85 @@ def test_the_comparison_tells_a_flipped_verdict_and_a_time_beyond_its_second():
     assert verdict_differences((rebalances, removals), (uncompleted, removals))
 
 
+# ----------------------------------------------------------------------------- within one second
+# Real lines of the 2.7 capture, moved in time so that what the issue names happens within one
+# second: the verdict of the whole-second rendering must still be the millisecond one's.
+def _lines(file: str, first: int, last: int, moved: dict[int, str] | None = None) -> list[str]:
+    """Lines first..last (1-based) of a 2.7 capture log, with the times of some lines replaced."""
+    lines = (FIXTURES / "kafka-2.7" / file).read_text().splitlines()[first - 1:last]
+    moved = moved or {}
+    return [f"[2026-11-21 {moved[n]}{line[24:]}" if n in moved else line
+            for n, line in zip(range(first, last + 1), lines)]
+
+
+def _offsets_of(group: str, until_ms: int, extra: tuple[dict, ...] = ()) -> list[str]:
+    """The 2.7 capture's `__consumer_offsets` records of one group before `until_ms` (and `extra`
+    ones), in time order."""
+    import base64
+    import json
+    name = group.encode()
+    rows = [json.loads(line) for line in (FIXTURES / "kafka-2.7" / "offsets-topic.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if name in base64.b64decode(r["key_b64"]) and r["timestamp"] < until_ms] + list(extra)
+    rows.sort(key=lambda r: r["timestamp"])
+    return [json.dumps(dict(r, offset=i)) for i, r in enumerate(rows)]
+
+
+def _commit(group: str, topic: str, partition: int, offset: int, at_ms: int) -> dict:
+    """An OffsetCommit record (key type 1, value version 3) committed at `at_ms`."""
+    import base64
+    import struct
+
+    def text(s: str) -> bytes:
+        return struct.pack(">h", len(s)) + s.encode()
+    key = struct.pack(">h", 1) + text(group) + text(topic) + struct.pack(">i", partition)
+    value = struct.pack(">hqih", 3, offset, 0, 0) + struct.pack(">q", at_ms)
+    return {"partition": 3, "offset": 0, "timestamp": at_ms, "key_b64": base64.b64encode(key).decode(),
+            "value_b64": base64.b64encode(value).decode()}
+
+
+def _both(tmp: Path, lines: list[str], offsets: list[str] | None) -> tuple[Verdicts, Verdicts]:
+    """The records of a synthetic log as written (milliseconds) and rendered whole seconds."""
+    dump = None
+    if offsets is not None:
+        (tmp / "offsets.jsonl").write_text("\n".join(offsets) + "\n")
+        dump = str(tmp / "offsets.jsonl")
+    for layout in ("default", "strimzi4"):
+        (tmp / layout).mkdir()
+        (tmp / layout / "server.log").write_text("\n".join(rewrite(lines, layout)[0]) + "\n")
+    millis, seconds = (_records([LogInput(path=str(tmp / layout / "server.log"))], dump)
+                       for layout in ("default", "strimzi4"))
+    return millis, seconds
+
+
+def test_an_expiry_and_the_rejoin_within_one_second_is_a_pause_in_whole_seconds_too(tmp_path):
+    # sc04-c2 expired at 19:23:58.146 and came back (a new member id) at 19:24:08.039: here at .700,
+    # its rebalance complete by .901; broker logs only. Whole seconds: every line of that second
+    # at 19:23:58, no record to place them by; the rejoin is the line after the expiry.
+    lines = _lines("broker1-server.log", 834, 843, {841: "19:23:58,700", 842: "19:23:58,900", 843: "19:23:58,901"})
+    millis, seconds = _both(tmp_path, lines, None)
+    [expiry] = [r for r in millis[1] if r["cause"] == "heartbeat_expiry"]
+    assert expiry["root_cause"] == "process_pause" and "0.6 s later" in expiry["evidence"]
+    assert verdict_differences(millis, seconds) == []
+
+
+def test_a_leave_and_its_commit_within_one_second_is_not_a_poll_timeout_in_whole_seconds_too(tmp_path):
+    # sc05-slow left at 19:24:53.176 without a reason and came back 6.9 s later; it had committed
+    # nothing before (a poll timeout, inferred). Here it committed its partition at 19:24:53.100,
+    # 76 ms before its LeaveGroup, as a consumer does when it closes: a restart. Whole seconds: the
+    # leave line at 19:24:53, the commit record at 19:24:53.100, nothing between them in the log.
+    # (The group's records up to the leave, its lines up to its generation 4, 19:25:00.700: the
+    # decoder keeps the newest three commit times of a partition of the dump, and the partition's
+    # next owner committed it three times later.)
+    commit = _commit("sc05-poll-timeout", "sc05-topic", 2, 426, 1795289093100)
+    millis, seconds = _both(tmp_path, _lines("broker2-server.log", 814, 826),
+                            _offsets_of("sc05-poll-timeout", 1795289094000, (commit,)))
+    first = min((r for r in millis[1] if r["client_id"] == "sc05-slow"), key=lambda r: r["removed_at_ms"])
+    assert (first["cause"], first["root_cause"], first["root_cause_confidence"]) == (
+        "leave_group", "graceful_shutdown", "medium")
+    assert "commits during the last 8.0 s" in first["evidence"]
+    assert verdict_differences(millis, seconds) == []
+
+
 # ----------------------------------------------------------------------------- the streaming step
 @pytest.mark.parametrize("name", ["kafka-2.7", "kafka-4.0", "kafka-4.4-modern"])
 @pytest.mark.parametrize("buckets", [0, 4])

@@ -2,7 +2,9 @@
 
 Events are held in the group's state until the watermark passes them, then applied in
 (ts_ms, source_rank, source_id, seq) order, so the result does not depend on how the input was
-cut into micro-batches or which source arrived first. The event-time timeout is set to the
+cut into micro-batches or which source arrived first. (A line of a layout that writes whole
+seconds waits, with every event from its second on, until the watermark has passed its second:
+state/event_order.py places it among that second's offsets records.) The event-time timeout is set to the
 oldest held event (or the machine's next deadline) so the group is called again when the
 watermark moves even if no new row arrives for it.
 

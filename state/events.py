@@ -21,6 +21,14 @@ SOURCE_OFFSETS = "offsets"  # __consumer_offsets record
 # "Assignment received" before it appends the GroupMetadata record of that generation.
 SOURCE_RANK = {SOURCE_LOG: 0, SOURCE_OFFSETS: 1}
 
+# A log line whose layout writes its time coarser than milliseconds (Strimzi's Kafka 4.x layout:
+# whole seconds) carries in data[TS_PRECISION] how many ms its time spans (1000): it happened in
+# [ts_ms, ts_ms + precision). Its place among the offsets records of that span: state/event_order.py.
+TS_PRECISION = "ts_precision_ms"
+# ... and once placed there, in data[TS_LATEST] the latest time it can have happened (ts_ms is then
+# the time of its place; the machine's comparisons that must not depend on the layout use both).
+TS_LATEST = "ts_latest_ms"
+
 # --- kinds from broker logs (classic protocol) -------------------------------------------------
 PREPARE_REBALANCE = "prepare_rebalance"        # generation = old generation; reason = verbatim
 JOIN_COMPLETE = "join_complete"                # "Stabilized group G generation N": generation = N

@@ -114,6 +114,9 @@ class OpenRebalance:
     # Classic, Kafka 2.8+: the member count of its "Assignment received" line, while it waits for
     # the generation's GroupMetadata record.
     logged_members: int | None = None
+    # Its start line's layout wrote whole seconds: the latest time it can have started
+    # (state/event_order.py), so a record of that second may have come before it.
+    started_latest_ms: int | None = None
 
 
 # The entries GroupModel keeps while it waits for later evidence. Stored (to_json) like the model:
@@ -147,6 +150,10 @@ class HeldRemoval:
     # Set as it is decided: the coordinator move that explains it, the poll timeout inferred.
     coordinator_move_ms: int | None = None
     poll_inferred: bool = False
+    # Its line's layout writes whole seconds: the latest time the removal can have happened
+    # (state/event_order.py; None: its time is exact). A commit or a rejoin within it may have
+    # come before or after it (state/diagnosis/holding.py).
+    latest_ms: int | None = None
 
     @property
     def may_have_stalled(self) -> bool:

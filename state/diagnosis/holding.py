@@ -36,13 +36,20 @@ def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | 
         return
     held.commit_known = True
     commits = [model.partition_commits[p] for p in parts if p in model.partition_commits]
-    newest = max((c for c in commits if c <= at), default=None)
+    # A leave whose line writes whole seconds may have come after a commit of its second.
+    newest = max((c for c in commits if c <= (held.latest_ms or at)), default=None)
+    if held.latest_ms is not None:
+        held.commit_partitions = list(parts)    # one that comes later may be of its second (note_commit_times)
+    _read_leave_commits(held, len(parts), newest, at, stall)
+
+
+def _read_leave_commits(held: HeldRemoval, partitions: int, newest: int | None, at: int, stall: int) -> None:
     held.stalled = newest is None or newest <= at - stall
     if newest is None:
-        held.commit_text = f"no commit on its {len(parts)} partition(s) before the leave"
+        held.commit_text = f"no commit on its {partitions} partition(s) before the leave"
     else:
-        held.commit_text = (f"last commit on its {len(parts)} partition(s) "
-                            f"{(at - newest) / 1000:.1f} s before the leave "
+        held.commit_text = (f"last commit on its {partitions} partition(s) "
+                            f"{max(at - newest, 0) / 1000:.1f} s before the leave "
                             f"({'no commit during' if held.stalled else 'commits during'} "
                             f"the last {stall / 1000:.1f} s)")
 
@@ -64,11 +71,19 @@ def _start_close_evidence(model: GroupModel, record: dict[str, Any], known: Memb
 
 
 def note_commit_times(model: GroupModel, key: str, times: tuple[int | None, ...]) -> None:
-    """A partition's commit times (a commit entry's) for the held static removals that own it."""
+    """A partition's commit times (a commit entry's) for the held static removals that own it, and
+    for the held LeaveGroups of whole-second lines that own it: a commit within the leave's second
+    may have come before it (what a consumer commits when it closes)."""
     for h in model.held_removals:
-        if h.commit_times is not None and h.commit_partitions and key in h.commit_partitions:
-            at = h.rec["removed_at_ms"]
+        if not (h.commit_partitions and key in h.commit_partitions):
+            continue
+        at = h.rec["removed_at_ms"]
+        if h.commit_times is not None:
             h.commit_times = E.newest_commit_times([*h.commit_times, *(t for t in times if t is not None and t <= at)])
+        elif h.latest_ms is not None and h.commit_known and h.rec["cause"] == "leave_group":
+            late = [t for t in times if t is not None and at <= t <= h.latest_ms]
+            if late:
+                _read_leave_commits(h, len(h.commit_partitions), max(late), at, h.rec["rebalance_timeout_ms"])
 
 
 def _read_close_evidence(h: HeldRemoval, s: DiagnosisSettings) -> None:
@@ -93,9 +108,11 @@ def _read_close_evidence(h: HeldRemoval, s: DiagnosisSettings) -> None:
 
 
 def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None,
-                 settings: DiagnosisSettings) -> None:
-    """Keep a removal record until event time passes its decision window."""
-    held = HeldRemoval(rec=record, decide_at=record["removed_at_ms"] + decision_window_ms(record, settings))
+                 settings: DiagnosisSettings, latest_ms: int | None = None) -> None:
+    """Keep a removal record until event time passes its decision window. `latest_ms`: its line
+    writes whole seconds, the removal happened at the latest then (None: at removed_at_ms)."""
+    held = HeldRemoval(rec=record, decide_at=record["removed_at_ms"] + decision_window_ms(record, settings),
+                       latest_ms=latest_ms)
     if record["cause"] == "leave_group":
         _commit_evidence(model, record, known, held)
     elif record.get("group_instance_id") is not None and record["cause"] in ("static_member_fenced",
@@ -113,7 +130,10 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
         client_id = client_id_from_member_id(member_id)
     for h in model.held_removals:
         r = h.rec
-        if h.rejoined_at_ms is not None or ts_ms <= r["removed_at_ms"] or ts_ms > h.decide_at:
+        # At the removal's own time, a join applied after it came after it when the removal's
+        # line wrote whole seconds (placed before the records of its second, state/event_order.py).
+        if h.rejoined_at_ms is not None or ts_ms < r["removed_at_ms"] or ts_ms > h.decide_at \
+                or (ts_ms == r["removed_at_ms"] and h.latest_ms is None):
             continue
         same_id = member_id is not None and member_id == r["member_id"]
         # Epoch-based members keep their member id across a rejoin; only classic ones need the client.

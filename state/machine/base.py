@@ -15,6 +15,7 @@ from state.diagnosis.holding import (
     hold_removal, never_stopped, observe_join, trigger_may_change, undecided_members
 )
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
+from state.event_order import latest_ms
 from state.impact import (
     CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, classic_impact, consumer_departure_ms, consumer_impact, departure_ms,
     note_consumer_departure, note_departure, poll_timeout_correction, stopped_at_removal, unknown
@@ -116,14 +117,15 @@ class MachineBase:
         self.transition_to(EMPTY, ev, table=None)
 
     # ------------------------------------------------------------------ removals
-    def hold(self, record: dict[str, Any], known: Member | None) -> None:
-        """A removal record goes to the diagnosis, which releases it at its decision time."""
-        hold_removal(self.m, record, known, self.settings)
+    def hold(self, record: dict[str, Any], known: Member | None, ev: E.Event | None = None) -> None:
+        """A removal record goes to the diagnosis, which releases it at its decision time. `ev`:
+        the line that removed the member at the record's time (it may write whole seconds)."""
+        hold_removal(self.m, record, known, self.settings, None if ev is None else latest_ms(ev))
         self.hold_order.append((len(self.outputs) - self._released, record))
 
     def observe_join(self, member_id: str | None, client_id: str | None, client_host: str | None,
-                     ts_ms: int) -> None:
-        for held in observe_join(self.m, member_id, client_id, client_host, ts_ms):
+                     ev: E.Event) -> None:
+        for held in observe_join(self.m, member_id, client_id, client_host, ev.ts_ms):
             if never_stopped(held, self.settings):
                 # It was consuming until its removal, not only until its last heartbeat.
                 stopped_at_removal(self.m, held.rec["member_id"], held.rec["removed_at_ms"])
@@ -145,7 +147,7 @@ class MachineBase:
             note_consumer_departure(m, member_id, known, since)
         else:
             since = departure_ms(known, cause, ev.ts_ms)
-        self.hold(self.removal(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text), known)
+        self.hold(self.removal(member_id, known, cause, ev, ev.ts_ms, m.generation, reason_text), known, ev)
         m.removals_total += 1
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
             self.note_removal_in(m.open_rebalance, member_id, known, cause, ev.ts_ms)
@@ -201,6 +203,7 @@ class MachineBase:
             generation=generation, removals=[r[0] for r in recent],
             # removals from before checkpoints kept them (three fields) stopped at their removal
             departures={r[0]: [r[3], r[4]] if len(r) > 4 else [r[1], None] for r in recent},
+            started_latest_ms=latest_ms(ev),
         )
         timeouts = [mm.rebalance_timeout_ms for mm in m.members.values() if mm.rebalance_timeout_ms]
         if timeouts:

@@ -92,7 +92,7 @@ class ClassicProtocol:
         machine, m = self.machine, self.machine.m
         m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
         m.recent_joins.append([ev.member_id, ev.ts_ms])
-        machine.observe_join(ev.member_id, None, None, ev.ts_ms)
+        machine.observe_join(ev.member_id, None, None, ev)
 
     def on_prepare(self, ev: E.Event) -> None:
         machine, m = self.machine, self.machine.m
@@ -117,7 +117,7 @@ class ClassicProtocol:
         if downgrade and opened.trigger == "unknown":
             opened.trigger = trigger
         if trigger == "member_join" and ev.data.get("trigger_member"):
-            machine.observe_join(ev.data["trigger_member"], None, None, ev.ts_ms)
+            machine.observe_join(ev.data["trigger_member"], None, None, ev)
 
     def _open_rebalance_for(self, ev: E.Event) -> OpenRebalance:
         """The open rebalance, or one started by this line when its "Preparing" line was missed."""
@@ -219,7 +219,7 @@ class ClassicProtocol:
             )
         for mid, mm in new_members.items():
             if mid not in m.members:
-                machine.observe_join(mid, mm.client_id, mm.client_host, ev.ts_ms)
+                machine.observe_join(mid, mm.client_id, mm.client_host, ev)
         previous, previous_generation = m.members, m.members_generation
         m.members = new_members
         m.members_generation = ev.generation
@@ -299,7 +299,7 @@ class ClassicProtocol:
             m.pending_inferred.remove(pending)
             pending.rec.update(removed_at_ms=ev.ts_ms, cause=cause, reason_text=client_reason, evidence="",
                                source_id=ev.source_id, seq=ev.seq)
-            machine.hold(pending.rec, pending.member())
+            machine.hold(pending.rec, pending.member(), ev)
             return
         machine.remove_member(ev.member_id, cause, ev, client_reason)
 
@@ -333,5 +333,5 @@ class ClassicProtocol:
             replacement.member_id = ev.member_id
             replacement.group_instance_id = ev.data.get("group_instance_id") or replacement.group_instance_id
             m.members[ev.member_id] = replacement
-            machine.observe_join(ev.member_id, replacement.client_id, replacement.client_host, ev.ts_ms)
+            machine.observe_join(ev.member_id, replacement.client_id, replacement.client_host, ev)
 

@@ -86,6 +86,12 @@ class CommonEvents:
         m = self.machine.m
         if m.protocol in EPOCH_PROTOCOLS and ev.kind == E.GROUP_TOMBSTONE:
             return  # classic -> consumer conversion deletes the classic record, not the group
+        o = m.open_rebalance
+        if o is not None and o.started_latest_ms is not None and ev.ts_ms <= o.started_latest_ms:
+            # Kafka writes no tombstone for a group that is rebalancing: a whole-second start line
+            # of this second came after it (a new group's first join, right after its empty
+            # record was deleted).
+            return
         self.on_group_dead(ev)
 
     def on_group_unloaded(self, ev: E.Event) -> None:
@@ -117,7 +123,7 @@ class CommonEvents:
         m = self.machine.m
         m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.partition_prior_commits, m.last_commit_ms,
                                                     ev.kind, ev.data, ev.ts_ms)
-        if any(h.commit_times is not None for h in m.held_removals):
+        if any(h.commit_partitions for h in m.held_removals):
             for c in E.commits_of(ev):
                 if c.get("topic") is not None and c.get("partition") is not None:
                     note_commit_times(m, f"{c['topic']}:{c['partition']}",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 
 from state import events as E
 from state.diagnosis.holding import release_removals
+from state.event_order import in_event_order
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine.base import METADATA_GRACE_MS, MachineBase, Output
 from state.machine.classic import ClassicProtocol
@@ -65,7 +66,7 @@ class GroupStateMachine(MachineBase):
         m.last_event_ms = ev.ts_ms if m.last_event_ms is None else max(m.last_event_ms, ev.ts_ms)
 
     def apply_all(self, events: Iterable[E.Event]) -> list[Output]:
-        for ev in sorted(events, key=E.Event.sort_key):
+        for ev in in_event_order(events):
             self.apply(ev)
         return self.outputs
 

@@ -98,7 +98,7 @@ class ModernProtocol:
             m.members[ev.member_id] = Member(member_id=ev.member_id,
                                              group_instance_id=ev.data.get("group_instance_id"))
         if ev.member_id:
-            machine.observe_join(ev.member_id, None, None, ev.ts_ms)
+            machine.observe_join(ev.member_id, None, None, ev)
         if known is not None and known.reached_at_ms is not None and known.reached_at_ms < ev.ts_ms:
             # A member of the group joining again (a share client rejoins at epoch 0 when its
             # coordinator moved): the membership is the same, so no epoch bump follows from it, and
@@ -292,7 +292,7 @@ class ModernProtocol:
         if ev.data.get("topology_epoch") is not None:
             m.topology_epoch = max(m.topology_epoch or 0, ev.data["topology_epoch"])
         m.members[ev.member_id] = member
-        machine.observe_join(ev.member_id, member.client_id, member.client_host, ev.ts_ms)
+        machine.observe_join(ev.member_id, member.client_id, member.client_host, ev)
 
     def on_cg_target_epoch(self, ev: E.Event) -> None:
         if not ev.data.get("tombstone") and ev.generation is not None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
-from state.events import SOURCE_LOG, Event
+from state.events import SOURCE_LOG, TS_PRECISION, Event
 from state.quarantine_reasons import QuarantineReason as R
 from streaming.logs.catalog import CatalogEntry, candidate_entries
 from streaming.logs.envelope import GENERIC_JSON
@@ -31,7 +31,7 @@ from streaming.logs.layout import (
     is_continuation, logger_families, split_coordinator_prefix
 )
 from streaming.logs.brokers import broker_events
-from streaming.logs.timeutil import to_epoch_ms, to_epoch_ms_or_none
+from streaming.logs.timeutil import precision_ms, to_epoch_ms, to_epoch_ms_or_none
 from streaming.logs.values import EVENT_ATTRIBUTES, FIELD_CONVERTERS, PRESENCE_FLAGS
 from streaming.quarantine import RAW_LIMIT, Quarantined
 
@@ -216,17 +216,22 @@ def _parse_message(line: str, ts_text: str | None, level: str, message: str, log
             UNPARSEABLE_LINE, f"bad timestamp {ts_text!r}: {exc}", line, source_id, seq), entry, layout, logger)
 
     events = _build_events(entry, kind, match, ts_ms, broker if broker is not None else default_broker,
-                           offsets_partition, source_id, seq)
+                           offsets_partition, source_id, seq,
+                           1 if len(ts_text) == 23 else precision_ms(ts_text))
     if not events:  # e.g. "The following groups were deleted: ." names no group
         return LineParse(OUTCOME_IGNORED, None, entry, layout, logger)
     return LineParse(OUTCOME_EVENTS, events, entry, layout, logger)
 
 
 def _build_events(entry: CatalogEntry, kind: str, match: re.Match, ts_ms: int, broker: int | None,
-                  offsets_partition: int | None, source_id: str, seq: int) -> list[Event]:
+                  offsets_partition: int | None, source_id: str, seq: int, precision: int = 1) -> list[Event]:
     data: dict[str, Any] = dict(entry.data)
     if offsets_partition is not None:
         data["offsets_partition"] = offsets_partition
+    if precision > 1:
+        # A layout without milliseconds: the event happened within `precision` ms of ts_ms
+        # (state/event_order.py places it among the offsets records of that span).
+        data[TS_PRECISION] = precision
     attributes: dict[str, Any] = {"generation": None, "member_id": None, "reason": None}
     groups: list[str] = []
     for name, value in match.groupdict().items():

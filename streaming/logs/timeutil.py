@@ -101,6 +101,19 @@ def to_epoch_ms(text: str, tz: tzinfo = UTC) -> int:
     return base + int(seconds) * 1000 + ms
 
 
+def precision_ms(text: str) -> int:
+    """How many milliseconds a time as written spans: 1 with milliseconds (or finer, or epoch
+    milliseconds), 100 or 10 with one or two digits of fraction, 1000 without a fraction (Strimzi's
+    Kafka 4.x `%d{yyyy-MM-dd HH:mm:ss}`). `to_epoch_ms` gives the start of that span."""
+    if text.isdigit():
+        return 1
+    m = _REST.match(text, 16)
+    if m is None:
+        return 1
+    digits = len(m.group(2) or "")
+    return 10 ** (3 - digits) if digits < 3 else 1
+
+
 def to_epoch_ms_or_none(text: str | None, tz: tzinfo = UTC) -> int | None:
     """`to_epoch_ms`, or None for a missing or unreadable time."""
     if text is None:

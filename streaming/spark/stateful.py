@@ -2,7 +2,9 @@
 
 Events are held in the group's state until the watermark passes them, then applied in
 (ts_ms, source_rank, source_id, seq) order, so the result does not depend on how the input was
-cut into micro-batches or which source arrived first. The event-time timeout is set to the
+cut into micro-batches or which source arrived first. (A line of a layout that writes whole
+seconds waits, with every event from its second on, until the watermark has passed its second:
+state/event_order.py places it among that second's offsets records.) The event-time timeout is set to the
 oldest held event (or the machine's next deadline) so the group is called again when the
 watermark moves even if no new row arrives for it.
 
@@ -135,6 +137,37 @@ def _skipped(group: str | None, allow: tuple[str, ...], deny: tuple[str, ...]) -
                              and not group_selected(group, allow, deny))
 
 
+def _span_end(row: list[Any]) -> int:
+    """The last millisecond of a held row's time: its time, or for a line of a layout without
+    milliseconds (data[TS_PRECISION]) the end of its second."""
+    data = row[EVENT_DATA]
+    if not data or (isinstance(data, str) and E.TS_PRECISION not in data):
+        return int(row[EVENT_TS])
+    precision = event_data(data).get(E.TS_PRECISION)
+    return int(row[EVENT_TS]) + (int(precision) - 1 if precision else 0)
+
+
+def _ready_rows(held: list[list[Any]], watermark: int) -> tuple[list[list[Any]], list[list[Any]]]:
+    """The held rows the watermark has passed, and the rest. A whole-second line waits until the
+    watermark has passed its second, and every row of that second or later with it: the machine
+    places its lines among the second's records (state/event_order.py), which must all be there,
+    whatever the batches."""
+    ends = [_span_end(r) for r in held]
+    incomplete = [r[EVENT_TS] for r, end in zip(held, ends) if end > watermark]
+    cut = min(incomplete) if incomplete else None
+    ready: list[list[Any]] = []
+    waiting: list[list[Any]] = []
+    for r, end in zip(held, ends):
+        (ready if end <= watermark and (cut is None or r[EVENT_TS] < cut) else waiting).append(r)
+    return ready, waiting
+
+
+def _ready_at(waiting: list[list[Any]], watermark: int) -> int | None:
+    """The watermark at which the first waiting row can go (rows held behind a whole-second line
+    go with it)."""
+    return min((end for end in map(_span_end, waiting) if end > watermark), default=None)
+
+
 def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tuple | None, watermark: int,
                 diagnosis: DiagnosisSettings, live_view: bool, out: list[tuple],
                 digest: dict[str, Any] | None = None, may_fold: bool = False) -> tuple[tuple | None, int | None]:
@@ -153,8 +186,7 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
     if digest:
         held.extend(merge_commit_digest(model, digest, cluster, group))
     held.extend(incoming)
-    ready = [r for r in held if r[EVENT_TS] <= watermark]
-    waiting = [r for r in held if r[EVENT_TS] > watermark]
+    ready, waiting = _ready_rows(held, watermark)
     new_rows = any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
     machine, unsent_commits = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out,
                                            new_rows, live_view)
@@ -170,7 +202,8 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
     # Spark calls a key when the watermark is above its timeout, and a held event is ready when the
     # watermark reaches it: its timer is one below it, so it is applied in the first batch that
     # can (not only when some other timer of the group happens to call it then).
-    deadlines = [min(r[EVENT_TS] for r in waiting) - 1] if waiting else []
+    wake = _ready_at(waiting, watermark)
+    deadlines = [wake - 1] if wake is not None else []
     machine_deadline = machine.next_deadline_ms()
     if machine_deadline is not None:
         deadlines.append(machine_deadline)
@@ -362,7 +395,7 @@ def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str,
         model.last_commit_ms = last if model.last_commit_ms is None else max(model.last_commit_ms, last)
         model.commits_total += digest["n"]
         prior = digest.get("pp", {})
-        collecting = any(h.commit_times is not None for h in model.held_removals)
+        collecting = any(h.commit_partitions for h in model.held_removals)
         for key, commit_ts in digest.get("pc", {}).items():
             fold_commit_times(model.partition_commits, model.partition_prior_commits, key, commit_ts,
                               tuple(prior.get(key, ())))

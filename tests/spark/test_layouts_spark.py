@@ -6,7 +6,8 @@ groups in two clusters never meet), so the JVM envelope step (JSON layouts, JSON
 prefixes, JSON inside a shipper's message) and the parse step run on all of them in one query.
 Records are compared after the cluster name (in `cluster` and the `<cluster>:` of `source_id`) is
 set back to `default`; the rest of the comparison is that of tests/unit/test_layouts_replay.py
-(default layout at second precision for Strimzi 4.x, JSON layouts' line numbers mapped back).
+(default layout at second precision for Strimzi 4.x, JSON layouts' line numbers mapped back), and
+the verdicts at second precision are those of the millisecond layout (tests/unit/test_layout_verdicts.py).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from streaming.app.settings import LogInput, OffsetsInput
 from tests.support.capture_expectations import FIXTURES, LOG_FILES
 from tests.support.layouts import JSON_LAYOUTS, SECONDS_ONLY, rewrite
+from tests.support.verdicts import verdict_differences
 from tests.unit.test_layouts_replay import expected_layout
 
 pytestmark = pytest.mark.spark
@@ -75,6 +77,10 @@ def test_replay_of_every_layout_equals_the_default_layout(spark, tmp_path):
             for name in ("default", "default-seconds")}
     assert len(base["default"][0]) == 106 and len(base["default"][1]) == 79
     assert base["default"] != base["default-seconds"]        # the comparison can tell
+    # ... and whole seconds give the verdicts of milliseconds (tests/unit/test_layout_verdicts.py)
+    def loaded(name: str) -> tuple[list[dict], list[dict]]:
+        return [json.loads(t) for t in base[name][0]], [json.loads(t) for t in base[name][1]]
+    assert verdict_differences(loaded("default"), loaded("default-seconds")) == []
     metrics = (out / "metrics.prom").read_text()
     for layout in LAYOUTS[2:]:
         cluster = _cluster(layout)

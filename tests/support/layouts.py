@@ -103,8 +103,8 @@ def _pattern(e: Entry, layout: str, broker: int) -> str:
     ts, level, msg, logger = f"{e.date} {e.clock},{e.millis}", e.level or "", e.message, e.logger or ""
     if layout == "default":
         return f"[{ts}] {level} {msg} ({logger})"
-    if layout == "default-seconds":          # the reference for layouts without milliseconds
-        return f"[{e.date} {e.clock},000] {level} {msg} ({logger})"
+    if layout == "default-seconds":          # [%d{yyyy-MM-dd HH:mm:ss}] %p %m (%c)%n: the reference for
+        return f"[{e.date} {e.clock}] {level} {msg} ({logger})"   # layouts without milliseconds
     if layout == "padded":                   # [%d] %-5p %m (%c)%n
         return f"[{ts}] {level:<5} {msg} ({logger})"
     if layout == "location":                 # [%d] %p %m (%c:%L)%n, Kafka's own test log4j
@@ -195,6 +195,11 @@ PREFIX_LAYOUTS = ("compose-v1", "compose-v2", "cri", "kubectl", "syslog", "docke
 LAYOUTS = ("default",) + PATTERN_LAYOUTS + JSON_LAYOUTS + PREFIX_LAYOUTS
 # Layouts that do not write milliseconds: compare them with `default-seconds`.
 SECONDS_ONLY = ("strimzi4",)
+# What the replay tests render a capture in: every layout alone, and prefixes in front of other layouts.
+CASES = [layout for layout in LAYOUTS if layout != "default"] + [
+    "cri+strimzi4", "kubectl+strimzi3", "compose-v2+pipe", "syslog+padded", "docker-json+strimzi4", "cri+cfk",
+    "compose-v1+location", "cri+ecs-json", "kubectl+log4j2-json", "docker-json+ecs-json", "compose-v2+log4j2-json",
+    "cri+strimzi-json", "docker-json+strimzi-json"]
 
 
 def rewrite(lines: list[str], layout: str, broker: int = 1) -> tuple[list[str], list[int]]:

@@ -173,7 +173,7 @@ def test_a_document_without_a_message_says_so():
 
 
 def test_other_lines_of_a_generic_json_source_are_read_in_its_layout():
-    parsed, _ = read({**STRIMZI, "message": "[KafkaServer id=2] started"})
+    parsed, _ = read({**STRIMZI, "message": "[KafkaServer id=2] Starting controlled shutdown"})
     assert (parsed.outcome, parsed.layout) == (OUTCOME_NOT_COORDINATOR, GENERIC_JSON)
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from state.events import Event
 from streaming.logs import layout as L
 from streaming.logs.envelope import unwrap
 from streaming.logs.header import read_header, strip_prefixes
 from streaming.logs.merge import LogMergeCursor, file_shape, line_ts
 from streaming.logs.parser import OUTCOME_EVENTS, OUTCOME_NOT_COORDINATOR, OUTCOME_UNKNOWN_LAYOUT, parse_line_detailed
 from streaming.logs.step import LogSourceSpec, LogSourceStats, parse_log_rows, unwrap_rows
-from streaming.logs.timeutil import UTC, to_epoch_ms, zone
+from streaming.logs.timeutil import UTC, precision_ms, to_epoch_ms, zone
 from streaming.quarantine import Quarantined
 from streaming.rows import EVENT_COLUMNS
 from tests.support.capture_expectations import FIXTURES
@@ -43,6 +44,10 @@ def _events(paths: list[Path]) -> tuple[list[tuple], dict]:
                    r["data_json"]) for r in out if r["kind"] != "end_of_input"), layouts
 
 
+def _whole_seconds(data_json: str | None) -> str:
+    return json.dumps({**json.loads(data_json or "{}"), "ts_precision_ms": 1000}, separators=(",", ":"), sort_keys=True)
+
+
 REAL_CASES = sorted((d.name, p.name.split("-", 1)[1][:-4]) for d in REAL.iterdir() if d.is_dir()
                     for p in d.glob("broker1-*.log"))
 
@@ -53,7 +58,8 @@ def test_real_lines_of_every_layout_give_the_default_layouts_events(version, lay
     assert {"prepare_rebalance", "member_failed", "join_complete"} <= {e[2] for e in default}
     events, layouts = _events(sorted((REAL / version).glob(f"broker*-{layout}.log")))
     if layout == "strimzi4":
-        default = sorted((e[0] // 1000 * 1000,) + e[1:] for e in default)
+        # whole seconds, and the events say so (state/event_order.py places them)
+        default = sorted((e[0] // 1000 * 1000,) + e[1:-1] + (_whole_seconds(e[-1]),) for e in default)
     assert events == default
     for counts in layouts.values():
         assert max(counts, key=counts.get) == REPORTED[layout] and "generic" not in counts, counts
@@ -130,6 +136,25 @@ def test_prefix_time_is_used_when_the_line_has_none():
 ])
 def test_times_in_every_format(text, tz, ms):
     assert to_epoch_ms(text, tz) == ms
+
+
+@pytest.mark.parametrize(("text", "precision"), [
+    ("2026-11-21 19:21:26,163", 1), ("2026-11-21T20:21:26.163456789+01:00", 1), ("1795288886163", 1),
+    ("2026-11-21 19:21:26", 1000), ("2026-11-21T19:21:26Z", 1000), ("2026-11-21T14:21:26.1-0500", 100),
+    ("2026-11-21 19:21:26,16", 10),
+])
+def test_a_time_says_how_many_milliseconds_it_spans(text, precision):
+    assert precision_ms(text) == precision
+
+
+def test_a_whole_second_line_says_so_in_its_event():
+    def event(line: str) -> Event:
+        result = parse_line_detailed(line, source_id="b1", seq=1, tz=UTC).result
+        assert isinstance(result, list) and len(result) == 1
+        return result[0]
+    ev = event(f"2026-11-21 19:21:26 INFO  [executor-Rebalance] GroupCoordinator:68 - {LINE}")
+    assert (ev.ts_ms, ev.data["ts_precision_ms"]) == (1795288886000, 1000)
+    assert "ts_precision_ms" not in event(f"[2026-11-21 19:21:26,163] INFO {LINE} ({GC})").data
 
 
 @pytest.mark.parametrize("text", ["2026-11-21 19:61:26", "2026-11-21 19:21:61", "21/11/2026 19:21:26", "17952888",

@@ -5,7 +5,10 @@ replay of the same rewrites: tests/spark/test_layouts_spark.py).
 
 Two documented differences, which the comparison applies to the reference, not to the result:
 - layouts without milliseconds (Strimzi's Kafka 4.x pattern) are compared with the default layout
-  at second precision (`default-seconds`): the information is not in the line;
+  at second precision (`default-seconds`, `[%d{yyyy-MM-dd HH:mm:ss}]`): the information is not in
+  the line, and such lines' times are placed among the offsets records of their second
+  (state/event_order.py); that their verdicts are the millisecond layout's:
+  tests/unit/test_layout_verdicts.py;
 - JSON layouts write one document per entry, so a removal's `seq` (its line number) is translated
   back to the original line through the rewrite's line map.
 
@@ -26,13 +29,8 @@ from streaming.app.settings import LogInput, OffsetsInput
 from streaming.logs.merge import LogMergeCursor
 from streaming.logs.step import LogSourceSpec, LogSourceStats, parse_log_rows, unwrap_rows
 from tests.support.capture_expectations import FIXTURES, LOG_FILES
-from tests.support.layouts import JSON_LAYOUTS, LAYOUTS, SECONDS_ONLY, entries, rewrite
+from tests.support.layouts import CASES, JSON_LAYOUTS, SECONDS_ONLY, entries, rewrite
 
-# every layout alone, and prefixes in front of other layouts
-CASES = [layout for layout in LAYOUTS if layout != "default"] + [
-    "cri+strimzi4", "kubectl+strimzi3", "compose-v2+pipe", "syslog+padded", "docker-json+strimzi4", "cri+cfk",
-    "compose-v1+location", "cri+ecs-json", "kubectl+log4j2-json", "docker-json+ecs-json", "compose-v2+log4j2-json",
-    "cri+strimzi-json", "docker-json+strimzi-json"]
 _cache: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
 # The layout name the monitor must report for each case (metric rebalance_monitor_log_layout_info).
 _NAMES = {"padded": "default-padded", "location": "default-location", "pipe": "pipe-location",
@@ -102,12 +100,9 @@ def test_layout_gives_the_records_of_the_default_layout(tmp_path_factory, captur
     json_layout = any(part in JSON_LAYOUTS for part in layout.split("+"))
     rebalances, removals = records(capture, logs, maps if json_layout else None)
     # the reference is not empty: the records of each capture's default layout (the modern captures:
-    # their README, 3 share and 2 streams removals)
-    # (at second precision, lines of one second sort by position, which moves a few epoch groups'
-    # last leave before their last epoch record: one rebalance fewer)
-    seconds = any(part in SECONDS_ONLY for part in layout.split("+"))
-    assert len(expected_rebalances) == {"kafka-2.7": 82, "kafka-4.0": 106, "kafka-4.2-modern": 10 if seconds else 12,
-                                        "kafka-4.4-modern": 10 if seconds else 11}[capture]
+    # their README, 3 share and 2 streams removals), at second precision as well
+    assert len(expected_rebalances) == {"kafka-2.7": 82, "kafka-4.0": 106, "kafka-4.2-modern": 12,
+                                        "kafka-4.4-modern": 11}[capture]
     assert len(expected_removals) == {"kafka-2.7": 76, "kafka-4.0": 79, "kafka-4.2-modern": 5,
                                       "kafka-4.4-modern": 5}[capture]
     assert rebalances == expected_rebalances

@@ -126,7 +126,7 @@ BROKER_UNREACHABLE = "broker_unreachable"
 BROKER_OUT_OF_SYNC = "broker_out_of_sync"
 BROKER_STARTING = "broker_starting"          # broker = itself: a new process (its start-up banner)
 BROKER_SHUTTING_DOWN = "broker_shutting_down"  # broker = itself: a controlled shutdown begins
-BROKER_STARTED = "broker_started"            # broker = itself: "Kafka Server started" / "started"
+BROKER_STARTED = "broker_started"            # broker = itself: ZooKeeper mode's "[KafkaServer id=N] started"
 BROKER_KINDS = frozenset({BROKER_UNREACHABLE, BROKER_OUT_OF_SYNC, BROKER_STARTING, BROKER_SHUTTING_DOWN,
                           BROKER_STARTED})
 

@@ -3,7 +3,7 @@
 The parse step turns a few lines that are not the group coordinator's into broker events
 (streaming/logs/brokers.py, state/events.py BROKER_KINDS): a peer's replica fetcher that cannot
 reach a broker, a __consumer_offsets partition's leader dropping a follower from its ISR, a broker's
-start-up banner, its controlled shutdown, "Kafka Server started". They pass the stateful step as
+start-up banner, its controlled shutdown. They pass the stateful step as
 records (OutputKind.BROKER_EVENT) and reach the driver's correlator, which keeps them here.
 
 A broker died at the first report of a peer that lost it (the fetcher's failed connection, or the

@@ -20,7 +20,7 @@ from typing import Any
 from state.diagnosis.brokers import BrokerLog
 from state.outputs import OutputKind, upgrade_record
 from state.diagnosis.rules import (
-    ALIVE_REJOIN_FIELD, DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings, _secs
+    REJOIN_FIELD, DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings, _secs
 )
 
 INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coordinator_wide")
@@ -28,14 +28,19 @@ INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coord
 
 def is_candidate(rec: dict[str, Any]) -> bool:
     """An involuntary removal (expiry / session fence) of a dynamic member, or one that never
-    stopped (it came back within a heartbeat interval: ALIVE_REJOIN_FIELD)."""
+    stopped (back within a heartbeat interval: its group's verdict is unknown)."""
     return (rec.get("cause") == "heartbeat_expiry" and rec.get("group_instance_id") is None
-            and (rec.get("root_cause") in INVOLUNTARY_ROOT_CAUSES or rec.get(ALIVE_REJOIN_FIELD) is not None))
+            and (rec.get("root_cause") in INVOLUNTARY_ROOT_CAUSES or rec.get(REJOIN_FIELD) is not None))
 
 
 def came_back_later(rec: dict[str, Any]) -> bool:
     """Its own group saw it come back, later than a live member would: it stopped (a pause)."""
-    return _group_root(rec) == "process_pause" and rec.get(ALIVE_REJOIN_FIELD) is None
+    return _group_root(rec) == "process_pause"
+
+
+def back_at_ms(rec: dict[str, Any]) -> int | None:
+    gap = rec.get(REJOIN_FIELD)
+    return None if gap is None else int(rec["removed_at_ms"]) + int(gap)
 
 
 class Correlator:
@@ -126,16 +131,25 @@ class Correlator:
         dead broker was still an in-sync replica of its __consumer_offsets partitions. A member
         that came back only later stopped on its own (a pause), stall or not."""
         t, cluster, coordinator = rec["removed_at_ms"], rec["cluster"], rec.get("coordinator")
-        if came_back_later(rec):
-            return False
         death = self.brokers.death_before(cluster, t, self.s.broker_death_window_ms)
         if death is None:
             return False
+
+        def back_in_time(r: dict[str, Any]) -> bool:
+            """Back by the latest end of the stall plus one heartbeat interval."""
+            back = back_at_ms(r)
+            return back is not None and back <= death.at_ms + self.s.coordinator_stall_max_ms + \
+                self.s.alive_rejoin_ms(r.get("protocol"))
+
+        def own_pause(r: dict[str, Any]) -> bool:
+            return came_back_later(r) and not back_in_time(r)
+        if own_pause(rec):
+            return False
         together = self.s.coordinator_stall_together_ms
         near = [] if coordinator is None else pool.around(("coordinator", cluster, coordinator), t, together)
-        near = [r for r in near if r["removed_at_ms"] >= death.at_ms and not came_back_later(r)]
+        near = [r for r in near if r["removed_at_ms"] >= death.at_ms and not own_pause(r)]
         groups = sorted({r["group"] for r in near} | {rec["group"]})
-        gap = rec.get(ALIVE_REJOIN_FIELD)
+        gap = rec.get(REJOIN_FIELD) if back_in_time(rec) else None
         if gap is None and len(groups) < self.s.coordinator_stall_min_groups:
             return False
         text = (f"broker {death.broker} died {_secs(t - death.at_ms)} before ({death.evidence}); "
@@ -143,9 +157,9 @@ class Correlator:
                 f"lost members within {_secs(together)} of each other: "
                 f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
         if gap is not None:
-            text += (f"; it came back {_secs(gap)} after its removal: it never stopped, its coordinator did "
-                     "(it could not commit its writes, nor answer heartbeats, while the dead broker was "
-                     "still an in-sync replica of its __consumer_offsets partitions)")
+            text += (f"; it came back {_secs(gap)} after its removal, before the stall can have ended: it never "
+                     "stopped, its coordinator did (it could not commit its writes, nor answer heartbeats, while "
+                     "the dead broker was still an in-sync replica of its __consumer_offsets partitions)")
         why = ("a broker died just before, and the member never stopped" if gap is not None else
                "a broker died just before, and members of several groups of one coordinator were removed at once")
         self._override(rec, "coordinator_wide", text, "medium", why)

@@ -82,6 +82,11 @@ class DiagnosisSettings:
     # each other (or the member never stopped: it rejoined within a heartbeat interval).
     coordinator_stall_min_groups: int = 2
     coordinator_stall_together_ms: int = 5_000
+    # How long such a stall can last after the death (ZooKeeper mode: replica.lag.time.max.ms, 30 s;
+    # KRaft: the broker's session, 9 s): a member the stall removed learns of it only when its
+    # coordinator answers again, so it is back by then plus one heartbeat interval. One back later
+    # stopped on its own (a pause).
+    coordinator_stall_max_ms: int = 30_000
     # The brokers' group.consumer.session.timeout.ms: a consumer-protocol (KIP-848) member's
     # records carry no session timeout, so a session fence counts its partitions from this long
     # before the fence (state/impact.py), and the host-wide window of such a removal is this long.
@@ -127,10 +132,10 @@ def _session(rec: dict[str, Any]) -> str:
     return f"its session timeout {_secs(ms)}"
 
 
-# A removal record's field, present only on an expiry whose member came back within one heartbeat
-# interval (it never stopped): the milliseconds from the removal to its return. The correlator's
-# coordinator-stall rule reads it (state/diagnosis/correlate.py).
-ALIVE_REJOIN_FIELD = "alive_rejoin_ms"
+# A removal record's field, present only on an expiry whose client came back within the pause
+# window: the milliseconds from the removal to its return. Within one heartbeat interval it never
+# stopped; the correlator's coordinator-stall rule reads when it was back (state/diagnosis/correlate.py).
+REJOIN_FIELD = "rejoined_after_ms"
 
 Verdict = tuple[str, str, str, str]    # root cause, evidence, confidence, the confidence's reason
 
@@ -234,10 +239,10 @@ def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Ve
                             f"{_secs(rec.get('session_timeout_ms'))} (static members send no LeaveGroup on close)",
                             held, "a stop", "a static member's stop and its crash both end in a session expiry")
     move = held.coordinator_move_ms
+    if gap is not None and gap <= s.pause_rejoin_window_ms:
+        rec[REJOIN_FIELD] = gap
+    # back within one heartbeat interval: it never stopped, not a crash or a pause, whatever else explains it
     alive = gap is not None and gap <= s.alive_rejoin_ms(rec.get("protocol"))
-    if alive:
-        # It never stopped: not a crash or a pause, whatever else explains it.
-        rec[ALIVE_REJOIN_FIELD] = gap
     if move is not None:
         return ("coordinator_wide", f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
                 f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group, "

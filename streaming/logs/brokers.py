@@ -9,10 +9,9 @@
     `[Partition __consumer_offsets-7 broker=1] Shrinking ISR from 1,2 to 1. Leader: (...). Out of
     sync replicas: (brokerId: 2, endOffset: 10, lastCaughtUpTimeMs: 1700000000000).` (other
     topics' shrinks say nothing about a coordinator and are not read);
-  * a broker's own start, controlled shutdown and started lines (kafka.server.BrokerServer,
-    KafkaServer, KafkaRaftServer): `[BrokerServer id=2] Transition from SHUTDOWN to STARTING`,
-    `... from STARTED to SHUTTING_DOWN`, `[KafkaRaftServer nodeId=2] Kafka Server started`, and
-    ZooKeeper mode's `[KafkaServer id=2] starting` / `shutting down` / `started`.
+  * a broker's own start and controlled shutdown lines (kafka.server.BrokerServer, KafkaServer):
+    `[BrokerServer id=2] Transition from SHUTDOWN to STARTING`, `... from STARTED to
+    SHUTTING_DOWN`, and ZooKeeper mode's `[KafkaServer id=2] starting` / `shutting down` / `started`.
 
 Every such line contains one of layout.BROKER_LINE_MARKERS: the readers and the Spark job's filter keep
 the lines with one (streaming/logs/merge.py, streaming/spark/steps.py), so these few reach the
@@ -36,7 +35,6 @@ _SHRINK = re.compile(
 _OUT_OF_SYNC = re.compile(r"\(brokerId: (?P<id>\d+), endOffset: -?\d+(?:, lastCaughtUpTimeMs: (?P<ms>-?\d+))?\)")
 _KRAFT = re.compile(r"\[BrokerServer id=(?P<broker>\d+)\] Transition from (?P<from>\w+) to (?P<to>\w+)")
 _ZK = re.compile(r"\[KafkaServer id=(?P<broker>\d+)\] (?P<what>starting|shutting down|started)")
-_RAFT_STARTED = re.compile(r"\[KafkaRaftServer nodeId=(?P<broker>\d+)\] Kafka Server started")
 
 _KRAFT_KINDS = {("SHUTDOWN", "STARTING"): E.BROKER_STARTING, ("STARTED", "SHUTTING_DOWN"): E.BROKER_SHUTTING_DOWN,
                 ("STARTING", "SHUTTING_DOWN"): E.BROKER_SHUTTING_DOWN}
@@ -74,7 +72,4 @@ def broker_events(message: str, ts_ms: int, source_id: str, seq: int) -> list[Ev
     m = _ZK.match(message)
     if m is not None and message.endswith(m["what"]):
         return [_event(_ZK_KINDS[m["what"]], ts_ms, int(m["broker"]), source_id, seq)]
-    m = _RAFT_STARTED.match(message)
-    if m is not None:
-        return [_event(E.BROKER_STARTED, ts_ms, int(m["broker"]), source_id, seq)]
     return []

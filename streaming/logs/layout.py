@@ -79,13 +79,13 @@ COORDINATOR_MARKERS: tuple[str, ...] = COORDINATOR_LOGGER_MARKERS + _SHORT_NAME_
 
 
 # The few lines of other loggers the monitor reads, for broker deaths (streaming/logs/brokers.py):
-# every one contains one of these, and the readers and the Spark job's filter keep them too.
+# every one contains one of these, and the readers and the Spark job's filter keep them too. Few:
+# the reader searches each chunk once per marker (merge.KeptLines).
 BROKER_LINE_MARKERS: tuple[str, ...] = (
     " could not be established. ",      # NetworkClient: a replica fetcher cannot reach its leader
     "Shrinking ISR from ",              # kafka.cluster.Partition
-    "[BrokerServer id=",                # KRaft broker lifecycle
-    "[KafkaServer id=",                 # ZooKeeper-mode broker lifecycle
-    "] Kafka Server started",           # KafkaRaftServer
+    "] Transition from S",              # KRaft BrokerServer: from SHUTDOWN (a start), from STARTED (a stop)
+    "[KafkaServer id=",                 # ZooKeeper-mode broker lifecycle (starting, shutting down, started)
 )
 KEPT_LINE_MARKERS: tuple[str, ...] = COORDINATOR_MARKERS + BROKER_LINE_MARKERS
 

@@ -231,9 +231,11 @@ class KeptLines:
         self.follow = follow        # lines after the last kept one that may still continue it
         self.floor = 0              # index in buf after the last line emitted (a lead goes no further back)
         self.followed = False       # the line _next_hit found is such a line
-        # Per broker marker: the index in buf of its next occurrence at or after the last search
-        # (end of chunk: none before it), -1 before the first search of a chunk.
+        # Per broker marker, and for the coordinator markers: the index in buf of the next
+        # occurrence at or after the last search (end of chunk: none before it), -1 before the
+        # first search of a buffer (_next_hit, _broker_hit).
         self.broker_next = [-1] * len(_BROKER_MARKERS)
+        self.coordinator_next = -1
 
     def close(self) -> None:
         self.handle.close()
@@ -255,6 +257,7 @@ class KeptLines:
             carried = self.buf[keep_from:self.end]
         self.buf_pos += self.end - len(carried)
         self.buf, self.cursor, self.end, self.floor = carried, len(carried), len(carried), 0
+        self.broker_next, self.coordinator_next = [-1] * len(_BROKER_MARKERS), -1
         self.mark = (len(carried), self.carry_ts)
         if self.eof:
             return False
@@ -282,7 +285,6 @@ class KeptLines:
         # Searches are bounded by `end`: the bytes after the cut are read again with the next chunk.
         self.buf = data
         self.end = cut + 1
-        self.broker_next = [-1] * len(_BROKER_MARKERS)
         return True
 
     def _allowed(self, size: int) -> int:
@@ -326,13 +328,19 @@ class KeptLines:
             m = _ANY_MARKER.search(buf, at, end_of_chunk)
             return -1 if m is None else self._lead(m.start())
         start = at
-        while True:
-            hit = buf.find(_MARKER_CORE, at, end_of_chunk)
-            if hit < 0:
-                break
-            if self._is_marker(hit):
-                break
-            at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
+        hit = self.coordinator_next
+        if hit < at:
+            # searched once per position: a broker line kept before it does not search it again
+            while True:
+                hit = buf.find(_MARKER_CORE, at, end_of_chunk)
+                if hit < 0:
+                    break
+                if self._is_marker(hit):
+                    break
+                at = hit + 1          # e.g. kafka.coordinator.transaction.*: not a group coordinator
+            self.coordinator_next = hit if hit >= 0 else end_of_chunk
+        if hit >= end_of_chunk:
+            hit = -1
         broker = self._broker_hit(start, hit if hit >= 0 else end_of_chunk)
         if broker >= 0:
             hit = broker

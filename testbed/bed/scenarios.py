@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
-from testbed.bed import jars
+from testbed.bed import jars, stall
 from testbed.bed.members import MemberSpec
 from testbed.bed.procs import wait_for
 from testbed.bed.runner import Runner
@@ -81,6 +81,9 @@ class Scenario:
     needs: tuple = ()                 # "java", "streams", "retention"
     quick: bool = False               # in the default pytest selection
     partitions: int = 4
+    # More groups than ctx.group: the groups of its kill_broker entry, each judged on its own
+    # (testbed/judge/live_run.py)
+    multi_group: bool = False
 
 
 # max.poll.interval.ms of members that do not set it (the clients' default is 300 s): it is the
@@ -156,12 +159,29 @@ def kill(r: Runner, ctx: Ctx) -> None:
         r.leave(m)
 
 
+# A frozen member the bed resumes comes back at least this long after the broker expired it: a
+# member back within one heartbeat interval of its removal never stopped (docs/diagnosis.md; the
+# monitor's classic heartbeat_interval_seconds is 3 s), so a pause must outlast its expiry by more.
+PAUSE_BEYOND_EXPIRY_S = 6.0
+
+
+def _resume_after_expiry(r: Runner, ctx: Ctx, m, since: dict, beyond_s: float = PAUSE_BEYOND_EXPIRY_S) -> None:
+    """Resume a frozen member `beyond_s` after the broker's line that removed it."""
+    (line,) = r.wait_log(rf"Member {re.escape(m.spec.client_id)}-\S+ in group {re.escape(ctx.group)} has failed",
+                         60, since)[:1]
+    wait = beyond_s - (time.time() * 1000 - line.read_ms) / 1000
+    if wait > 0:
+        time.sleep(wait)      # the pause's length IS the scenario
+    r.resume(m)
+
+
 def pause(r: Runner, ctx: Ctx) -> None:
     a, b = _start_all(r, [_spec(ctx, "a", session_timeout_ms=3000), _spec(ctx, "b", session_timeout_ms=3000)])
     mark_a, mark_b = a.mark(), b.mark()
+    since = r.shipper.mark()
     r.pause(a)
     r.wait_reassigned([b], [mark_b])         # a's session expired, b owns everything
-    r.resume(a)
+    _resume_after_expiry(r, ctx, a, since)
     r.wait_reassigned([a], [mark_a])         # a rejoins as a new member
     r.leave(a)
     r.leave(b)
@@ -236,10 +256,11 @@ def pause_crash(r: Runner, ctx: Ctx) -> None:
     back) and a crash, not one host-wide cause."""
     a, b, c = _start_all(r, [_spec(ctx, x, library="kafka-python", session_timeout_ms=3000) for x in "abc"])
     mark_a, mark_c = a.mark(), c.mark()
+    since = r.shipper.mark()
     r.pause(a)
     r.kill(b)
     r.wait_reassigned([c], [mark_c])          # both sessions expired, c owns everything
-    r.resume(a)
+    _resume_after_expiry(r, ctx, a, since)
     r.wait_reassigned([a], [mark_a])          # a rejoins as a new member
     r.leave(a)
     r.leave(c)
@@ -446,6 +467,11 @@ SCENARIOS = [
              lambda c: [Expect("joined", ST_JOINED, 1, "consumer_member_joined"),
                         Expect("fenced", ST_FENCED, 1, "consumer_member_fenced")],
              min_version=(4, 2), needs=("streams",)),
+    # the coordinator stall, testbed/bed/stall.py
+    Scenario("follower_kill", lambda r, c: stall.follower_kill(r, c), lambda c: _classic(c), min_version=(4, 0),
+             multi_group=True),
+    Scenario("rejoin_at_once", lambda r, c: stall.rejoin_at_once(r, c), lambda c: _classic(c), min_version=(4, 0),
+             multi_group=True),
     Scenario("delete_group", delete_group, lambda c: _classic(c, Expect("deleted", DELETED, 1))),
     Scenario("offset_expiry", offset_expiry, lambda c: _classic(c, Expect("expired", EXPIRED, 1)),
              needs=("retention",)),
@@ -469,7 +495,8 @@ SCENARIOS = [
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 # The scenarios that stop a broker: nothing else may be in flight while they run.
-BROKER_STOPS = ("failover", "failover_kill", "consumer_failover", "share_failover", "streams_failover")
+BROKER_STOPS = ("failover", "failover_kill", "consumer_failover", "share_failover", "streams_failover",
+                "follower_kill", "rejoin_at_once")
 
 
 def applicable(version: str, names: list | None = None, quick: bool = False) -> list:

@@ -142,7 +142,7 @@ class Expected:
 # reason names them (a kafka-python leader rejoins when it sees the group's subscriptions change).
 CLIENT_OWN = (("leader_rejoin", "re-joining group during"), ("metadata_change", "Updating metadata for member"))
 CAUSE_ACTIONS = ("start", "kill", "pause", "resume", "stop_polling", "resume_polling", "leave", "stop_broker",
-                 "add_partitions")
+                 "add_partitions", "kill_broker")
 
 
 def action_trigger(entry: dict, protocol: str) -> str:
@@ -158,6 +158,8 @@ def action_trigger(entry: dict, protocol: str) -> str:
         return "heartbeat_expiry" if _no_leave_on_close(entry, protocol) else "member_leave"
     if a == "stop_broker":
         return "coordinator_failover"
+    if a == "kill_broker":
+        return "heartbeat_expiry"            # a follower's death stalls the coordinator: sessions expire
     if a == "add_partitions" and protocol in ("consumer", "streams"):
         return "metadata_change"             # the coordinator bumps the epoch for the new metadata hash (4.1+)
     return "unknown"
@@ -182,6 +184,9 @@ def _cause_before(timeline: list, ts_ms: int, group: str, line: str = "") -> dic
         if named.group(1) == "Adding new member":
             # its JoinGroup reached the broker after the bed had already closed it, under load
             mine = [e for e in mine if e["action"] in ("start", "resume", "resume_polling")]
+        elif mine and mine[-1]["action"] in ("start", "resume", "resume_polling"):
+            # removed, though the bed did not take it out: the cluster did (a broker's death)
+            mine = []
         if mine:
             return mine[-1]
     return prior[-1] if prior else None
@@ -254,16 +259,21 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
         # bumped 10 ms after its line, in the millisecond the bed sent the next member's leave.
         changed_ms = why.ts_ms if why is not None and 0 <= ln.ts_ms - why.ts_ms <= REASON_WINDOW_MS else ln.ts_ms
         cause = _cause_before(timeline, changed_ms, group)
+        trigger = action_trigger(cause, protocol) if cause else "unknown"
+        if cause is not None and cause["action"] == "kill_broker" and why is not None and changed_ms == why.ts_ms:
+            # after a broker's death the members change by themselves: the line says how
+            trigger = ("member_join" if "joins the consumer group" in why.text else
+                       "member_leave" if "left the consumer group" in why.text else "heartbeat_expiry")
         nxt = bumps[k + 1][0].ts_ms if k + 1 < len(bumps) else None
         # A member killed or frozen before it could reconcile holds the epoch open until its
         # fence bumps it again (no line for that bump in 4.x): superseded then. So does the
         # coordinator stopped: the members reconcile with the next one, if before the next bump.
-        stalled = any(e["action"] in ("kill", "pause", "stop_broker") and e.get("group") in (group, None)
+        stalled = any(e["action"] in ("kill", "pause", "stop_broker", "kill_broker") and e.get("group") in (group, None)
                       and 0 <= e["ts_ms"] - ln.ts_ms < settle_ms for e in timeline)
         outcomes: tuple = ("stable",) if (nxt is None or nxt - ln.ts_ms >= settle_ms) and not stalled \
             else ("stable", "superseded")
-        out.append(ExpRebalance(protocol, ln.ts_ms, action_trigger(cause, protocol) if cause else "unknown",
-                                _describe(cause), generation=epoch, outcomes=outcomes, start_line=ln.text))
+        out.append(ExpRebalance(protocol, ln.ts_ms, trigger, _describe(cause), generation=epoch, outcomes=outcomes,
+                                start_line=ln.text))
     return out
 
 
@@ -385,8 +395,49 @@ def _session_of(timeline: list, cid: str) -> int | None:
     return None
 
 
+def of_group(timeline: list, group: str) -> list:
+    """The entries about `group`: its own, the cluster's (no group), and those naming it among theirs."""
+    return [e for e in timeline if e.get("group") in (group, None) or group in (e.get("groups") or ())]
+
+
+# After a broker's death, a coordinator that stalled removes members within this long (its
+# ISR waits for the controller to fence the dead broker, then the sessions it could not renew lapse).
+STALL_WINDOW_MS = 60_000
+STALL_REMOVALS = (r"Member (\S+) in group {g} has failed",
+                  r"\[GroupId {g}\] (?:Streams |Share )?[Mm]ember (\S+) fenced from the group because the member "
+                  r"session expired")
+
+
+def stall_removals(timeline: list, lines: list[GLine], group: str, client_ids: set) -> list[ExpRemoval]:
+    """Removals the broker made in the window after a broker the bed killed (kill_broker: a follower
+    of the group's __consumer_offsets partition) of members the bed did not take out: the
+    coordinator stall, which the monitor must tell and name the killed broker (docs/diagnosis.md)."""
+    kills = [e for e in timeline if e["action"] == "kill_broker" and group in (e.get("groups") or ())]
+    taken = [e for e in timeline
+             if e["action"] in ("kill", "pause", "stop_polling", "leave") and e.get("group") == group]
+    out = []
+    for kill in kills:
+        # until the bed takes members out itself (its closes after the broker is back)
+        until = min([kill["ts_ms"] + STALL_WINDOW_MS] + [t["ts_ms"] for t in taken if t["action"] != "pause"
+                                                         and t["ts_ms"] > kill["ts_ms"]])
+        for pattern in STALL_REMOVALS:
+            rx = _rx(pattern, group)
+            for ln in lines:
+                m = rx.search(ln.text)
+                if m is None or not kill["ts_ms"] <= ln.ts_ms <= until:
+                    continue
+                member = m.group(1).rstrip(".,")
+                cid = next((c for c in sorted(client_ids, key=len, reverse=True) if member.startswith(c + "-")), member)
+                if any(t.get("client_id") == cid and t["ts_ms"] <= ln.ts_ms for t in taken):
+                    continue      # the bed's own doing (a pause next to the stall)
+                out.append(ExpRemoval(cid, "heartbeat_expiry", "coordinator_wide", "kill_broker", ln.ts_ms,
+                                      member_id=member, evidence_has=f"broker {kill['broker_id']} died"))
+    return out
+
+
 def expected(version: str, group: str, timeline: list, shipped: list, pause_window_ms: int = 60_000) -> Expected:
     """Everything the monitor must report for `group` after the bed ran its scenario."""
+    timeline = of_group(timeline, group)
     # Start entries carry the member's session timeout; kill entries need it too.
     for e in timeline:
         if e.get("client_id") and "session_timeout_ms" not in e:
@@ -406,6 +457,7 @@ def expected(version: str, group: str, timeline: list, shipped: list, pause_wind
             last.outcomes = ("empty",)     # the bump that removed the last member
     exp.removals = expected_removals(timeline, version, protocol, pause_window_ms, _left_clients(lines, timeline),
                                      _clients_of(EXPIRED_MEMBER, lines, timeline))
+    exp.removals += stall_removals(timeline, lines, group, {e["client_id"] for e in timeline if e.get("client_id")})
     exp.dead = any(e["action"] in ("delete_group", "offsets_expired") for e in timeline)
     owners = Ownership(timeline)
     exp.gaps, exp.first_given = owners.gaps, owners.first_given

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -134,7 +134,22 @@ class LiveRun:
             self._one(item, log)
         for t in threads:
             t.join(600)
-        return items
+        return items + [extra for item in items for extra in self._other_groups(item)]
+
+    def _other_groups(self, item: LiveScenario) -> list[LiveScenario]:
+        """A scenario of several groups (Scenario.multi_group: those its kill_broker entry names):
+        one item per other group, judged on its own, named after its group's suffix."""
+        if not item.scenario.multi_group or item.result is None:
+            return []
+        kill: dict = next((e for e in item.result.timeline if e["action"] == "kill_broker"), {})
+        out = []
+        for group in [g for g in kill.get("groups") or () if g != item.ctx.group]:
+            self.settle(group)
+            suffix = group[len(item.ctx.group) + 1:].rstrip("0123456789")
+            out.append(LiveScenario(replace(item.scenario, name=f"{item.scenario.name}[{suffix}]"),
+                                    replace(item.ctx, group=group, topic=f"{group}-data"), result=item.result,
+                                    window=item.window))
+        return out
 
     def _one(self, item: LiveScenario, log) -> None:
         t0 = now_ms()

@@ -20,6 +20,10 @@ class ExpRemoval:
     # a Kafka Streams member's close from its crash): the root cause the evidence points to, which
     # the monitor must then rate `low` (root_cause_confidence).
     confidence: str | None = None
+    # A removal the broker made without the bed touching the member (a coordinator stall): the
+    # member as the broker's line names it, and what its evidence must say (the killed broker).
+    member_id: str | None = None
+    evidence_has: str | None = None
 
 
 @dataclass

@@ -140,7 +140,9 @@ def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
     left = sorted(records, key=lambda r: r["removed_at_ms"])
     pairs = []
     for e, rec in _take_first(sorted(exp.removals, key=lambda r: r.at_ms), left,
-                              lambda r, e: r.get("client_id") == e.client_id and r["removed_at_ms"] >= e.at_ms - 1000):
+                              lambda r, e: (r.get("member_id") == e.member_id if e.member_id is not None
+                                            else r.get("client_id") == e.client_id)
+                              and r["removed_at_ms"] >= e.at_ms - 1000):
         if rec is None:
             v.fail("removals", f"no removal of {e.client_id} after '{e.action}' "
                                f"(expected {e.cause}/{e.root_cause})")
@@ -157,6 +159,9 @@ def _match_removals(v: Verdict, exp: Expected, records: list) -> list[tuple]:
         else:
             v.fail("cause", f"{e.client_id} after '{e.action}': {rec.get('cause')}/{rec.get('root_cause')}, "
                             f"expected {e.cause}/{e.root_cause} ({rec.get('evidence')})")
+        if e.evidence_has is not None and e.evidence_has not in (rec.get("evidence") or ""):
+            v.fail("cause", f"{e.client_id} after '{e.action}': its evidence does not say {e.evidence_has!r} "
+                            f"({rec.get('evidence')})")
         if rec.get("protocol") != exp.protocol:
             v.fail("removals", f"{e.client_id}: protocol {rec.get('protocol')}, expected {exp.protocol}")
         times = exp.removal_lines.get(rec.get("member_id"), [])

@@ -92,7 +92,7 @@ def _undiagnosed_removal(r: dict) -> dict:
     r = dict(r)
     r.pop("partition_seconds_stopped", None)       # what the removal cost: tests/unit/test_impact.py
     for key in ("root_cause_confidence", "root_cause_confidence_reason", "group_root_cause", "host_members",
-                "alive_rejoin_ms"):
+                "rejoined_after_ms"):
         r.pop(key, None)                           # the diagnosis: tests/unit/test_diagnosis.py
     r["root_cause"] = "unknown"
     if r["cause"] == "poll_timeout" and "(inferred)" in (r.get("evidence") or ""):

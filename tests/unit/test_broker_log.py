@@ -985,7 +985,7 @@ BROKER_KIND_MARKERS = {
     ev.BROKER_STARTING: ["] starting (kafka.server.KafkaServer)", "Transition from SHUTDOWN to STARTING"],
     ev.BROKER_SHUTTING_DOWN: ["] shutting down (kafka.server.KafkaServer)", "Transition from STARTED to SHUTTING_DOWN",
                               "Transition from STARTING to SHUTTING_DOWN"],
-    ev.BROKER_STARTED: ["] started (kafka.server.KafkaServer)", "] Kafka Server started (kafka.server.KafkaRaftServer)"],
+    ev.BROKER_STARTED: ["] started (kafka.server.KafkaServer)"],
     ev.BROKER_UNREACHABLE: ["could not be established. Broker may not be available. (org.apache.kafka.clients",
                             "could not be established. Node may not be available. (org.apache.kafka.clients"],
 }

@@ -188,7 +188,7 @@ def test_an_expiry_and_the_rejoin_within_one_second_is_the_same_verdict_in_whole
     assert expiry["root_cause"] == "unknown" and "came back (the same client id and host) 0.6 s later" in \
         expiry["evidence"]
     [whole] = [r for r in seconds[1] if r["cause"] == "heartbeat_expiry"]
-    assert whole["root_cause"] == "unknown" and whole.get("alive_rejoin_ms") is not None
+    assert whole["root_cause"] == "unknown" and whole.get("rejoined_after_ms") is not None
     assert verdict_differences(millis, seconds) == []
 
 

@@ -211,9 +211,10 @@ def test_capture_in_old_wording_gives_the_same_records(tmp_path, original, versi
             {f: v for f, v in r.items() if f != "reason_text"}, key
     assert len(lost) == 4
     # The evidence quotes when the client came back: old wording has no join line, so the
-    # rejoin is seen later (the GroupMetadata record); the verdicts are the same.
-    assert sorted(json.dumps({**r, "evidence": None}, sort_keys=True) for r in old["removal"]) == \
-        sorted(json.dumps({**r, "evidence": None}, sort_keys=True) for r in original["removal"])
+    # rejoin is seen later (the GroupMetadata record): the evidence and rejoined_after_ms say so;
+    # the verdicts are the same.
+    assert sorted(json.dumps({**r, "evidence": None, "rejoined_after_ms": r.get("rejoined_after_ms") is not None}, sort_keys=True) for r in old["removal"]) == \
+        sorted(json.dumps({**r, "evidence": None, "rejoined_after_ms": r.get("rejoined_after_ms") is not None}, sort_keys=True) for r in original["removal"])
 
 
 def test_capture_as_a_2_0_broker_writes_it(tmp_path, original):
@@ -250,7 +251,8 @@ def test_capture_as_a_2_0_broker_writes_it(tmp_path, original):
         assert o["cause"] == r["cause"], r
         if r["cause"] == "heartbeat_expiry":            # "has failed" is INFO in every version
             # (the dropped lines shift the line numbers)
-            assert {**o, "seq": None, "evidence": None} == {**r, "seq": None, "evidence": None}
+            assert {**o, "seq": None, "evidence": None, "rejoined_after_ms": None} == \
+                {**r, "seq": None, "evidence": None, "rejoined_after_ms": None}
             continue
         # leave_group / rebalance_timeout: inferred from the members of the next generation; the
         # time is the start (a leave) or the end (dropped at the timeout) of the JOIN phase

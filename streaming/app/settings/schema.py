@@ -186,6 +186,7 @@ class DiagnosisConfig(BaseModel):
     broker_death_window_seconds: float = Field(default=_D.broker_death_window_ms / 1000, ge=0)
     coordinator_stall_min_groups: int = Field(default=_D.coordinator_stall_min_groups, ge=1)
     coordinator_stall_together_seconds: float = Field(default=_D.coordinator_stall_together_ms / 1000, ge=0)
+    coordinator_stall_max_seconds: float = Field(default=_D.coordinator_stall_max_ms / 1000, ge=0)
     storm_window_seconds: float = Field(default=_D.storm_window_ms / 1000, gt=0)
     consumer_session_timeout_seconds: float | None = Field(
         default=None, gt=0, description="the brokers' group.consumer.session.timeout.ms; unset: what the broker "

@@ -67,6 +67,7 @@ def diagnosis_settings(config: DiagnosisConfig) -> DiagnosisSettings:
         broker_death_window_ms=int(config.broker_death_window_seconds * 1000),
         coordinator_stall_min_groups=config.coordinator_stall_min_groups,
         coordinator_stall_together_ms=int(config.coordinator_stall_together_seconds * 1000),
+        coordinator_stall_max_ms=int(config.coordinator_stall_max_seconds * 1000),
         storm_window_ms=int(config.storm_window_seconds * 1000),
         consumer_session_timeout_ms=(DIAGNOSIS_DEFAULTS.consumer_session_timeout_ms
                                      if config.consumer_session_timeout_seconds is None

@@ -215,7 +215,11 @@ def release_removals(model: GroupModel, now_ms: int, settings: DiagnosisSettings
         rec = h.rec
         window = settings.coordinator_wide_window_ms
         moves = [t for t in model.coordinator_moves if abs(t - rec["removed_at_ms"]) <= window]
+        # members that expire while their coordinator moves share its cause; so does one that never
+        # stopped (it came back at once: its coordinator, not its process, went away)
         if moves and _expired_with_others(model, h, window):
+            h.expired_with_others = True
+        if moves and (h.expired_with_others or never_stopped(h, settings)):
             h.coordinator_move_ms = min(moves, key=lambda t: abs(t - rec["removed_at_ms"]))
         if _poll_timeout_inferred(h, settings):
             h.poll_inferred = True

@@ -244,10 +244,13 @@ def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Ve
     # back within one heartbeat interval: it never stopped, not a crash or a pause, whatever else explains it
     alive = gap is not None and gap <= s.alive_rejoin_ms(rec.get("protocol"))
     if move is not None:
-        return ("coordinator_wide", f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
-                f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group, "
-                "with other members of the group", "medium",
-                "the coordinator moved the group as several of its members expired")
+        moved = (f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
+                 f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group")
+        if held.expired_with_others:
+            return ("coordinator_wide", f"{moved}, with other members of the group", "medium",
+                    "the coordinator moved the group as several of its members expired")
+        return ("coordinator_wide", f"{moved}, and came back {_secs(gap)} after its removal: it never stopped",
+                "medium", "the coordinator moved the group as it expired a member that never stopped")
     if alive:
         back = "with the same member id" if held.same_member_id else "(the same client id and host)"
         return ("unknown", f"{who} was removed after {_session(rec)} without heartbeats, yet came back {back} "

@@ -470,3 +470,33 @@ def test_a_static_members_kill_and_close_read_from_its_commits():
     assert got("kill", None) == [("heartbeat_expiry", "process_crash", "kill", "low")]
     assert got("leave", 20_000) == [("heartbeat_expiry", "graceful_shutdown", "leave", "medium")]
     assert got("leave", None, "confluent") == [("heartbeat_expiry", "graceful_shutdown", "leave", None)]
+
+
+def test_a_follower_kill_expects_the_stall_of_every_member_the_broker_removed():
+    """tests/fixtures/kafka-4.4-follower-kill: broker 2 killed, the follower of every group's offsets
+    partition. The broker's removals in the window after the kill that the bed did not make (no
+    member was touched) are the coordinator stall, naming broker 2."""
+    from testbed.judge.expect import stall_removals
+    shipped, truth = _capture("kafka-4.4-follower-kill")
+    groups = ["fk-classic-8", "fk-rdk-7", "fk-consumer-6"]
+    timeline = [dict(e, groups=groups) if e["action"] == "kill_broker" else e for e in truth]
+    clients = {e["client_id"] for e in timeline if e.get("client_id")}
+    got = {g: stall_removals([e for e in timeline if e.get("group") in (g, None)], group_lines(shipped, g), g, clients)
+           for g in groups}
+    assert got["fk-classic-8"] == []
+    assert [(r.client_id, (r.member_id or "")[:10], r.root_cause, r.evidence_has) for r in got["fk-rdk-7"]] == [
+        ("fk-rdk-7-b", "fk-rdk-7-b", "coordinator_wide", "broker 2 died"),
+        ("fk-rdk-7-a", "fk-rdk-7-a", "coordinator_wide", "broker 2 died")]
+    (fenced,) = got["fk-consumer-6"]
+    assert (fenced.member_id, fenced.cause) == ("Whd28BgHRbGlG/OAt9QQ2g", "heartbeat_expiry")
+    # the judge matches it by its member id and reads its evidence
+    exp = Expected("fk-consumer-6", "consumer", removals=[fenced],
+                   removal_lines={"Whd28BgHRbGlG/OAt9QQ2g": [fenced.at_ms]})
+    rec = {"group": "fk-consumer-6", "member_id": "Whd28BgHRbGlG/OAt9QQ2g", "client_id": "fk-consumer-6-b",
+           "removed_at_ms": fenced.at_ms, "cause": "heartbeat_expiry", "root_cause": "coordinator_wide",
+           "protocol": "consumer", "evidence": "broker 2 died 10.0 s before (...)"}
+    ok = judge("4.4.0", "follower_kill", exp, {"rebalances": [], "member_removals": [rec], "anomalies": []}, {})
+    assert not [f for f in ok.failures if f[0] in ("cause", "removals")]
+    wrong = judge("4.4.0", "follower_kill", exp, {"rebalances": [], "member_removals": [
+        dict(rec, evidence="3 groups of coordinator broker 1 lost members")], "anomalies": []}, {})
+    assert any("does not say 'broker 2 died'" in text for _, text in wrong.failures)

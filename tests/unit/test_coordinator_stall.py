@@ -192,3 +192,35 @@ def test_a_real_follower_kill_is_the_stall_of_the_surviving_coordinator():
     rebalances = [b for b in out["rebalance"] if b["group"] == "fk-consumer-6"]
     charged = [b for b in rebalances if (b.get("partition_seconds_by_departed_member") or {}).get(fenced["member_id"])]
     assert charged and all(b["partition_seconds_by_departed_member"][fenced["member_id"]] < 6 * 4 for b in charged)
+
+
+# --- never stopped, per group ---------------------------------------------------------------------
+def _ev(ts: int, kind: str, member: str | None = None, generation: int | None = None, **data) -> E.Event:
+    return E.Event(group="g", ts_ms=ts, source=E.SOURCE_LOG, source_id="b1", seq=ts, kind=kind, broker=1,
+                   generation=generation, member_id=member, data=data)
+
+
+def _consumer_group(fence_at: int, back_after: int, loaded_at: int | None = None) -> dict:
+    from state.local import run_events
+    evs = [_ev(T0, E.CONSUMER_MEMBER_JOINED, "m1", protocol="consumer"), _ev(T0 + 1, E.GROUP_EPOCH_BUMPED, None, 1),
+           _ev(T0 + 2, E.CONSUMER_MEMBER_JOINED, "m2", protocol="consumer"), _ev(T0 + 3, E.GROUP_EPOCH_BUMPED, None, 2),
+           _ev(fence_at, E.CONSUMER_MEMBER_FENCED, "m1", fence_reason="session"),
+           _ev(fence_at + 1, E.GROUP_EPOCH_BUMPED, None, 3),
+           _ev(fence_at + back_after, E.CONSUMER_MEMBER_JOINED, "m1", protocol="consumer"),
+           _ev(fence_at + back_after + 1, E.GROUP_EPOCH_BUMPED, None, 4)]
+    if loaded_at is not None:
+        evs.append(_ev(loaded_at, E.GROUP_LOADED, None, 2))
+    (rec,) = run_events(sorted(evs, key=E.Event.sort_key))["removal"]
+    return rec
+
+
+def test_a_member_back_within_a_heartbeat_never_stopped_whatever_explains_it():
+    back = _consumer_group(T0 + 20_000, 300)
+    assert (back["root_cause"], back["root_cause_confidence"], back[REJOIN_FIELD]) == ("unknown", "low", 300)
+    assert "it never stopped" in back["evidence"]
+    paused = _consumer_group(T0 + 20_000, 8_000)              # back after a heartbeat interval (5 s)
+    assert (paused["root_cause"], paused[REJOIN_FIELD]) == ("process_pause", 8_000)
+    moved = _consumer_group(T0 + 20_000, 300, loaded_at=T0 + 18_000)   # its coordinator moved just before
+    assert moved["root_cause"] == "coordinator_wide" and "it never stopped" in moved["evidence"]
+    crash_near_move = _consumer_group(T0 + 20_000, 8_000, loaded_at=T0 + 18_000)   # one member: its own stop
+    assert crash_near_move["root_cause"] == "process_pause"

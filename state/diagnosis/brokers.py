@@ -62,6 +62,7 @@ class BrokerLog:
 
     def __init__(self, records: list[dict[str, Any]] | None = None) -> None:
         self.records: list[dict[str, Any]] = sorted(records or [], key=_order)
+        self._deaths: dict[str, list[BrokerDeath]] = {}     # per cluster, until the records change
 
     def to_state(self) -> list[dict[str, Any]]:
         return self.records
@@ -74,6 +75,7 @@ class BrokerLog:
         new = list(records)
         if new:
             self.records = sorted(self.records + new, key=_order)
+            self._deaths = {}
 
     def prune(self, before_ms: int) -> None:
         """Forget what is older than `before_ms`, but each broker's newest start and shutdown
@@ -83,10 +85,17 @@ class BrokerLog:
             if r["kind"] not in _PEER_REPORTS:
                 keep_own[(r["cluster"], r.get("broker"), r["kind"])] = r
         kept = {id(r) for r in keep_own.values()}
-        self.records = [r for r in self.records if r["ts_ms"] >= before_ms or id(r) in kept]
+        records = [r for r in self.records if r["ts_ms"] >= before_ms or id(r) in kept]
+        if len(records) != len(self.records):
+            self.records, self._deaths = records, {}
 
     def deaths(self, cluster: str) -> list[BrokerDeath]:
         """Every death of a broker of `cluster` the records show, oldest first."""
+        if cluster not in self._deaths:
+            self._deaths[cluster] = self._read_deaths(cluster)
+        return self._deaths[cluster]
+
+    def _read_deaths(self, cluster: str) -> list[BrokerDeath]:
         out: list[BrokerDeath] = []
         shutdown: dict[int, int] = {}          # broker -> its last "shutting down" line
         open_death: dict[int, int] = {}        # broker -> index in `out` of its death, until it starts

@@ -72,6 +72,25 @@ def test_replay_command_writes_the_golden_outputs(tmp_path):
 
 
 @pytest.mark.spark
+def test_replay_of_a_real_follower_kill_names_the_dead_broker(tmp_path):
+    """`replay` of a real Kafka 4.4.0 follower kill (tests/fixtures/kafka-4.4-follower-kill), as an
+    operator runs it: the broker lines reach the driver's correlator through the Spark query, and
+    every removal the coordinator stall made is coordinator_wide, naming broker 2."""
+    folder, out = FIXTURES / "kafka-4.4-follower-kill", tmp_path / "out"
+    result = subprocess.run([*CLI, "replay", "--broker-log", str(folder / "broker1-server.log"),
+                             str(folder / "broker2-server.log"), "--offsets", str(folder / "offsets-topic.jsonl"),
+                             "--out", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    removals = [json.loads(line) for line in (out / "member_removals.jsonl").read_text().splitlines()]
+    assert sorted(r["group"] for r in removals) == ["fk-consumer-6", "fk-rdk-7", "fk-rdk-7"]
+    for r in removals:
+        assert (r["cause"], r["root_cause"], r["root_cause_confidence"]) == \
+            ("heartbeat_expiry", "coordinator_wide", "medium"), r["evidence"]
+        assert r["evidence"].startswith("broker 2 died ") and "it never stopped" in r["evidence"]
+    assert "coordinator_wide" in result.stdout and "Traceback" not in result.stderr
+
+
+@pytest.mark.spark
 def test_demo_serves_real_rebalances_and_promtool_accepts_the_page(demo_server):
     port, folder = demo_server     # conftest.py: the demo process, shared with test_prometheus_e2e
     page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()

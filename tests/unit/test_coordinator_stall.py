@@ -224,3 +224,20 @@ def test_a_member_back_within_a_heartbeat_never_stopped_whatever_explains_it():
     assert moved["root_cause"] == "coordinator_wide" and "it never stopped" in moved["evidence"]
     crash_near_move = _consumer_group(T0 + 20_000, 8_000, loaded_at=T0 + 18_000)   # one member: its own stop
     assert crash_near_move["root_cause"] == "process_pause"
+
+
+def test_the_broker_records_survive_a_restart_of_the_driver():
+    """The correlator keeps the broker records in the driver's state file: a death seen before a
+    restart explains a removal decided after it. A state file of a release before them loads."""
+    from state.diagnosis.correlate import Correlator
+    before = Correlator(DEFAULT_SETTINGS)
+    before.note_brokers(DEATH)
+    before.add([_removal("g1", "m1", T0 + 11_000, "unknown", alive=300)])
+    assert before.advance(T0 + 12_000) == []                 # still held
+    after = Correlator(DEFAULT_SETTINGS)
+    after.load_state(json.loads(json.dumps(before.to_state())))
+    (rec,) = after.advance(2 ** 62)
+    assert rec["root_cause"] == "coordinator_wide" and rec["evidence"].startswith("broker 2 died")
+    old = Correlator(DEFAULT_SETTINGS)
+    old.load_state({"pending": [], "recent": [], "clock_ms": T0})
+    assert old.brokers.records == [] and old.advance(T0 + 1) == []

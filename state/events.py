@@ -124,11 +124,14 @@ BROKER_EVENTS_GROUP = "\u0000brokers"
 BROKER_UNREACHABLE = "broker_unreachable"
 # broker = the partition's leader; data: subject (out of sync), partition, last_caught_up_ms if logged
 BROKER_OUT_OF_SYNC = "broker_out_of_sync"
+# broker = the controller; data.subject = the broker it fenced for its lapsed session (KRaft) or
+# saw unregistered (ZooKeeper mode's "deleted brokers"), both in the controller's log
+BROKER_FENCED = "broker_fenced"
 BROKER_STARTING = "broker_starting"          # broker = itself: a new process (its start-up banner)
 BROKER_SHUTTING_DOWN = "broker_shutting_down"  # broker = itself: a controlled shutdown begins
 BROKER_STARTED = "broker_started"            # broker = itself: ZooKeeper mode's "[KafkaServer id=N] started"
-BROKER_KINDS = frozenset({BROKER_UNREACHABLE, BROKER_OUT_OF_SYNC, BROKER_STARTING, BROKER_SHUTTING_DOWN,
-                          BROKER_STARTED})
+BROKER_KINDS = frozenset({BROKER_UNREACHABLE, BROKER_OUT_OF_SYNC, BROKER_FENCED, BROKER_STARTING,
+                          BROKER_SHUTTING_DOWN, BROKER_STARTED})
 
 # --- control -----------------------------------------------------------------------------------
 END_OF_INPUT = "end_of_input"              # replay only: moves the watermark past the last event

@@ -23,7 +23,7 @@ from state import events as E
 
 # A broker's peers lose it for a while after its own controlled shutdown began: not a death.
 PLANNED_STOP_MS = 120_000
-_PEER_REPORTS = (E.BROKER_UNREACHABLE, E.BROKER_OUT_OF_SYNC)
+_PEER_REPORTS = (E.BROKER_UNREACHABLE, E.BROKER_OUT_OF_SYNC, E.BROKER_FENCED)
 _OWN_STARTS = (E.BROKER_STARTING, E.BROKER_STARTED)
 
 
@@ -53,6 +53,8 @@ def _report_ms(r: dict[str, Any]) -> int:
 def _how(r: dict[str, Any]) -> str:
     if r["kind"] == E.BROKER_UNREACHABLE:
         return f"broker {r.get('broker')} could not reach it from {_clock(int(r['ts_ms']))}"
+    if r["kind"] == E.BROKER_FENCED:
+        return f"controller {r.get('broker')} fenced or unregistered it at {_clock(int(r['ts_ms']))}"
     return (f"broker {r.get('broker')} dropped it from the ISR of __consumer_offsets-{r.get('partition')} at "
             f"{_clock(int(r['ts_ms']))}")
 

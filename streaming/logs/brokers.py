@@ -9,6 +9,10 @@
     `[Partition __consumer_offsets-7 broker=1] Shrinking ISR from 1,2 to 1. Leader: (...). Out of
     sync replicas: (brokerId: 2, endOffset: 10, lastCaughtUpTimeMs: 1700000000000).` (other
     topics' shrinks say nothing about a coordinator and are not read);
+  * the controller fencing a broker whose session lapsed (KRaft QuorumController: `Fencing broker 2
+    at epoch 29 because its session has timed out.`) or seeing it unregistered (the ZooKeeper-mode
+    controller: `Newly added brokers: , deleted brokers: 2, bounced brokers: ...`), in the
+    controller's own log, when it is shipped;
   * a broker's own start and controlled shutdown lines (kafka.server.BrokerServer, KafkaServer):
     `[BrokerServer id=2] Transition from SHUTDOWN to STARTING`, `... from STARTED to
     SHUTTING_DOWN`, and ZooKeeper mode's `[KafkaServer id=2] starting` / `shutting down` / `started`.
@@ -33,6 +37,10 @@ _SHRINK = re.compile(
     r"\[Partition __consumer_offsets-(?P<partition>\d+) broker=(?P<broker>\d+)\] "
     r"Shrinking ISR from (?P<before>[\d,]+) to (?P<after>[\d,]*)\b(?P<rest>.*)")
 _OUT_OF_SYNC = re.compile(r"\(brokerId: (?P<id>\d+), endOffset: -?\d+(?:, lastCaughtUpTimeMs: (?P<ms>-?\d+))?\)")
+_FENCED = re.compile(r"\[QuorumController id=(?P<broker>\d+)\] Fencing broker (?P<subject>\d+) at epoch -?\d+ "
+                     r"because its session has timed out\.")
+_DELETED = re.compile(r"\[Controller id=(?P<broker>\d+)\] Newly added brokers: [\d, ]*, "
+                      r"deleted brokers: (?P<deleted>[\d, ]*), ")
 _KRAFT = re.compile(r"\[BrokerServer id=(?P<broker>\d+)\] Transition from (?P<from>\w+) to (?P<to>\w+)")
 _ZK = re.compile(r"\[KafkaServer id=(?P<broker>\d+)\] (?P<what>starting|shutting down|started)")
 
@@ -65,6 +73,14 @@ def broker_events(message: str, ts_ms: int, source_id: str, seq: int) -> list[Ev
                 data["last_caught_up_ms"] = caught_up[subject]
             out.append(_event(E.BROKER_OUT_OF_SYNC, ts_ms, int(m["broker"]), source_id, seq, **data))
         return out
+    if " because its session has timed out." in message:
+        m = _FENCED.match(message)
+        return [] if m is None else [_event(E.BROKER_FENCED, ts_ms, int(m["broker"]), source_id, seq,
+                                            subject=int(m["subject"]))]
+    if ", deleted brokers: " in message:
+        m = _DELETED.match(message)
+        return [] if m is None else [_event(E.BROKER_FENCED, ts_ms, int(m["broker"]), source_id, seq, subject=int(b))
+                                     for b in m["deleted"].replace(" ", "").split(",") if b]
     m = _KRAFT.match(message)
     if m is not None:
         kind = _KRAFT_KINDS.get((m["from"], m["to"]))

@@ -84,6 +84,8 @@ COORDINATOR_MARKERS: tuple[str, ...] = COORDINATOR_LOGGER_MARKERS + _SHORT_NAME_
 BROKER_LINE_MARKERS: tuple[str, ...] = (
     " could not be established. ",      # NetworkClient: a replica fetcher cannot reach its leader
     "Shrinking ISR from ",              # kafka.cluster.Partition
+    " because its session has timed out.",   # KRaft QuorumController: a broker fenced
+    ", deleted brokers: ",              # ZooKeeper-mode controller: a broker unregistered
     "] Transition from S",              # KRaft BrokerServer: from SHUTDOWN (a start), from STARTED (a stop)
     "[KafkaServer id=",                 # ZooKeeper-mode broker lifecycle (starting, shutting down, started)
 )

@@ -37,6 +37,10 @@ T0 = 1_796_000_000_000
      "Leader: (highWatermark: 115, endOffset: 120). Out of sync replicas: (brokerId: 1, endOffset: 115, "
      "lastCaughtUpTimeMs: 1647108577000). (kafka.cluster.Partition)",
      E.BROKER_OUT_OF_SYNC, 3, {"subject": 1, "partition": 43, "last_caught_up_ms": 1647108577000}),
+    ("[2026-12-02 00:43:17,650] INFO [QuorumController id=100] Fencing broker 2 at epoch 29 because its session has "
+     "timed out. (org.apache.kafka.controller.ReplicationControlManager)", E.BROKER_FENCED, 100, {"subject": 2}),
+    ("[2026-11-21 19:28:13,326] INFO [Controller id=1] Newly added brokers: , deleted brokers: 2, bounced brokers: , "
+     "all live brokers: 1 (kafka.controller.KafkaController)", E.BROKER_FENCED, 1, {"subject": 2}),
     ("[2026-12-02 00:36:16,107] INFO [BrokerServer id=2] Transition from SHUTDOWN to STARTING (kafka.server.BrokerServer)",
      E.BROKER_STARTING, 2, {}),
     ("[2026-11-21 19:33:11,214] INFO [BrokerServer id=1] Transition from STARTED to SHUTTING_DOWN "
@@ -241,3 +245,11 @@ def test_the_broker_records_survive_a_restart_of_the_driver():
     old = Correlator(DEFAULT_SETTINGS)
     old.load_state({"pending": [], "recent": [], "clock_ms": T0})
     assert old.brokers.records == [] and old.advance(T0 + 1) == []
+
+
+def test_the_controllers_fence_dates_a_death_when_no_peer_said_it_first():
+    only = BrokerLog([_b(T0 + 9_000, E.BROKER_FENCED, 100, subject=2)])
+    (death,) = only.deaths("c")
+    assert (death.broker, death.at_ms) == (2, T0 + 9_000) and "controller 100 fenced" in death.evidence
+    both = BrokerLog([_b(T0 + 1_000, E.BROKER_UNREACHABLE, 1, subject=2), _b(T0 + 9_000, E.BROKER_FENCED, 100, subject=2)])
+    assert [(d.broker, d.at_ms) for d in both.deaths("c")] == [(2, T0 + 1_000)]

@@ -169,8 +169,8 @@ class Correlator:
         """A host's members removed together: how many, how close in time, what share of the host's
         members in those groups, and whether they met the same fate (all crashed or all paused)."""
         t, cluster, host = rec["removed_at_ms"], rec["cluster"], rec.get("client_host")
-        if host is None:
-            return
+        if host is None or _group_root(rec) == "unknown":
+            return      # (unknown: it never stopped, so neither did its host)
         w = self._host_window(rec)
         same_host = pool.around(("host", cluster, host), t, w)
         if len(same_host) < 2:

@@ -42,6 +42,10 @@ def _kill_follower(r: Runner, ctx: Ctx, groups: list[str], paused=None) -> None:
     r.cluster.await_in_sync()
     coordinator = r.cluster.coordinator_of(ctx.group)
     follower = next(b for b in r.cluster.running_brokers() if b != coordinator)
+    # The follower leads a partition the coordinator's broker follows, as every broker of a real
+    # cluster leads some: the bed's earlier broker restarts can leave one leading none, and then
+    # no peer's replica fetcher loses it when it dies (the monitor dates a death by its peers).
+    r.cluster.create_topic(f"{ctx.group}-led", 1, 2, assignment=[[follower, coordinator]])
     since = r.shipper.mark()
     if paused is not None:
         r.pause(paused)

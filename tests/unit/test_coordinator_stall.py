@@ -253,3 +253,13 @@ def test_the_controllers_fence_dates_a_death_when_no_peer_said_it_first():
     assert (death.broker, death.at_ms) == (2, T0 + 9_000) and "controller 100 fenced" in death.evidence
     both = BrokerLog([_b(T0 + 1_000, E.BROKER_UNREACHABLE, 1, subject=2), _b(T0 + 9_000, E.BROKER_FENCED, 100, subject=2)])
     assert [(d.broker, d.at_ms) for d in both.deaths("c")] == [(2, T0 + 1_000)]
+
+
+def test_members_that_never_stopped_are_no_host_failure():
+    """Two members of one host removed together and back at once, with no broker death known: their
+    host did not fail either (on Kafka 4.0.2 a follower that led no partition died unseen by its
+    peers, and the host-wide rule called the stall's two librdkafka members host_wide)."""
+    pair = [_removal("g1", "m1", T0 + 18_000, "unknown", alive=0), _removal("g1", "m2", T0 + 18_001, "unknown", alive=0)]
+    for r in pair:
+        r["client_host"], r["host_members"] = "/10.0.0.1", 2
+    assert [r["root_cause"] for r in correlate_all(pair, DEFAULT_SETTINGS)] == ["unknown", "unknown"]

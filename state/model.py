@@ -236,6 +236,12 @@ class GroupModel:
     # Highest generation for which a rebalance record has been emitted: never emit twice.
     last_emitted_generation: int | None = None
     target_assignment_epoch: int | None = None
+    # Epoch-based groups: [epoch, broker] of the last "Bumped" line, and [member id, time] of a
+    # member of the group that joined again (its coordinator moved). A new coordinator that lost
+    # the last epoch's records bumps that epoch number again, for members it did not know
+    # (modern.py _epoch_bumped).
+    epoch_line: list[Any] | None = None
+    rejoined_member: list[Any] | None = None
     # Epoch-based groups: what happened since the last epoch bump (decides the bump's trigger).
     pending_consumer_trigger: dict[str, Any] | None = None
     # Streams groups: the topology epoch, and why the group is NotReady (None when it is not).

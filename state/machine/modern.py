@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from state import events as E
-from state.machine.base import REMOVAL_CAUSE_TO_TRIGGER
+from state.machine.base import REMOVAL_ATTACH_WINDOW_MS, REMOVAL_CAUSE_TO_TRIGGER
 from state.impact import note_consumer_departure, note_ownership
 from state.model import (
     ASSIGNING, DEAD, EMPTY, EPOCH_PROTOCOLS, NOT_READY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, PROTOCOL_SHARE,
@@ -102,7 +102,9 @@ class ModernProtocol:
         if known is not None and known.reached_at_ms is not None and known.reached_at_ms < ev.ts_ms:
             # A member of the group joining again (a share client rejoins at epoch 0 when its
             # coordinator moved): the membership is the same, so no epoch bump follows from it, and
-            # it must not stand as the trigger of the next bump (a later leave's).
+            # it must not stand as the trigger of the next bump (a later leave's), unless its new
+            # coordinator did not know it (_epoch_bumped: an epoch bumped again).
+            m.rejoined_member = [ev.member_id, ev.ts_ms]
             return
         self.note_consumer_trigger("member_join", ev.member_id, ev)
 
@@ -155,9 +157,18 @@ class ModernProtocol:
         self.note_consumer_trigger(ev.data.get("trigger") or "metadata_change",
                                    ev.member_id or ev.data.get("prefix_member"), ev)
 
+    def _bumped_again(self, ev: E.Event) -> bool:
+        """A "Bumped" line of an epoch another coordinator's line bumped already."""
+        line = self.machine.m.epoch_line
+        return (ev.source == E.SOURCE_LOG and ev.broker is not None and line is not None
+                and ev.generation is not None and ev.generation <= line[0] and line[1] != ev.broker)
+
     def start_epoch(self, ev: E.Event, epoch: int) -> None:
         machine, m = self.machine, self.machine.m
         self.become_epoch_based(ev)
+        m.rejoined_member = None
+        if ev.source == E.SOURCE_LOG and ev.broker is not None and ev.kind == E.GROUP_EPOCH_BUMPED:
+            m.epoch_line = [epoch, ev.broker]
         if m.open_rebalance is not None:
             machine.close_open_as("superseded", ev)
         pending = m.pending_consumer_trigger or {}
@@ -191,6 +202,18 @@ class ModernProtocol:
         if ev.generation is None:
             return
         o = m.open_rebalance
+        if m.protocol in EPOCH_PROTOCOLS and m.generation is not None and ev.generation <= m.generation \
+                and self._bumped_again(ev):
+            # A new coordinator that lost the last epoch's records (not yet replicated when its
+            # broker died) bumps that epoch number again, for a member it did not know: a new
+            # rebalance, started by that member's join.
+            rejoined = m.rejoined_member
+            if rejoined is not None and 0 <= ev.ts_ms - rejoined[1] <= REMOVAL_ATTACH_WINDOW_MS:
+                m.pending_consumer_trigger = {"trigger": "member_join", "member": rejoined[0]}
+            self.start_epoch(ev, ev.generation)
+            return
+        if ev.source == E.SOURCE_LOG and ev.broker is not None and ev.generation == m.generation:
+            m.epoch_line = [ev.generation, ev.broker]
         if m.protocol in EPOCH_PROTOCOLS and m.generation is not None and ev.generation <= m.generation:
             # The epoch record sorted first and opened this epoch already: the log line only
             # brings an earlier start, the reason and the group's type.

@@ -367,13 +367,19 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
             trigger, why = "member_leave", _describe(_last_action(timeline, ts, group, ("leave",)))
         out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch,
                                 outcomes=("empty",) if not members else ("stable",), start_line=ln.text))
+    removed = [ts for ts, _, _, kind, _, _ in _epoch_events(lines, group) if kind in ("fence", "leave")]
     for k, reb in enumerate(out):
         if reb.outcomes == ("empty",):
             continue
         nxt = out[k + 1].start_ms if k + 1 < len(out) else None
+        start = reb.start_ms or 0
         stalled = any(e["action"] in (*TAKES_MEMBER_OUT, "stop_broker") and e.get("group") in (group, None)
-                      and 0 <= e["ts_ms"] - (reb.start_ms or 0) < settle_ms for e in timeline)
-        if (nxt is not None and nxt - (reb.start_ms or 0) < settle_ms) or stalled:
+                      and 0 <= e["ts_ms"] - start < settle_ms for e in timeline)
+        # a member the bed killed or froze before the bump and the broker removed only after it:
+        # still in the group, it never reaches the epoch, whose members then never all reconcile
+        dead = any(e["action"] in ("kill", "pause") and e.get("group") == group and e["ts_ms"] < start
+                   and min((t for t in removed if t >= e["ts_ms"]), default=start + 1) > start for e in timeline)
+        if (nxt is not None and nxt - start < settle_ms) or stalled or dead:
             reb.outcomes = ("stable", "superseded")
     return out
 

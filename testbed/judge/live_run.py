@@ -136,15 +136,19 @@ class LiveRun:
             t.join(600)
         return items + [extra for item in items for extra in self._other_groups(item)]
 
-    def _other_groups(self, item: LiveScenario) -> list[LiveScenario]:
-        """A scenario of several groups (Scenario.multi_group: those its kill_broker entry names):
-        one item per other group, judged on its own, named after its group's suffix."""
+    @staticmethod
+    def _groups_of(item: LiveScenario) -> list[str]:
+        """The other groups of a scenario of several groups (those its kill_broker entry names)."""
         if not item.scenario.multi_group or item.result is None:
             return []
         kill: dict = next((e for e in item.result.timeline if e["action"] == "kill_broker"), {})
+        return [g for g in kill.get("groups") or () if g != item.ctx.group]
+
+    def _other_groups(self, item: LiveScenario) -> list[LiveScenario]:
+        """A scenario of several groups (Scenario.multi_group: those its kill_broker entry names):
+        one item per other group, judged on its own, named after its group's suffix."""
         out = []
-        for group in [g for g in kill.get("groups") or () if g != item.ctx.group]:
-            self.settle(group)
+        for group in self._groups_of(item):
             suffix = group[len(item.ctx.group) + 1:].rstrip("0123456789")
             out.append(LiveScenario(replace(item.scenario, name=f"{item.scenario.name}[{suffix}]"),
                                     replace(item.ctx, group=group, topic=f"{group}-data"), result=item.result,
@@ -156,7 +160,10 @@ class LiveRun:
         item.result = run_scenario(self.cluster, self.shipper, item.scenario, item.ctx, self.out,
                                    self.java_lib, self.streams_lib)
         if item.result.status != "SKIP":
-            self.settle(item.ctx.group)
+            # every group of the scenario, before the next one starts (a Kafka Streams member's
+            # close ends in its fence a session later: the next broker kill must not come first)
+            for group in [item.ctx.group, *self._groups_of(item)]:
+                self.settle(group)
         item.window = (t0, now_ms())
         log(f"  {self.cluster.version} {item.scenario.name:<14} bed {item.result.status} "
             f"{item.result.seconds:6.1f} s" + (f"  {item.result.error}" if item.result.error else ""))

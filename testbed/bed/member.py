@@ -1,7 +1,7 @@
 """A consumer-group member as its own process (run as a script, see members.py).
 
 Prints one JSON object per line on stdout, which the runner waits on:
-  {"event": "started"|"assigned"|"revoked"|"lost"|"consumed"|"stopped_polling"|"closed"|"error",
+  {"event": "started"|"assigned"|"revoked"|"lost"|"consumed"|"stopped_polling"|"closed"|"retry"|"error",
    "ts_ms": ..., "pid": ..., "client_id": ..., ...}
 Behaviour: polls normally; stops polling (but stays alive, so the client's own poll timeout
 fires) while `--stop-file` exists (and for good after SIGUSR1), polling again once the file is
@@ -124,7 +124,16 @@ def run_kafka_python() -> None:
     consumer = KafkaConsumer(**conf)
     consumer.subscribe(ARGS.topics.split(","), listener=Listener())
     emit("started", library="kafka-python")
-    loop(lambda: sum(len(v) for v in consumer.poll(timeout_ms=200).values()))
+
+    def poll_once() -> int:
+        from kafka.errors import KafkaConnectionError
+        try:
+            return sum(len(v) for v in consumer.poll(timeout_ms=200).values())
+        except KafkaConnectionError as exc:
+            # a broker that died while the process was frozen (SIGSTOP): an application retries
+            emit("retry", error=f"{type(exc).__name__}: {exc}")
+            return 0
+    loop(poll_once)
     consumer.close()
     emit("closed")
 

@@ -107,8 +107,14 @@ def _stall_run(r: Runner, ctx: Ctx, kinds: dict[str, tuple], paused_kind: str | 
     r.wait_committed(ctx.group)
     paused = next((m for m in ms if m.spec.group == groups.get(paused_kind or "-")), None) if paused_kind else None
     _kill_follower(r, ctx, list(groups.values()), paused)
+    since = r.shipper.mark()
     for m in ms:
         r.leave(m)
+    for m in ms:
+        if m.spec.library == "java-streams":
+            # Kafka Streams sends no leave when it closes: the broker fences it a session later.
+            # Wait for that line, so that no later broker kill falls between the close and the fence.
+            r.wait_log(rf"\[GroupId {re.escape(m.spec.group)}\] Streams member \S+ fenced from the group", 30, since)
 
 
 def follower_kill(r: Runner, ctx: Ctx) -> None:

@@ -8,8 +8,8 @@ records (OutputKind.BROKER_EVENT) and reach the driver's correlator, which keeps
 
 A broker died at the first report of a peer that lost it (the fetcher's failed connection, or the
 ISR shrink, dated by the follower's last catch-up when the line gives it) that no controlled
-shutdown of its own explains (its "shutting down" line within PLANNED_STOP_MS before). Reports of
-one broker belong to one death until the broker starts again. A start-up banner with no shutdown
+shutdown of its own explains (its "shutting down" line since its last start). Reports of one
+broker belong to one death until the broker starts again. A start-up banner with no shutdown
 line since the broker's previous start confirms that it crashed.
 """
 from __future__ import annotations
@@ -21,8 +21,6 @@ from typing import Any
 
 from state import events as E
 
-# A broker's peers lose it for a while after its own controlled shutdown began: not a death.
-PLANNED_STOP_MS = 120_000
 _PEER_REPORTS = (E.BROKER_UNREACHABLE, E.BROKER_OUT_OF_SYNC, E.BROKER_FENCED)
 _OWN_STARTS = (E.BROKER_STARTING, E.BROKER_STARTED)
 
@@ -110,9 +108,8 @@ class BrokerLog:
                 if not isinstance(subject, int) or subject in open_death:
                     continue
                 at = _report_ms(r)
-                planned = shutdown.get(subject)
-                if planned is not None and 0 <= at - planned <= PLANNED_STOP_MS:
-                    continue
+                if subject in shutdown and shutdown[subject] <= at:
+                    continue        # its controlled shutdown began: planned, until it starts again
                 open_death[subject] = len(out)
                 out.append(BrokerDeath(cluster, subject, at, _how(r)))
                 continue
@@ -122,8 +119,10 @@ class BrokerLog:
             if kind == E.BROKER_SHUTTING_DOWN:
                 shutdown[own] = int(r["ts_ms"])
             elif kind in _OWN_STARTS:
+                # a shutdown before the broker's (re)start explains nothing after it
+                planned = shutdown.pop(own, -1)
                 i = open_death.pop(own, None)
-                if i is not None and kind == E.BROKER_STARTING and shutdown.get(own, -1) < out[i].at_ms:
+                if i is not None and kind == E.BROKER_STARTING and planned < out[i].at_ms:
                     d = out[i]
                     out[i] = BrokerDeath(d.cluster, d.broker, d.at_ms, f"{d.evidence}; it started again at "
                                          f"{_clock(int(r['ts_ms']))} with no shutdown before")

@@ -263,3 +263,17 @@ def test_members_that_never_stopped_are_no_host_failure():
     for r in pair:
         r["client_host"], r["host_members"] = "/10.0.0.1", 2
     assert [r["root_cause"] for r in correlate_all(pair, DEFAULT_SETTINGS)] == ["unknown", "unknown"]
+
+
+def test_a_shutdown_before_the_brokers_restart_explains_nothing_after_it():
+    """4.0.2 matrix: the coordinator broker stopped with SIGTERM (failover), started again, then
+    killed as a follower 90 s later: its earlier controlled shutdown must not make that death a
+    planned stop."""
+    log = BrokerLog([_b(T0, E.BROKER_SHUTTING_DOWN, 1), _b(T0 + 500, E.BROKER_UNREACHABLE, 2, subject=1),
+                     _b(T0 + 20_000, E.BROKER_STARTING, 1),
+                     _b(T0 + 90_000, E.BROKER_UNREACHABLE, 2, subject=1),          # killed
+                     _b(T0 + 300_000, E.BROKER_UNREACHABLE, 2, subject=1)])        # the same death
+    assert [(d.broker, d.at_ms) for d in log.deaths("c")] == [(1, T0 + 90_000)]
+    # a long planned stop stays planned until the broker starts again
+    long_stop = BrokerLog([_b(T0, E.BROKER_SHUTTING_DOWN, 1), _b(T0 + 500_000, E.BROKER_UNREACHABLE, 2, subject=1)])
+    assert long_stop.deaths("c") == []

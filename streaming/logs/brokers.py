@@ -49,13 +49,17 @@ _KRAFT_KINDS = {("SHUTDOWN", "STARTING"): E.BROKER_STARTING, ("STARTED", "SHUTTI
 _ZK_KINDS = {"starting": E.BROKER_STARTING, "shutting down": E.BROKER_SHUTTING_DOWN, "started": E.BROKER_STARTED}
 
 
-def _event(kind: str, ts_ms: int, broker: int, source_id: str, seq: int, **data: int) -> Event:
-    return Event(group=E.BROKER_EVENTS_GROUP, ts_ms=ts_ms, source=E.SOURCE_LOG, source_id=source_id, seq=seq,
-                 kind=kind, broker=broker, data=dict(data))
+def broker_events(message: str, ts_ms: int, source_id: str, seq: int, precision: int = 1) -> list[Event]:
+    """The broker events of one message (the text after the layout's header); [] for any other.
+    `precision`: how many ms the line's time spans (1000 in a layout without milliseconds), kept
+    in data[TS_PRECISION] as for the coordinator's events."""
+    def _event(kind: str, ts_ms: int, broker: int, source_id: str, seq: int, **data: int) -> Event:
+        fields: dict[str, int] = dict(data)
+        if precision > 1:
+            fields[E.TS_PRECISION] = precision
+        return Event(group=E.BROKER_EVENTS_GROUP, ts_ms=ts_ms, source=E.SOURCE_LOG, source_id=source_id, seq=seq,
+                     kind=kind, broker=broker, data=fields)
 
-
-def broker_events(message: str, ts_ms: int, source_id: str, seq: int) -> list[Event]:
-    """The broker events of one message (the text after the layout's header); [] for any other."""
     if " could not be established. " in message:
         m = _UNREACHABLE.match(message)
         return [] if m is None else [_event(E.BROKER_UNREACHABLE, ts_ms, int(m["fetcher"] or m["controller"]),

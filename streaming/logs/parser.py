@@ -168,7 +168,8 @@ def _not_coordinator(ts_text: str | None, message: str, logger: str | None, layo
     nothing to it."""
     if ts_text is not None and any(marker in message for marker in BROKER_LINE_MARKERS):
         ts_ms = to_epoch_ms_or_none(ts_text, tz)
-        events = broker_events(message, ts_ms, source_id, seq) if ts_ms is not None else []
+        events = ([] if ts_ms is None else
+                  broker_events(message, ts_ms, source_id, seq, 1 if len(ts_text) == 23 else precision_ms(ts_text)))
         if events:
             return LineParse(OUTCOME_BROKER, events, None, layout, logger)
     return _plain(OUTCOME_NOT_COORDINATOR, layout)

@@ -93,11 +93,21 @@ def test_mixed_versions_and_envelopes_give_the_plain_runs_records(spark, replay_
 
     # Same removals with the same cause and root cause. The evidence sentence quotes times, and an
     # old wording shows a rejoin at its rebalance line rather than at the member-id line, so the
-    # "came back N s later" figure may differ by a fraction of a second: only the verdicts compare.
+    # "came back N s later" figure (evidence, rejoined_after_ms) may differ by a fraction of a second:
+    # the verdicts compare, and the rejoin times to within a second.
     def verdicts(directory):
-        return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seq", "evidence")}, sort_keys=True)
-                      for r in read(directory, "member_removals.jsonl"))
+        return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seq", "evidence", "rejoined_after_ms")},
+                                 sort_keys=True) for r in read(directory, "member_removals.jsonl"))
     assert verdicts(out) == verdicts(plain_out)
+
+    def rejoins(directory):
+        return {(r["group"], r["member_id"], r["removed_at_ms"]): r.get("rejoined_after_ms")
+                for r in read(directory, "member_removals.jsonl")}
+    mixed_rejoins, plain_rejoins = rejoins(out), rejoins(plain_out)
+    assert mixed_rejoins.keys() == plain_rejoins.keys() and any(v is not None for v in plain_rejoins.values())
+    for key, p in plain_rejoins.items():
+        m = mixed_rejoins[key]
+        assert (m is None) == (p is None) and (p is None or abs(m - p) < 1000), (key, m, p)
     assert all(r["evidence"] for r in read(out, "member_removals.jsonl") if r["root_cause"] != "unknown")
 
     # every document was read: input rows = JSON documents, and the hosts name the log sources

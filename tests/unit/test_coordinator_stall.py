@@ -48,10 +48,10 @@ T0 = 1_796_000_000_000
     ("[2026-11-21 19:34:05,628] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)",
      E.BROKER_SHUTTING_DOWN, 2, {}),
     ("[2026-11-21 19:21:14,208] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)", E.BROKER_STARTED, 1, {}),
-    # Strimzi's Kafka 4.x layout: short logger, whole seconds
+    # Strimzi's Kafka 4.x layout: short logger, whole seconds (said, as for the coordinator's lines)
     ("2026-12-02 00:43:09 WARN  [ReplicaFetcherThread-0-2] NetworkClient:1034 - [ReplicaFetcher replicaId=1, "
      "leaderId=2, fetcherId=0] Connection to node 2 (/127.0.0.1:41107) could not be established. Node may not be "
-     "available.", E.BROKER_UNREACHABLE, 1, {"subject": 2}),
+     "available.", E.BROKER_UNREACHABLE, 1, {"subject": 2, E.TS_PRECISION: 1000}),
 ])
 def test_broker_lines_become_broker_events(line, kind, broker, data):
     parsed = parse_line_detailed(line, source_id="b", seq=7, tz=UTC)

@@ -69,6 +69,10 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
     while it was closing, under load)."""
     out: list[ExpRemoval] = []
     in_group: dict[str, bool] = {}
+    # The monitor measures a comeback from the broker's expiry, a session timeout after the kill
+    # or freeze (docs/diagnosis.md), not from the bed's action.
+    session_ms = {e["client_id"]: int(e.get("session_timeout_ms") or 0) for e in timeline
+                  if e["action"] == "start" and e.get("client_id")}
     for k, e in enumerate(timeline):
         cid, a = e.get("client_id"), e["action"]
         if cid is None:
@@ -93,14 +97,14 @@ def expected_removals(timeline: list, version: str, protocol: str, pause_window_
             # Kafka Streams sends no leave when it closes (KIP-1092's default): a close and a crash
             # both end in a session fence, which the broker's records cannot tell apart unless the
             # member comes back (docs/diagnosis.md: process_crash rated low, or process_pause).
-            back = _rejoined(cid, e["ts_ms"], later, pause_window_ms)
+            back = _rejoined(cid, e["ts_ms"] + session_ms.get(cid, 0), later, pause_window_ms)
             out.append(ExpRemoval(bcid, "heartbeat_expiry", "process_pause" if back else "process_crash", a, e["ts_ms"],
                                   confidence=None if back or a != "leave" else "low"))
         elif (a == "kill" and static) or (a == "leave" and _no_leave_on_close(e, protocol)):
             root, sure = _static_verdict(e, a)
             out.append(ExpRemoval(bcid, "heartbeat_expiry", root, a, e["ts_ms"], confidence=sure))
         elif a == "kill" or a == "pause":
-            back = _rejoined(cid, e["ts_ms"], later, pause_window_ms)
+            back = _rejoined(cid, e["ts_ms"] + session_ms.get(cid, 0), later, pause_window_ms)
             root = "process_pause" if back else "process_crash"
             out.append(ExpRemoval(bcid, "heartbeat_expiry", root, a, e["ts_ms"]))
         elif a == "stop_polling":
@@ -174,6 +178,7 @@ def _restarted_within_session(kill: dict, later: list) -> bool:
 
 
 def _rejoined(cid: str, since_ms: int, later: list, window_ms: int) -> bool:
-    """The same client is assigned again within the window (a new member id for classic)."""
+    """The same client is assigned again within the window after `since_ms` (a new member id for
+    classic)."""
     return any(e.get("client_id") == cid and e["action"] in ("joined", "reassigned")
                and e["ts_ms"] - since_ms <= window_ms for e in later)

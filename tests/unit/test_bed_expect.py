@@ -500,3 +500,17 @@ def test_a_follower_kill_expects_the_stall_of_every_member_the_broker_removed():
     wrong = judge("4.4.0", "follower_kill", exp, {"rebalances": [], "member_removals": [
         dict(rec, evidence="3 groups of coordinator broker 1 lost members")], "anomalies": []}, {})
     assert any("does not say 'broker 2 died'" in text for _, text in wrong.failures)
+
+
+def test_a_frozen_members_comeback_is_measured_from_its_expiry_as_the_monitor_does():
+    """rejoin_at_once on 4.4.0 in CI (pause window 40 s): frozen at 0, expired at the 6 s session
+    timeout, resumed 35 s after that and assigned again at 41.2 s: back 35.2 s after the expiry,
+    a pause; measured from the freeze it would have read as a crash."""
+    def entry(action, ts, **extra):
+        return {"action": action, "group": "g", "client_id": "a", "library": "kafka-python", "ts_ms": ts, **extra}
+    timeline = [entry("start", 0, session_timeout_ms=6000), entry("joined", 100), entry("pause", 1000),
+                entry("resume", 42_000), entry("reassigned", 42_200)]
+    assert [r.root_cause for r in expected_removals(timeline, "4.4.0", "classic", 40_000)] == ["process_pause"]
+    assert [r.root_cause for r in expected_removals(timeline, "4.4.0", "classic", 35_000)] == ["process_crash"]
+    no_session = [dict(e, session_timeout_ms=None) if e["action"] == "start" else e for e in timeline]
+    assert [r.root_cause for r in expected_removals(no_session, "4.4.0", "classic", 40_000)] == ["process_crash"]

@@ -208,6 +208,10 @@ def classic_rebalances(lines: list[GLine], group: str, timeline: list) -> list[E
                 open_.outcomes = ("superseded",)
             cause = _cause_before(timeline, ln.ts_ms, group, ln.text)
             trigger, why = action_trigger(cause, "classic") if cause else "unknown", _describe(cause)
+            if cause is not None and cause["action"] == "leave" and "on heartbeat expiration" in ln.text:
+                # its close's LeaveGroup never reached the coordinator (2.8.2 failover: sent while
+                # the coordinator moved): the broker expired it, and its reason says so
+                trigger = "heartbeat_expiry"
             for client_trigger, phrase in CLIENT_OWN:
                 if phrase in ln.text:     # the client rejoined on its own: no bed action, the broker says so
                     trigger, why = client_trigger, f"the client itself ({phrase})"

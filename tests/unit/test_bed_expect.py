@@ -514,3 +514,20 @@ def test_a_frozen_members_comeback_is_measured_from_its_expiry_as_the_monitor_do
     assert [r.root_cause for r in expected_removals(timeline, "4.4.0", "classic", 35_000)] == ["process_crash"]
     no_session = [dict(e, session_timeout_ms=None) if e["action"] == "start" else e for e in timeline]
     assert [r.root_cause for r in expected_removals(no_session, "4.4.0", "classic", 40_000)] == ["process_crash"]
+
+
+def test_a_close_whose_leave_never_reached_the_coordinator_triggers_an_expiry():
+    """2.8.2 failover: member a was closed as its coordinator moved; its LeaveGroup never reached
+    the new coordinator, which expired it 4 s later: the rebalance's trigger is the expiry."""
+    from testbed.judge.expect import GLine, classic_rebalances
+    g = "m282-failover"
+    timeline = [{"action": "start", "group": g, "client_id": f"{g}-a", "ts_ms": 0},
+                {"action": "joined", "group": g, "client_id": f"{g}-a", "ts_ms": 1000},
+                {"action": "leave", "group": g, "client_id": f"{g}-a", "ts_ms": 5000}]
+
+    def prepare(ts, how):
+        return GLine(ts, 2, f"[GroupCoordinator 2]: Preparing to rebalance group {g} in state PreparingRebalance "
+                            f"with old generation 1 (__consumer_offsets-0) (reason: removing member {g}-a-1f13 {how})")
+    (expired,) = classic_rebalances([prepare(9000, "on heartbeat expiration")], g, timeline)
+    (left,) = classic_rebalances([prepare(5100, "on LeaveGroup")], g, timeline)
+    assert (expired.trigger, left.trigger) == ("heartbeat_expiry", "member_leave")

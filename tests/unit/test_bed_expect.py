@@ -531,3 +531,30 @@ def test_a_close_whose_leave_never_reached_the_coordinator_triggers_an_expiry():
     (expired,) = classic_rebalances([prepare(9000, "on heartbeat expiration")], g, timeline)
     (left,) = classic_rebalances([prepare(5100, "on LeaveGroup")], g, timeline)
     assert (expired.trigger, left.trigger) == ("heartbeat_expiry", "member_leave")
+
+
+def test_partitions_given_to_a_client_that_never_took_them_wait_through_each_eager_rebalance():
+    """Matrix, 4.2.2 kill: a (t-0, t-1) killed; at generation 2 the broker gave them to the leader b,
+    whose client rejoined (leader_rejoin) before its callback ran, so b first took them after
+    generation 3. t-0 and t-1 waited through both eager rebalances and both records count them:
+    8 stops, where the callbacks alone show 6. The callbacks and records of that run (ms after
+    1796190360000)."""
+    timeline = [_callback("b", 6222, "assigned", ["t-2"]), _callback("c", 6222, "assigned", ["t-3"]),
+                _callback("a", 6237, "assigned", ["t-0", "t-1"]),
+                {"action": "kill", "client_id": "g-a", "group": "g", "ts_ms": 6259},
+                _callback("c", 9248, "revoked", ["t-3"]), _callback("b", 9263, "revoked", ["t-2"]),
+                _callback("c", 9275, "assigned", ["t-2", "t-3"]), _callback("c", 9788, "revoked", ["t-2", "t-3"]),
+                _callback("b", 9802, "assigned", ["t-0", "t-1"]), _callback("c", 9802, "assigned", ["t-2", "t-3"])]
+    owners = Ownership(timeline)
+    exp = Expected("g", "classic", gaps=owners.gaps, first_given=owners.first_given)
+
+    def record(generation: int, previous: int, stopped: int, seconds: float, completed: int) -> dict:
+        return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": "range",
+                "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
+    records = [record(1, 0, 0, 0.0, 6213), record(2, 1, 4, 6.184, 9267), record(3, 2, 4, 2.06, 9793)]
+    verdict = judge("4.2.2", "kill", exp, {"rebalances": records}, {})
+    assert (verdict.stops_expected, verdict.stops_found) == (8, 8)
+    assert [f for f in verdict.failures if f[0] == "impact" and "stopped" in f[1]] == []
+    # a record of generation 3 that left t-0 and t-1 out would be wrong
+    verdict = judge("4.2.2", "kill", exp, {"rebalances": [*records[:2], record(3, 2, 2, 1.0, 9793)]}, {})
+    assert (verdict.stops_expected, verdict.stops_found) == (8, 6)

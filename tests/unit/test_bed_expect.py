@@ -133,6 +133,13 @@ def _callback(cid: str, ts_ms: int, callback: str, partitions: list) -> dict:
     return {"action": "callback", "client_id": f"g-{cid}", "group": "g", "ts_ms": ts_ms, "callback": callback,
             "partitions": partitions}
 
+def _record(generation: int, previous: int, stopped: int, seconds: float, completed: int,
+            assignor: str | None = "range") -> dict:
+    """A stable rebalance record as the judge reads it (its impact fields)."""
+    return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": assignor,
+            "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
+
+
 
 def test_the_stops_are_what_the_members_callbacks_say():
     """An eager client revokes all it owns and is given its whole assignment; a cooperative one names
@@ -391,10 +398,7 @@ def test_a_member_still_syncing_when_the_leader_rejoins_waits_through_that_rebal
     owners = Ownership(timeline)
     exp = Expected("g", "classic", gaps=owners.gaps, first_given=owners.first_given)
 
-    def record(generation: int, previous: int, stopped: int, seconds: float, completed: int) -> dict:
-        return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": "range",
-                "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
-    records = [record(1, 0, 0, 0.0, 1190), record(2, 1, 4, 2.188, 1776), record(3, 2, 4, 1.686, 2310)]
+    records = [_record(1, 0, 0, 0.0, 1190), _record(2, 1, 4, 2.188, 1776), _record(3, 2, 4, 1.686, 2310)]
     verdict = judge("2.8.2", "join_leave", exp, {"rebalances": records}, {})
     assert [f for f in verdict.failures if f[0] == "impact"] == []
     assert (verdict.stops_expected, verdict.stops_found) == (8, 8)
@@ -419,19 +423,15 @@ def test_a_member_that_missed_two_assignments_waits_through_both_rebalances():
     owners = Ownership(timeline)
     exp = Expected("g", "classic", gaps=owners.gaps, first_given=owners.first_given)
 
-    def record(generation: int, previous: int, stopped: int, seconds: float, completed: int,
-               assignor: str | None = "range") -> dict:
-        return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": assignor,
-                "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
-    records = [record(1, 0, 0, 0.0, 2410, assignor=None), record(2, 1, 4, 2.224, 3061),
-               record(3, 2, 4, 2.832, 3781), record(4, 3, 4, 1.686, 4331),
+    records = [_record(1, 0, 0, 0.0, 2410, assignor=None), _record(2, 1, 4, 2.224, 3061),
+               _record(3, 2, 4, 2.832, 3781), _record(4, 3, 4, 1.686, 4331),
                {"generation": 5, "previous_generation": 4, "outcome": "empty", "assignor": None,
                 "partitions_stopped": 0, "partition_seconds_stopped": 0.0, "completed_at_ms": None}]
     verdict = judge("2.8.2", "join_leave", exp, {"rebalances": records}, {})
     assert [f for f in verdict.failures if f[0] == "impact"] == []
     assert (verdict.stops_expected, verdict.stops_found) == (12, 12)
     # a record that also counted b's partitions at generation 1 (nobody consumed them before) is wrong
-    verdict = judge("2.8.2", "join_leave", exp, {"rebalances": [record(1, 0, 2, 2.0, 2410), *records[1:]]}, {})
+    verdict = judge("2.8.2", "join_leave", exp, {"rebalances": [_record(1, 0, 2, 2.0, 2410), *records[1:]]}, {})
     assert (verdict.stops_expected, verdict.stops_found) == (12, 14)
 
 
@@ -548,13 +548,10 @@ def test_partitions_given_to_a_client_that_never_took_them_wait_through_each_eag
     owners = Ownership(timeline)
     exp = Expected("g", "classic", gaps=owners.gaps, first_given=owners.first_given)
 
-    def record(generation: int, previous: int, stopped: int, seconds: float, completed: int) -> dict:
-        return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": "range",
-                "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
-    records = [record(1, 0, 0, 0.0, 6213), record(2, 1, 4, 6.184, 9267), record(3, 2, 4, 2.06, 9793)]
+    records = [_record(1, 0, 0, 0.0, 6213), _record(2, 1, 4, 6.184, 9267), _record(3, 2, 4, 2.06, 9793)]
     verdict = judge("4.2.2", "kill", exp, {"rebalances": records}, {})
     assert (verdict.stops_expected, verdict.stops_found) == (8, 8)
     assert [f for f in verdict.failures if f[0] == "impact" and "stopped" in f[1]] == []
     # a record of generation 3 that left t-0 and t-1 out would be wrong
-    verdict = judge("4.2.2", "kill", exp, {"rebalances": [*records[:2], record(3, 2, 2, 1.0, 9793)]}, {})
+    verdict = judge("4.2.2", "kill", exp, {"rebalances": [*records[:2], _record(3, 2, 2, 1.0, 9793)]}, {})
     assert (verdict.stops_expected, verdict.stops_found) == (8, 6)

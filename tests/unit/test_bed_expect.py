@@ -133,12 +133,12 @@ def _callback(cid: str, ts_ms: int, callback: str, partitions: list) -> dict:
     return {"action": "callback", "client_id": f"g-{cid}", "group": "g", "ts_ms": ts_ms, "callback": callback,
             "partitions": partitions}
 
+
 def _record(generation: int, previous: int, stopped: int, seconds: float, completed: int,
             assignor: str | None = "range") -> dict:
     """A stable rebalance record as the judge reads it (its impact fields)."""
     return {"generation": generation, "previous_generation": previous, "outcome": "stable", "assignor": assignor,
             "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
-
 
 
 def test_the_stops_are_what_the_members_callbacks_say():

@@ -239,6 +239,8 @@ def classic_rebalances(lines: list[GLine], group: str, timeline: list) -> list[E
 C_MEMBER_CHANGE = (r"\[GroupId {g}\] Member \S+ (?:joins the consumer group|left the consumer group"
                    r"|fenced from the group)")
 REASON_WINDOW_MS = 1000
+# The same lines, naming the member and what it did.
+C_MEMBER = r"\[GroupId {g}\] Member (\S+) (joins|left|fenced)"
 
 
 def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol: str,
@@ -247,15 +249,28 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
     followed by the next one within `settle_ms` (a heartbeat round or two) may end either way;
     otherwise every member had time to reconcile (stable). The last bump of an emptied group
     ends it empty."""
-    rx, reason_rx = _rx(BUMPED, group), _rx(C_MEMBER_CHANGE, group)
+    rx, reason_rx, member_rx = _rx(BUMPED, group), _rx(C_MEMBER_CHANGE, group), _rx(C_MEMBER, group)
     bumps: list[tuple[GLine, int, GLine | None]] = []    # (the bump's line, its epoch, the member change before it)
     reason: GLine | None = None
+    # The members the lines show in the group: a bump that leaves none empties it, whatever the bed
+    # did (a broker's death can fence every member: 4.4.0 follower_kill[cg] in CI).
+    members: set[str] = set()
+    emptied: set[int] = set()
+    last_out = False          # the member change before the bump took the last known member out
     for ln in lines:
         if (m := rx.search(ln.text)):
             bumps.append((ln, int(m.group(1)), reason))
-            reason = None
+            if reason is not None and last_out:
+                emptied.add(len(bumps) - 1)
+            reason, last_out = None, False
         elif reason_rx.search(ln.text):
-            reason = ln
+            reason, last_out = ln, False
+            if (mm := member_rx.search(ln.text)):
+                if mm.group(2) == "joins":
+                    members.add(mm.group(1))
+                elif mm.group(1) in members:
+                    members.discard(mm.group(1))
+                    last_out = not members
     out = []
     for k, (ln, epoch, why) in enumerate(bumps):
         # The bed's cause is its last action before the member change the bump follows (logged
@@ -276,6 +291,8 @@ def consumer_rebalances(lines: list[GLine], group: str, timeline: list, protocol
                       and 0 <= e["ts_ms"] - ln.ts_ms < settle_ms for e in timeline)
         outcomes: tuple = ("stable",) if (nxt is None or nxt - ln.ts_ms >= settle_ms) and not stalled \
             else ("stable", "superseded")
+        if k in emptied:
+            outcomes = ("empty",)
         out.append(ExpRebalance(protocol, ln.ts_ms, trigger, _describe(cause), generation=epoch, outcomes=outcomes,
                                 start_line=ln.text))
     return out

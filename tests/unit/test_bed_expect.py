@@ -555,3 +555,29 @@ def test_partitions_given_to_a_client_that_never_took_them_wait_through_each_eag
     # a record of generation 3 that left t-0 and t-1 out would be wrong
     verdict = judge("4.2.2", "kill", exp, {"rebalances": [*records[:2], _record(3, 2, 2, 1.0, 9793)]}, {})
     assert (verdict.stops_expected, verdict.stops_found) == (8, 6)
+
+
+def test_a_bump_that_fences_the_last_member_empties_the_group_whatever_the_bed_did():
+    """CI, 4.4.0 follower_kill[cg]: the stall fenced both members of a consumer group (epochs 4 and
+    5); the second bump left it empty, and the monitor's record says so. Then both rejoined."""
+    from testbed.judge.expect import GLine, consumer_rebalances
+    g = "m440-follower-kill-cg1"
+    t = 1796192640000
+
+    def line(ms, text):
+        return GLine(t + ms, 1, f"[GroupCoordinator id=1 topic=__consumer_offsets partition=3] [GroupId {g}] {text}")
+    lines = [line(575, "Member pXII joins the consumer group using the consumer protocol."),
+             line(579, "Bumped group epoch to 2 with metadata hash 63."),
+             line(768, "Member vj7y joins the consumer group using the consumer protocol."),
+             line(768, "Bumped group epoch to 3 with metadata hash 63."),
+             line(17608, "Member vj7y fenced from the group because the member session expired."),
+             line(17610, "Bumped group epoch to 4 with metadata hash 63."),
+             line(17913, "Member pXII fenced from the group because the member session expired."),
+             line(17913, "Bumped group epoch to 5 with metadata hash 0."),
+             line(19578, "Member vj7y joins the consumer group using the consumer protocol."),
+             line(19578, "Bumped group epoch to 6 with metadata hash 63.")]
+    timeline = [{"action": "start", "group": g, "client_id": f"{g}-{m}", "protocol": "consumer", "ts_ms": t}
+                for m in "ab"] + [{"action": "kill_broker", "group": None, "groups": [g], "broker_id": 2,
+                                   "ts_ms": t + 9000}]
+    got = [(r.generation, r.outcomes) for r in consumer_rebalances(lines, g, timeline, "consumer")]
+    assert got[2:] == [(4, ("stable", "superseded")), (5, ("empty",)), (6, ("stable",))]

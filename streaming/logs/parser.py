@@ -162,14 +162,19 @@ def _parse_line(line: str, source_id: str, seq: int, tz: tzinfo, default_broker:
                           default_broker)
 
 
+def _span_ms(ts_text: str) -> int:
+    """How many ms the line's time spans (timeutil.precision_ms; the default layout's 23
+    characters, `2026-11-21 19:33:51,663`, without parsing)."""
+    return 1 if len(ts_text) == 23 else precision_ms(ts_text)
+
+
 def _not_coordinator(ts_text: str | None, message: str, logger: str | None, layout: str, source_id: str,
                      seq: int, tz: tzinfo) -> LineParse:
     """A line of another logger: one of the few broker lines the monitor reads (brokers.py), or
     nothing to it."""
     if ts_text is not None and any(marker in message for marker in BROKER_LINE_MARKERS):
         ts_ms = to_epoch_ms_or_none(ts_text, tz)
-        events = ([] if ts_ms is None else
-                  broker_events(message, ts_ms, source_id, seq, 1 if len(ts_text) == 23 else precision_ms(ts_text)))
+        events = [] if ts_ms is None else broker_events(message, ts_ms, source_id, seq, _span_ms(ts_text))
         if events:
             return LineParse(OUTCOME_BROKER, events, None, layout, logger)
     return _plain(OUTCOME_NOT_COORDINATOR, layout)
@@ -217,8 +222,7 @@ def _parse_message(line: str, ts_text: str | None, level: str, message: str, log
             UNPARSEABLE_LINE, f"bad timestamp {ts_text!r}: {exc}", line, source_id, seq), entry, layout, logger)
 
     events = _build_events(entry, kind, match, ts_ms, broker if broker is not None else default_broker,
-                           offsets_partition, source_id, seq,
-                           1 if len(ts_text) == 23 else precision_ms(ts_text))
+                           offsets_partition, source_id, seq, _span_ms(ts_text))
     if not events:  # e.g. "The following groups were deleted: ." names no group
         return LineParse(OUTCOME_IGNORED, None, entry, layout, logger)
     return LineParse(OUTCOME_EVENTS, events, entry, layout, logger)

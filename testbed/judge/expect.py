@@ -351,6 +351,10 @@ def _last_action(timeline: list, ts_ms: int, group: str, actions: tuple) -> dict
 TAKES_MEMBER_OUT = ("kill", "pause", "leave", "stop_polling")
 
 
+# A member's line on reaching an epoch (share and streams groups log one per member and epoch).
+EPOCH_REACHED = r"\[GroupId {g}\] Member \S+ new assignment state: epoch=(\d+),"
+
+
 def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protocol: str,
                           settle_ms: int = 2000) -> list[ExpRebalance]:
     """Share and streams groups: one rebalance per epoch bump the broker's lines show (above).
@@ -389,6 +393,8 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
         out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch,
                                 outcomes=("empty",) if not members else ("stable",), start_line=ln.text))
     removed = [ts for ts, _, _, kind, _, _ in _epoch_events(lines, group) if kind in ("fence", "leave")]
+    reached_rx = _rx(EPOCH_REACHED, group)
+    reaching_logged = any(reached_rx.search(ln.text) for ln in lines)   # the version logs members reaching epochs
     for k, reb in enumerate(out):
         if reb.outcomes == ("empty",):
             continue
@@ -400,7 +406,13 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
         # still in the group, it never reaches the epoch, whose members then never all reconcile
         dead = any(e["action"] in ("kill", "pause") and e.get("group") == group and e["ts_ms"] < start
                    and min((t for t in removed if t >= e["ts_ms"]), default=start + 1) > start for e in timeline)
-        if (nxt is not None and nxt - start < settle_ms) or stalled or dead:
+        # a line-less bump (a fence or leave) no member's line shows reached before the next bump (4.2.2
+        # follower_kill[sh]: the stall fenced b, which rejoined 3 s later; a went from epoch 3 to 5)
+        unreached = nxt is not None and reb.generation is not None and reaching_logged \
+            and reb.trigger in ("heartbeat_expiry", "rebalance_timeout", "member_leave") and not any(
+            start <= ln.ts_ms < nxt and (m := reached_rx.search(ln.text)) and int(m.group(1)) == reb.generation
+            for ln in lines)
+        if (nxt is not None and nxt - start < settle_ms) or stalled or dead or unreached:
             reb.outcomes = ("stable", "superseded")
     return out
 

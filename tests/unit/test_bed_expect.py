@@ -581,3 +581,36 @@ def test_a_bump_that_fences_the_last_member_empties_the_group_whatever_the_bed_d
                                    "ts_ms": t + 9000}]
     got = [(r.generation, r.outcomes) for r in consumer_rebalances(lines, g, timeline, "consumer")]
     assert got[2:] == [(4, ("stable", "superseded")), (5, ("empty",)), (6, ("stable",))]
+
+
+def test_a_line_less_bump_no_member_reached_before_the_next_may_be_superseded():
+    """Matrix, 4.2.2 follower_kill[sh]: the stall fenced b of a share group (the bump to epoch 4
+    logs no line); b rejoined 3 s later (epoch 5) and a went from epoch 3 to 5. The monitor's
+    record of epoch 4 says superseded; nothing but the lines shows it."""
+    from testbed.judge.expect import GLine
+    g = "m422-follower-kill-sh0"
+    t = 1796206978000
+
+    def line(ms, text):
+        return GLine(t + ms, 2, f"[GroupCoordinator id=2 topic=__consumer_offsets partition=7] [GroupId {g}] {text}")
+    lines = [line(217, "Member iIzA joins the share group using the share protocol."),
+             line(218, "Bumped group epoch to 1 with metadata hash -3."),
+             line(225, "Member iIzA new assignment state: epoch=1, previousEpoch=0, state=STABLE, assignedPartitions=[]."),
+             line(438, "Member mlXG joins the share group using the share protocol."),
+             line(438, "Bumped group epoch to 2 with metadata hash -3."),
+             line(439, "Member mlXG new assignment state: epoch=2, previousEpoch=0, state=STABLE, assignedPartitions=[]."),
+             line(589, "Member iIzA new assignment state: epoch=2, previousEpoch=1, state=STABLE, assignedPartitions=[]."),
+             line(1066, "Bumped group epoch to 3 with metadata hash -3."),
+             line(1068, "Member iIzA new assignment state: epoch=3, previousEpoch=2, state=STABLE, assignedPartitions=[x-1]."),
+             line(1148, "Member mlXG new assignment state: epoch=3, previousEpoch=2, state=STABLE, assignedPartitions=[x-0]."),
+             line(8687, "Member mlXG fenced from the group because the member session expired."),
+             line(11715, "Member mlXG joins the share group using the share protocol."),
+             line(11721, "Bumped group epoch to 5 with metadata hash -3."),
+             line(11737, "Member mlXG new assignment state: epoch=5, previousEpoch=0, state=STABLE, assignedPartitions=[x-0]."),
+             line(11739, "Member iIzA new assignment state: epoch=5, previousEpoch=3, state=STABLE, assignedPartitions=[x-1].")]
+    timeline = [{"action": "start", "group": g, "client_id": f"{g}-{m}", "library": "java-share", "protocol": "share",
+                 "ts_ms": t} for m in "ab"] + [{"action": "kill_broker", "group": None, "groups": [g], "broker_id": 3,
+                                                 "ts_ms": t + 2536}]
+    got = [(r.generation, r.trigger, r.outcomes) for r in epoch_line_rebalances(lines, g, timeline, "share")]
+    assert got[3:] == [(4, "heartbeat_expiry", ("stable", "superseded")), (5, "member_join", ("stable",))]
+    assert got[2] == (3, "group_epoch_bump", ("stable",))

@@ -365,6 +365,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
     members: set = set()
     unpaired_joins: list = []
     epoch: int | None = None
+    lineless: set[int] = set()          # indices in `out` of the bumps a fence or leave implies
     for ts, _, _, kind, m, ln in _epoch_events(lines, group):
         if kind == "join":
             members.add(m.group(1))
@@ -385,6 +386,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
             continue
         members.discard(m.group(1).rstrip(".,"))
         epoch = epoch + 1 if epoch is not None else None          # the line-less bump
+        lineless.add(len(out))
         if kind == "fence":
             trigger = "heartbeat_expiry" if "session expired" in m.group(2) else "rebalance_timeout"
             why = _describe(_last_action(timeline, ts, group, TAKES_MEMBER_OUT))
@@ -394,7 +396,8 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
                                 outcomes=("empty",) if not members else ("stable",), start_line=ln.text))
     removed = [ts for ts, _, _, kind, _, _ in _epoch_events(lines, group) if kind in ("fence", "leave")]
     reached_rx = _rx(EPOCH_REACHED, group)
-    reaching_logged = any(reached_rx.search(ln.text) for ln in lines)   # the version logs members reaching epochs
+    # (when, epoch) of each member's line on reaching an epoch; none: the version logs no such lines
+    reached = [(ln.ts_ms, int(m.group(1))) for ln in lines if (m := reached_rx.search(ln.text))]
     for k, reb in enumerate(out):
         if reb.outcomes == ("empty",):
             continue
@@ -408,10 +411,8 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
                    and min((t for t in removed if t >= e["ts_ms"]), default=start + 1) > start for e in timeline)
         # a line-less bump (a fence or leave) no member's line shows reached before the next bump (4.2.2
         # follower_kill[sh]: the stall fenced b, which rejoined 3 s later; a went from epoch 3 to 5)
-        unreached = nxt is not None and reb.generation is not None and reaching_logged \
-            and reb.trigger in ("heartbeat_expiry", "rebalance_timeout", "member_leave") and not any(
-            start <= ln.ts_ms < nxt and (m := reached_rx.search(ln.text)) and int(m.group(1)) == reb.generation
-            for ln in lines)
+        unreached = k in lineless and nxt is not None and reb.generation is not None and bool(reached) \
+            and not any(start <= ts < nxt and at_epoch == reb.generation for ts, at_epoch in reached)
         if (nxt is not None and nxt - start < settle_ms) or stalled or dead or unreached:
             reb.outcomes = ("stable", "superseded")
     return out

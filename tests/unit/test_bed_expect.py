@@ -557,15 +557,22 @@ def test_partitions_given_to_a_client_that_never_took_them_wait_through_each_eag
     assert (verdict.stops_expected, verdict.stops_found) == (8, 6)
 
 
+def coordinator_line(ts_ms, broker, partition, group, text):
+    """A 4.x group coordinator's line about `group`, as the judge reads it."""
+    from testbed.judge.expect import GLine
+    return GLine(ts_ms, broker, f"[GroupCoordinator id={broker} topic=__consumer_offsets partition={partition}] "
+                                f"[GroupId {group}] {text}")
+
+
 def test_a_bump_that_fences_the_last_member_empties_the_group_whatever_the_bed_did():
     """CI, 4.4.0 follower_kill[cg]: the stall fenced both members of a consumer group (epochs 4 and
     5); the second bump left it empty, and the monitor's record says so. Then both rejoined."""
-    from testbed.judge.expect import GLine, consumer_rebalances
+    from testbed.judge.expect import consumer_rebalances
     g = "m440-follower-kill-cg1"
     t = 1796192640000
 
     def line(ms, text):
-        return GLine(t + ms, 1, f"[GroupCoordinator id=1 topic=__consumer_offsets partition=3] [GroupId {g}] {text}")
+        return coordinator_line(t + ms, 1, 3, g, text)
     lines = [line(575, "Member pXII joins the consumer group using the consumer protocol."),
              line(579, "Bumped group epoch to 2 with metadata hash 63."),
              line(768, "Member vj7y joins the consumer group using the consumer protocol."),
@@ -587,12 +594,11 @@ def test_a_line_less_bump_no_member_reached_before_the_next_may_be_superseded():
     """Matrix, 4.2.2 follower_kill[sh]: the stall fenced b of a share group (the bump to epoch 4
     logs no line); b rejoined 3 s later (epoch 5) and a went from epoch 3 to 5. The monitor's
     record of epoch 4 says superseded; nothing but the lines shows it."""
-    from testbed.judge.expect import GLine
     g = "m422-follower-kill-sh0"
     t = 1796206978000
 
     def line(ms, text):
-        return GLine(t + ms, 2, f"[GroupCoordinator id=2 topic=__consumer_offsets partition=7] [GroupId {g}] {text}")
+        return coordinator_line(t + ms, 2, 7, g, text)
     lines = [line(217, "Member iIzA joins the share group using the share protocol."),
              line(218, "Bumped group epoch to 1 with metadata hash -3."),
              line(225, "Member iIzA new assignment state: epoch=1, previousEpoch=0, state=STABLE, assignedPartitions=[]."),

@@ -79,6 +79,14 @@ DEFAULTS: dict[str, object] = {
     "stallWindow": "10m",
     "stallFor": "5m",
     "overCapFor": "1h",
+    # Incidents (state/incidents.py): a broker's page waits for the groups its death stalls (read
+    # when the alert fires; one page per incident), a host's for its members' removals.
+    "brokerDownFor": "20s",
+    "hostDownFor": "10s",
+    "slowProcessingFor": "0s",
+    "crashLoopFor": "0s",
+    # per-group removal tickets: involuntary removals (decided records) over this window
+    "removalsWindow": "10m",
 }
 
 
@@ -107,6 +115,7 @@ class Alert:
     description: str
     expr: str | None = None       # a whole expression when it is not `probe condition`
     extra_labels: dict = field(default_factory=dict)
+    extra_annotations: dict = field(default_factory=dict)
 
     @property
     def anchor(self) -> str:
@@ -175,7 +184,7 @@ def stuck(matchers: str, comparison: str = ">") -> str:
 GROUP_ALERTS = [
     Alert(
         name="KafkaConsumerGroupRebalanceStorm",
-        severity="warning",
+        severity="ticket",
         probe=f"sum by (cluster, group) (\n  {new_in_window(_RB, '<<stormWindow>>')}\n)",
         condition="> <<stormRebalances>>",
         for_="<<stormFor>>",
@@ -186,7 +195,7 @@ GROUP_ALERTS = [
     ),
     Alert(
         name="KafkaConsumerGroupRebalanceStuck",
-        severity="critical",
+        severity="page",
         # every (group, rebalancing state) series, 1 where the group is over its threshold: both
         # sides of the comparison must match on the exported labels
         probe=stuck('group!="__other__"', "> bool"),
@@ -202,7 +211,7 @@ GROUP_ALERTS = [
     ),
     Alert(
         name="KafkaConsumerGroupRebalanceTimeout",
-        severity="warning",
+        severity="ticket",
         probe=f"sum by (cluster, group) (\n  {new_in_window(_RT, '<<rebalanceTimeoutWindow>>')}\n)",
         condition="> <<rebalanceTimeouts>>",
         for_="0m",
@@ -214,7 +223,7 @@ GROUP_ALERTS = [
     ),
     Alert(
         name="KafkaConsumerGroupRebalanceCost",
-        severity="warning",
+        severity="ticket",
         probe=f"sum by (cluster, group) (\n  {new_in_window(_PS, '<<costWindow>>')}\n) / 60",
         condition="> <<costPartitionMinutes>>",
         for_="0m",
@@ -227,7 +236,7 @@ GROUP_ALERTS = [
     ),
     Alert(
         name="KafkaConsumerHeartbeatExpiryBurst",
-        severity="warning",
+        severity="ticket",
         probe=f"sum by (cluster) (\n  {new_in_window(_HB, '<<heartbeatBurstWindow>>')}\n)",
         condition="",
         expr=(f"sum by (cluster) (\n  {new_in_window(_HB, '<<heartbeatBurstWindow>>')}\n)"
@@ -248,7 +257,7 @@ GROUP_ALERTS = [
 MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorDown",
-        severity="critical",
+        severity="page",
         probe="up{<<jobSelector>>}",
         condition="== 0",
         for_="<<monitorDownFor>>",
@@ -258,7 +267,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorAbsent",
-        severity="critical",
+        severity="page",
         probe="up{<<jobSelector>>}",
         condition="",
         expr="absent(up{<<jobSelector>>})",
@@ -270,7 +279,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorSourceDown",
-        severity="critical",
+        severity="page",
         probe="rebalance_monitor_source_up",
         condition="== 0",
         for_="<<sourceDownFor>>",
@@ -281,7 +290,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorLagging",
-        severity="warning",
+        severity="ticket",
         probe="rebalance_monitor_watermark_delay_seconds",
         condition="> <<laggingSeconds>>",
         for_="<<laggingFor>>",
@@ -293,7 +302,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorQuarantinedInputs",
-        severity="warning",
+        severity="ticket",
         # unknown coordinator lines and record layouts have alerts (and runbooks) of their own
         probe=quarantined("job, instance, cluster, source, reason", f'reason!~"{"|".join(UNKNOWN_FORMAT_REASONS)}"'),
         condition="> <<quarantinedRecords>>",
@@ -305,7 +314,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorUnknownCoordinatorLines",
-        severity="warning",
+        severity="ticket",
         probe=quarantined("job, instance, cluster", f'reason="{UNKNOWN_LINE_REASONS[0]}"'),
         condition="> <<unknownCoordinatorLines>>",
         for_="0m",
@@ -318,7 +327,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorUnknownRecordLayouts",
-        severity="warning",
+        severity="ticket",
         probe=quarantined("job, instance, cluster, reason", f'reason=~"{"|".join(UNKNOWN_LAYOUT_REASONS)}"'),
         condition="> <<unknownRecordLayouts>>",
         for_="0m",
@@ -330,7 +339,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorLogClockSkew",
-        severity="warning",
+        severity="ticket",
         probe="abs(rebalance_monitor_log_clock_skew_seconds)",
         condition="> <<clockSkewSeconds>>",
         for_="<<clockSkewFor>>",
@@ -343,7 +352,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorSourceMismatch",
-        severity="warning",
+        severity="ticket",
         probe=("sum by (job, instance, cluster, missing_in) "
                "(increase(rebalance_monitor_source_mismatches_total[<<errorWindow>>]))"),
         condition="> <<sourceMismatches>>",
@@ -357,7 +366,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorOffsetGap",
-        severity="warning",
+        severity="ticket",
         # the gauge only grows (its count is kept in the checkpointed offsets): growth in the window
         # is max - min, exact where delta() would extrapolate
         probe=("max_over_time(rebalance_monitor_source_offset_gap_records[<<errorWindow>>])\n"
@@ -372,7 +381,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorLateRows",
-        severity="warning",
+        severity="ticket",
         probe="sum by (job, instance) (increase(rebalance_monitor_late_rows_total[<<errorWindow>>]))",
         condition="> <<lateRows>>",
         for_="0m",
@@ -382,7 +391,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorInvalidTransitions",
-        severity="warning",
+        severity="ticket",
         probe=("sum by (job, instance, cluster) "
                "(increase(rebalance_monitor_invalid_transitions_total[<<errorWindow>>]))"),
         condition="> <<invalidTransitions>>",
@@ -394,7 +403,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorQueryRestarting",
-        severity="warning",
+        severity="ticket",
         probe="increase(rebalance_monitor_query_restarts_total[<<restartWindow>>])",
         condition="> <<queryRestarts>>",
         for_="0m",
@@ -404,7 +413,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorStalled",
-        severity="critical",
+        severity="page",
         probe="increase(rebalance_monitor_batches_total[<<stallWindow>>])",
         # while Kafka answers: a source that is down stops the batches too (SourceDown says so),
         # and a replay or demo serves no source_up at all
@@ -417,7 +426,7 @@ MONITOR_ALERTS = [
     ),
     Alert(
         name="RebalanceMonitorGroupsOverCap",
-        severity="info",
+        severity="ticket",
         probe="rebalance_monitor_groups_over_cap",
         condition="> 0",
         for_="<<overCapFor>>",
@@ -427,8 +436,104 @@ MONITOR_ALERTS = [
     ),
 ]
 
-ALERTS = GROUP_ALERTS + MONITOR_ALERTS
-GROUPS = [("rebalance-monitor.consumer-groups", GROUP_ALERTS), ("rebalance-monitor.monitor", MONITOR_ALERTS)]
+# --- incidents: what pages (state/incidents.py, sinks/incident_gauges.py) -------------------------
+_INCIDENT = "rebalance_monitor_incident_started_timestamp_seconds"
+
+
+def _incident_info(family: str, label: str, sep: str) -> str:
+    """A Go template listing `label` of the incident's series of `family` (read when the alert fires)."""
+    return ('{{ range query (printf "rebalance_monitor_incident_' + family + '{cluster=%q,incident=%q}" '
+            '$labels.cluster $labels.incident) }}{{ .Labels.' + label + ' }}' + sep + '{{ end }}')
+
+
+INCIDENT_GROUPS = _incident_info("group_info", "group", " ")
+INCIDENT_EVIDENCE = _incident_info("evidence_info", "evidence", "")
+
+
+def incident_series(kinds: str, with_group: bool = False) -> str:
+    """The incident series of the given kinds (a regex); per-group kinds get a `group` label (their
+    subject), which the inhibition of the group's tickets matches on."""
+    selector = f'{_INCIDENT}{{kind=~"{kinds}"}}'
+    return f'label_replace({selector}, "group", "$1", "subject", "(.*)")' if with_group else selector
+
+
+def _incident_alert(name: str, kinds: str, for_: str, summary: str, description: str,
+                    with_group: bool = False) -> Alert:
+    return Alert(
+        name=name, severity="page",
+        # any incident: the probe must find series on the demo, which has incidents of some kinds
+        probe=_INCIDENT, condition="", expr=f"{incident_series(kinds, with_group)}\n> 0", for_=for_,
+        summary=summary,
+        description=f"{description} Evidence: {INCIDENT_EVIDENCE}. Incident {{{{ $labels.incident }}}}.",
+        extra_annotations={"groups": INCIDENT_GROUPS, "root_cause": "{{ $labels.root_cause }}"},
+    )
+
+
+INCIDENT_ALERTS = [
+    _incident_alert(
+        "KafkaBrokerDown", "broker", "<<brokerDownFor>>",
+        "Broker {{ $labels.subject }} of {{ $labels.cluster }} died",
+        "Broker {{ $labels.subject }} of cluster {{ $labels.cluster }} died (no controlled shutdown of its own). "
+        "Groups it coordinated move to another broker; groups whose __consumer_offsets partition it followed "
+        "stall until it is dropped from the ISR, and their members are removed although they never stopped. "
+        "Groups: " + INCIDENT_GROUPS + "."),
+    _incident_alert(
+        "KafkaConsumerHostDown", "host", "<<hostDownFor>>",
+        "Consumers on host {{ $labels.subject }} ({{ $labels.cluster }}) stopped together",
+        "Members of several groups on client host {{ $labels.subject }} (cluster {{ $labels.cluster }}) were "
+        "removed for heartbeat expiry together: the host, its network or its runtime, not the processes one "
+        "by one. Groups: " + INCIDENT_GROUPS + "."),
+    _incident_alert(
+        "KafkaConsumerGroupSlowProcessing", "slow_processing|rebalance_timeout", "<<slowProcessingFor>>",
+        "Consumer group {{ $labels.subject }} processes too slowly for its max.poll.interval.ms",
+        "{{ if eq $labels.kind \"rebalance_timeout\" }}A member of group {{ $labels.subject }} (cluster "
+        "{{ $labels.cluster }}) did not rejoin within the rebalance timeout (max.poll.interval.ms): the whole group "
+        "waited for it, then the coordinator removed it.{{ else }}A member of group {{ $labels.subject }} "
+        "(cluster {{ $labels.cluster }}) did not poll within max.poll.interval.ms and left the group: its "
+        "processing of a batch takes longer than that.{{ end }}", with_group=True),
+    _incident_alert(
+        "KafkaConsumerCrashLoop", "crash_loop", "<<crashLoopFor>>",
+        "A consumer of group {{ $labels.subject }} crashes again and again",
+        "One client of group {{ $labels.subject }} (cluster {{ $labels.cluster }}) was removed for heartbeat "
+        "expiry again and again: it crashes, restarts and crashes (a crash loop), and every crash rebalances "
+        "the group.", with_group=True),
+    Alert(
+        name="Watchdog",
+        severity="none",
+        probe="vector(1)",
+        condition="",
+        expr="vector(1)",
+        for_="0m",
+        summary="The alerting pipeline works (always firing)",
+        description=("Always firing, by design: Alertmanager routes it to a dead man's switch, which pages "
+                     "when it stops arriving (Prometheus, its rules or Alertmanager are down)."),
+    ),
+]
+
+_RM = ('rebalance_monitor_member_removals_total{group!="__other__",'
+       'cause=~"heartbeat_expiry|poll_timeout|rebalance_timeout|sync_timeout"}')
+_REMOVED = f"sum by (cluster, group) (\n  {new_in_window(_RM, '<<removalsWindow>>')}\n)"
+
+GROUP_ALERTS.append(Alert(
+    name="KafkaConsumerGroupMembersRemoved",
+    severity="ticket",
+    probe=_REMOVED,
+    condition="",
+    # with the incident that explains the removals as a label, for Alertmanager's inhibition
+    expr=(f"({_REMOVED} > 0)\n* on (cluster, group) group_left (incident)\n"
+          "max by (cluster, group, incident) (rebalance_monitor_incident_group_info)\n"
+          f"or\n({_REMOVED} > 0)\nunless on (cluster, group) rebalance_monitor_incident_group_info"),
+    for_="0m",
+    summary="Consumer group {{ $labels.group }} lost members involuntarily",
+    description=("{{ $value | humanize }} member(s) of group {{ $labels.group }} on cluster {{ $labels.cluster }} "
+                 "were removed involuntarily (heartbeat expiry, poll or rebalance timeout) in the last "
+                 "<<removalsWindow>>. The removal records say why (root_cause, evidence). Silenced while an "
+                 "incident that explains them pages{{ if $labels.incident }} ({{ $labels.incident }}){{ end }}."),
+))
+
+ALERTS = INCIDENT_ALERTS + GROUP_ALERTS + MONITOR_ALERTS
+GROUPS = [("rebalance-monitor.incidents", INCIDENT_ALERTS), ("rebalance-monitor.consumer-groups", GROUP_ALERTS),
+          ("rebalance-monitor.monitor", MONITOR_ALERTS)]
 
 _PARAM = re.compile(r"<<([A-Za-z]+)>>")
 _GO_TEMPLATE = re.compile(r"\{\{.*?\}\}")
@@ -473,6 +578,7 @@ def rule_groups(render=None, params: dict | None = None) -> list[dict]:
                     "summary": render(a.summary),
                     "description": render(a.description),
                     "runbook_url": render(f"<<runbookBaseUrl>>#{a.anchor}"),
+                    **{k: render(v) for k, v in a.extra_annotations.items()},
                 },
             })
         groups.append({"name": group_name, "rules": rules})

@@ -5,6 +5,8 @@
   alerts/rebalance-monitor.rules.yml                                    (dashboards/alert_rules.py)
   helm/rebalance-monitor/files/dashboards/*.json                        (copies for the chart)
   helm/rebalance-monitor/templates/prometheusrule.yaml                  (the same rules, Helm values)
+  alerts/alertmanager.yml                                               (dashboards/alertmanager.py)
+  helm/rebalance-monitor/templates/alertmanagerconfig.yaml              (the same, an AlertmanagerConfig)
 
 Usage: .venv/bin/python -m dashboards.generate          # write the files
        .venv/bin/python -m dashboards.generate --check  # exit 1 and name the files that differ
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from dashboards import alert_rules, fleet, group
+from dashboards import alert_rules, alertmanager, fleet, group
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,6 +74,39 @@ def prometheusrule_template() -> str:
     )
 
 
+AM_HEADER = HEADER.replace("dashboards/alert_rules.py", "dashboards/alertmanager.py")
+
+
+def alertmanager_file() -> str:
+    return (AM_HEADER + "# The receivers' URLs are placeholders: replace them with your pager's, ticket queue's and dead\n"
+            "# man's switch's webhooks (docs/runbooks.md, \"Paging\").\n" + to_yaml(alertmanager.config()))
+
+
+def alertmanagerconfig_template() -> str:
+    tokens = {name: f"@@{name}@@" for name in alertmanager.PLACEHOLDER_URLS}
+    body = to_yaml({"spec": alertmanager.operator_spec(tokens)})
+    for name, token in tokens.items():
+        body = body.replace(token, "{{ .Values.alertmanagerConfig.receivers." + name + ".url }}")
+    return (
+        "{{- if .Values.alertmanagerConfig.enabled }}\n"
+        + AM_HEADER +
+        "# Receivers: .Values.alertmanagerConfig.receivers.<pager|tickets|deadman>.url; the routes, grouping\n"
+        "# and inhibition equal the plain file alerts/alertmanager.yml.\n"
+        "apiVersion: monitoring.coreos.com/v1alpha1\n"
+        "kind: AlertmanagerConfig\n"
+        "metadata:\n"
+        "  name: {{ include \"rebalance-monitor.fullname\" . }}\n"
+        "  namespace: {{ .Release.Namespace }}\n"
+        "  labels:\n"
+        "    {{- include \"rebalance-monitor.labels\" . | nindent 4 }}\n"
+        "    {{- with .Values.alertmanagerConfig.labels }}\n"
+        "    {{- toYaml . | nindent 4 }}\n"
+        "    {{- end }}\n"
+        + body +
+        "{{- end }}\n"
+    )
+
+
 def outputs() -> dict[Path, str]:
     files: dict[Path, str] = {}
     for name, doc in dashboards().items():
@@ -80,6 +115,8 @@ def outputs() -> dict[Path, str]:
         files[CHART / "files" / "dashboards" / name] = text
     files[ROOT / "alerts" / "rebalance-monitor.rules.yml"] = HEADER + to_yaml({"groups": alert_rules.rule_groups()})
     files[CHART / "templates" / "prometheusrule.yaml"] = prometheusrule_template()
+    files[ROOT / "alerts" / "alertmanager.yml"] = alertmanager_file()
+    files[CHART / "templates" / "alertmanagerconfig.yaml"] = alertmanagerconfig_template()
     return files
 
 

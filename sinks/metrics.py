@@ -28,6 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from sinks.exposition import OTHER_GROUPS
+from sinks.incident_gauges import IncidentCollector
 from sinks.group_gauges import GroupStateCollector
 from sinks.group_series import SeriesFamily
 from sinks.health import DecodeCounts, HealthMetrics, LogSourceLines
@@ -133,8 +134,7 @@ class MetricsSink:
             f"last {CLOCK_SKEW_WINDOW} pairs per log source; near 0 when broker_timezone is right.",
             ["cluster", "source"], registry=r)
         self._skews: dict[tuple[str, str], deque] = {}
-        self.groups = GroupStateCollector()
-        r.register(self.groups)
+        self._scrape_time_collectors(r)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
             OutputKind.REBALANCE_TRIGGER: self._trigger_decided,
@@ -142,6 +142,14 @@ class MetricsSink:
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self._log_stats,
         }
+
+    def _scrape_time_collectors(self, r: CollectorRegistry) -> None:
+        """The group gauges and the incidents (what pages, sinks/incident_gauges.py): computed at
+        scrape time from the snapshots and removal records this sink is fed."""
+        self.groups = GroupStateCollector()
+        self.incidents = IncidentCollector(self._group_label)
+        r.register(self.groups)
+        r.register(self.incidents)
 
     def _impact_metrics(self, buckets: tuple[float, ...]) -> None:
         """What the rebalances stopped (docs/impact.md): a counter per group, a histogram of stop
@@ -297,6 +305,7 @@ class MetricsSink:
         self._count(self.rebalances, key, labels)
 
     def _removal(self, record: dict[str, Any]) -> None:
+        self.incidents.note_removals((record,), decided=True)
         key = (record["cluster"], record["group"])
         labels = (record["cluster"], self._group_label(*key), record.get("protocol") or "classic",
                   record["cause"], record["root_cause"])
@@ -351,6 +360,7 @@ class MetricsSink:
             else:
                 self._dead_since.pop(key, None)
         self.groups.update(record)
+        self.incidents.note_snapshot(record)
         # At most once per second from here (`run` also sweeps every second): a batch of
         # snapshots used to sweep once per snapshot, quadratic in Dead groups (a cold start over
         # 23,000 groups spent 10 s in it).
@@ -380,5 +390,6 @@ class MetricsSink:
                 self._exported.discard(key)
                 self._over_cap.discard(key)
                 self.groups.forget(key)
+                self.incidents.forget(key)
             over = len(self._over_cap)
         self.groups_over_cap.set(over)

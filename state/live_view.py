@@ -19,19 +19,24 @@ from typing import Any
 from state import events as E
 from state.diagnosis.rules import DiagnosisSettings
 from state.model import GroupModel
-from state.outputs import snapshot
+from state.outputs import OutputKind, snapshot
 
 PENDING = "pending"     # the root cause of a removal whose decision window is still open
 
 
-def pending_removals(model: GroupModel) -> list[dict[str, Any]]:
-    """The removals the model holds for their decision window, with the cause the line gave."""
+def pending_removals(model: GroupModel, released: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The removals the model holds for their decision window, with the cause the line gave, and
+    those the live turn `released` (no decision window: a rebalance timeout), which the final
+    model releases only when the watermark passes them."""
     out = []
-    for h in model.held_removals:
-        rec = h.rec
+    for rec, decide_at in [*((h.rec, h.decide_at) for h in model.held_removals),
+                           *((r, r["removed_at_ms"]) for r in released)]:
+        # the client's host and session: the incident board (state/incidents.py) weighs them now
         out.append({"member_id": rec["member_id"], "client_id": rec.get("client_id"),
+                    "client_host": rec.get("client_host"), "group_instance_id": rec.get("group_instance_id"),
+                    "session_timeout_ms": rec.get("session_timeout_ms"), "host_members": rec.get("host_members"),
                     "cause": rec["cause"], "removed_at_ms": rec["removed_at_ms"],
-                    "root_cause": PENDING, "decide_at_ms": h.decide_at})
+                    "root_cause": PENDING, "decide_at_ms": decide_at})
     return out
 
 
@@ -47,11 +52,13 @@ def live_snapshot(final: GroupModel, waiting: Iterable[E.Event], settings: Diagn
 
     events = list(waiting)
     model = final
+    released: list[dict[str, Any]] = []
     if events:
         model = GroupModel.from_json(final.to_json())
-        run_turn(model, events, settings)
+        machine = run_turn(model, events, settings)
+        released = [rec for kind, rec in machine.outputs if kind == OutputKind.REMOVAL]
     snap = snapshot(model)
-    pending = pending_removals(model)
+    pending = pending_removals(model, released)
     if pending:
         snap["pending_removals"] = pending
     if events:

@@ -182,6 +182,7 @@ class RunCollector:
             for record in by_kind.get(kind, []):
                 self.handle(kind, record)
         self.metrics.groups.set_correlating(self.correlator.pending)
+        self.note_incidents()
         self.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
         if self.state_file is not None:
             self.state_file.save(batch_id, self.snapshots, self.correlator.to_state(), self.timeouts)
@@ -192,6 +193,12 @@ class RunCollector:
         self.last_batch_id = batch_id
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
+
+    def note_incidents(self) -> None:
+        """The incident board (sinks/incident_gauges.py) after a batch: the removals the correlator
+        holds, the brokers' deaths and the watermark."""
+        self.metrics.incidents.note_removals(self.correlator.pending, decided=False)
+        self.metrics.incidents.refresh(self.correlator.brokers, self.correlator.clock_ms)
 
     def note_timeouts(self, clocks: list[dict[str, Any]]) -> None:
         """Each called state key's timeout after its call (CLOCK rows)."""
@@ -217,6 +224,7 @@ class RunCollector:
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
         self.correlator = Correlator(diagnosis)
         self.metrics.groups.storm_window_ms = diagnosis.storm_window_ms
+        self.metrics.incidents.configure(diagnosis)
         return self
 
     def restore(self) -> int:
@@ -237,6 +245,7 @@ class RunCollector:
                 for record in self.event_sink.records(kind):
                     self.metrics.observe(kind, record)
             self.counted_through = max(last, self.event_sink.last_batch_id())
+        self.note_incidents()
         return last
 
     def finish(self) -> None:
@@ -244,6 +253,7 @@ class RunCollector:
         for record in self.correlator.advance(2 ** 62):
             self.handle(OutputKind.REMOVAL, record)
         self.metrics.groups.set_correlating(self.correlator.pending)
+        self.metrics.incidents.refresh(self.correlator.brokers)     # not the end's clock: no input is that late
         self.warn_silent_sources(final=True)
 
     def count_progress(self, progress: Any) -> None:

@@ -112,7 +112,7 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test():
             (firing if case.get("exp_alerts") else quiet).add(case["alertname"])
     names = {r["alert"] for r in rules()}
     assert names - firing == set(), "alerts without a firing case"
-    assert names - quiet == set(), "alerts without a not-firing case"
+    assert names - quiet == {"Watchdog"}, "alerts without a not-firing case (the Watchdog always fires)"
 
 
 def test_runbook_urls_are_absolute_by_default():
@@ -128,7 +128,7 @@ def test_every_alert_is_labelled_annotated_and_has_a_runbook_section():
     anchors = {re.sub(r"[^a-z0-9 _-]", "", h.lower()).replace(" ", "-")
                for h in re.findall(r"^#+ (.+)$", runbooks, flags=re.M)}
     for rule in rules():
-        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
+        assert rule["labels"]["severity"] in {"page", "ticket", "none"}, rule["alert"]
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
         url = rule["annotations"]["runbook_url"]
         base = alert_rules.DEFAULTS["runbookBaseUrl"]

@@ -45,16 +45,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Prometheus holds only seconds of data here: the alerts' counter windows (10m/5m by default) are
 # shortened so that "growth over the window" has samples at both ends. Everything else is default.
-E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s", "rebalanceTimeoutWindow": "5s", "costWindow": "5s"}
+E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s", "rebalanceTimeoutWindow": "5s", "costWindow": "5s",
+              "removalsWindow": "5s"}
 SUBSTITUTIONS = {"$storm_window": E2E_PARAMS["stormWindow"], "$timeout_window": E2E_PARAMS["rebalanceTimeoutWindow"],
                  "$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s",
                  '"$cluster"': '".*"', '"$group"': '".*"'}
-# Alerts whose whole expression must hold on the scraped data (and which are pending in Prometheus).
-EXPECTED_ALERTS = {
-    "RebalanceMonitorDown": "closed",          # nothing listens on that target's port
-    "RebalanceMonitorSourceDown": "run",       # `run` with no Kafka behind its bootstrap address
-    "RebalanceMonitorLagging": "demo",         # the captures' events are hours old
-    "KafkaConsumerGroupRebalanceStuck": "mid-rebalance",   # in a rebalance since hours ago
+# The incidents of the captures still active at their end (state/incidents.py: their last evidence
+# within 15 minutes of the capture's last event): the poll timeouts of 2.7/4.0 sc05 and the
+# rebalance timeouts of sc05b/sc11 (KafkaConsumerGroupSlowProcessing).
+DEMO_INCIDENT_ALERTS = ("KafkaConsumerGroupSlowProcessing",)
+# Alerts whose whole expression must hold on the scraped data (and which are pending in Prometheus),
+# and on which targets.
+EXPECTED_ALERTS: dict[str, frozenset] = {
+    "RebalanceMonitorDown": frozenset({"closed"}),          # nothing listens on that target's port
+    "RebalanceMonitorSourceDown": frozenset({"run"}),       # `run` with no Kafka behind its bootstrap address
+    "RebalanceMonitorLagging": frozenset({"demo"}),         # the captures' events are hours old
+    "KafkaConsumerGroupRebalanceStuck": frozenset({"mid-rebalance"}),   # in a rebalance since hours ago
+    "Watchdog": frozenset({None}),                          # always: vector(1) has no target
+    **{name: frozenset({"demo"}) for name in DEMO_INCIDENT_ALERTS},
 }
 # capture -> (cut: UTC time on the capture day (utc_ms), {group: (its state then, its rebalance timeout in s)}).
 # The mid-rebalance target holds every group of the capture with the events up to the cut applied:
@@ -268,8 +276,8 @@ def test_every_alert_expression_is_valid_and_its_probe_returns_series(prometheus
             continue
         if name in EXPECTED_ALERTS:
             where = {s["metric"].get("target") for s in result}
-            if EXPECTED_ALERTS[name] not in where:
-                problems.append(f"{name}: expected to hold for target {EXPECTED_ALERTS[name]}, got {where}")
+            if where != EXPECTED_ALERTS[name]:
+                problems.append(f"{name}: expected to hold for targets {set(EXPECTED_ALERTS[name])}, got {where}")
         error, result = _try_query(api, probes[name])
         if error or not result:
             problems.append(f"{name}: probe {'invalid: ' + error if error else 'returns no series'}\n    {probes[name]}")
@@ -296,7 +304,7 @@ def test_prometheus_evaluates_every_rule_without_errors_and_the_expected_alerts_
     assert isinstance(base, str), base
     for alert in alerts:
         if alert["labels"]["alertname"] in EXPECTED_ALERTS:
-            assert alert["labels"]["target"] == EXPECTED_ALERTS[alert["labels"]["alertname"]], alert
+            assert alert["labels"].get("target") in EXPECTED_ALERTS[alert["labels"]["alertname"]], alert
             assert alert["annotations"]["runbook_url"].startswith(base + "#")
     # nothing else fires on this data: no storm, stuck group, burst or input error in the demo
     assert active == set(EXPECTED_ALERTS), active - set(EXPECTED_ALERTS)

@@ -133,6 +133,8 @@ class IncidentBoard:
         self._coordinators: dict[tuple[str, str], list[tuple[int, int]]] = {}
         # (cluster, group) -> the group's members now: (client key, client host)
         self._members: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+        # (cluster, group) -> the event time of its last snapshot with members
+        self._had_members_ms: dict[tuple[str, str], int] = {}
         self._deaths: dict[str, list[BrokerDeath]] = {}
         self._clock: dict[str, int] = {}
 
@@ -149,6 +151,8 @@ class IncidentBoard:
                 del history[:-4]
         self._members[key] = [(m.get("client_id") or m.get("group_instance_id") or m.get("member_id") or "",
                                m.get("client_host")) for m in snap.get("members") or []]
+        if self._members[key] and isinstance(snap.get("last_event_ms"), int):
+            self._had_members_ms[key] = max(self._had_members_ms.get(key, 0), snap["last_event_ms"])
         for p in snap.get("pending_removals") or []:
             self._add(Removal.of(cluster, group, p, decided=False))
 
@@ -170,8 +174,8 @@ class IncidentBoard:
             self._tick(cluster, clock_ms)
 
     def forget_group(self, cluster: str, group: str) -> None:
-        self._coordinators.pop((cluster, group), None)
-        self._members.pop((cluster, group), None)
+        for table in (self._coordinators, self._members, self._had_members_ms):
+            table.pop((cluster, group), None)
 
     def _add(self, r: Removal) -> None:
         old = self._removals.get(r.key)
@@ -229,11 +233,13 @@ class IncidentBoard:
         return found
 
     def _coordinated_by(self, cluster: str, broker: int, at_ms: int) -> set[str]:
-        """Groups with members whose coordinator was `broker` when it died (the last change seen
-        before then): an empty group lost nothing."""
+        """Groups whose coordinator was `broker` when it died (the last change seen before then)
+        and that had members then (they have some now, or had some after it): an empty group lost
+        nothing."""
         groups = set()
         for (c, group), history in self._coordinators.items():
-            if c != cluster or not self._members.get((c, group)):
+            if c != cluster or not (self._members.get((c, group))
+                                    or self._had_members_ms.get((c, group), 0) >= at_ms):
                 continue
             before = [b for t, b in history if t <= at_ms]
             if (before[-1] if before else history[0][1]) == broker:

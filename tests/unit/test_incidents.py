@@ -155,3 +155,15 @@ def test_five_kills_on_a_host_whose_other_members_stayed_page_no_host():
     groups on that host kept going (docs/diagnosis.md): crashes, not the host."""
     page = _page_after("19:33:30.000")
     assert 'kind="host"' not in page
+
+
+def test_a_group_the_dead_broker_coordinated_counts_though_its_members_left_after():
+    """The bed's coordinator kill: the group moved, then its members left before the page fired."""
+    board = IncidentBoard()
+    board.note_snapshot(snapshot("moved", [("a", "127.0.0.1"), ("b", "127.0.0.1")], coordinator=1, at_s=0))
+    board.note_snapshot(snapshot("long-empty", [], coordinator=1, at_s=0))
+    board.note_snapshot(snapshot("moved", [("a", "127.0.0.1"), ("b", "127.0.0.1")], coordinator=2, at_s=15))
+    board.note_snapshot(snapshot("moved", [], coordinator=2, at_s=25))
+    board.note_deaths("c", [BrokerDeath("c", 1, T0 + 10_000, "broker 2 could not reach it")])
+    (inc,) = board.incidents()
+    assert inc.groups == {"moved"}

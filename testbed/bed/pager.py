@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -130,6 +132,14 @@ class PrometheusServer:
         """The alerts Prometheus holds now (pending and firing)."""
         with urllib.request.urlopen(f"{self.url}/api/v1/alerts", timeout=5) as r:
             return json.loads(r.read())["data"]["alerts"]
+
+    def ever_firing(self, selector: str, since_s: float) -> list[dict]:
+        """The label sets of the alerts matching `selector` (on ALERTS) that fired at some point
+        since `since_s` (Unix seconds), one per alert."""
+        query = urllib.parse.urlencode({"query": f'ALERTS{{alertstate="firing",{selector}}}',
+                                        "start": since_s, "end": time.time(), "step": 5})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query_range?{query}", timeout=10) as r:
+            return [s["metric"] for s in json.loads(r.read())["data"]["result"]]
 
 
 class Pager:

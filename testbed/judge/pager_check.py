@@ -10,7 +10,7 @@ page must still come, once (Prometheus sends its firing alerts again when Alertm
 Last line: incidents=N paged=P page_p50_seconds=A page_p95_seconds=B pages_per_incident_max=K
 root_cause_right=R benign_pages=F (and the outage's and the dead man's switch's figures). Exit 1 when
 an incident is not paged, is paged more than once or with a wrong root cause or without its groups,
-or when benign activity pages.
+when benign activity pages, or when Alertmanager sends a ticket that a paging incident explains.
 
 A page is a notification of the `pager` receiver with status "firing"; Alertmanager's resolved
 notifications are not pages. A page belongs to the case whose incident its alerts name (subject
@@ -438,7 +438,23 @@ def attribute(results: list[Result], pages: list[Notification]) -> None:
         owner.pages.append(n)
 
 
-def figures(results: list[Result], deadman: int, outage_back_s: float | None) -> dict:
+@dataclass
+class Inhibition:
+    """Tickets an incident explains (they carry its `incident` label): how many fired in Prometheus,
+    how many Alertmanager sent anyway (inhibition: none while the incident pages)."""
+    firing: list[dict] = field(default_factory=list)
+    sent: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, pager: Pager, since_ms: int) -> Inhibition:
+        firing = pager.prometheus.ever_firing('severity="ticket",incident!=""', since_ms / 1000)
+        sent = [a.get("labels", {}) for n in pager.receiver.received("tickets", since_ms) if n.status == "firing"
+                for a in n.alerts if a.get("labels", {}).get("incident")]
+        return cls(firing, sent)
+
+
+def figures(results: list[Result], deadman: int, outage_back_s: float | None,
+            inhibition: Inhibition | None = None) -> dict:
     incidents = [r for r in results if r.case.incident]
     timed = [r.first_page_s for r in incidents if r.first_page_s is not None and not r.case.outage]
     return {
@@ -452,6 +468,10 @@ def figures(results: list[Result], deadman: int, outage_back_s: float | None) ->
         "benign_pages": sum(len(r.pages) for r in results if not r.case.incident),
         "outage_page_seconds": outage_back_s,
         "deadman_pings": deadman,
+        # the per-group tickets count final removal records over 10 minutes: in a run this short
+        # only the first cases' fire, near its end
+        "explained_tickets_firing": len(inhibition.firing) if inhibition else 0,
+        "explained_tickets_sent": len(inhibition.sent) if inhibition else 0,
     }
 
 
@@ -486,6 +506,7 @@ def main(argv: list | None = None) -> int:
     t0 = time.monotonic()
     results: list[Result] = []
     outage_back_s = None
+    inhibition = Inhibition()
     try:
         run.start()
         started_ms = now_ms()
@@ -506,10 +527,11 @@ def main(argv: list | None = None) -> int:
         if outage is not None:
             outage_back_s = outage.first_page_s
         deadman = len(run.pager.receiver.received("deadman", started_ms))
+        inhibition = Inhibition.read(run.pager, started_ms)
     finally:
         run.close()
         kill_all()
-    figs = figures(results, deadman, outage_back_s)
+    figs = figures(results, deadman, outage_back_s, inhibition)
     print(table(results))
     (out / "pager-check.json").write_text(json.dumps({
         "figures": figs, "seconds": round(time.monotonic() - t0, 1),
@@ -518,6 +540,7 @@ def main(argv: list | None = None) -> int:
                    "labels": r.page_labels(), "annotations": r.page_annotations(), "problems": r.problems()}
                   for r in results]}, indent=2))
     problems = [f"{r.case.name}: {p}" for r in results for p in r.problems()]
+    problems += [f"a ticket its incident explains was sent: {labels}" for labels in inhibition.sent]
     for p in problems:
         print(f"pager-check: {p}", file=sys.stderr)
     print(f"pager-check: {out} ({time.monotonic() - t0:.0f} s)")

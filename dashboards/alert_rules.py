@@ -441,9 +441,9 @@ _INCIDENT = "rebalance_monitor_incident_started_timestamp_seconds"
 
 
 def _incident_info(family: str, label: str, sep: str) -> str:
-    """A Go template listing `label` of the incident's series of `family` (read when the alert fires)."""
-    return ('{{ range query (printf "rebalance_monitor_incident_' + family + '{cluster=%q,incident=%q}" '
-            '$labels.cluster $labels.incident) }}{{ .Labels.' + label + ' }}' + sep + '{{ end }}')
+    """A Go template listing `label` of the incident's `family` series, sorted (when the alert fires)."""
+    return ('{{ range query (printf "rebalance_monitor_incident_' + family + '{cluster=%q,incident=%q}" $labels.cluster '
+            f'$labels.incident) | sortByLabel "{label}" }}}}{{{{ .Labels.{label} }}}}{sep}{{{{ end }}}}')
 
 
 INCIDENT_GROUPS = _incident_info("group_info", "group", " ")

@@ -131,8 +131,9 @@ class IncidentBoard:
         self._removals: dict[tuple[str, str, str, int], Removal] = {}
         # (cluster, group) -> [(event time, coordinator)], the coordinator changes seen
         self._coordinators: dict[tuple[str, str], list[tuple[int, int]]] = {}
-        # (cluster, group) -> the group's members now: (client key, client host)
-        self._members: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+        # (cluster, group) -> the group's members now: its latest snapshot's list, as it is (no copy:
+        # only a host incident without host_members reads it)
+        self._members: dict[tuple[str, str], list[dict[str, Any]]] = {}
         # (cluster, group) -> the event time of its last snapshot with members
         self._had_members_ms: dict[tuple[str, str], int] = {}
         self._deaths: dict[str, list[BrokerDeath]] = {}
@@ -149,8 +150,7 @@ class IncidentBoard:
             if not history or history[-1][1] != coordinator:
                 history.append((int(snap.get("last_event_ms") or 0), coordinator))
                 del history[:-4]
-        self._members[key] = [(m.get("client_id") or m.get("group_instance_id") or m.get("member_id") or "",
-                               m.get("client_host")) for m in snap.get("members") or []]
+        self._members[key] = snap.get("members") or []
         if self._members[key] and isinstance(snap.get("last_event_ms"), int):
             self._had_members_ms[key] = max(self._had_members_ms.get(key, 0), snap["last_event_ms"])
         for p in snap.get("pending_removals") or []:
@@ -280,8 +280,10 @@ class IncidentBoard:
         known = [r.host_members for r in went if r.host_members is not None]
         if known:
             return max(0, max(known) - len(clients))
-        return sum(1 for client, h in self._members.get((cluster, group), [])
-                   if (h or "").lstrip("/") == host and (group, client) not in clients)
+        return sum(1 for m in self._members.get((cluster, group), [])
+                   if (m.get("client_host") or "").lstrip("/") == host
+                   and (group, m.get("client_id") or m.get("group_instance_id") or m.get("member_id") or "")
+                   not in clients)
 
     def _crash_loops(self, faults: list[Removal]) -> list[Incident]:
         by_client: dict[tuple[str, str], list[Removal]] = {}

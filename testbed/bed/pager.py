@@ -42,53 +42,62 @@ def shipped_config(urls: dict[str, str]) -> dict:
     return doc
 
 
-class AlertmanagerServer:
-    """Alertmanager with the shipped configuration, its receivers at `receiver`'s address."""
+class _Server:
+    """A server of Debian's on a free loopback port, its output in `out`; stopped like the brokers."""
 
-    def __init__(self, out: Path, receiver_url: str):
+    name = ""
+
+    def __init__(self, out: Path):
         self.out = out
         self.port = free_port()
-        self.config_path = out / "alertmanager.yml"
-        self.urls = {name: f"{receiver_url}/{name}" for name in alertmanager.PLACEHOLDER_URLS}
         out.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(yaml.safe_dump(shipped_config(self.urls), sort_keys=False))
         self.proc: Proc | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> AlertmanagerServer:
-        cmd = [_binary("prometheus-alertmanager", "prometheus-alertmanager"), f"--config.file={self.config_path}",
-               f"--storage.path={self.out / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
-               "--cluster.listen-address="]
-        self.proc = Proc(cmd, "alertmanager", self.out)
-        wait_for(lambda: port_open(self.port), timeout, "Alertmanager to listen", interval=0.2,
-                 alive=self._alive)
-        return self
+    def _launch(self, cmd: list[str], ready, timeout: float, cwd: Path | None = None) -> None:
+        self.proc = Proc(cmd, self.name, self.out, cwd=cwd)
+        wait_for(ready, timeout, f"{self.name} to be ready", interval=0.2, alive=self._alive)
 
     def _alive(self) -> None:
         if self.proc is not None and not self.proc.alive():
-            raise BedError(f"alertmanager exited: {self.proc.tail()}")
+            raise BedError(f"{self.name} exited: {self.proc.tail()}")
 
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.stop(10)
             self.proc = None
 
-    def alerts(self) -> list[dict]:
-        with urllib.request.urlopen(f"{self.url}/api/v2/alerts", timeout=5) as r:
-            return json.loads(r.read())
+
+class AlertmanagerServer(_Server):
+    """Alertmanager with the shipped configuration, its receivers at `receiver`'s address."""
+
+    name = "alertmanager"
+
+    def __init__(self, out: Path, receiver_url: str):
+        super().__init__(out)
+        self.config_path = out / "alertmanager.yml"
+        self.urls = {name: f"{receiver_url}/{name}" for name in alertmanager.PLACEHOLDER_URLS}
+        self.config_path.write_text(yaml.safe_dump(shipped_config(self.urls), sort_keys=False))
+
+    def start(self, timeout: float = 30.0) -> AlertmanagerServer:
+        self._launch([_binary("prometheus-alertmanager", "prometheus-alertmanager"),
+                      f"--config.file={self.config_path}", f"--storage.path={self.out / 'data'}",
+                      f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
+                     lambda: port_open(self.port), timeout)
+        return self
 
 
-class PrometheusServer:
+class PrometheusServer(_Server):
     """Prometheus scraping the monitor (job "rebalance-monitor") with the project's rules,
     sending to `alertmanager_port`."""
 
+    name = "prometheus"
+
     def __init__(self, out: Path, monitor_port: int, alertmanager_port: int, cluster: str):
-        self.out = out
-        self.port = free_port()
-        out.mkdir(parents=True, exist_ok=True)
+        super().__init__(out)
         self.config_path = out / "prometheus.yml"
         shutil.copy(RULES, out / RULES.name)
         self.config_path.write_text(yaml.safe_dump({
@@ -99,17 +108,11 @@ class PrometheusServer:
                                 "static_configs": [{"targets": [f"127.0.0.1:{monitor_port}"],
                                                     "labels": {"bed_cluster": cluster}}]}],
         }, sort_keys=False))
-        self.proc: Proc | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> PrometheusServer:
-        cmd = [_binary("prometheus", "prometheus"), f"--config.file={self.config_path}",
-               f"--storage.tsdb.path={self.out / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"]
-        self.proc = Proc(cmd, "prometheus", self.out, cwd=self.out)
-        wait_for(self._ready, timeout, "Prometheus to be ready", interval=0.3, alive=self._alive)
+        self._launch([_binary("prometheus", "prometheus"), f"--config.file={self.config_path}",
+                      f"--storage.tsdb.path={self.out / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"],
+                     self._ready, timeout, cwd=self.out)
         return self
 
     def _ready(self) -> bool:
@@ -118,20 +121,6 @@ class PrometheusServer:
                 return r.status == 200
         except OSError:
             return False
-
-    def _alive(self) -> None:
-        if self.proc is not None and not self.proc.alive():
-            raise BedError(f"prometheus exited: {self.proc.tail()}")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop(10)
-            self.proc = None
-
-    def firing(self) -> list[dict]:
-        """The alerts Prometheus holds now (pending and firing)."""
-        with urllib.request.urlopen(f"{self.url}/api/v1/alerts", timeout=5) as r:
-            return json.loads(r.read())["data"]["alerts"]
 
     def ever_firing(self, selector: str, since_s: float) -> list[dict]:
         """The label sets of the alerts matching `selector` (on ALERTS) that fired at some point

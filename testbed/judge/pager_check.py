@@ -31,7 +31,7 @@ from testbed.bed import stall
 from testbed.bed.cluster import KafkaCluster
 from testbed.bed.members import MemberSpec
 from testbed.bed.pager import Pager
-from testbed.bed.procs import BedTimeout, kill_all, wait_for
+from testbed.bed.procs import BedError, BedTimeout, kill_all, wait_for
 from testbed.bed.receiver import Notification
 from testbed.bed.runner import Runner, now_ms
 from testbed.bed.running import java_libs
@@ -508,7 +508,12 @@ def main(argv: list | None = None) -> int:
     outage_back_s = None
     inhibition = Inhibition()
     try:
-        run.start()
+        try:
+            run.start()
+        except (BedError, BedTimeout) as exc:     # a missing binary, a bed that did not come up
+            print(f"pager-check: the bed did not start: {str(exc).splitlines()[0]} (logs under {out})",
+                  file=sys.stderr)
+            return 2
         started_ms = now_ms()
         for i, case in enumerate(cases):
             res = run.run_case(case, i)

@@ -28,10 +28,10 @@ def iso_ms(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
-def _source(source: dict[str, Any]) -> SourceBatch:
+def _source(source: dict[str, Any], topic_kinds: dict[str, str]) -> SourceBatch:
     rows = int(source.get("numInputRows") or 0)
     start, end = source_offset(source.get("startOffset")), source_offset(source.get("endOffset"))
-    kind = end.get("source") or "other"
+    kind = end.get("source") or _connector_kind(end, topic_kinds)
     if "lines" in end:
         rows = int(end["lines"]) - int(start.get("lines") or 0)
     elif end.get("eof") and not start.get("eof"):
@@ -44,6 +44,13 @@ def _source(source: dict[str, Any]) -> SourceBatch:
     return SourceBatch(kind=kind, rows=max(0, rows), rows_per_second=None if rate is None else float(rate),
                        offset=end, tick_ms=tick, answered=(not end["error"]) if "error" in end else None,
                        gap=int(end.get("gap") or 0) if "gap" in end else None)
+
+
+def _connector_kind(end: dict[str, Any], topic_kinds: dict[str, str]) -> str:
+    """The input kind of a Spark connector source, whose offsets are {topic: {partition: offset}}
+    and name no kind: that of its (first) topic; "other" for a topic the monitor was not given."""
+    topics = [name for name, value in end.items() if isinstance(value, dict)]
+    return next((topic_kinds[t] for t in topics if t in topic_kinds), "other")
 
 
 def _statistics(observed: dict[str, Any]) -> tuple[tuple[DecodeCounts, ...], tuple[LogSourceLines, ...]]:
@@ -62,8 +69,9 @@ def _statistics(observed: dict[str, Any]) -> tuple[tuple[DecodeCounts, ...], tup
     return tuple(decode), tuple(lines)
 
 
-def batch_report(progress: Any) -> BatchReport:
-    """A progress report (its JSON as a dict, or PySpark's StreamingQueryProgress) as a BatchReport."""
+def batch_report(progress: Any, topic_kinds: dict[str, str] | None = None) -> BatchReport:
+    """A progress report (its JSON as a dict, or PySpark's StreamingQueryProgress) as a BatchReport.
+    `topic_kinds`: the input kind of each Kafka topic read by Spark's connector ({topic: kind})."""
     if hasattr(progress, "json"):       # PySpark's StreamingQueryProgress (nested Rows): its JSON
         progress = json.loads(progress.json)
     duration = (progress.get("durationMs") or {}).get("triggerExecution")
@@ -76,7 +84,7 @@ def batch_report(progress: Any) -> BatchReport:
     batch_id = progress.get("batchId")
     return BatchReport(
         batch_id=None if batch_id is None else int(batch_id),
-        sources=tuple(_source(s) for s in progress.get("sources") or []),
+        sources=tuple(_source(s, topic_kinds or {}) for s in progress.get("sources") or []),
         event_times=tuple(EventTimes(name[len(OBSERVED_SOURCE_PREFIX):], (values or {}).get(OBSERVED_NEWEST),
                                      (values or {}).get(OBSERVED_OLDEST))
                           for name, values in observed.items() if name.startswith(OBSERVED_SOURCE_PREFIX)),

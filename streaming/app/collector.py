@@ -112,6 +112,8 @@ class RunCollector:
     marker_plan: str | None = None
     lateness_ms: int = 0
     planned: tuple[int | None] | None = None     # the plan last written (none yet: None)
+    # The input kind of each topic Spark's connector reads (its offsets do not name one).
+    topic_kinds: dict[str, str] = field(default_factory=dict)
     # How a batch's output rows reach this driver (streaming/spark/batch_rows.py): one Arrow
     # collect, or (replay) written by the tasks and read back piece by piece.
     batch_rows: Callable[[Any, int], Iterable[tuple[str, str]]] = collected_rows
@@ -259,7 +261,7 @@ class RunCollector:
     def count_progress(self, progress: Any) -> None:
         """One of Spark's progress reports (one per micro-batch): the health metrics, then the
         replay's progress line."""
-        report = batch_report(progress)
+        report = batch_report(progress, self.topic_kinds)
         self.metrics.health.record_batch(report)
         self.count_statistics(report)
         if self.on_progress is not None:

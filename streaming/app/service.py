@@ -122,6 +122,9 @@ def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector
     sink = EventSink(settings.events_dir) if settings.events_dir else None
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,
                              state_file=state_file).configure(diagnosis_settings(settings.diagnosis))
+    kafka = settings.kafka
+    collector.topic_kinds = {**dict.fromkeys(kafka.log_topics, SOURCE_KIND_LOG),
+                             **({kafka.offsets_topic: SOURCE_KIND_OFFSETS} if kafka.offsets_topic else {})}
     try:
         collector.restore()
     except StateFileError as exc:

@@ -121,3 +121,21 @@ def test_the_statistics_of_the_parse_and_decode_steps() -> None:
     assert all(DecodeCounts.of(c.record()) == c for c in report.decode_counts)
     assert LogSourceLines.of(report.log_lines[0].record()) == report.log_lines[0]
     assert (batch_report(REPLAY_END).decode_counts, batch_report(REPLAY_END).log_lines) == ((), ())
+
+
+def test_spark_connector_sources_take_the_kind_of_their_topic() -> None:
+    """Spark's connector writes {topic: {partition: offset}} and no kind: the collector's topic map
+    names it, so rebalance_monitor_input_records_total counts the connector's records as offsets
+    and broker_log (it counted them as "other" before, and a catch-up looked like no input)."""
+    progress = {"batchId": 3, "sources": [
+        {"description": "KafkaV2[Assign[cold-offsets-0, cold-offsets-1]]",
+         "startOffset": '{"cold-offsets": {"0": 0, "1": 5}}', "endOffset": '{"cold-offsets": {"0": 7, "1": 9}}',
+         "numInputRows": 11},
+        {"description": "KafkaV2[Assign[logs-0]]", "startOffset": None, "endOffset": '{"logs": {"0": 3}}',
+         "numInputRows": 3},
+        {"description": "KafkaV2[Assign[elsewhere-0]]", "startOffset": None, "endOffset": '{"elsewhere": {"0": 1}}',
+         "numInputRows": 1}]}
+    kinds = {"cold-offsets": "offsets", "logs": "broker_log"}
+    assert [(s.kind, s.rows) for s in batch_report(progress, kinds).sources] == [
+        ("offsets", 11), ("broker_log", 3), ("other", 1)]
+    assert [s.kind for s in batch_report(progress).sources] == ["other"] * 3

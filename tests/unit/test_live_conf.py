@@ -56,3 +56,17 @@ def test_no_data_batches_only_where_no_marker_comes():
     assert KafkaSettings(**base).idle_markers
     assert not KafkaSettings(**base, idle_flush=False).idle_markers
     assert not KafkaSettings(**base, max_rows_per_batch=1000).idle_markers
+
+
+def test_the_collector_knows_the_kind_of_each_topic(tmp_path):
+    """The connector's progress offsets name topics, not kinds: build_collector maps them."""
+    from prometheus_client import CollectorRegistry
+
+    from sinks.metrics import MetricsSink
+    from streaming.app.service import build_collector
+    from streaming.app.settings import KafkaSettings, RunSettings
+    settings = RunSettings(checkpoint_location=str(tmp_path / "cp"), events_dir=str(tmp_path / "ev"),
+                           kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", log_topics=["a", "b"],
+                                               offsets_topic="offs"))
+    collector = build_collector(settings, MetricsSink([1.0], registry=CollectorRegistry()))
+    assert collector.topic_kinds == {"a": "broker_log", "b": "broker_log", "offs": "offsets"}

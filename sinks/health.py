@@ -2,6 +2,7 @@
 gaps, late rows, state size, restarts. Fed from Spark's progress reports and the live service."""
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import deque
@@ -16,6 +17,11 @@ from state.vocabulary import METRIC_PREFIX as PREFIX
 
 # The source event skew gauge is the largest lag seen within this much wall time.
 SKEW_WINDOW_SECONDS = 600.0
+# Catching up: a source is behind when what it left unread would take its reading rate longer
+# than one trigger (`run`'s 0.5 s); while it is, a log line with the ETA at most this often.
+CATCH_UP_TRIGGER_SECONDS = 0.5
+CATCH_UP_LOG_EVERY_SECONDS = 30.0
+LOG = logging.getLogger("rebalance_monitor.run")
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,7 @@ class SourceBatch:
     tick_ms: float | None = None       # a live source's caught-up marker read in this batch
     answered: bool | None = None       # whether Kafka answered (None: the source does not say)
     gap: int | None = None             # records lost to retention or compaction (None: not said)
+    backlog: int | None = None         # records left unread when the batch was planned (None: not said)
 
 
 @dataclass(frozen=True)
@@ -92,9 +99,18 @@ class BatchReport:
         return next((s.tick_ms for s in reversed(self.sources) if s.kind == kind and s.tick_ms is not None), None)
 
 
+@dataclass
+class CatchUp:
+    """One source catching up: since when, the records it read since, and its last log line."""
+    since: float
+    rows: int
+    logged: float
+
+
 class HealthMetrics:
     def __init__(self, r: CollectorRegistry, wall_clock: Callable[[], float] = time.time) -> None:
         self._wall = wall_clock
+        self._catching_up: dict[str, CatchUp] = {}
         self._newest_ms: dict[str, float] = {}     # newest event time per source
         self._front_ms: dict[str, float] = {}      # newest event or caught-up tick per source
         self._skews: dict[str, deque] = {}
@@ -145,6 +161,12 @@ class HealthMetrics:
                                     "their commit digest without a state-machine turn.", registry=r)
         self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
                                       "Times the streaming query failed and was restarted.", registry=r)
+        self.backlog = Gauge(f"{PREFIX}_source_backlog_records",
+                             "Records a source had left unread in Kafka when the last micro-batch was "
+                             "planned (a catch-up reads it in capped batches).", ["source"], registry=r)
+        self.catching_up = Gauge(f"{PREFIX}_source_catching_up",
+                                 "1 while a source is further behind than it reads in one trigger, "
+                                 "0 once it is back at the head.", ["source"], registry=r)
 
     def record_batch(self, report: BatchReport) -> None:
         """The health metrics of one micro-batch's report."""
@@ -158,6 +180,8 @@ class HealthMetrics:
             self.count_input(source.kind, source.rows)
             if source.rows_per_second is not None:
                 self.input_rate.labels(source.kind).set(source.rows_per_second)
+            if source.backlog is not None:
+                self.note_backlog(source.kind, source.backlog, source.rows, report.duration_s)
         if report.duration_s is not None:
             self.batch_duration.set(report.duration_s)
         if report.watermark_ms is not None:
@@ -168,6 +192,31 @@ class HealthMetrics:
             self.state_rows.set(report.state_rows)
         if report.late_rows:
             self.late_rows.inc(report.late_rows)
+
+    def note_backlog(self, kind: str, backlog: int, rows: int, duration_s: float | None) -> None:
+        """A source's backlog after a batch: the gauges, and a log line when it starts catching up,
+        every CATCH_UP_LOG_EVERY_SECONDS while it is (with the ETA at the rate it reads), and when
+        it is back at the head."""
+        self.backlog.labels(kind).set(backlog)
+        per_second = rows / duration_s if rows and duration_s else 0.0
+        behind = backlog > max(1.0, per_second * CATCH_UP_TRIGGER_SECONDS)
+        self.catching_up.labels(kind).set(1 if behind else 0)
+        now = self._wall()
+        state = self._catching_up.get(kind)
+        if behind and (state is None or now - state.logged >= CATCH_UP_LOG_EVERY_SECONDS):
+            eta = f"about {backlog / per_second:,.0f} s to the head" if per_second else "rate not known yet"
+            LOG.info("run: catching up on %s: %s records behind, reading %s records/s; %s", kind, f"{backlog:,}",
+                     f"{per_second:,.0f}", eta)
+            if state is None:
+                state = self._catching_up[kind] = CatchUp(now - (duration_s or 0.0), 0, now)
+            state.logged = now
+        if state is not None:
+            state.rows += rows
+        if not behind and state is not None:
+            seconds = max(1e-3, now - state.since)
+            LOG.info("run: caught up on %s after %.0f s: %s records read, %s records/s", kind, seconds,
+                     f"{state.rows:,}", f"{state.rows / seconds:,.0f}")
+            del self._catching_up[kind]
 
     def count_stateful_work(self, clocks: list[dict]) -> None:
         """A batch's clock rows: one per stateful call, with the turns and folds it gave."""

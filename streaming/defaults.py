@@ -8,6 +8,13 @@ LATENESS_SECONDS = 30.0              # watermark delay per source (replay, demo;
 # (200,000 rows, the default before) in 110 s (docs/benchmarks.md). A slice's events are applied
 # in its own batch (StagedKind.complete_through), so the state does not hold them.
 REPLAY_MAX_ROWS_PER_BATCH = 2_000_000
+# `run` catching up (a new checkpoint on a full `__consumer_offsets`, a monitor that was down): a
+# source further behind than one batch can take reads in batches of at most CATCH_UP_MAX_ROWS
+# records (the bound on memory: a batch holds its rows' events in the stateful step at once),
+# sized to take about CATCH_UP_BATCH_SECONDS at the rate the last ones ran, so the live view and
+# the backlog gauge move while it reads (streaming/spark/sources/kafka.py, "Catching up").
+CATCH_UP_MAX_ROWS = 1_000_000
+CATCH_UP_BATCH_SECONDS = 10.0
 STATE_BUCKETS = 32                   # state keys the groups of a cluster share (docs/benchmarks.md: why 32)
 # The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
 # starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's

@@ -43,7 +43,25 @@ def _source(source: dict[str, Any], topic_kinds: dict[str, str]) -> SourceBatch:
     rate = source.get("inputRowsPerSecond")
     return SourceBatch(kind=kind, rows=max(0, rows), rows_per_second=None if rate is None else float(rate),
                        offset=end, tick_ms=tick, answered=(not end["error"]) if "error" in end else None,
-                       gap=int(end.get("gap") or 0) if "gap" in end else None)
+                       gap=int(end.get("gap") or 0) if "gap" in end else None,
+                       backlog=_backlog(end, source_offset(source.get("latestOffset"))))
+
+
+def _backlog(end: dict[str, Any], latest: dict[str, Any]) -> int | None:
+    """Records left unread when the batch was planned: the kafka-python source's `behind`; for
+    Spark's connector its latest offsets ({topic: {partition: offset}}) minus where the batch
+    ended. None: the source does not say (a replay's files, an offsets file)."""
+    if "behind" in end:
+        return int(end["behind"] or 0)
+    if "source" in end or not latest:
+        return None
+    behind = 0
+    for topic, partitions in latest.items():
+        ended: dict[str, Any] = end.get(topic) or {}
+        if isinstance(partitions, dict):
+            for partition, offset in partitions.items():
+                behind += max(0, int(offset) - int(ended.get(partition, offset) or 0))
+    return behind
 
 
 def _connector_kind(end: dict[str, Any], topic_kinds: dict[str, str]) -> str:

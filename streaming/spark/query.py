@@ -71,6 +71,8 @@ class KafkaRead:
     idle_tick_max_seconds: float = 0.0  # ... and with a plan, when nothing is due, this often (sources/markers.py)
     marker_plan: str | None = None      # the driver's plan file (sources/markers.py; None: a marker per slot)
     commit_hold_seconds: float = 0.0    # new offset commits alone wait up to this long (sources/kafka.py)
+    catch_up_max_rows: int = 0          # a backlog above this is read in capped batches (0: at once)
+    catch_up_batch_seconds: float = 0.0  # ... each sized to take about this long
     client_config: dict[str, Any] = field(default_factory=dict)   # kafka-python settings
     spark_options: dict[str, str] = field(default_factory=dict)   # Spark connector options
 
@@ -192,7 +194,9 @@ def _python_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], 
               # One read task per core: more only adds per-task cost (sources/kafka.py).
               .option("readTasks", str(spark.sparkContext.defaultParallelism))
               .option("idleFlush", "true" if kafka.idle_flush else "false")
-              .option("commitHoldMs", str(int(kafka.commit_hold_seconds * 1000))))
+              .option("commitHoldMs", str(int(kafka.commit_hold_seconds * 1000)))
+              .option("catchUpMaxRows", str(kafka.catch_up_max_rows))
+              .option("catchUpBatchMs", str(int(kafka.catch_up_batch_seconds * 1000))))
     return _marker_options(reader, kafka).load()
 
 

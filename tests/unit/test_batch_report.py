@@ -139,3 +139,38 @@ def test_spark_connector_sources_take_the_kind_of_their_topic() -> None:
     assert [(s.kind, s.rows) for s in batch_report(progress, kinds).sources] == [
         ("offsets", 11), ("broker_log", 3), ("other", 1)]
     assert [s.kind for s in batch_report(progress).sources] == ["other"] * 3
+
+
+def test_the_backlog_of_each_source_kind():
+    """`behind` of the kafka-python source; the connector's latest offsets minus its batch's end;
+    nothing for a source that says neither (a replay's files)."""
+    progress = {"sources": [
+        {"endOffset": '{"source": "offsets", "topics": {"o": {"0": 5}}, "behind": 1200}', "numInputRows": 5},
+        {"endOffset": '{"o": {"0": 100, "1": 40}}', "latestOffset": '{"o": {"0": 150, "1": 40, "2": 7}}',
+         "numInputRows": 140},
+        {"endOffset": '{"source": "broker_log", "i": 1, "lines": 10, "of": 10, "eof": true}', "numInputRows": 1}]}
+    assert [s.backlog for s in batch_report(progress, {"o": "offsets"}).sources] == [1200, 50, None]
+
+
+def test_the_catch_up_gauges_and_log_lines(caplog):
+    """A source behind by more than it reads in one trigger is catching up: gauges, a line with
+    the ETA (at most every 30 s), and a line when it is back at the head."""
+    import logging
+    clock = [1000.0]
+    health = HealthMetrics(CollectorRegistry(), wall_clock=lambda: clock[0])
+    caplog.set_level(logging.INFO, logger="rebalance_monitor.run")
+    health.note_backlog("offsets", 900_000, 100_000, 1.0)
+    assert health.catching_up.labels("offsets")._value.get() == 1
+    assert health.backlog.labels("offsets")._value.get() == 900_000
+    clock[0] += 10
+    health.note_backlog("offsets", 800_000, 100_000, 1.0)          # no second line within 30 s
+    clock[0] += 30
+    health.note_backlog("offsets", 60_000, 100_000, 1.0)           # still more than half a second's worth
+    clock[0] += 1
+    health.note_backlog("offsets", 30, 40_000, 1.0)                 # at the head
+    assert health.catching_up.labels("offsets")._value.get() == 0
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "run: catching up on offsets: 900,000 records behind, reading 100,000 records/s; about 9 s to the head",
+        "run: catching up on offsets: 60,000 records behind, reading 100,000 records/s; about 1 s to the head",
+        "run: caught up on offsets after 42 s: 340,000 records read, 8,095 records/s"]

@@ -346,3 +346,54 @@ def test_new_records_that_are_only_commits_wait_until_the_hold_ends_or_other_rec
     log = KafkaStreamReader({"bootstrapServers": "127.0.0.1:1", "topics": "logs", "kind": "broker_log",
                              "idleTickMs": "5000", "commitHoldMs": "4000"})
     assert log.commit_hold_ms == 0                         # log topics are never held
+
+
+def test_a_backlog_above_the_catch_up_cap_is_read_in_capped_batches_sized_by_the_rate(reader, monkeypatch):
+    """Catching up (sources/kafka.py): 3 partitions with 600,000 records waiting against a cap of
+    200,000: the first batch takes a quarter of the cap, shared out in proportion to what each
+    partition has waiting; the next is sized by the rate the first ran at (50,000 rows in 1 s,
+    10 s a batch: 500,000, cut to the cap); no marker while capped; `behind` says what is left.
+    Once no more than the cap waits, the batch reads it all and ticks."""
+    from kafka import TopicPartition
+    tps = [TopicPartition("logs", p) for p in range(3)]
+    ends = {tps[0]: 300_000, tps[1]: 200_000, tps[2]: 100_000}
+    monkeypatch.setattr(reader, "_bounds", lambda: (dict.fromkeys(tps, 0), dict(ends)))
+    clock = [1_000.0]
+    monkeypatch.setattr(source.time, "time", lambda: clock[0])
+    reader.catch_up_max_rows, reader.catch_up_batch_ms = 200_000, 10_000
+    start = {"source": "broker_log", "topics": {"logs": {"0": 0, "1": 0, "2": 0}}, "tick": None, "gap": 0,
+             "error": None}
+    first = reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert first["topics"]["logs"] == {"0": 25_000, "1": 16_667, "2": 8_333}
+    assert sum(first["topics"]["logs"].values()) == 50_000
+    assert first["tick"] is None and first["behind"] == 550_000
+    clock[0] += 1.0
+    second = reader.latestOffset(first, reader.getDefaultReadLimit())
+    assert sum(second["topics"]["logs"].values()) == 250_000 and second["behind"] == 350_000
+    clock[0] += 20.0                          # 200,000 rows in 20 s: 10 s is 100,000
+    third = reader.latestOffset(second, reader.getDefaultReadLimit())
+    assert sum(third["topics"]["logs"].values()) == 350_000 and third["behind"] == 250_000
+    clock[0] += 1.0
+    fourth = reader.latestOffset(third, reader.getDefaultReadLimit())
+    assert fourth["behind"] == 50_000          # the cap again (100,000 rows in 1 s)
+    last = reader.latestOffset(fourth, reader.getDefaultReadLimit())
+    assert last["topics"]["logs"] == {"0": 300_000, "1": 200_000, "2": 100_000}
+    assert last["behind"] == 0 and last["tick"] == 1_022_000
+
+
+def test_without_a_catch_up_cap_any_backlog_is_one_batch(reader, monkeypatch):
+    from kafka import TopicPartition
+    tp = TopicPartition("logs", 0)
+    monkeypatch.setattr(reader, "_bounds", lambda: ({tp: 0}, {tp: 5_000_000}))
+    reader.catch_up_max_rows = 0
+    end = reader.latestOffset({"source": "broker_log", "topics": {"logs": {"0": 0}}, "tick": None, "gap": 0,
+                               "error": None}, reader.getDefaultReadLimit())
+    assert end["topics"] == {"logs": {"0": 5_000_000}} and end["behind"] == 0
+
+
+def test_proportional_takes_share_the_budget_exactly():
+    waiting = {"a": 7, "b": 0, "c": 13, "d": 1}
+    for budget in range(0, 22):
+        takes = source.proportional_takes(waiting, budget)
+        assert sum(takes.values()) == min(budget, 21)
+        assert all(0 <= takes[k] <= waiting[k] for k in waiting)

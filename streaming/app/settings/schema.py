@@ -33,6 +33,7 @@ Envelope = Literal["auto", "plain", "json"]
 
 # The query's defaults, shared with the Spark side (streaming/defaults.py).
 LATENESS_SECONDS, REPLAY_MAX_ROWS_PER_BATCH = defaults.LATENESS_SECONDS, defaults.REPLAY_MAX_ROWS_PER_BATCH
+CATCH_UP_MAX_ROWS, CATCH_UP_BATCH_SECONDS = defaults.CATCH_UP_MAX_ROWS, defaults.CATCH_UP_BATCH_SECONDS
 STATE_BUCKETS, DEFAULT_DRIVER_MEMORY = defaults.STATE_BUCKETS, defaults.DEFAULT_DRIVER_MEMORY
 
 
@@ -139,6 +140,13 @@ class KafkaSettings(BaseModel):
     # auto-commits do not cost a batch each on a quiet cluster (streaming/spark/sources/kafka.py,
     # "Commit holding"). kafka-python source only. 0: read them at once.
     commit_hold_seconds: float = Field(default=COMMIT_HOLD_SECONDS, ge=0)
+    # Catching up (a new checkpoint on a full __consumer_offsets, a monitor that was down): a
+    # backlog above this many records is read in capped batches instead of one, the bound on what
+    # a batch holds; each sized to take about catch_up_batch_seconds at the rate the last ones
+    # ran, so /metrics and rebalance_monitor_source_backlog_records move while it reads. 0: read
+    # any backlog in one batch. kafka-python source only (the connector: max_rows_per_batch).
+    catch_up_max_rows_per_batch: int = Field(default=CATCH_UP_MAX_ROWS, ge=0)
+    catch_up_batch_seconds: float = Field(default=CATCH_UP_BATCH_SECONDS, gt=0)
 
     @field_validator("client_secret_files")
     @classmethod

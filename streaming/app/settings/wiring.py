@@ -45,6 +45,8 @@ def kafka_read(kafka: KafkaSettings) -> KafkaRead:
                      kafka.starting_offsets, kafka.max_rows_per_batch, kafka.idle_flush, kafka.idle_tick_seconds,
                      idle_tick_max_seconds=kafka.idle_tick_max_seconds,
                      commit_hold_seconds=kafka.commit_hold_seconds,
+                     catch_up_max_rows=kafka.catch_up_max_rows_per_batch,
+                     catch_up_batch_seconds=kafka.catch_up_batch_seconds,
                      client_config=client_config(kafka),
                      spark_options=dict(kafka.spark_options))
 

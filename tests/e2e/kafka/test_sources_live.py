@@ -54,6 +54,7 @@ GROUP_FAMILIES = re.compile(r"^rebalance_monitor_(rebalances_total|member_remova
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 # Short windows: a removal is released within seconds (members with max.poll.interval.ms = 10 s)
 DIAGNOSIS = {"pause_rejoin_window_seconds": 5, "poll_rejoin_min_window_seconds": 5}
+CATCH_UP_CAP = 300      # the python source's kafka.catch_up_max_rows_per_batch
 
 
 @dataclass
@@ -118,6 +119,9 @@ def _monitor(bed: Bed, workdir: Path, source: str, password: str) -> MonitorProc
             "kafka.config.providers.dir.class": "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
             "kafka.sasl.jaas.config": f'{SCRAM} required username="{USER}" password="${{dir:{secrets}:password}}";'})]
     else:
+        # A catch-up in capped batches (the topics hold a few thousand records): the outputs must
+        # still equal the connector's, which reads everything in one batch.
+        lines += [f"catch_up_max_rows_per_batch = {CATCH_UP_CAP}"]
         lines += ["[kafka.client]", _toml_table({"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
                                                  "sasl_plain_username": USER, "ssl_cafile": str(bed.sasl.ca)}),
                   "[kafka.client_secret_files]", _toml_table({"sasl_plain_password": str(secrets / "password")})]
@@ -228,6 +232,20 @@ def test_each_source_reads_over_sasl_ssl_and_sees_the_scenarios(bed, monitors):
         assert {(kill, "heartbeat_expiry"), (join_leave, "member_leave")} <= triggers, (source, triggers)
         assert re.search(r'rebalance_monitor_member_removals_total\{[^}]*cause="heartbeat_expiry"[^}]*group="'
                          + re.escape(kill) + r'"[^}]*\} 1\.0', page), source
+
+
+def test_the_python_source_caught_up_in_capped_batches(monitors):
+    """The kafka-python run read the log topic's backlog in batches of at most CATCH_UP_CAP
+    records, said so in its log with the ETA, and said when it was back at the head."""
+    python, page = monitors["python"]
+    log = python.log_path.read_text()
+    assert re.search(r"run: catching up on broker_log: [0-9,]+ records behind, reading [0-9,]+ records/s", log), log
+    assert re.search(r"run: caught up on broker_log after [0-9]+ s: [0-9,]+ records read", log), log
+    assert 'rebalance_monitor_source_catching_up{source="broker_log"} 0.0' in page
+    assert 'rebalance_monitor_source_backlog_records{source="broker_log"} 0.0' in page
+    batches = parse(page).value("rebalance_monitor_batches_total") or 0
+    lines = parse(page).value("rebalance_monitor_input_records_total", source="broker_log") or 0
+    assert batches >= lines / CATCH_UP_CAP, (batches, lines)
 
 
 def test_the_connector_and_the_python_source_give_identical_outputs(monitors):

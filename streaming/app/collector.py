@@ -111,7 +111,11 @@ class RunCollector:
     timeouts: dict[str, int] = field(default_factory=dict)
     marker_plan: str | None = None
     lateness_ms: int = 0
-    planned: tuple[int | None] | None = None     # the plan last written (none yet: None)
+    planned: tuple[int | None, tuple[str, ...]] | None = None     # the plan last written (none yet: None)
+    # The input kinds whose sources read everything waiting at their last batch (their backlog
+    # 0): a capped connector's markers wait for it (sources/clock.py). Empty when a query starts.
+    caught_up: set[str] = field(default_factory=set)
+    plan_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # The input kind of each topic Spark's connector reads (its offsets do not name one).
     topic_kinds: dict[str, str] = field(default_factory=dict)
     # How a batch's output rows reach this driver (streaming/spark/batch_rows.py): one Arrow
@@ -217,10 +221,26 @@ class RunCollector:
         """When the quiet live sources' next marker is due (sources/markers.py)."""
         if self.marker_plan is None:
             return
-        due = due_ms(self.timeouts.values(), self.correlator.next_deadline_ms(), self.lateness_ms)
-        if self.planned != (due,):      # most batches leave it as it was: no write
-            write_plan(self.marker_plan, due)
-            self.planned = (due,)
+        with self.plan_lock:        # the batch thread and the progress listener both plan
+            due = due_ms(self.timeouts.values(), self.correlator.next_deadline_ms(), self.lateness_ms)
+            plan = (due, tuple(sorted(self.caught_up)))
+            if self.planned != plan:      # most batches leave it as it was: no write
+                write_plan(self.marker_plan, due, list(plan[1]))
+                self.planned = plan
+
+    def query_started(self) -> None:
+        """A (re)started query may be behind: no source counts as caught up until a batch says so."""
+        self.caught_up.clear()
+        self.plan_markers()
+
+    def note_caught_up(self, report: BatchReport) -> None:
+        """Which sources read everything waiting in this batch (their backlog after it is 0)."""
+        was = set(self.caught_up)
+        for source in report.sources:
+            if source.backlog is not None:
+                (self.caught_up.add if source.backlog == 0 else self.caught_up.discard)(source.kind)
+        if self.caught_up != was:
+            self.plan_markers()
 
     def configure(self, diagnosis: DiagnosisSettings) -> RunCollector:
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
@@ -263,6 +283,7 @@ class RunCollector:
         replay's progress line."""
         report = batch_report(progress, self.topic_kinds)
         self.metrics.health.record_batch(report)
+        self.note_caught_up(report)
         self.count_statistics(report)
         if self.on_progress is not None:
             self.on_progress(report)

@@ -212,6 +212,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         backoff = 1.0
         while not stop.is_set():
             try:
+                collector.query_started()
                 outputs = live_query(spark, options, read, log_spec(settings), source)
                 query = (outputs.writeStream
                          .foreachBatch(collector.foreach_batch)

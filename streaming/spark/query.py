@@ -151,15 +151,19 @@ def _spark_kafka_raw(spark: SparkSession, kafka: KafkaRead, topics: list[str], k
               .option("assign", json.dumps(partitions))
               .option("startingOffsets", kafka.starting_offsets)
               .option("failOnDataLoss", "false"))   # compaction/retention gaps are counted, not fatal
-    if kafka.max_rows_per_batch:
-        reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_rows_per_batch))
+    # A fixed cap (no markers then), or the catch-up cap with markers held while a batch leaves
+    # records behind (sources/clock.py; only with the driver's plan, which says when it does not).
+    catch_up = 0 if kafka.max_rows_per_batch or not kafka.marker_plan else kafka.catch_up_max_rows
+    if kafka.max_rows_per_batch or catch_up:
+        reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_rows_per_batch or catch_up))
     if kind == SOURCE_KIND_OFFSETS:
         reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in kafka.spark_options.items():
         reader = reader.option(key, value)
     raw = connector_rows_to_raw(reader.load(), kind, tasks=spark.sparkContext.defaultParallelism)
     if kafka.idle_flush and not kafka.max_rows_per_batch:   # sources/clock.py says why not with a cap
-        raw = raw.unionByName(_marker_options(spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind),
+        clock = spark.readStream.format(CLOCK_SOURCE_NAME).option("kind", kind)
+        raw = raw.unionByName(_marker_options(clock.option("holdWhileBehind", "true" if catch_up else "false"),
                                               kafka).load())
     return raw
 

@@ -397,3 +397,27 @@ def test_proportional_takes_share_the_budget_exactly():
         takes = source.proportional_takes(waiting, budget)
         assert sum(takes.values()) == min(budget, 21)
         assert all(0 <= takes[k] <= waiting[k] for k in waiting)
+
+
+def test_a_capped_connectors_clock_ticks_only_once_the_driver_saw_it_caught_up(monkeypatch, tmp_path):
+    """holdWhileBehind (the connector capped at kafka.catch_up_max_rows_per_batch): no marker
+    before the driver's plan exists, nor while it says the source left records behind; markers
+    as usual once it says the source read everything waiting."""
+    from streaming.spark.sources import clock as clock_source
+    from streaming.spark.sources.markers import write_plan
+    now = [5_000.0]
+    monkeypatch.setattr(clock_source.time, "time", lambda: now[0])
+    plan = str(tmp_path / "plan.json")
+    reader = clock_source.ClockStreamReader("offsets", marker_plan=plan, hold_while_behind=True)
+    limit = reader.getDefaultReadLimit()
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, limit) is start                 # no plan yet
+    write_plan(plan, None, [])                                          # a query started: nothing known
+    assert reader.latestOffset(start, limit) is start
+    write_plan(plan, None, ["broker_log"])                              # another source is caught up
+    assert reader.latestOffset(start, limit) is start
+    write_plan(plan, None, ["broker_log", "offsets"])
+    assert reader.latestOffset(start, limit) == {"tick": 5_000_000}
+    unheld = clock_source.ClockStreamReader("offsets", marker_plan=plan)
+    write_plan(plan, None, [])
+    assert unheld.latestOffset(start, limit) == {"tick": 5_000_000}    # without the hold: as before

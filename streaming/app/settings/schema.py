@@ -144,7 +144,8 @@ class KafkaSettings(BaseModel):
     # backlog above this many records is read in capped batches instead of one, the bound on what
     # a batch holds; each sized to take about catch_up_batch_seconds at the rate the last ones
     # ran, so /metrics and rebalance_monitor_source_backlog_records move while it reads. 0: read
-    # any backlog in one batch. kafka-python source only (the connector: max_rows_per_batch).
+    # any backlog in one batch. Spark's connector: batches of this size while behind (its
+    # maxOffsetsPerTrigger), its markers held until it is caught up (sources/clock.py).
     catch_up_max_rows_per_batch: int = Field(default=CATCH_UP_MAX_ROWS, ge=0)
     catch_up_batch_seconds: float = Field(default=CATCH_UP_BATCH_SECONDS, gt=0)
 

@@ -39,12 +39,19 @@ def read_plan(path: str | None) -> dict[str, Any] | None:
     return plan if isinstance(plan, dict) else None
 
 
-def write_plan(path: str, due_ms: int | None) -> None:
-    """Atomically, so a source never reads half a file."""
+def write_plan(path: str, due_ms: int | None, caught_up: list[str] | None = None) -> None:
+    """Atomically, so a source never reads half a file. `caught_up`: the input kinds whose capped
+    connector read everything there was at its last batch (clock.py holds the others' markers)."""
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump({"due_ms": due_ms}, handle)
+        json.dump({"due_ms": due_ms, "caught_up": sorted(caught_up or [])}, handle)
     os.replace(tmp, path)
+
+
+def caught_up(plan: dict[str, Any] | None, kind: str) -> bool:
+    """Did the driver see the `kind` source read everything waiting at its last batch? No plan, or
+    one that does not say: not known, so no."""
+    return plan is not None and kind in (plan.get("caught_up") or [])
 
 
 def due_ms(timeouts: Any, correlator_deadline_ms: int | None, lateness_ms: int) -> int | None:

@@ -77,6 +77,11 @@ def inputs_row() -> Row:
                    "compaction before it read them, since its checkpoint began (RebalanceMonitorOffsetGap; "
                    "rebalance-monitor run only).", "short",
                    Query("rebalance_monitor_source_offset_gap_records", "{{instance}} {{source}}"), width=8),
+        timeseries("Backlog in Kafka", "Records of the monitor's Kafka topics not yet read when its last "
+                   "micro-batch was planned. A catch-up (a new checkpoint, a monitor that was down) reads it in "
+                   "capped batches and logs its ETA; until it is at the head the monitor's view is behind "
+                   "(rebalance_monitor_source_catching_up; rebalance-monitor run only).", "short",
+                   Query("rebalance_monitor_source_backlog_records", "{{instance}} {{source}}"), width=8),
     ])
 
 

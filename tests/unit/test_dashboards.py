@@ -100,7 +100,7 @@ def test_fleet_overview_covers_the_issue_sections():
                    # the safety net of the inputs, each with its alert
                    "rebalance_monitor_log_clock_skew_seconds", "rebalance_monitor_unknown_coordinator_lines_total",
                    'outcome=~"unknown_type|unknown_version"', "rebalance_monitor_source_mismatches_total",
-                   "rebalance_monitor_source_offset_gap_records",
+                   "rebalance_monitor_source_offset_gap_records", "rebalance_monitor_source_backlog_records",
                    # what the rebalances cost (issue 28)
                    "rebalance_monitor_partition_seconds_stopped_total", "rebalance_monitor_partition_stop_seconds_bucket"):
         assert metric in exprs, metric

@@ -144,6 +144,16 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
     return kafka.source
 
 
+def _start_query(outputs: Any, settings: RunSettings, collector: RunCollector) -> Any:
+    """The live query started on its outputs; a started query may be behind (collector.query_started)."""
+    collector.query_started()
+    return (outputs.writeStream
+            .foreachBatch(collector.foreach_batch)
+            .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
+            .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
+            .queryName("rebalance-monitor").start())
+
+
 def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float = STOP_DRAIN_TIMEOUT_S) -> None:
     """Stop the query between two foreachBatch calls (collector.StopGate): wait (up to
     `drain_timeout_s`) for the running one to finish, then stop; a batch that reaches
@@ -212,13 +222,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         backoff = 1.0
         while not stop.is_set():
             try:
-                collector.query_started()
-                outputs = live_query(spark, options, read, log_spec(settings), source)
-                query = (outputs.writeStream
-                         .foreachBatch(collector.foreach_batch)
-                         .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
-                         .trigger(processingTime=f"{settings.trigger_interval_seconds} seconds")
-                         .queryName("rebalance-monitor").start())
+                query = _start_query(live_query(spark, options, read, log_spec(settings), source), settings, collector)
             except Exception as exc:   # e.g. Kafka gone while the connector's partitions are listed
                 failure: Any = f"{type(exc).__name__}: {exc}"
             else:

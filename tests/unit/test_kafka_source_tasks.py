@@ -11,6 +11,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources import base
 from streaming.spark.sources import kafka as source
+from streaming.spark.sources.catch_up import CatchUpBudget, proportional_takes
 from streaming.spark.sources.kafka import KafkaRange, KafkaStreamReader, KafkaTask, TickPartition, split_ranges
 
 
@@ -360,7 +361,7 @@ def test_a_backlog_above_the_catch_up_cap_is_read_in_capped_batches_sized_by_the
     monkeypatch.setattr(reader, "_bounds", lambda: (dict.fromkeys(tps, 0), dict(ends)))
     clock = [1_000.0]
     monkeypatch.setattr(source.time, "time", lambda: clock[0])
-    reader.catch_up_max_rows, reader.catch_up_batch_ms = 200_000, 10_000
+    reader.catch_up = CatchUpBudget(200_000, 10_000)
     start = {"source": "broker_log", "topics": {"logs": {"0": 0, "1": 0, "2": 0}}, "tick": None, "gap": 0,
              "error": None}
     first = reader.latestOffset(start, reader.getDefaultReadLimit())
@@ -385,7 +386,7 @@ def test_without_a_catch_up_cap_any_backlog_is_one_batch(reader, monkeypatch):
     from kafka import TopicPartition
     tp = TopicPartition("logs", 0)
     monkeypatch.setattr(reader, "_bounds", lambda: ({tp: 0}, {tp: 5_000_000}))
-    reader.catch_up_max_rows = 0
+    reader.catch_up = CatchUpBudget(0, 10_000)
     end = reader.latestOffset({"source": "broker_log", "topics": {"logs": {"0": 0}}, "tick": None, "gap": 0,
                                "error": None}, reader.getDefaultReadLimit())
     assert end["topics"] == {"logs": {"0": 5_000_000}} and end["behind"] == 0
@@ -394,7 +395,7 @@ def test_without_a_catch_up_cap_any_backlog_is_one_batch(reader, monkeypatch):
 def test_proportional_takes_share_the_budget_exactly():
     waiting = {"a": 7, "b": 0, "c": 13, "d": 1}
     for budget in range(0, 22):
-        takes = source.proportional_takes(waiting, budget)
+        takes = proportional_takes(waiting, budget)
         assert sum(takes.values()) == min(budget, 21)
         assert all(0 <= takes[k] <= waiting[k] for k in waiting)
 

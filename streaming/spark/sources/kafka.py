@@ -29,14 +29,10 @@ them (a removal's poll-timeout evidence) is due in the driver's plan, and a due 
 in the same batch. The reader looks at the new records' keys only (record type 0/1), at most
 PEEK_MAX_RECORDS of them: a larger backlog is read at once.
 
-Catching up (`catchUpMaxRows`, without a fixed `maxRowsPerBatch`): a source whose backlog is more
-than catchUpMaxRows records reads it in capped batches instead of one: the first takes a quarter of
-the cap, each next one what the last took per second times `catchUpBatchMs`, within
-[CATCH_UP_MIN_ROWS, catchUpMaxRows], shared out over the partitions in proportion to what each has
-waiting (so their event times stay together; rows a partition still delivers behind the
-watermark are counted as late). A capped batch adds no marker. `behind` in the offset is what
-was left unread when the batch was planned: the driver's backlog gauge and catch-up log line
-(sinks/health.py).
+Catching up (`catchUpMaxRows`, without a fixed `maxRowsPerBatch`): a backlog above the cap is read
+in capped batches (catch_up.py); `behind` in the offset is what was left unread when the batch was
+planned (the driver's backlog gauge and catch-up log line, sinks/health.py). A capped batch adds
+no marker.
 """
 from __future__ import annotations
 
@@ -58,6 +54,7 @@ from streaming.offsets.records import is_offset_commit_key
 from streaming.rows import RAW_LOG_ARROW_SCHEMA, RAW_OFFSETS_ARROW_SCHEMA
 from streaming.spark.schema import RAW_LOG_SCHEMA, RAW_OFFSETS_SCHEMA
 from streaming.spark.sources.base import arrow_batches
+from streaming.spark.sources.catch_up import CatchUpBudget, proportional_takes
 from streaming.spark.sources.kafka_login import KafkaLoginFailed, probe_login
 from streaming.spark.sources.markers import marker_due, read_plan
 from streaming.spark.worker_gc import freeze_worker_heap
@@ -69,10 +66,6 @@ READ_TIMEOUT_S = 120.0
 # Commit holding: the new records whose keys the source looks at before holding them, at most.
 PEEK_MAX_RECORDS = 2_000
 PEEK_TIMEOUT_S = 2.0
-# Catching up: the first capped batch's share of catchUpMaxRows (a view sooner while the JVM warms
-# up), and the smallest budget the measured rate can give.
-CATCH_UP_FIRST_SHARE = 4
-CATCH_UP_MIN_ROWS = 20_000
 
 
 def _client_config(options: Mapping[str, str]) -> dict[str, Any]:
@@ -132,19 +125,6 @@ class KafkaTask(InputPartition):
     ranges: list[KafkaRange]
     tick_ms: int | None = None
     api_version: tuple[int, ...] | None = None
-
-
-def proportional_takes(waiting: dict[Any, int], budget: int) -> dict[Any, int]:
-    """`budget` records shared out over the partitions in proportion to what each has waiting
-    (largest remainders get the rest), never more than a partition has."""
-    total = sum(waiting.values())
-    if total <= budget:
-        return dict(waiting)
-    exact = {k: w * budget / total for k, w in waiting.items()}
-    takes = {k: int(v) for k, v in exact.items()}
-    for k in sorted(exact, key=lambda k: takes[k] - exact[k])[:budget - sum(takes.values())]:
-        takes[k] += 1
-    return takes
 
 
 def split_ranges(ranges: list[KafkaRange], tasks: int) -> list[list[KafkaRange]]:
@@ -236,10 +216,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.marker_plan = options.get("markerPlan") or None
         self.read_tasks = max(1, int(options.get("readTasks") or 2))
         self.commit_hold_ms = int(options.get("commitHoldMs") or 0) if self.kind == SOURCE_KIND_OFFSETS else 0
-        self.catch_up_max_rows = int(options.get("catchUpMaxRows") or 0)
-        self.catch_up_batch_ms = int(options.get("catchUpBatchMs") or 0)
-        # The last capped batch's plan: (wall ms when planned, rows it took); None: not catching up.
-        self._catch_up_plan: tuple[int, int] | None = None
+        self.catch_up = CatchUpBudget(int(options.get("catchUpMaxRows") or 0), int(options.get("catchUpBatchMs") or 0))
         self._consumer = None
         self._peek_consumer = None
         self._backoff = 0.0
@@ -333,7 +310,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             backlog[(tp.topic, key)] = max(0, int(ends[tp]) - position)
         caught_up = True
         behind = 0
-        catch_up = self._catch_up_budget(sum(backlog.values())) if budget is None else 0
+        catch_up = self.catch_up.next(sum(backlog.values()), int(time.time() * 1000)) if budget is None else 0
         share = None if budget is None else max(1, budget // max(1, len(backlog)))
         takes = proportional_takes(backlog, catch_up) if catch_up else {}
         for (topic, key), waiting in backlog.items():
@@ -351,23 +328,6 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._held_since = None
         self._commits_to.clear()
         return {"source": self.kind, "topics": topics, "tick": tick, "gap": gap, "error": None, "behind": behind}
-
-    def _catch_up_budget(self, waiting: int) -> int:
-        """Rows the next batch takes while catching up (0: read everything waiting, which is at
-        most catchUpMaxRows, or catching up is off)."""
-        if not self.catch_up_max_rows or waiting <= self.catch_up_max_rows:
-            self._catch_up_plan = None
-            return 0
-        now = int(time.time() * 1000)
-        if self._catch_up_plan is None:
-            budget = max(CATCH_UP_MIN_ROWS, self.catch_up_max_rows // CATCH_UP_FIRST_SHARE)
-        else:
-            planned_ms, rows = self._catch_up_plan
-            per_ms = rows / max(1, now - planned_ms)
-            budget = int(per_ms * self.catch_up_batch_ms) if self.catch_up_batch_ms else self.catch_up_max_rows
-        budget = min(self.catch_up_max_rows, max(CATCH_UP_MIN_ROWS, budget))
-        self._catch_up_plan = (now, budget)
-        return budget
 
     # -------------------------------------------------------------- commit holding
     def _commits_held(self, start: dict, topics: dict, now_ms: int, plan: dict | None) -> bool:

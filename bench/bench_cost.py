@@ -64,7 +64,7 @@ from bench.bench_scale import DATA, PeakRss, run_replay
 from bench.scale_inputs import check_outputs, generate, steady_commits
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_COMMIT = "44e1eeb"      # main before issue 25
+BASE_COMMIT = "7e666b9"      # issue 51's base (issue 25's figures in docs/benchmarks.md are against 44e1eeb)
 PARTS = ("steady", "max", "quiet", "replay", "catch_up", "cluster")
 DEFAULT_PARTS = "steady,max,quiet,replay,catch_up"
 

@@ -27,6 +27,7 @@ the records in the topic.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -261,4 +262,6 @@ def catch_up(trees: dict[str, Path], args, work: Path) -> dict[str, dict[str, fl
             print(f"  read ceiling (Spark's connector, count only): {c['seconds']:.1f} s from the start, "
                   f"{n / c['seconds']:,.0f} rows/s; peak {mb(c['rss'])}", flush=True)
             out["head"]["catch_up_ceiling_rows_per_second"] = n / c["seconds"]
+    # The broker's copy of the topic (about 400 MB at 5M records); kept when a run failed (SystemExit).
+    shutil.rmtree(work / "catch-up-cluster", ignore_errors=True)
     return out

@@ -28,7 +28,15 @@ one run, every figure checked before it is reported.
    a day of a tenth of the groups (`replay_compare_rows_per_second`): the base tree reads on its
    driver, and the full day would take it most of this bench's time.
 
-5. On a Spark cluster (`cluster*_`, only with `--only cluster`): the steady state of this tree with
+5. Catch-up (`catch_up_*`, bench/catch_up.py): a 50-partition offsets topic pre-filled with
+   `--catch-up-records` records of `--catch-up-groups` groups (sc03 and auto-commits of 10
+   partitions each); each tree's `run`, with each source of `--catch-up-sources`, timed from its
+   process start (JVM included) until every record is read and every group's rebalances are
+   counted on /metrics; rows/s per source, the better source's as `catch_up_rows_per_second`, the
+   JVM's peak heap in use. The read ceiling: Spark's connector reading and counting the same
+   records with no decode and no state (bench/catch_up_ceiling.py), timed the same way.
+
+6. On a Spark cluster (`cluster*_`, only with `--only cluster`): the steady state of this tree with
    `run` submitted to a standalone cluster of 1, then 2, one-core workers (testbed/spark_cluster.py,
    the chart's settings); batch p95, CPU of driver and workers (executors included), input rows/s per
    executor core, tasks per executor.
@@ -37,8 +45,9 @@ The base tree is `--base` or, by default, a worktree of `--base-commit` under be
 .venv (made on first use). Last line:
   steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C max_steady_rows_per_second=M
   quiet_cpu_cores=Q live_p95_seconds=L replay_rows_per_second=R read_ceiling_rows_per_second=X
-  replay_compare_rows_per_second=RC
-then the base's figures with a `base_` prefix.
+  replay_compare_rows_per_second=RC catch_up_rows_per_second=U catch_up_python_rows_per_second=UP
+  catch_up_spark_rows_per_second=US catch_up_ceiling_rows_per_second=UC catch_up_peak_heap_mb=H
+then the base's figures with a `base_` prefix (base_catch_up_rows_per_second: the base's better source).
 """
 from __future__ import annotations
 
@@ -55,7 +64,9 @@ from bench.bench_scale import DATA, PeakRss, run_replay
 from bench.scale_inputs import check_outputs, generate, steady_commits
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_COMMIT = "44e1eeb"      # main before issue 25
+BASE_COMMIT = "7e666b9"      # issue 51's base (issue 25's figures in docs/benchmarks.md are against 44e1eeb)
+PARTS = ("steady", "max", "quiet", "replay", "catch_up", "cluster")
+DEFAULT_PARTS = "steady,max,quiet,replay,catch_up"
 
 
 def base_tree(commit: str) -> Path:
@@ -77,7 +88,8 @@ def sampler(pid: int) -> PeakRss:
 def _mb(rss: dict | None) -> str:
     if not rss:
         return "-"
-    return f"driver {rss['driver']:.0f} MB / JVM {rss['jvm']:.0f} MB / workers {rss['workers']:.0f} MB"
+    heap = f" (heap in use {rss['heap']:.0f} MB)" if rss.get("heap") else ""
+    return f"driver {rss['driver']:.0f} MB / JVM {rss['jvm']:.0f} MB{heap} / workers {rss['workers']:.0f} MB"
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -101,16 +113,21 @@ def steady_traffic(groups: int, window: float, partitions: int, every: float, se
     return list(heapq.merge(traffic, commits, key=lambda r: r[0])), complete
 
 
-def source_options(source: str, monitor_toml: str = "") -> dict:
-    """run_config's options for a live source: "python" (kafka-python) or "spark" (Spark's connector,
-    its jars from the Maven cache, scripts/spark-connector), with `monitor_toml` (--monitor-toml) after."""
-    if source != "spark":
-        return {"source": source, "extra_toml": monitor_toml}
+def connector_jars() -> str:
+    """Spark's kafka connector and its dependencies for this PySpark, from the Maven cache
+    (scripts/spark-connector), as a `spark.jars` value."""
     import pyspark
 
     from testbed.bed.jars import fetch_spark_connector, spark_jars
-    jars = spark_jars(fetch_spark_connector(pyspark.__version__))
-    return {"source": "spark", "extra_toml": f'[spark_conf]\n"spark.jars" = "{jars}"\n{monitor_toml}'}
+    return spark_jars(fetch_spark_connector(pyspark.__version__))
+
+
+def source_options(source: str, monitor_toml: str = "") -> dict:
+    """run_config's options for a live source: "python" (kafka-python) or "spark" (Spark's connector,
+    its jars from the Maven cache), with `monitor_toml` (--monitor-toml) after."""
+    if source != "spark":
+        return {"source": source, "extra_toml": monitor_toml}
+    return {"source": "spark", "extra_toml": f'[spark_conf]\n"spark.jars" = "{connector_jars()}"\n{monitor_toml}'}
 
 
 def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]:
@@ -273,7 +290,8 @@ def replay(trees: dict[str, Path], args) -> dict[str, dict]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked (a bad value: one line on stderr and exit 2); `only` as a set."""
     p = argparse.ArgumentParser(prog="bench/cost", description=__doc__.split("\n\n")[0])
     p.add_argument("--base", type=Path, help="the base checkout (default: a worktree of --base-commit)")
     p.add_argument("--base-commit", default=BASE_COMMIT)
@@ -289,9 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="scripted rounds of the quiet cluster")
     p.add_argument("--replay-groups", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=15)
-    p.add_argument("--only", default="steady,max,quiet,replay",
-                   help="of: steady, max, quiet, replay, cluster (not in the default: the steady state on a "
-                        "standalone Spark cluster of 1 and of 2 executors, issue 26)")
+    p.add_argument("--only", default=DEFAULT_PARTS,
+                   help=f"of: {', '.join(PARTS)} (default {DEFAULT_PARTS}; cluster, not in it: the steady state "
+                        "on a standalone Spark cluster of 1 and of 2 executors, issue 26)")
+    p.add_argument("--catch-up-records", type=int, default=5_000_000, help="records in the catch-up's offsets topic")
+    p.add_argument("--catch-up-groups", type=int, default=10_000, help="groups of those records")
+    p.add_argument("--catch-up-span", type=float, default=3_600.0,
+                   help="seconds of record time the catch-up's records span (ending when they are produced)")
+    p.add_argument("--catch-up-sources", default="python,spark", help="the live sources timed catching up")
+    p.add_argument("--catch-up-timeout", type=float, default=900.0,
+                   help="seconds from a catch-up run's start after which it fails")
     p.add_argument("--trees", default="base,head", help="which trees to run (a development aid: the figures "
                    "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
@@ -303,7 +328,23 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     head_source, _, base_source = args.source.partition(":")
     args.source = {"head": head_source, "base": base_source or head_source}
-    only = set(args.only.split(","))
+    args.only = only = set(args.only.split(","))
+    if only - set(PARTS):
+        p.error(f"--only: unknown {', '.join(sorted(only - set(PARTS)))} (of: {', '.join(PARTS)})")
+    args.catch_up_sources = args.catch_up_sources.split(",")
+    if "catch_up" in only:
+        from bench.scale_inputs import catch_up_shape_error
+        if set(args.catch_up_sources) - {"python", "spark"}:
+            p.error(f"--catch-up-sources: of python, spark, not {','.join(args.catch_up_sources)}")
+        problem = catch_up_shape_error(args.catch_up_groups, args.catch_up_records, args.catch_up_span)
+        if problem:
+            p.error(problem)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    only = args.only
     wanted = args.trees.split(",")
     trees = {name: tree for name, tree in (("base", args.base or ("base" in wanted and base_tree(args.base_commit))),
                                            ("head", ROOT)) if name in wanted and tree}
@@ -341,10 +382,17 @@ def main(argv: list[str] | None = None) -> int:
             figures["replay_compare_rows_per_second"] = r["compare_head"]["rows_per_second"]
         if "compare_base" in r:
             base["replay_compare_rows_per_second"] = r["compare_base"]["rows_per_second"]
+    if "catch_up" in only:
+        from bench.catch_up import catch_up
+        c = catch_up(trees, args, work)
+        figures.update(c.get("head", {}))
+        base.update(c.get("base", {}))
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
     order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
              "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second",
-             "replay_compare_rows_per_second", "cluster1_batch_p95_seconds", "cluster1_cpu_cores",
+             "replay_compare_rows_per_second", "catch_up_rows_per_second", "catch_up_python_rows_per_second",
+             "catch_up_spark_rows_per_second", "catch_up_ceiling_rows_per_second", "catch_up_peak_heap_mb",
+             "cluster1_batch_p95_seconds", "cluster1_cpu_cores",
              "cluster1_rows_per_second_per_executor_core", "cluster2_batch_p95_seconds", "cluster2_cpu_cores",
              "cluster2_rows_per_second_per_executor_core")
 

@@ -81,24 +81,59 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+# HotSpot's perf-data counters of the heap's spaces (what `jstat -gc` adds up), in bytes.
+_HEAP_SPACE = re.compile(rb"sun\.gc\.generation\.\d+\.space\.\d+\.used")
+
+
+def jvm_heap_mb(pid: int) -> float | None:
+    """The heap in use of a HotSpot JVM, read from its perf-data file (hsperfdata: the memory-mapped
+    counters jstat reads, without starting a JVM per sample as jstat would); None without one
+    (-XX:-UsePerfData, not a HotSpot JVM, gone)."""
+    import pwd
+    import struct
+    try:
+        data = Path(f"/tmp/hsperfdata_{pwd.getpwuid(os.getuid()).pw_name}/{pid}").read_bytes()
+    except (OSError, KeyError):
+        return None
+    if len(data) < 32 or data[:4] != b"\xca\xfe\xc0\xc0":
+        return None
+    order = "<" if data[4] == 1 else ">"
+    position, entries = struct.unpack_from(order + "ii", data, 24)
+    used = 0
+    for _ in range(entries):
+        if position + 20 > len(data):
+            return None
+        length, name_at, vector, kind, _flags, _units, _variability, value_at = struct.unpack_from(
+            order + "iiibbbbi", data, position)
+        if length <= 0:
+            return None
+        name = data[position + name_at:data.find(b"\0", position + name_at)]
+        if kind == ord("J") and vector == 0 and _HEAP_SPACE.fullmatch(name):
+            used += struct.unpack_from(order + "q", data, position + value_at)[0]
+        position += length
+    return used / 2**20
+
+
 class PeakRss(threading.Thread):
     """Peak RSS of the driver (the root Python), the JVM and the Python workers (all Python
-    processes below the JVM), summed per kind at each sample."""
+    processes below the JVM), summed per kind at each sample; and the peak heap in use of the JVMs
+    ("heap": jvm_heap_mb, 0 when they publish no perf data)."""
 
     def __init__(self, root: int) -> None:
         super().__init__(daemon=True)
-        self.root, self.peak = root, {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        self.root, self.peak = root, {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "heap": 0.0}
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(0.25):
-            now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+            now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "heap": 0.0}
             procs = _tree(self.root)
             parents = {pid: parent for pid, _, parent in procs}
             jvms = {pid for pid, name, _ in procs if name == "java"}
             for pid, name, _ in procs:
                 if name == "java":
                     now["jvm"] += _rss_mb(pid)
+                    now["heap"] += jvm_heap_mb(pid) or 0.0
                 else:     # the driver (and its wrapper script), or a Python worker below the JVM
                     now["workers" if self._below(pid, parents, jvms) else "driver"] += _rss_mb(pid)
             for kind, value in now.items():

@@ -198,6 +198,90 @@ def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15,
     return out
 
 
+# The catch-up backlog (bench/cost --only catch_up, bench/catch_up.py).
+CATCH_UP_COMMIT_PARTITIONS = 10     # partitions per auto-commit
+# A group's scenario ends at least this long before the backlog's end: the last records' watermark
+# (run's lateness, 10 s) has passed it, so every rebalance is final once all records are applied.
+CATCH_UP_TAIL_MS = 60_000
+_CATCH_UP_PAD_MS = 5_000            # no auto-commit this close to the group's own scenario
+
+
+def catch_up_shape_error(groups: int, records: int, span_s: float) -> str | None:
+    """Why `catch_up_backlog` cannot make this backlog (None: it can)."""
+    scenario = len(_records())
+    if groups < 1:
+        return f"--catch-up-groups must be at least 1, not {groups}"
+    if records < groups * scenario:
+        return (f"--catch-up-records {records:,} is below the {groups:,} groups' scenarios alone "
+                f"({scenario} records each: {groups * scenario:,})")
+    need = (_scenario_ms() + CATCH_UP_TAIL_MS + 2 * _CATCH_UP_PAD_MS + 1_000) / 1000
+    if span_s < need:
+        return f"a catch-up backlog spans at least {need:.0f} s, not {span_s:g}"
+    return None
+
+
+def _scenario_ms() -> int:
+    records = _records()
+    return records[-1][0] - records[0][0]
+
+
+def _catch_up_timelines(groups: int, records: int, span_ms: int, seed: int) -> list[tuple[int, list[int], int]]:
+    """Per group: its scenario's start, its auto-commits' times (ms from the backlog's start, in
+    order, none within _CATCH_UP_PAD_MS of the scenario) and the partitions of its last commit."""
+    scenario_ms = _scenario_ms()
+    extra, left = divmod(records - groups * len(_records()), groups)
+    rng = random.Random(seed)
+    usable = span_ms - scenario_ms - CATCH_UP_TAIL_MS - 1_000
+    out = []
+    for i in range(groups):
+        start = int(i * usable / groups) + rng.randrange(1_000)
+        busy_a, busy_b = max(0, start - _CATCH_UP_PAD_MS), start + scenario_ms + _CATCH_UP_PAD_MS
+        quota = extra + (1 if i < left else 0)
+        n = -(-quota // CATCH_UP_COMMIT_PARTITIONS)
+        step = (span_ms - (busy_b - busy_a)) / max(n, 1)
+        phase = rng.random() * step
+        times = [pos if pos < busy_a else pos + busy_b - busy_a for pos in (int(phase + k * step) for k in range(n))]
+        out.append((start, times, quota - (n - 1) * CATCH_UP_COMMIT_PARTITIONS if n else 0))
+    return out
+
+
+def catch_up_backlog(groups: int, records: int, end_ms: int, seed: int = 15, span_s: float = 3_600.0):
+    """A monitor's backlog of `__consumer_offsets`: `records` records of `groups` groups over
+    `span_s` seconds ending at `end_ms` (the newest record's time). Every group goes once through
+    sc03 (its 43 records, renamed, on the partition its name hashes to, as `generate` does), its
+    scenarios spread over the span with seeded jitter, and auto-commits CATCH_UP_COMMIT_PARTITIONS
+    partitions evenly over the rest of the span (generate_day's commits: the offset growing by 100,
+    the value's commit time the record's) until the total is reached: the groups' quotas differ by
+    at most one record, a group's last commit may cover fewer partitions. Yields (partition, its
+    records as (timestamp, key, value or None) in time order), one partition at a time."""
+    problem = catch_up_shape_error(groups, records, span_s)
+    if problem:
+        raise ValueError(problem)
+    scenario = _records()
+    first = scenario[0][0]
+    commit_key, commit_value = next((k, v) for _, k, v in scenario if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    timelines = _catch_up_timelines(groups, records, int(span_s * 1000), seed)
+    scenario_ms = scenario[-1][0] - first
+    shift = end_ms - max(max(times[-1:] + [start + scenario_ms]) for start, times, _ in timelines)
+    by_partition: dict[int, list[int]] = {}
+    for i in range(groups):
+        by_partition.setdefault(_partition(group_name(i).encode()), []).append(i)
+    for partition in sorted(by_partition):
+        out: list[tuple[int, bytes, bytes | None]] = []
+        for i in by_partition[partition]:
+            name = group_name(i).encode()
+            start, times, last = timelines[i]
+            out += [(shift + start + ts - first, _rename_key(k, name), v) for ts, k, v in scenario]
+            renamed = _rename_key(commit_key, name)[:-4]
+            keys = [renamed + struct.pack(">i", p) for p in range(CATCH_UP_COMMIT_PARTITIONS)]
+            for n, at in enumerate(times, 1):
+                ms = shift + at
+                value = commit_value[:2] + struct.pack(">q", 100 * n) + commit_value[10:16] + struct.pack(">q", ms)
+                out += [(ms, key, value) for key in (keys if n < len(times) else keys[:last])]
+        out.sort(key=lambda r: r[0])
+        yield partition, out
+
+
 def expected_per_group() -> dict[str, list]:
     """The sc03 records of the golden replay, as compared per copy (times differ, names differ)."""
     def of(name: str, fields: tuple[str, ...]) -> list:

@@ -1,21 +1,15 @@
-"""JSON-lines outputs: a replay's files, and the live service's durable event sink and group
-state file. One table says which output kind goes to which file.
-
-The event sink writes the records of each micro-batch to `<dir>/batch-<id>.jsonl` through a
-temporary file and a rename: foreachBatch can run a batch again after a crash (Spark replays the
-last planned batch from the checkpoint), and the second run replaces the first, so every record is
-in the sink exactly once across restarts. Reading the sink back (`records`) is how a restarted
-monitor rebuilds its counters and histograms to what an uninterrupted run would show.
+"""JSON-lines outputs: a replay's files and the live service's group state file. One table says
+which output kind goes to which file (a replay's file, the event sink's folder: sinks/event_sink.py).
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from state.outputs import OutputKind, upgrade_record
+from state.outputs import OutputKind
 
 # Output kind -> the name of its records: replay file `<name>.jsonl`, event sink folder `<name>/`.
 RECORD_FILES: dict[str, str] = {
@@ -69,40 +63,6 @@ def write_jsonl(path: str, records: Iterable[dict]) -> int:
             count += 1
     os.replace(tmp, path)
     return count
-
-
-class EventSink:
-    def __init__(self, directory: str):
-        self.root = Path(directory)
-        for sub in RECORD_FILES.values():
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-
-    def write_batch(self, batch_id: int, records: dict[str, list[dict]], kinds: Iterable[str] = tuple(RECORD_FILES)
-                    ) -> None:
-        """The batch's records of `kinds`: its output rows' (foreachBatch), or the statistics its
-        progress report carries (streaming/app/collector.py), which come after them."""
-        for kind in kinds:
-            sub = RECORD_FILES[kind]
-            rows = records.get(kind) or []
-            path = self.root / sub / f"batch-{batch_id:012d}.jsonl"
-            if rows:
-                write_jsonl(str(path), rows)
-            elif path.exists():
-                path.unlink()   # a re-run that produced nothing leaves nothing behind
-
-    def last_batch_id(self) -> int:
-        """Highest batch id with a file in the sink (-1 when empty)."""
-        ids = [int(p.stem.split("-", 1)[1]) for sub in RECORD_FILES.values()
-               for p in (self.root / sub).glob("batch-*.jsonl")]
-        return max(ids, default=-1)
-
-    def records(self, kind: str) -> Iterator[dict]:
-        """Every record of one kind, in batch order."""
-        for path in sorted((self.root / RECORD_FILES[kind]).glob("batch-*.jsonl")):
-            with open(path, encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        yield upgrade_record(kind, json.loads(line))
 
 
 # The state file's schema version: 1 (before 2026-11-27) had no version key; 2 adds it and

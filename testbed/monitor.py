@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from sinks.event_sink import sink_files
+from sinks.files import RECORD_FILES
 from state.outputs import apply_trigger_decisions
 from testbed.bed.procs import BedError, wait_for
 from testbed.bed.settings import KIP848_SETTINGS
@@ -61,6 +63,10 @@ def monitor_command() -> list[str]:
     if exe.exists():
         return [str(exe)]
     return [str(REPO / "rebalance-monitor")]
+
+
+# The event sink's folder -> its record kind.
+RECORD_KINDS_BY_FOLDER = {folder: kind for kind, folder in RECORD_FILES.items()}
 
 
 @dataclass
@@ -313,10 +319,9 @@ class MonitorProcess:
 
     def _read_sink(self, kind: str) -> list[dict]:
         out: list[dict] = []
-        folder = self.events_dir / kind
-        for path in sorted(folder.glob("batch-*.jsonl")) if folder.exists() else []:
+        for f in sink_files(self.events_dir, RECORD_KINDS_BY_FOLDER[kind]):
             try:
-                lines = path.read_text().splitlines()
+                lines = f.path.read_text().splitlines()
             except FileNotFoundError:     # replaced while we read: the next read sees it
                 continue
             out += [json.loads(ln) for ln in lines if ln.strip()]

@@ -1,5 +1,6 @@
 """What the report draws, read from a replay's output directory (rebalances.jsonl, ...) or from the
-live service's event sink (`events_dir`: rebalances/batch-*.jsonl, ...), filtered, per group.
+live service's event sink (`events_dir`: rebalances/rolled-*.jsonl and batch-*.jsonl, ...), filtered,
+per group.
 
 No rendering here: svg.py and page.py turn a `Report` into HTML.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sinks.event_sink import sink_files
 from sinks.files import GROUPS_FILE, RECORD_FILES
 from state.outputs import OutputKind, apply_trigger_decisions
 
@@ -129,6 +131,18 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
             yield record
 
 
+def _read_sink(path: Path, kind: str, attempts: int = 3) -> list[dict]:
+    """One kind of a live sink: its rolled files and the parts none covers (sinks/event_sink.py),
+    each record once. A file deleted while it is read (a roll, which writes the rolled file first,
+    or retention) means the listing is stale: it is read again."""
+    for _ in range(attempts - 1):
+        try:
+            return [r for f in sink_files(path, kind) for r in _read_jsonl(f.path)]
+        except FileNotFoundError:
+            continue
+    return [r for f in sink_files(path, kind) for r in _read_jsonl(f.path)]
+
+
 def input_layout(path: Path) -> str:
     """"replay" (a replay's --out directory), "sink" (an events_dir) or an error naming what was
     expected."""
@@ -140,7 +154,7 @@ def input_layout(path: Path) -> str:
     if (path / RECORD_FILES[OutputKind.REBALANCE]).is_dir():
         return "sink"
     raise ReportInputError(f"{path}: neither a replay output directory (no rebalances.jsonl) nor an "
-                           f"event sink (no rebalances/ folder of batch-*.jsonl files)")
+                           f"event sink (no rebalances/ folder of batch-*.jsonl and rolled-*.jsonl files)")
 
 
 def read_records(path: Path) -> tuple[dict[str, list[dict]], list[dict]]:
@@ -148,12 +162,11 @@ def read_records(path: Path) -> tuple[dict[str, list[dict]], list[dict]]:
     layout = input_layout(path)
     records: dict[str, list[dict]] = {}
     for kind in KINDS:
-        name = RECORD_FILES[kind]
-        if layout == "replay":
-            files = [path / f"{name}.jsonl"] if (path / f"{name}.jsonl").is_file() else []
+        file = path / f"{RECORD_FILES[kind]}.jsonl"
+        if layout == "sink":
+            records[kind] = _read_sink(path, kind)
         else:
-            files = sorted((path / name).glob("batch-*.jsonl"))
-        records[kind] = [r for f in files for r in _read_jsonl(f)]
+            records[kind] = list(_read_jsonl(file)) if file.is_file() else []
     snapshots = list(_read_jsonl(path / GROUPS_FILE)) if (path / GROUPS_FILE).is_file() else []
     return records, snapshots
 

@@ -7,17 +7,21 @@ failure, and histograms must not be fed twice.
 """
 from __future__ import annotations
 
+import logging
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sinks.files import EventSink, GroupStateFile
+from sinks.event_sink import EventSink, SinkError
+from sinks.files import GroupStateFile
 from sinks.health import BatchReport
 from sinks.log_sources import warning_text
 from sinks.metrics import MetricsSink
+from sinks.metrics_state import counter_state, load_counter_state
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.outputs import (
@@ -32,6 +36,10 @@ from streaming.rows import loads_json
 # A log source whose lines are this far from the offsets records of the same actions is reported
 # on stderr once (the metric rebalance_monitor_log_clock_skew_seconds has the value).
 CLOCK_SKEW_WARN_MS = 60_000
+# The counters' snapshot is written with each roll of the event sink and at least this often, so
+# a restart replays at most this long of records (and the parts not rolled yet).
+SNAPSHOT_SECONDS = 60.0
+LOG = logging.getLogger("rebalance_monitor.events")
 
 
 def _records_of(kind: OutputKind) -> Any:
@@ -121,6 +129,13 @@ class RunCollector:
     # How a batch's output rows reach this driver (streaming/spark/batch_rows.py): one Arrow
     # collect, or (replay) written by the tasks and read back piece by piece.
     batch_rows: Callable[[Any, int], Iterable[tuple[str, str]]] = collected_rows
+    # The last batch whose statistics (count_statistics) are in the counters: the counters'
+    # snapshot says it, so a restart replays only the statistics after it. Both threads (the
+    # batch's and the progress listener's) count under `count_lock`.
+    statistics_through: int = -1
+    count_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    snapshot_seconds: float = SNAPSHOT_SECONDS
+    snapshot_at: float = field(default_factory=time.monotonic)
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -179,14 +194,7 @@ class RunCollector:
                 # Files first: a crash after this point re-runs the batch and rewrites the same files
                 # (the correlator state of the previous batch is what the state file holds).
                 self.event_sink.write_batch(batch_id, by_kind, OUTPUT_RECORD_KINDS)
-        replayed = batch_id <= self.counted_through
-        if not replayed:
-            self.metrics.health.count_stateful_work(by_kind.get(OutputKind.CLOCK) or [])
-        for kind in RECORD_KINDS + (OutputKind.SNAPSHOT,):
-            if replayed and kind != OutputKind.SNAPSHOT:
-                continue
-            for record in by_kind.get(kind, []):
-                self.handle(kind, record)
+        self._count_batch(by_kind, replayed=batch_id <= self.counted_through)
         self.metrics.groups.set_correlating(self.correlator.pending)
         self.note_incidents()
         self.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
@@ -197,8 +205,45 @@ class RunCollector:
         self.warn_silent_sources()
         self.metrics.health.batches.inc()
         self.last_batch_id = batch_id
+        self.maintain_sink(batch_id)
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
+
+    def _count_batch(self, by_kind: dict[str, list[dict]], replayed: bool) -> None:
+        """The batch's records into the metrics (a batch the restored counters hold: its snapshots only)."""
+        with self.count_lock:
+            if not replayed:
+                self.metrics.health.count_stateful_work(by_kind.get(OutputKind.CLOCK) or [])
+            for kind in RECORD_KINDS + (OutputKind.SNAPSHOT,):
+                if replayed and kind != OutputKind.SNAPSHOT:
+                    continue
+                for record in by_kind.get(kind, []):
+                    self.handle(kind, record)
+
+    def maintain_sink(self, batch_id: int, now: float | None = None) -> None:
+        """After batch `batch_id`: the counters' snapshot when due, then the roll of the committed
+        batches it covers, then retention. In that order, so a rolled file never holds a record the
+        snapshot lacks (a restart never needs a part of one) and retention deletes only counted records."""
+        sink = self.event_sink
+        if sink is None:
+            return
+        now = time.monotonic() if now is None else now
+        roll = sink.roll_due()
+        if not roll and now - self.snapshot_at < self.snapshot_seconds:
+            return
+        with self.count_lock:
+            statistics = self.statistics_through      # the roll of statistics stops there too
+            snapshot = {"records_through": max(batch_id, self.counted_through), "statistics_through": statistics,
+                        "metrics": counter_state(self.metrics)}
+        sink.save_counters(snapshot)
+        self.snapshot_at = now
+        if roll:
+            # batches before this one are committed (Spark runs a batch after committing the last)
+            committed = batch_id - 1
+            sink.roll({kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
+                       for kind in RECORD_KINDS})
+            for path in sink.enforce_retention():
+                LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
 
     def note_incidents(self) -> None:
         """The incident board (sinks/incident_gauges.py) after a batch: the removals the correlator
@@ -263,12 +308,40 @@ class RunCollector:
                 self.snapshots[(snap["cluster"], snap["group"])] = snap
                 self.metrics.observe(OutputKind.SNAPSHOT, snap)
         if self.event_sink is not None:
-            for kind in RECORD_KINDS:
-                for record in self.event_sink.records(kind):
-                    self.metrics.observe(kind, record)
-            self.counted_through = max(last, self.event_sink.last_batch_id())
+            self.restore_counters(self.event_sink)
+            self.counted_through = max(last, self.event_sink.last_batch_id(), self.counted_through)
+            # count_statistics skips the batches through counted_through: theirs count as counted
+            self.statistics_through = max(self.statistics_through, self.counted_through)
         self.note_incidents()
         return last
+
+    def restore_counters(self, sink: EventSink) -> None:
+        """Counters and histograms from the sink's snapshot, then the records after it. A sink
+        without one (written before snapshots existed, or its snapshot unreadable) is replayed
+        whole, as before. The incident board gets the removals of the newest files too (it looks
+        at the last minutes of event time, which the snapshot does not hold)."""
+        records_through = statistics_through = -1
+        try:
+            doc = sink.load_counters()
+            if doc is not None:
+                through = int(doc["records_through"]), int(doc["statistics_through"])
+                load_counter_state(self.metrics, doc.get("metrics"))
+                records_through, statistics_through = through
+        except (KeyError, TypeError, ValueError) as exc:     # SinkError is a ValueError
+            LOG.warning("events_dir: the counters' snapshot is unusable (%s); counting every record kept instead",
+                        exc if isinstance(exc, SinkError) else f"{type(exc).__name__}: {exc}")
+        for kind in RECORD_KINDS:
+            after = statistics_through if kind in STATISTICS_KINDS else records_through
+            for record in sink.records(kind, after=after):
+                self.metrics.observe(kind, record)
+        if records_through >= 0:
+            files = sink.files(OutputKind.REMOVAL)
+            rolled = [f for f in files if f.rolled]
+            start = (rolled[-1] if rolled else files[0]).first if files else records_through + 1
+            self.metrics.incidents.note_removals(
+                sink.records(OutputKind.REMOVAL, after=start - 1, through=records_through), decided=True)
+        self.statistics_through = statistics_through
+        self.counted_through = records_through
 
     def finish(self) -> None:
         """End of a finite input: every removal still held by the correlator is decided."""
@@ -292,17 +365,20 @@ class RunCollector:
         """The parse and decode steps' statistics of a batch, which its progress report carries
         (they pass no stateful step): into the metrics and the event sink. A batch whose records
         the restored counters hold already (counted_through) is not counted again."""
-        if report.batch_id is not None and report.batch_id <= self.counted_through:
+        if report.batch_id is not None and report.batch_id <= max(self.counted_through, self.statistics_through):
             return
-        for counts in report.decode_counts:
-            for key_version, value_version, outcome, n in counts.counts:
-                k = (counts.cluster, key_version, value_version, outcome)
-                self.decode_stats[k] = self.decode_stats.get(k, 0) + n
-        self.metrics.count_statistics(report.decode_counts, report.log_lines)
-        if self.event_sink is not None and report.batch_id is not None:
-            self.event_sink.write_batch(report.batch_id, {
-                OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
-                OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}, STATISTICS_KINDS)
+        with self.count_lock:
+            for counts in report.decode_counts:
+                for key_version, value_version, outcome, n in counts.counts:
+                    k = (counts.cluster, key_version, value_version, outcome)
+                    self.decode_stats[k] = self.decode_stats.get(k, 0) + n
+            self.metrics.count_statistics(report.decode_counts, report.log_lines)
+            if self.event_sink is not None and report.batch_id is not None:
+                self.event_sink.write_batch(report.batch_id, {
+                    OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
+                    OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}, STATISTICS_KINDS)
+            if report.batch_id is not None:
+                self.statistics_through = max(self.statistics_through, report.batch_id)
 
     @property
     def rebalances(self) -> list[dict]:

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sinks.files import EventSink, GroupStateFile, StateFileError
+from sinks.event_sink import EventSink
+from sinks.files import GroupStateFile, StateFileError
 from sinks.metrics import MetricsSink
 from streaming.app.collector import RunCollector, StopGate
 from streaming.app.serving import serve_metrics
@@ -119,7 +120,8 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
 
 def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector:
     state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
-    sink = EventSink(settings.events_dir) if settings.events_dir else None
+    sink = (EventSink(settings.events_dir, settings.events_retention_days, settings.events_max_bytes)
+            if settings.events_dir else None)
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,
                              state_file=state_file).configure(diagnosis_settings(settings.diagnosis))
     kafka = settings.kafka

@@ -18,7 +18,7 @@ import shutil
 
 import pytest
 
-from sinks.files import EventSink
+from sinks.event_sink import EventSink
 from tests.support.capture_expectations import FIXTURES, capture_inputs
 from tests.support.golden import comparable_metrics
 
@@ -68,7 +68,8 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     from the checkpoint in `workdir` (if any) to the end of the input (or to the failure of batch
     `stop_at_batch`, which leaves the batches before it committed). The events are staged once
     per `workdir`: a stopped run and its resumption read the same slices."""
-    from sinks.files import EventSink, GroupStateFile
+    from sinks.event_sink import EventSink
+    from sinks.files import GroupStateFile
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
     from streaming.app.settings import ReplaySettings, load

@@ -129,9 +129,11 @@ def produce_flush_markers(bootstrap: str, log_topic: str, offsets_topic: str) ->
 def read_sink(events_dir: Path, kind: str) -> list[dict]:
     """The event sink's records of `kind` (its folder name); rebalances with their decided
     triggers applied (rebalance_triggers, docs/output.md), as a consumer of the sink does."""
+    from sinks.event_sink import sink_files
+    from testbed.monitor import RECORD_KINDS_BY_FOLDER
     out = []
-    for path in sorted((events_dir / kind).glob("batch-*.jsonl")):
-        out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for f in sink_files(events_dir, RECORD_KINDS_BY_FOLDER[kind]):
+        out += [json.loads(line) for line in f.path.read_text().splitlines() if line.strip()]
     if kind == "rebalances":
         from state.outputs import apply_trigger_decisions
         out = apply_trigger_decisions(out, read_sink(events_dir, "rebalance_triggers"))

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from sinks.files import RECORD_FILES, EventSink
+from sinks.event_sink import EventSink
+from sinks.files import RECORD_FILES
 from state.outputs import ADDED_FIELDS, OutputKind
 
 

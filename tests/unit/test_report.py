@@ -10,7 +10,7 @@ from html import escape
 
 import pytest
 
-from sinks.files import EventSink
+from sinks.event_sink import EventSink
 from sinks.report import Filters, ReportInputError, StormRules, build, render, write_report
 from sinks.report.data import group_storms
 from state.outputs import OutputKind

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sinks.files import EventSink
+from sinks.event_sink import EventSink
 from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from streaming.app.collector import RunCollector

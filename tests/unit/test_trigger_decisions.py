@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from sinks.exposition import text
-from sinks.files import RECORD_FILES, EventSink
+from sinks.event_sink import EventSink
+from sinks.files import RECORD_FILES
 from sinks.metrics import MetricsSink
 from sinks.report.data import build
 from state import events as E

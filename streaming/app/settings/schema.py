@@ -315,6 +315,8 @@ class DemoSettings(ReplaySettings, ServingSettings):
 
 
 RUN_LATENESS_SECONDS = 10.0
+EVENTS_RETENTION_DAYS = 30.0
+EVENTS_MAX_BYTES = 5 * 1024 ** 3
 RUN_TRIGGER_INTERVAL_SECONDS = 0.5
 
 
@@ -323,6 +325,13 @@ class RunSettings(QuerySettings, ServingSettings):
     kafka: KafkaSettings
     checkpoint_location: str = Field(min_length=1, description="restarts resume from it")
     events_dir: str | None = Field(default=None, description="durable event sink (JSON lines per batch)")
+    # Retention of the event sink (sinks/event_sink.py): its rolled files older than this, then the
+    # oldest until it is within the size. The size's default is half the chart's 10 GiB volume,
+    # which the checkpoint shares (helm/rebalance-monitor/values.yaml, persistence.size).
+    events_retention_days: float = Field(default=EVENTS_RETENTION_DAYS, gt=0,
+                                         description="event sink records kept this long (rolled files, by age)")
+    events_max_bytes: int = Field(default=EVENTS_MAX_BYTES, gt=0,
+                                  description="event sink size kept (the oldest rolled files go first)")
     # Live defaults (docs/configuration.md, "Live defaults"): the live view shows events in the
     # batch that reads them, so the trigger bounds /metrics latency; the lateness only delays
     # final records and must cover how far one broker's lines lag another's in the log topic.

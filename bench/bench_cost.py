@@ -36,7 +36,15 @@ one run, every figure checked before it is reported.
    JVM's peak heap in use. The read ceiling: Spark's connector reading and counting the same
    records with no decode and no state (bench/catch_up_ceiling.py), timed the same way.
 
-6. On a Spark cluster (`cluster*_`, only with `--only cluster`): the steady state of this tree with
+6. Long steady window (`long_steady_*`, only with `--only long`, bench/long_steady.py): the steady
+   part's traffic for `--warm-up` (120 s) + `--long-window` (600 s), its scenarios spread over the
+   whole run, for each tree with its `--source`; every rebalance of the groups whose scenario the
+   traffic holds counted (up to `--long-final-wait` after it), then, over the window after the
+   warm-up only (the warm-up's batches left out, the figures say how many they cover): batch p95
+   and max, CPU in cores, peak RSS per component. About 13-14 minutes a tree: not in the default
+   list.
+
+7. On a Spark cluster (`cluster*_`, only with `--only cluster`): the steady state of this tree with
    `run` submitted to a standalone cluster of 1, then 2, one-core workers (testbed/spark_cluster.py,
    the chart's settings); batch p95, CPU of driver and workers (executors included), input rows/s per
    executor core, tasks per executor.
@@ -47,6 +55,7 @@ The base tree is `--base` or, by default, a worktree of `--base-commit` under be
   quiet_cpu_cores=Q live_p95_seconds=L replay_rows_per_second=R read_ceiling_rows_per_second=X
   replay_compare_rows_per_second=RC catch_up_rows_per_second=U catch_up_python_rows_per_second=UP
   catch_up_spark_rows_per_second=US catch_up_ceiling_rows_per_second=UC catch_up_peak_heap_mb=H
+  long_steady_batch_p95_seconds=LP long_steady_batch_max_seconds=LM long_steady_cpu_cores=LC
 then the base's figures with a `base_` prefix (base_catch_up_rows_per_second: the base's better source).
 """
 from __future__ import annotations
@@ -65,7 +74,7 @@ from bench.scale_inputs import check_outputs, generate, steady_commits
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_COMMIT = "7e666b9"      # issue 51's base (issue 25's figures in docs/benchmarks.md are against 44e1eeb)
-PARTS = ("steady", "max", "quiet", "replay", "catch_up", "cluster")
+PARTS = ("steady", "max", "quiet", "replay", "catch_up", "long", "cluster")
 DEFAULT_PARTS = "steady,max,quiet,replay,catch_up"
 
 
@@ -308,8 +317,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--replay-groups", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--only", default=DEFAULT_PARTS,
-                   help=f"of: {', '.join(PARTS)} (default {DEFAULT_PARTS}; cluster, not in it: the steady state "
-                        "on a standalone Spark cluster of 1 and of 2 executors, issue 26)")
+                   help=f"of: {', '.join(PARTS)} (default {DEFAULT_PARTS}; not in it: long, the steady state "
+                        "after a warm-up, 13-14 minutes a tree; cluster, the steady state on a standalone Spark "
+                        "cluster of 1 and of 2 executors, issue 26)")
     p.add_argument("--catch-up-records", type=int, default=5_000_000, help="records in the catch-up's offsets topic")
     p.add_argument("--catch-up-groups", type=int, default=10_000, help="groups of those records")
     p.add_argument("--catch-up-span", type=float, default=3_600.0,
@@ -317,6 +327,11 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--catch-up-sources", default="python,spark", help="the live sources timed catching up")
     p.add_argument("--catch-up-timeout", type=float, default=900.0,
                    help="seconds from a catch-up run's start after which it fails")
+    p.add_argument("--warm-up", type=float, default=120.0,
+                   help="long: seconds of steady traffic before the window (its batches not in the figures)")
+    p.add_argument("--long-window", type=float, default=600.0, help="long: seconds of the window after the warm-up")
+    p.add_argument("--long-final-wait", type=float, default=300.0,
+                   help="long: seconds after the traffic within which every rebalance must be counted")
     p.add_argument("--trees", default="base,head", help="which trees to run (a development aid: the figures "
                    "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
@@ -332,6 +347,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     if only - set(PARTS):
         p.error(f"--only: unknown {', '.join(sorted(only - set(PARTS)))} (of: {', '.join(PARTS)})")
     args.catch_up_sources = args.catch_up_sources.split(",")
+    if "long" in only and (args.warm_up < 0 or args.long_window <= 0):
+        p.error(f"--warm-up must be at least 0 and --long-window above 0, not {args.warm_up:g} and "
+                f"{args.long_window:g}")
     if "catch_up" in only:
         from bench.scale_inputs import catch_up_shape_error
         if set(args.catch_up_sources) - {"python", "spark"}:
@@ -387,11 +405,17 @@ def main(argv: list[str] | None = None) -> int:
         c = catch_up(trees, args, work)
         figures.update(c.get("head", {}))
         base.update(c.get("base", {}))
+    if "long" in only:
+        from bench.long_steady import long_steady
+        g = long_steady(trees, args, work)
+        figures.update(g.get("head", {}))
+        base.update(g.get("base", {}))
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
     order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
              "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second",
              "replay_compare_rows_per_second", "catch_up_rows_per_second", "catch_up_python_rows_per_second",
              "catch_up_spark_rows_per_second", "catch_up_ceiling_rows_per_second", "catch_up_peak_heap_mb",
+             "long_steady_batch_p95_seconds", "long_steady_batch_max_seconds", "long_steady_cpu_cores",
              "cluster1_batch_p95_seconds", "cluster1_cpu_cores",
              "cluster1_rows_per_second_per_executor_core", "cluster2_batch_p95_seconds", "cluster2_cpu_cores",
              "cluster2_rows_per_second_per_executor_core")

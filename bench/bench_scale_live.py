@@ -99,13 +99,18 @@ def produce_paced(bootstrap: str, log_topic: str, offsets_topic: str, traffic, s
 
 
 class BatchPoller(threading.Thread):
-    """Each micro-batch's duration, from /metrics limited to the batch families."""
+    """Each micro-batch's duration, from /metrics limited to the batch families; `seen`: (monotonic
+    time, rebalance_monitor_batches_total) at each poll that saw the count change, the first poll's
+    included (its duration is not recorded: the batch may be from before the poller), so that
+    `durations[k]` and `delays[k]` are those of `seen[k + 1]`. Two batches ending within one poll
+    interval show as one duration (the later); the counts tell how many batches there were."""
 
     def __init__(self, monitor: MonitorProcess, interval_s: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.monitor, self.interval_s = monitor, interval_s
         self.durations: list[float] = []
         self.delays: list[float] = []
+        self.seen: list[tuple[float, float]] = []
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -120,7 +125,22 @@ class BatchPoller(threading.Thread):
             if batches is not None and batches != last and last is not None:
                 self.durations.append(_or_nan(values.value("rebalance_monitor_batch_duration_seconds")))
                 self.delays.append(_or_nan(values.value("rebalance_monitor_watermark_delay_seconds")))
+            if batches is not None and batches != last and (last is not None or not self.seen):
+                self.seen.append((time.monotonic(), batches))
             last = batches
+
+    def between(self, start: float, end: float) -> dict:
+        """The batches that ended (were first seen) from monotonic `start` to `end`: their sampled
+        durations and watermark delays, the batches counted in that time (batches_total at the last
+        poll up to `end` minus at the last before `start`: at least the durations), and the
+        durations sampled before `start` (excluded)."""
+        inside = [k for k, (t, _) in enumerate(self.seen[1:]) if start <= t <= end]
+        before = [count for t, count in self.seen if t < start]
+        counted = 0.0
+        if inside:
+            counted = self.seen[inside[-1] + 1][1] - (before[-1] if before else self.seen[0][1])
+        return {"batches": [self.durations[k] for k in inside], "delays": [self.delays[k] for k in inside],
+                "counted": int(counted), "excluded": sum(1 for t, _ in self.seen[1:] if t < start)}
 
     def stop(self) -> None:
         self._halt.set()
@@ -139,11 +159,17 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
 
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
                groups: int, root: Path | None = None, label: str = "", rss=None, source: str = "python",
-               extra_toml: str = "", submit=None, cpu_also=None) -> dict:
-    """`run` of `root` (default: this tree) at configuration `name` on the traffic, produced in real
+               extra_toml: str = "", submit=None, cpu_also=None, warm_up: float | None = None) -> dict:
+    """`run` of `root` (default: this tree) at configuration `name` on the traffic (an iterable of
+    (ms from the start, "log"|"offsets", payload) in time order, iterated once), produced in real
     time; `label` tells runs apart (topics, work folder); `rss(pid)` -> a started sampler with a
     `peak` dict and a `done` event (bench_scale.PeakRss), for the peak memory per component;
-    `submit`, `cpu_also`: MonitorProcess's (a run submitted to a Spark cluster)."""
+    `submit`, `cpu_also`: MonitorProcess's (a run submitted to a Spark cluster).
+
+    With `warm_up` (seconds from the traffic's start), the figures are of the window from then to
+    the end of the traffic's producing only: CPU and wall, the durations and watermark delays of
+    the batches that ended in it, the peak RSS (the sampler starts then); "counted" is the batches
+    of the window by the batch counter, "excluded" the durations of the warm-up left out."""
     trigger, lateness = CONFIGS[name]
     run = f"{name}{label}"
     log_topic, offsets_topic = f"scale-logs-{run}", f"scale-offsets-{run}"
@@ -158,15 +184,29 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
                              submit=submit, cpu_also=cpu_also,
                              root=root or REPO).start()
     poller = BatchPoller(monitor)
-    sampler = None
+    samplers: list = []
+    marks: dict[str, float] = {}
+    timer = None
+
+    def mark() -> None:
+        marks.update(cpu=monitor.cpu_seconds(), t=time.monotonic())
+        if rss is not None and monitor.proc is not None:
+            samplers.append(rss(monitor.proc.pid))
     try:
         monitor.wait_batches(2)
         poller.start()
-        if rss is not None and monitor.proc is not None:
-            sampler = rss(monitor.proc.pid)
-        cpu0, t0 = monitor.cpu_seconds(), time.monotonic()
+        if warm_up is None:
+            mark()
+        else:       # producing starts in 0.5 s (produce_paced's start_ms below)
+            timer = threading.Timer(0.5 + warm_up, mark)
+            timer.start()
         produce_paced(cluster.bootstrap, log_topic, offsets_topic, traffic, int(time.time() * 1000) + 500)
-        cpu, wall = monitor.cpu_seconds() - cpu0, time.monotonic() - t0
+        end = time.monotonic()
+        if timer is not None:
+            timer.join(5)
+            if not marks:
+                raise SystemExit(f"bench: {run}: the traffic ended before the {warm_up:g} s warm-up did")
+        cpu, wall = monitor.cpu_seconds() - marks["cpu"], end - marks["t"]
         expected = len(expected_per_group()["rebalances"]) * len(complete)
         deadline = time.monotonic() + final_wait
         found = counted_rebalances(monitor, complete)
@@ -175,13 +215,17 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             time.sleep(2.0)
             found = counted_rebalances(monitor, complete)
     finally:
+        if timer is not None:
+            timer.cancel()
         poller.stop()
-        if sampler is not None:
+        for sampler in samplers:
             sampler.done.set()
         monitor.stop()
-    return {"cpu": cpu, "wall": wall, "batches": poller.durations, "delays": poller.delays,
-            "found": found, "expected": expected, "trigger": trigger, "lateness": lateness,
-            "rss": sampler.peak if sampler is not None else None}
+    figures = {"batches": poller.durations, "delays": poller.delays}
+    if warm_up is not None:
+        figures = poller.between(marks["t"], end)
+    return {"cpu": cpu, "wall": wall, **figures, "found": found, "expected": expected, "trigger": trigger,
+            "lateness": lateness, "rss": samplers[0].peak if samplers else None}
 
 
 def cold_start(cluster: KafkaCluster, work: Path, records: int, seed: int, monitor_toml: str = "",

@@ -9,7 +9,9 @@ Prometheus scrapes, every second, as job "rebalance-monitor":
 - an in-process MetricsSink holding the captures' groups as the state machine had them at a moment
   in the middle of rebalances (MID_REBALANCE): the demo is scraped after its replay, when every
   group has finished rebalancing, so the gauges of rebalances in progress and of the groups'
-  rebalance timeouts (which need members) come from there.
+  rebalance timeouts (which need members) come from there; and a live source's backlog as a
+  catch-up's batch reports it (the demo reads files, which have none, and the run without Kafka
+  does not know it).
 It loads alerts/rebalance-monitor.rules.yml and evaluates them every second.
 
 Then every query of every dashboard panel, with $cluster/$group as ".*", $__rate_interval as 1m,
@@ -153,6 +155,7 @@ def monitor_mid_rebalance():
     snapshots = mid_rebalance_snapshots()
     for snap in snapshots:
         sink.observe("snapshot", snap)
+    sink.health.note_backlog("offsets", 1_200_000, 250_000, 10.0)
     server, _ = serve(sink.registry, "127.0.0.1", 0)
     yield server.server_port, snapshots
     server.shutdown()

@@ -151,7 +151,10 @@ def test_run_on_the_cluster_reads_the_topics_in_its_executors(cluster, tmp_path,
                                     start_new_session=True)
         try:
             events = tmp_path / "events"
-            _wait(lambda: len(read_sink(events, "rebalances")) >= 82, "82 rebalances", proc, log, timeout=360)
+            # removals are released after their decision windows, and a capped connector's markers
+            # wait for its caught-up report: wait for what is checked, not only the rebalances
+            _wait(lambda: len(read_sink(events, "rebalances")) >= 82 and len(read_sink(events, "member_removals")) >= 75,
+                  "82 rebalances and 75 removals", proc, log, timeout=360)
             page = _scrape(port)
         finally:
             _stop(proc, timeout=90)

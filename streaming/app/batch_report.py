@@ -53,14 +53,14 @@ def _backlog(end: dict[str, Any], latest: dict[str, Any]) -> int | None:
     ended. None: the source does not say (a replay's files, an offsets file)."""
     if "behind" in end:
         return int(end["behind"] or 0)
-    if "source" in end or not latest:
+    topics = {topic: partitions for topic, partitions in latest.items() if isinstance(partitions, dict)}
+    if "source" in end or not topics:       # not the connector (its clock source: {"tick": ...})
         return None
     behind = 0
-    for topic, partitions in latest.items():
+    for topic, partitions in topics.items():
         ended: dict[str, Any] = end.get(topic) or {}
-        if isinstance(partitions, dict):
-            for partition, offset in partitions.items():
-                behind += max(0, int(offset) - int(ended.get(partition, offset) or 0))
+        for partition, offset in partitions.items():
+            behind += max(0, int(offset) - int(ended.get(partition, offset) or 0))
     return behind
 
 

@@ -148,8 +148,9 @@ def test_the_backlog_of_each_source_kind():
         {"endOffset": '{"source": "offsets", "topics": {"o": {"0": 5}}, "behind": 1200}', "numInputRows": 5},
         {"endOffset": '{"o": {"0": 100, "1": 40}}', "latestOffset": '{"o": {"0": 150, "1": 40, "2": 7}}',
          "numInputRows": 140},
-        {"endOffset": '{"source": "broker_log", "i": 1, "lines": 10, "of": 10, "eof": true}', "numInputRows": 1}]}
-    assert [s.backlog for s in batch_report(progress, {"o": "offsets"}).sources] == [1200, 50, None]
+        {"endOffset": '{"source": "broker_log", "i": 1, "lines": 10, "of": 10, "eof": true}', "numInputRows": 1},
+        {"endOffset": '{"tick": 1795920399005}', "latestOffset": '{"tick": 1795920399005}', "numInputRows": 1}]}
+    assert [s.backlog for s in batch_report(progress, {"o": "offsets"}).sources] == [1200, 50, None, None]
 
 
 def test_the_catch_up_gauges_and_log_lines(caplog):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,29 +66,53 @@ def write_jsonl(path: str, records: Iterable[dict]) -> int:
     return count
 
 
-# The state file's schema version: 1 (before 2026-11-27) had no version key; 2 adds it and
-# nothing else. A release that changes the file's shape (its snapshots or the correlator's
-# state) bumps it and reads every older version.
-STATE_FILE_VERSION = 2
+# The state file's schema version: 1 (before 2026-11-27) had no version key; 2 adds it; 3 keeps
+# the same document and adds the change journal beside it (`<name>.changes.jsonl`), which an older
+# release would not read. A release that changes the shape (the snapshots, the correlator's state
+# or the journal's lines) bumps it and reads every older version.
+STATE_FILE_VERSION = 3
 VERSION_KEY = "schema_version"
+# A journal smaller than this is never compacted: rewriting a small file saves nothing.
+MIN_COMPACT_BYTES = 64 * 1024
 
 
 class StateFileError(ValueError):
     """A state file this release cannot read (written by a newer one, or not JSON)."""
 
 
+@dataclass
+class SavedState:
+    """What the state file and its journal hold after the last batch that wrote them."""
+    batch_id: int = -1
+    groups: dict[tuple[str, str], dict] = field(default_factory=dict)
+    correlator: dict | None = None
+    timeouts: dict[str, int] = field(default_factory=dict)
+
+
 class GroupStateFile:
-    """The latest snapshot of every group and the correlator's held removals, rewritten after
-    each batch (atomically).
+    """The latest snapshot of every group, the correlator's held removals and the state keys'
+    timeouts, saved after each batch.
+
+    Saved as changes: a batch appends one journal line with the groups and timeouts it changed
+    (and the correlator's state, which is small), so its cost is what changed, not the number of
+    groups. When the journal has grown past the file, the file is rewritten whole (atomically)
+    and the journal starts empty: bytes written stay within about twice the changes, and a restart
+    reads at most about twice the file. The first save of a process, and the first after a failed
+    write, rewrites the file, so a torn journal line (a crash, a full disk) is never appended to.
 
     After a restart the gauges come back from it before the first batch runs; Spark's own state
     store holds the authoritative state, this file only feeds /metrics early. The correlator's
     state (state/diagnosis/correlate.py) is authoritative: a restart resumes its held removals.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, min_compact_bytes: int = MIN_COMPACT_BYTES):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.journal_path = self.path.with_name(f"{self.path.stem}.changes.jsonl")
+        self.min_compact_bytes = min_compact_bytes
+        self._file_bytes = 0
+        self._journal_bytes = 0
+        self._rewrite = True            # first save of this process: the whole file
 
     def _read(self) -> dict | None:
         if not self.path.exists():
@@ -103,31 +128,103 @@ class GroupStateFile:
                                  f"(this one reads versions 1-{STATE_FILE_VERSION})")
         return doc
 
+    def read(self) -> SavedState:
+        """The file, then its journal's lines of later batches in order. A line that does not
+        parse ends the journal: it can only be the last one, torn by a crash or a full disk, and its
+        batch was not committed (Spark runs it again)."""
+        doc = self._read()
+        if doc is None:
+            return SavedState()
+        timeouts = doc.get("timeouts")
+        saved = SavedState(int(doc.get("batch_id", -1)),
+                           {(g["cluster"], g["group"]): g for g in doc.get("groups") or []},
+                           doc.get("correlator"),
+                           {str(k): int(v) for k, v in timeouts.items()} if isinstance(timeouts, dict) else {})
+        for change in self._journal():
+            if int(change["batch_id"]) <= saved.batch_id:
+                continue            # written before the file's last rewrite
+            saved.batch_id = int(change["batch_id"])
+            for snapshot in change.get("groups") or []:
+                saved.groups[(snapshot["cluster"], snapshot["group"])] = snapshot
+            for cluster, group in change.get("forgotten") or []:
+                saved.groups.pop((cluster, group), None)
+            saved.correlator = change.get("correlator")
+            for key, timeout in (change.get("timeouts") or {}).items():
+                if timeout is None:
+                    saved.timeouts.pop(key, None)
+                else:
+                    saved.timeouts[key] = int(timeout)
+        return saved
+
+    def _journal(self) -> Iterator[dict]:
+        try:
+            handle = open(self.journal_path, encoding="utf-8")
+        except FileNotFoundError:
+            return
+        with handle:
+            for line in handle:
+                try:
+                    change = json.loads(line)
+                    int(change["batch_id"])
+                except (ValueError, TypeError, KeyError):
+                    return
+                yield change
+
     def save(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
-             correlator: dict | None = None, timeouts: dict[str, int] | None = None) -> None:
+             correlator: dict | None = None, timeouts: dict[str, int] | None = None,
+             changed_groups: Iterable[tuple[str, str]] | None = None,
+             changed_timeouts: Iterable[str] | None = None) -> None:
         """`correlator`: the driver's pending cross-group state (state/diagnosis/correlate.py), saved in the
-        same atomic write so a restart neither loses nor repeats held removal records; `timeouts`:
-        the state keys' event-time timeouts, which plan the quiet sources' markers after a restart."""
+        same write so a restart neither loses nor repeats held removal records; `timeouts`:
+        the state keys' event-time timeouts, which plan the quiet sources' markers after a restart.
+        `changed_groups` and `changed_timeouts`: the keys this batch changed (a group absent from
+        `snapshots` was forgotten); without them the whole file is written."""
+        timeouts = timeouts or {}
+        if self._rewrite or changed_groups is None or changed_timeouts is None:
+            self._write_file(batch_id, snapshots, correlator, timeouts)
+            return
+        groups, forgotten = [], []
+        for key in changed_groups:
+            if key in snapshots:
+                groups.append(snapshots[key])
+            else:
+                forgotten.append(list(key))
+        line = _RECORD_JSON({"batch_id": batch_id, "groups": groups, "forgotten": forgotten,
+                             "correlator": correlator,
+                             "timeouts": {key: timeouts.get(key) for key in changed_timeouts}}) + "\n"
+        self._rewrite = True            # until the line is whole: a failed append leaves it torn
+        with open(self.journal_path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+        self._rewrite = False
+        self._journal_bytes += len(line)
+        if self._journal_bytes > max(self._file_bytes, self.min_compact_bytes):
+            self._write_file(batch_id, snapshots, correlator, timeouts)
+
+    def _write_file(self, batch_id: int, snapshots: dict[tuple[str, str], dict],
+                    correlator: dict | None, timeouts: dict[str, int]) -> None:
+        """The whole state (temp file + rename), then an empty journal. A crash between the two
+        leaves journal lines of batches the file holds: read() skips them."""
+        self._rewrite = True
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({VERSION_KEY: STATE_FILE_VERSION, "batch_id": batch_id, "groups": list(snapshots.values()),
-                       "correlator": correlator, "timeouts": timeouts or {}}, handle, separators=(",", ":"),
-                      sort_keys=True)
+            text = _RECORD_JSON({VERSION_KEY: STATE_FILE_VERSION, "batch_id": batch_id,
+                                 "groups": list(snapshots.values()), "correlator": correlator,
+                                 "timeouts": timeouts})
+            handle.write(text)
         os.replace(tmp, self.path)
+        with open(self.journal_path, "w", encoding="utf-8"):
+            pass
+        self._file_bytes, self._journal_bytes = len(text), 0
+        self._rewrite = False
 
     def load_timeouts(self) -> dict[str, int]:
         """The state keys' timeouts saved with the last batch (empty when absent: older files)."""
-        doc = self._read()
-        timeouts = None if doc is None else doc.get("timeouts")
-        return {str(k): int(v) for k, v in timeouts.items()} if isinstance(timeouts, dict) else {}
+        return self.read().timeouts
 
     def load_extra(self) -> dict | None:
         """The correlator state saved with the last batch (None when absent)."""
-        doc = self._read()
-        return None if doc is None else doc.get("correlator")
+        return self.read().correlator
 
     def load(self) -> tuple[int, list[dict]]:
-        doc = self._read()
-        if doc is None:
-            return -1, []
-        return int(doc.get("batch_id", -1)), list(doc.get("groups") or [])
+        saved = self.read()
+        return saved.batch_id, list(saved.groups.values())

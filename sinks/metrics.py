@@ -86,6 +86,7 @@ class MetricsSink:
         # the first group still within the retention.
         self._dead_since: dict[tuple[str, str], float] = {}
         self._next_sweep = float("-inf")
+        self._forgotten: list[tuple[str, str]] = []           # swept groups not yet taken
         self._clusters: set[str] = set()                      # clusters whose counters exist
         self._over_cap: set[tuple[str, str]] = set()          # live groups folded into __other__
         r = self.registry
@@ -369,6 +370,12 @@ class MetricsSink:
         else:
             self.groups_over_cap.set(len(self._over_cap))
 
+    def take_forgotten(self) -> list[tuple[str, str]]:
+        """The groups swept since the last call (the collector drops their snapshots)."""
+        with self._lock:
+            taken, self._forgotten = self._forgotten, []
+        return taken
+
     def sweep(self) -> None:
         """Drop every series of groups that have been Dead longer than the retention. Costs the
         number of groups it drops, not the number of groups."""
@@ -391,5 +398,6 @@ class MetricsSink:
                 self._over_cap.discard(key)
                 self.groups.forget(key)
                 self.incidents.forget(key)
+                self._forgotten.append(key)
             over = len(self._over_cap)
         self.groups_over_cap.set(over)

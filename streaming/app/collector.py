@@ -24,6 +24,7 @@ from sinks.metrics import MetricsSink
 from sinks.metrics_state import counter_state, load_counter_state
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
+from state.model import DEAD
 from state.outputs import (
     OUTPUT_RECORD_KINDS, RECORD_KINDS, STATISTICS_KINDS, OutputKind, apply_trigger_decisions,
     in_progress_rebalance_record,
@@ -136,6 +137,9 @@ class RunCollector:
     count_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     snapshot_seconds: float = SNAPSHOT_SECONDS
     snapshot_at: float = field(default_factory=time.monotonic)
+    # What this batch changed, for the state file's journal (GroupStateFile.save).
+    changed_groups: set[tuple[str, str]] = field(default_factory=set)
+    changed_timeouts: set[str] = field(default_factory=set)
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -145,7 +149,9 @@ class RunCollector:
 
     def handle(self, kind: str, record: dict[str, Any]) -> None:
         if kind == OutputKind.SNAPSHOT:
-            self.snapshots[(record["cluster"], record["group"])] = record
+            key = (record["cluster"], record["group"])
+            self.snapshots[key] = record
+            self.changed_groups.add(key)
         elif self.keep_records:
             self.records[kind].append(record)
         if kind == OutputKind.CLOCK_SKEW:
@@ -198,8 +204,12 @@ class RunCollector:
         self.metrics.groups.set_correlating(self.correlator.pending)
         self.note_incidents()
         self.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
+        self.forget_dead_groups()
         if self.state_file is not None:
-            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state(), self.timeouts)
+            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state(), self.timeouts,
+                                 self.changed_groups, self.changed_timeouts)
+        self.changed_groups.clear()
+        self.changed_timeouts.clear()
         self.plan_markers()
         self.correlated_through = max(self.correlated_through, batch_id)
         self.warn_silent_sources()
@@ -257,10 +267,24 @@ class RunCollector:
             if clock.get("key") is None:
                 continue
             key = f"{clock.get('cluster')}\t{clock['key']}"
+            self.changed_timeouts.add(key)
             if clock.get("timeout_ms") is None:
                 self.timeouts.pop(key, None)
             else:
                 self.timeouts[key] = int(clock["timeout_ms"])
+
+    def forget_dead_groups(self) -> None:
+        """The live service keeps no snapshot of a group whose series the metrics dropped (Dead
+        for `dead_group_retention_seconds`): groups that come and go leave the state file too. One
+        that came back since keeps its new snapshot. A replay keeps every group (groups.jsonl)."""
+        forgotten = self.metrics.take_forgotten()
+        if self.keep_records:
+            return
+        for key in forgotten:
+            snapshot = self.snapshots.get(key)
+            if snapshot is not None and snapshot.get("state") == DEAD:
+                del self.snapshots[key]
+                self.changed_groups.add(key)
 
     def plan_markers(self) -> None:
         """When the quiet live sources' next marker is due (sources/markers.py)."""
@@ -299,13 +323,14 @@ class RunCollector:
         event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
         last = -1
         if self.state_file is not None:
-            last, snapshots = self.state_file.load()
-            self.correlator.load_state(self.state_file.load_extra())
-            self.timeouts = self.state_file.load_timeouts()
+            saved = self.state_file.read()
+            last = saved.batch_id
+            self.correlator.load_state(saved.correlator)
+            self.timeouts = saved.timeouts
             self.metrics.groups.set_correlating(self.correlator.pending)
             self.correlated_through = last
-            for snap in snapshots:
-                self.snapshots[(snap["cluster"], snap["group"])] = snap
+            for key, snap in saved.groups.items():
+                self.snapshots[key] = snap
                 self.metrics.observe(OutputKind.SNAPSHOT, snap)
         if self.event_sink is not None:
             self.restore_counters(self.event_sink)

@@ -6,7 +6,6 @@ view is ahead of the final records (provisional state), and a restart from the c
 give exactly what an uninterrupted run gives."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sinks.files import GroupStateFile
 from tests.support.capture_expectations import utc_ms
 from tests.support.kafka_harness import (
     FLUSH_GROUP, create_topics, free_port, produce_capture, produce_flush_markers, read_sink, tansu_broker
@@ -195,7 +195,7 @@ def kill_and_restart_equals_an_uninterrupted_run(tmp_path: Path, start) -> None:
               "part 1 processed", proc, log)
         # The kill lands in the middle of provisional state: with a 60 s lateness the live view
         # (gauges, state file) is ahead of the final records (issue 14).
-        groups = json.loads((checkpoint / "rebalance-monitor" / "groups.json").read_text())["groups"]
+        groups = GroupStateFile(str(checkpoint / "rebalance-monitor" / "groups.json")).read().groups.values()
         assert [g["group"] for g in groups if g.get("provisional_events")], groups
         assert "rebalance_monitor_group_pending_removals{" in _scrape(port)
         planned_before = _batch_ids(checkpoint, "offsets")

@@ -124,7 +124,7 @@ CASES = [
     ("run: state file of a newer release", ["run", "--bootstrap-servers", "127.0.0.1:9", "--log-topic", "logs",
                                             "--checkpoint", "{newer-checkpoint}"], {}, 2,
      "checkpoint_location: {newer-checkpoint}/rebalance-monitor/groups.json: state file version 99 was written by "
-     "a newer release (this one reads versions 1-2)"),
+     "a newer release (this one reads versions 1-3)"),
     ("run: typo in the file", ["run", "--config", "{monitor.toml}", "--bootstrap-servers", "b:1"],
      {"REBALANCE_MONITOR_CHECKPOINT_LOCATIO": "/c"}, 2, "did you mean REBALANCE_MONITOR_CHECKPOINT_LOCATION?"),
 ]

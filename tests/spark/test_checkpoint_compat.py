@@ -205,8 +205,8 @@ def test_a_bucketed_checkpoint_resumes_with_its_own_bucket_count(spark, replay_c
     from streaming.spark.state_layout import checkpoint_state_buckets
     workdir = tmp_path / "bucketed"
     assert _run(spark, workdir, state_buckets=4, stop_at_batch=3) is None
-    state_file = json.loads((workdir / "checkpoint" / "rebalance-monitor" / "groups.json").read_text())
-    assert state_file["batch_id"] == 2
+    from sinks.files import GroupStateFile
+    assert GroupStateFile(str(workdir / "checkpoint" / "rebalance-monitor" / "groups.json")).read().batch_id == 2
     assert checkpoint_state_buckets(str(workdir / "checkpoint" / "query")) == 4
     resumed = _run(spark, workdir)
     assert checkpoint_state_buckets(str(workdir / "checkpoint" / "query")) == 4

@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.scale_inputs import check_outputs, generate
 from testbed.proc import tree_cpu_seconds
@@ -191,8 +192,10 @@ def state_bytes_per_group() -> int:
     return stored_bytes(model, held_commits(commit))
 
 
-def paced_batches(inputs: Path, rows_per_batch: int) -> list[float]:
-    """Wall time of each micro-batch of an in-process replay of `rows_per_batch` rows per source."""
+def paced_batches(inputs: Path, rows_per_batch: int, conf: dict[str, str] | None = None,
+                  checkpoint_dir: str | None = None) -> tuple[list[float], Any]:
+    """Wall time of each micro-batch of an in-process replay of `rows_per_batch` rows per source,
+    and its collector (the metrics); `conf`: Spark settings of the session."""
     from streaming.app.collector import RunCollector
     from streaming.app.replay import replay
     from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings, load
@@ -203,10 +206,11 @@ def paced_batches(inputs: Path, rows_per_batch: int) -> list[float]:
     collector = RunCollector(MetricsSink(settings.duration_buckets), keep_records=False)
     stamps = [time.monotonic()]
     collector.on_batch = lambda c, batch_id: stamps.append(time.monotonic())
-    spark = get_spark("local[2]", 2)
+    spark = get_spark("local[2]", 2, conf=conf)
     replay(spark, settings, [LogInput(path=str(inputs / "broker1-server.log"), cluster="bench")],
-           [OffsetsInput(path=str(inputs / "offsets-topic.jsonl"), cluster="bench")], collector=collector)
-    return [b - a for a, b in itertools.pairwise(stamps)]
+           [OffsetsInput(path=str(inputs / "offsets-topic.jsonl"), cluster="bench")], collector=collector,
+           checkpoint_dir=checkpoint_dir)
+    return [b - a for a, b in itertools.pairwise(stamps)], collector
 
 
 def main() -> int:
@@ -257,7 +261,7 @@ def main() -> int:
         if args.paced:
             # 10 s of event time per micro-batch: the generator spreads n scenarios over 600 s
             per_batch = max(1, rows * 10 // 764)
-            batches = paced_batches(inputs, per_batch)
+            batches, _ = paced_batches(inputs, per_batch)
             steady = batches[3:] or batches
             live = statistics.median(steady)
             print(f"  paced: {len(batches)} batches of {per_batch} rows per source, median {live:.2f} s, "

@@ -1,6 +1,7 @@
 """The query's defaults, declared once: the settings (streaming/app/settings/schema.py) and the
 Spark side (QueryOptions, get_spark, for callers without settings: tests, benches) take them from
 here. Constants only, importable from every layer."""
+from typing import Literal
 
 LATENESS_SECONDS = 30.0              # watermark delay per source (replay, demo; `run` has its own)
 # replay: event rows per micro-batch (a time slice). Each slice costs every group with events in
@@ -19,6 +20,8 @@ REPLAY_MAX_ROWS_PER_BATCH = 2_000_000
 CATCH_UP_MAX_ROWS = 5_000_000
 CATCH_UP_BATCH_SECONDS = 30.0
 STATE_BUCKETS = 32                   # state keys the groups of a cluster share (docs/benchmarks.md: why 32)
+# Spark's state store provider for a new checkpoint (bench/state-store; docs/benchmarks.md, "State store").
+STATE_STORE: Literal["hdfs", "rocksdb"] = "hdfs"
 # The driver JVM's heap in local mode (spark.driver.memory, read by spark-submit when PySpark
 # starts the JVM; JAVA_TOOL_OPTIONS -Xmx loses against spark-submit's own -Xmx). 1 GiB, Spark's
 # default, ran out of heap replaying 10,000 groups (issue 15); docs/configuration.md lists the

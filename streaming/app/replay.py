@@ -78,8 +78,9 @@ def progress_line(label: str) -> ReplayProgress:
 
 def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],
            out_dir: str | None = None, collector: RunCollector | None = None,
-           progress: ReplayProgress | None = None) -> RunCollector:
-    """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`)."""
+           progress: ReplayProgress | None = None, checkpoint_dir: str | None = None) -> RunCollector:
+    """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`);
+    `checkpoint_dir`: the query's checkpoint, kept (default: a temporary one, removed)."""
     if collector is None:
         collector = RunCollector(MetricsSink(settings.duration_buckets, **metrics_sink_options(settings)))
     settings = settings.model_copy(update={"diagnosis": settings.diagnosis.with_broker_logs([i.path for i in logs])})
@@ -101,7 +102,7 @@ def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], 
         # The end-of-input batch can hold every record of the replay: written, not collected.
         collected, collector.batch_rows = collector.batch_rows, SpilledRows(os.path.join(staging, "outputs"))
         try:
-            run_to_end(spark, outputs, collector)
+            run_to_end(spark, outputs, collector, checkpoint_dir=checkpoint_dir)
         finally:
             collector.batch_rows = collected
             if progress is not None:

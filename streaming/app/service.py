@@ -198,10 +198,11 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         from streaming.spark.connector import check_topics_connector, connector_package
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
-        from streaming.spark.session import get_spark, live_conf
+        from streaming.spark.session import get_spark, live_conf, state_store_conf
         from streaming.spark.state_layout import shuffle_partitions_note
         spark = get_spark(settings.spark_master, settings.shuffle_partitions,
-                          conf={**live_conf(settings.checkpoint_location, kafka.idle_markers), **settings.spark_conf},
+                          conf={**live_conf(settings.checkpoint_location, kafka.idle_markers),
+                                **state_store_conf(settings.state_store), **settings.spark_conf},
                           driver_memory=settings.driver_memory)
         source = choose_kafka_source(spark_kafka_available(spark), kafka, connector_package(spark))
         LOG.warning("run: reading Kafka with the %s source (%s)", source,

@@ -25,6 +25,21 @@ LOCAL_GC = "-XX:+UseSerialGC"
 GC_CHOICE = re.compile(r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC\b")
 # Python workers forked with the monitor's modules already imported (worker_daemon.py).
 DAEMON_MODULE = "streaming.spark.worker_daemon"
+# The `state_store` setting's Spark settings. Spark records the provider in a checkpoint's offsets
+# log and keeps it on restart: the setting chooses it for a new checkpoint only.
+STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+STATE_STORES: dict[str, dict[str, str]] = {
+    # Spark's default: every state row in the JVM heap (the last two versions), a delta file per batch.
+    "hdfs": {STATE_STORE_PROVIDER: "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"},
+    # State in RocksDB (native memory, local disk); the checkpoint gets each batch's changes.
+    "rocksdb": {STATE_STORE_PROVIDER: "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+}
+
+
+def state_store_conf(name: str) -> dict[str, str]:
+    """The Spark settings of the `state_store` setting's provider."""
+    return dict(STATE_STORES[name])
 
 
 def is_local_path(location: str) -> bool:

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from streaming.app.serving import serve_metrics
     from streaming.app.settings.wiring import metrics_sink_options
     from streaming.app.summary import print_summary
-    from streaming.spark.session import get_spark
+    from streaming.spark.session import get_spark, state_store_conf
     out_dir = args.out or str(DEFAULT_OUT)
     check_out_dir(out_dir)
     metrics = MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     port = server.server_port
     print(f"demo: serving http://{settings.metrics_host}:{port}/metrics while replaying the bundled "
           f"real captures (Kafka 2.7 and 4.0) through the streaming query", file=sys.stderr)
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions,
+                      conf={**state_store_conf(settings.state_store), **settings.spark_conf},
                       driver_memory=settings.driver_memory)
     collector = RunCollector(metrics)
     replay(spark, settings, logs, offsets, collector=collector, progress=progress_line("demo"))

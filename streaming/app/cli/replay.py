@@ -71,11 +71,12 @@ def run(args: argparse.Namespace) -> int:
     from streaming.app.replay import progress_line, replay
     from streaming.app.summary import summary_text
     from streaming.offsets.reader import offsets_input_kind
-    from streaming.spark.session import get_spark
+    from streaming.spark.session import get_spark, state_store_conf
     from streaming.spark.sources.replay_files import plan_ahead
     # The input files are cut into read slices while the JVM starts (replay_files.plan_ahead).
     plan_ahead([i.path for i in logs] + [i.path for i in offsets if offsets_input_kind(i.path) == "jsonl"])
-    spark = get_spark(settings.spark_master, settings.shuffle_partitions, conf=settings.spark_conf,
+    spark = get_spark(settings.spark_master, settings.shuffle_partitions,
+                      conf={**state_store_conf(settings.state_store), **settings.spark_conf},
                       driver_memory=settings.driver_memory)
     started = time.monotonic()
     collector = replay(spark, settings, logs, offsets, progress=progress_line("replay"))

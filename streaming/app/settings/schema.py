@@ -258,6 +258,9 @@ class QuerySettings(ParseLogsSettings):
         default=STATE_BUCKETS, ge=0, le=1_000_000,
         description="state keys the groups of a cluster share (0: one per group); a checkpoint keeps its own")
     shuffle_partitions: int = Field(default=2, ge=1)
+    state_store: Literal["hdfs", "rocksdb"] = Field(
+        default=defaults.STATE_STORE,
+        description="Spark's state store provider of a new checkpoint (an existing one keeps its own)")
     spark_master: str = "local[2]"
     # Spark settings for the session the monitor creates itself (not under spark-submit, which
     # takes --conf/--packages), e.g. spark.jars.packages for Spark's kafka connector.

@@ -199,7 +199,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark, live_conf, state_store_conf
-        from streaming.spark.state_layout import shuffle_partitions_note
+        from streaming.spark.state_layout import shuffle_partitions_note, state_store_note
         spark = get_spark(settings.spark_master, settings.shuffle_partitions,
                           conf={**live_conf(settings.checkpoint_location, kafka.idle_markers),
                                 **state_store_conf(settings.state_store), **settings.spark_conf},
@@ -216,9 +216,12 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             options = query_options(settings).for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
         except ValueError as exc:
             raise ConfigError(f"checkpoint_location: {exc}") from None
-        if (note := shuffle_partitions_note(os.path.join(settings.checkpoint_location, "query"),
-                                            settings.shuffle_partitions)) is not None:
-            LOG.warning("run: %s", note)
+        query_checkpoint = os.path.join(settings.checkpoint_location, "query")
+        for note in (shuffle_partitions_note(query_checkpoint, settings.shuffle_partitions),
+                     state_store_note(query_checkpoint, {**state_store_conf(settings.state_store),
+                                                         **settings.spark_conf})):
+            if note is not None:
+                LOG.warning("run: %s", note)
         spark.streams.addListener(counter := ProgressCounter(collector))
         from streaming.spark.warm_workers import warm_python_workers
         warm_python_workers(spark, spark.sparkContext.defaultParallelism)

@@ -39,9 +39,9 @@ def checkpoint_state_buckets(query_checkpoint: str) -> int | None:
                      f"was it written by another program?")
 
 
-def checkpoint_shuffle_partitions(query_checkpoint: str) -> int | None:
-    """The state partitions (spark.sql.shuffle.partitions) a checkpoint was written with, from
-    its newest offsets-log entry; None when it has none yet."""
+def checkpoint_conf(query_checkpoint: str, key: str) -> str | None:
+    """A Spark setting a checkpoint keeps (its newest offsets-log entry's `conf`: the state
+    partitions, the state store provider...); None when it has no entry yet or the entry lacks it."""
     offsets = os.path.join(query_checkpoint, "offsets")
     try:
         batches = sorted((int(n) for n in os.listdir(offsets) if n.isdigit()), reverse=True)
@@ -51,11 +51,37 @@ def checkpoint_shuffle_partitions(query_checkpoint: str) -> int | None:
         try:
             with open(os.path.join(offsets, str(batch)), encoding="utf-8", errors="replace") as handle:
                 lines = handle.read().splitlines()
-            value = json.loads(lines[1])["conf"]["spark.sql.shuffle.partitions"]
-            return int(value)
+            conf = json.loads(lines[1])["conf"]
         except (OSError, IndexError, KeyError, ValueError, TypeError):
             continue      # a half-written or foreign entry: the one before says it too
+        value = conf.get(key) if isinstance(conf, dict) else None
+        return None if value is None else str(value)
     return None
+
+
+def checkpoint_shuffle_partitions(query_checkpoint: str) -> int | None:
+    """The state partitions (spark.sql.shuffle.partitions) a checkpoint was written with; None
+    when it has none yet."""
+    value = checkpoint_conf(query_checkpoint, "spark.sql.shuffle.partitions")
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
+
+
+def state_store_note(query_checkpoint: str, configured: dict[str, str]) -> str | None:
+    """What to tell the user at start when the `state_store` setting names another provider than
+    the checkpoint's: Spark keeps the checkpoint's."""
+    from streaming.spark.session import STATE_STORE_PROVIDER, STATE_STORES
+    existing = checkpoint_conf(query_checkpoint, STATE_STORE_PROVIDER)
+    wanted = configured.get(STATE_STORE_PROVIDER)
+    if existing is None or wanted is None or existing == wanted:
+        return None
+    names = {conf[STATE_STORE_PROVIDER]: name for name, conf in STATE_STORES.items()}
+    return (f"state_store: the checkpoint in {query_checkpoint} keeps its state in {names.get(existing, existing)} "
+            f"and Spark keeps that provider (the setting says {names.get(wanted, wanted)}). To change it, start a new "
+            f"checkpoint location: with kafka.starting_offsets = earliest (the default) it rebuilds every group's "
+            f"state from the topics (docs/configuration.md)")
 
 
 def shuffle_partitions_note(query_checkpoint: str, configured: int) -> str | None:

@@ -3,6 +3,8 @@ real capture gives the golden outputs byte for byte, and the checkpoint is Rocks
 files), so the setting reaches Spark; Spark keeps a checkpoint's own provider on restart."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from streaming.spark.session import STATE_STORE_PROVIDER, STATE_STORES, state_store_conf
@@ -62,7 +64,7 @@ def test_the_replay_command_passes_the_setting_to_spark(monkeypatch, tmp_path, c
     with pytest.raises(Stop):
         main(argv)
     assert asked[-1][STATE_STORE_PROVIDER].endswith("RocksDBStateStoreProvider")
-    monkeypatch.setenv("REBALANCE_MONITOR_SPARK_CONF", '{"%s": "x.Mine"}' % STATE_STORE_PROVIDER)
+    monkeypatch.setenv("REBALANCE_MONITOR_SPARK_CONF", json.dumps({STATE_STORE_PROVIDER: "x.Mine"}))
     with pytest.raises(Stop):
         main(argv)
     assert asked[-1][STATE_STORE_PROVIDER] == "x.Mine"

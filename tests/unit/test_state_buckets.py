@@ -155,6 +155,25 @@ def test_the_state_partitions_of_a_checkpoint_and_the_note_when_the_setting_diff
                                                 "state partitions and Spark keeps them (the setting says 8)")
 
 
+def test_the_note_when_the_state_store_setting_names_another_provider_than_the_checkpoint(tmp_path):
+    from streaming.spark.session import STATE_STORE_PROVIDER, state_store_conf
+    from streaming.spark.state_layout import state_store_note
+    query = tmp_path / "query"
+    assert state_store_note(str(query), state_store_conf("rocksdb")) is None       # a new checkpoint
+    _offsets_entry(query, 0, "2")                    # an entry without the key (older Sparks wrote none)
+    assert state_store_note(str(query), state_store_conf("rocksdb")) is None
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1,
+            "conf": {"spark.sql.shuffle.partitions": "2", **state_store_conf("hdfs")}}
+    (query / "offsets" / "1").write_text("v1\n" + json.dumps(meta) + '\n{"source": "offsets"}\n')
+    assert state_store_note(str(query), state_store_conf("hdfs")) is None
+    assert state_store_note(str(query), state_store_conf("rocksdb")) == (
+        f"state_store: the checkpoint in {query} keeps its state in hdfs and Spark keeps that provider (the setting "
+        f"says rocksdb). To change it, start a new checkpoint location: with kafka.starting_offsets = earliest (the "
+        f"default) it rebuilds every group's state from the topics (docs/configuration.md)")
+    assert "(the setting says my.Provider)" in (
+        state_store_note(str(query), {STATE_STORE_PROVIDER: "my.Provider"}) or "")
+
+
 def test_a_checkpoint_of_another_program_is_named(tmp_path):
     other = _schema(tmp_path, ["key", "value"])
     with pytest.raises(ValueError, match="key schema this release does not know"):

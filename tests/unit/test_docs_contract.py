@@ -189,7 +189,7 @@ def test_every_record_field_is_in_docs_output():
 # README, docs/benchmarks.md, docs/kafka-matrix.md and docs/design.md say what is true now
 # (issue 52): short, no history, and the README's table of proof holds the figures of the docs
 # it summarises, each with its command.
-DOC_LIMITS = {"README.md": 120, "docs/benchmarks.md": 400, "docs/kafka-matrix.md": 150}
+DOC_LIMITS = {"README.md": 120, "docs/benchmarks.md": 400, "docs/kafka-matrix.md": 150, "docs/design.md": 600}
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 

@@ -280,3 +280,32 @@ def test_readme_kafka_figures_are_those_of_the_matrix():
             found_rebalances, found_removals = rebalances.split("/")[1], removals.split("/")[1]
             assert triggers == f"{found_rebalances}/{found_rebalances}", run
             assert causes == f"{found_removals}/{found_removals}", run
+
+
+# A citation of a doc's section: `docs/design.md, "Replay in two stages"` (or without the comma),
+# in code, tests and docs, possibly broken over lines or comment lines.
+SECTION_CITE = re.compile(r"(?<![\w./-])((?:docs/[\w-]+|[\w/-]*README)\.md),?\s+\(?\"([^\"]{3,80})\"")
+
+
+def test_every_cited_section_exists():
+    """A section that code, tests or docs cite by name is a heading (or a paragraph's bold lead-in)
+    of the doc they name: moving a doc's text must keep its sections or update the citations."""
+    import subprocess
+    files = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.yaml", "*.yml", "*.toml", "scripts/*"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    missing = []
+    for name in files:
+        path = ROOT / name
+        if not path.is_file():
+            continue
+        flat = re.sub(r"\s*\n\s*(?:#\s*)?", " ", path.read_text(errors="replace"))
+        for doc, section in SECTION_CITE.findall(flat):
+            target = ROOT / doc if (ROOT / doc).is_file() else path.parent / doc
+            if not target.is_file():
+                continue
+            text = target.read_text()
+            titles = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
+            titles += re.findall(r"\*\*([^*]+)\*\*", text)
+            if not any(title.startswith(section.rstrip(".")) for title in titles):
+                missing.append(f"{name}: {doc}, {section!r}")
+    assert missing == []

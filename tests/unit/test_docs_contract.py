@@ -184,3 +184,128 @@ def test_every_record_field_is_in_docs_output():
             for line in (golden / capture / name).read_text().splitlines():
                 missing |= {f"{name}: {key}" for key in json.loads(line) if f"`{key}`" not in text}
     assert not missing, sorted(missing)
+
+
+# README, docs/benchmarks.md, docs/kafka-matrix.md and docs/design.md say what is true now
+# (issue 52): short, no history, and the README's table of proof holds the figures of the docs
+# it summarises, each with its command.
+DOC_LIMITS = {"README.md": 120, "docs/benchmarks.md": 400, "docs/kafka-matrix.md": 150, "docs/design.md": 600}
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def _numbers(text: str) -> list[str]:
+    return [n.replace(",", "") for n in NUMBER.findall(text)]
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under `heading` (a whole line) up to the next heading of its level or higher."""
+    level = heading.split()[0]
+    lines = text.splitlines()
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines))
+                if lines[i].startswith("#") and len(lines[i].split()[0]) <= len(level)), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def _first_table(text: str) -> list[list[str]]:
+    """The cells of the first markdown table's body rows in `text` (header and rule left out)."""
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    assert len(rows) > 2, "no table"
+    return rows[2:]
+
+
+def test_docs_that_state_the_present_keep_their_length():
+    for name, limit in DOC_LIMITS.items():
+        lines = (ROOT / name).read_text().count("\n")
+        assert lines <= limit, f"{name}: {lines} lines, at most {limit}"
+
+
+def test_readme_has_no_history():
+    text = (ROOT / "README.md").read_text()
+    hashes = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", text) if re.search(r"[a-f]", w) and re.search(r"\d", w)]
+    assert hashes == [], hashes
+    assert re.findall(r"\bin (?:\w+|\d+) of (?:\w+|\d+) runs\b", text) == []
+
+
+def _readme_proof() -> list[list[str]]:
+    rows = _first_table(_section((ROOT / "README.md").read_text(), "## Proof"))
+    for row in rows:
+        assert len(row) == 4 and DATE.fullmatch(row[2]) and re.fullmatch(r"`[\w./-]+(?: [^`]+)?`", row[3]), row
+    return rows
+
+
+def test_readme_speed_and_cost_figures_are_those_of_benchmarks():
+    """Each row of the README's table of proof that a bench measures has the row of
+    docs/benchmarks.md's "Current figures" with the same command, and every number of it (the
+    figure, its subject, its date) is in that row."""
+    current = _first_table(_section((ROOT / "docs" / "benchmarks.md").read_text(), "## Current figures"))
+    by_command = {}
+    for row in current:
+        assert len(row) == 4 and DATE.fullmatch(row[2]) and row[3].startswith("`"), row
+        script = row[3].strip("`").split()[0]
+        assert (ROOT / script).is_file(), f"{script}: no such bench"
+        assert row[3] not in by_command, f"two current rows for {row[3]}"
+        by_command[row[3]] = row
+    benches = [row for row in _readme_proof() if not row[3].startswith("`scripts/kafka-matrix")]
+    assert len(benches) >= 5
+    for row in benches:
+        assert row[3] in by_command, f"{row[3]} has no current figure in docs/benchmarks.md"
+        assert row[2] == by_command[row[3]][2], f"README's {row[0]!r} is dated {row[2]}, the current figure not"
+        source = set(_numbers(" ".join(by_command[row[3]][:3])))
+        missing = [n for n in _numbers(" ".join(row[:3])) if n not in source]
+        assert missing == [], f"README's {row[0]!r}: {missing} not in docs/benchmarks.md's current row"
+
+
+def test_readme_kafka_figures_are_those_of_the_matrix():
+    """Each Kafka version of the README's table of proof has the matrix's current run: its date,
+    scenarios passed, rebalances and removals; "every trigger and cause right" only when the run
+    found them all right."""
+    matrix = _section((ROOT / "docs" / "kafka-matrix.md").read_text(), "## The current run")
+    runs = {row[0]: row for row in _first_table(matrix)}
+    kafka = [row for row in _readme_proof() if row[3].startswith("`scripts/kafka-matrix")]
+    assert {re.search(r"Kafka ([\d.]+)", row[0]).group(1) for row in kafka} == set(runs)
+    for row in kafka:
+        run = runs[re.search(r"Kafka ([\d.]+)", row[0]).group(1)]
+        assert row[2] in matrix, f"{row[0]}: the matrix's current run is not of {row[2]}"
+        scenarios, passed, rebalances, removals, triggers, causes = run[1:7]
+        m = re.search(r"(\d+) of (\d+) scenarios; rebalances (\d+/\d+), removals (\d+/\d+)", row[1])
+        assert m and m.groups() == (passed, scenarios, rebalances, removals), (row, run)
+        if "every trigger and cause right" in row[1]:
+            found_rebalances, found_removals = rebalances.split("/")[1], removals.split("/")[1]
+            assert triggers == f"{found_rebalances}/{found_rebalances}", run
+            assert causes == f"{found_removals}/{found_removals}", run
+
+
+# A citation of a doc's section: `docs/design.md, "Replay in two stages"` (or without the comma),
+# in code, tests and docs, possibly broken over lines or comment lines.
+SECTION_CITE = re.compile(r"(?<![\w./-])((?:docs/[\w-]+|[\w/-]*README)\.md),?\s+\(?\"([^\"]{3,80})\"")
+
+
+def test_every_cited_section_exists():
+    """A section that code, tests or docs cite by name is a heading (or a paragraph's bold lead-in)
+    of the doc they name: moving a doc's text must keep its sections or update the citations."""
+    import subprocess
+    files = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.yaml", "*.yml", "*.toml", "scripts/*"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    missing = []
+    for name in files:
+        path = ROOT / name
+        if not path.is_file():
+            continue
+        flat = re.sub(r"\s*\n\s*(?:#\s*)?", " ", path.read_text(errors="replace"))
+        for doc, section in SECTION_CITE.findall(flat):
+            target = ROOT / doc if (ROOT / doc).is_file() else path.parent / doc
+            if not target.is_file():
+                continue
+            text = target.read_text()
+            titles = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
+            titles += re.findall(r"\*\*([^*]+)\*\*", text)
+            if not any(title.startswith(section.rstrip(".")) for title in titles):
+                missing.append(f"{name}: {doc}, {section!r}")
+    assert missing == []

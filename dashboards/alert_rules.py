@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from state.quarantine_reasons import QuarantineReason as R
+from state.vocabulary import REBALANCING_STATES
 
 # Parameters (camelCase: they are also the keys under prometheusRule.params in values.yaml).
 DEFAULTS: dict[str, object] = {
@@ -143,10 +144,7 @@ _RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
 _RT = 'rebalance_monitor_rebalance_timeouts_total{group!="__other__"}'
 _PS = 'rebalance_monitor_partition_seconds_stopped_total{group!="__other__"}'
 
-# The states in which a group is rebalancing: the classic JOIN and SYNC phases, and a KIP-848
-# consumer group computing (Assigning) or handing out (Reconciling) a new assignment. Label values
-# of rebalance_monitor_group_state (state/model.py; GroupStateCollector.IN_PROGRESS).
-REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+# REBALANCING_STATES (state/vocabulary.py): label values of rebalance_monitor_group_state.
 
 
 def time_rebalancing(matchers: str) -> str:

@@ -10,6 +10,7 @@ from dashboards.panels import (
 )
 from state.diagnosis.rules import ROOT_CAUSES
 from state.model import ALL_STATES
+from state.vocabulary import GroupState
 
 CG = 'cluster=~"$cluster", group=~"$group"'
 RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
@@ -20,9 +21,10 @@ PS = f"rebalance_monitor_partition_seconds_stopped_total{{{CG}}}"
 DUR = "rebalance_monitor_group_rebalance_duration_seconds"
 LAST = "rebalance_monitor_group_last_rebalance_duration_seconds"
 
-STATE_COLORS = {"Unknown": "text", "Empty": "blue", "PreparingRebalance": "orange",
-                "CompletingRebalance": "yellow", "Stable": "green", "Dead": "red",
-                "Assigning": "purple", "Reconciling": "super-light-purple"}
+STATE_COLORS: dict[str, str] = {
+    GroupState.UNKNOWN: "text", GroupState.EMPTY: "blue", GroupState.PREPARING_REBALANCE: "orange",
+    GroupState.COMPLETING_REBALANCE: "yellow", GroupState.STABLE: "green", GroupState.DEAD: "red",
+    GroupState.ASSIGNING: "purple", GroupState.RECONCILING: "super-light-purple", GroupState.NOT_READY: "dark-red"}
 # Numeric code per state (1..9, Kafka's order in state/model.py), so one series per group can carry
 # its state: the gauge has one series per group, value 1, with the current state as its label.
 STATE_CODES = {name: i + 1 for i, name in enumerate(ALL_STATES)}

@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 
 from state.model import DEAD
 from state.vocabulary import METRIC_PREFIX as PREFIX
+from state.vocabulary import REBALANCING_STATES
 
 
 def _live_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
@@ -31,7 +32,7 @@ class GroupStateCollector(Collector):
     """Gauges from the latest snapshot per (cluster, group)."""
 
     # States in which a group is rebalancing (classic) or converging (KIP-848).
-    IN_PROGRESS = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+    IN_PROGRESS = REBALANCING_STATES
 
     def __init__(self, storm_window_ms: int = 600_000) -> None:
         self._lock = threading.Lock()

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from state.vocabulary import Trigger
+
 # --- sources ---------------------------------------------------------------------------------
 SOURCE_LOG = "log"          # broker server.log line
 SOURCE_OFFSETS = "offsets"  # __consumer_offsets record
@@ -96,11 +98,7 @@ CG_MEMBER_ASSIGNMENT = "cg_member_assignment"  # type 8: member_id; data: member
 CG_OTHER = "cg_other"                      # other recognised KIP-848/share/streams records
 
 # --- rebalance trigger classes (the `trigger` field of rebalance records) -----------------------
-TRIGGERS = (
-    "member_join", "member_leave", "heartbeat_expiry", "poll_timeout", "rebalance_timeout",
-    "metadata_change", "leader_rejoin", "static_member_replaced", "coordinator_failover",
-    "group_epoch_bump", "group_conversion", "assignment_store_failed", "unknown",
-)
+TRIGGERS = tuple(Trigger)
 
 
 def commit_entries(kind: str, data: dict[str, Any]) -> list[dict[str, Any]]:

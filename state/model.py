@@ -13,27 +13,16 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-# Classic states (Kafka 2.0+; "AwaitingSync" before 1.1 is the same as CompletingRebalance).
-EMPTY = "Empty"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
-# KIP-848 consumer-group states (derived, never logged); streams groups add NotReady (their
-# topology's internal topics are missing or misconfigured). Share groups are Empty or Stable.
-ASSIGNING = "Assigning"
-RECONCILING = "Reconciling"
-NOT_READY = "NotReady"
-UNKNOWN = "Unknown"
-ALL_STATES = (UNKNOWN, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD,
-              ASSIGNING, RECONCILING, NOT_READY)
+from state.vocabulary import GroupState, Protocol
 
-# The group types of the Java coordinator (its `protocol` label): classic groups, and the three
-# that rebalance by group epoch (consumer: KIP-848, share: KIP-932, streams: KIP-1071).
-PROTOCOL_CLASSIC = "classic"
-PROTOCOL_CONSUMER = "consumer"
-PROTOCOL_SHARE = "share"
-PROTOCOL_STREAMS = "streams"
+# The states and protocols by their short names (state/vocabulary.py declares them).
+EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE = GroupState.EMPTY, GroupState.PREPARING_REBALANCE, \
+    GroupState.COMPLETING_REBALANCE
+STABLE, DEAD, UNKNOWN = GroupState.STABLE, GroupState.DEAD, GroupState.UNKNOWN
+ASSIGNING, RECONCILING, NOT_READY = GroupState.ASSIGNING, GroupState.RECONCILING, GroupState.NOT_READY
+ALL_STATES = tuple(GroupState)
+PROTOCOL_CLASSIC, PROTOCOL_CONSUMER = Protocol.CLASSIC, Protocol.CONSUMER
+PROTOCOL_SHARE, PROTOCOL_STREAMS = Protocol.SHARE, Protocol.STREAMS
 EPOCH_PROTOCOLS = (PROTOCOL_CONSUMER, PROTOCOL_SHARE, PROTOCOL_STREAMS)
 
 # Kafka's validPreviousStates, exactly (GroupMetadata.scala / ClassicGroupState.java).
@@ -53,7 +42,7 @@ def _derived(*states: str) -> dict[str, frozenset[str]]:
     return {state: frozenset(ALL_STATES) for state in states}
 
 
-VALID_PREVIOUS_STATES = {
+VALID_PREVIOUS_STATES: dict[str, dict[str, frozenset[str]]] = {
     PROTOCOL_CLASSIC: CLASSIC_VALID_PREVIOUS_STATES,
     PROTOCOL_CONSUMER: _derived(EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD),
     PROTOCOL_SHARE: _derived(EMPTY, STABLE, DEAD),

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from state.impact import CORRECTED_IMPACT_FIELDS, unknown
+from state.vocabulary import Outcome, RemovalCause
 from state.model import PROTOCOL_CLASSIC, GenerationCheck, GroupModel, Member, OpenRebalance, ProvisionalTrigger
 
 
@@ -41,10 +42,9 @@ RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_T
 STATISTICS_KINDS = (OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
 OUTPUT_RECORD_KINDS = tuple(kind for kind in RECORD_KINDS if kind not in STATISTICS_KINDS)
 
-OUTCOMES = ("stable", "empty", "superseded", "in_progress", "dead")
-IN_PROGRESS = "in_progress"
-CAUSES = ("heartbeat_expiry", "leave_group", "poll_timeout", "rebalance_timeout", "sync_timeout",
-          "pending_member_timeout", "static_member_fenced", "group_deleted")
+OUTCOMES = tuple(Outcome)
+IN_PROGRESS = Outcome.IN_PROGRESS
+CAUSES = tuple(RemovalCause)
 
 # A member missing from the next generation without a removal line was dropped at the rebalance
 # timeout (silent before Kafka 2.7) if the JOIN phase lasted at least this share of its timeout.

@@ -8,20 +8,28 @@ from datetime import datetime, timezone
 from html import escape
 
 from sinks.report.data import GroupView, StormRules, fleet_bins, rebalance_start
-from state.diagnosis.rules import ROOT_CAUSES
 from state.impact import cooperative_would_stop
-from state.events import TRIGGERS
+from state.vocabulary import RootCause, Trigger
 
-TRIGGER_COLORS = dict(zip(TRIGGERS, (
-    "#4e79a7", "#f28e2b", "#e15759", "#b07aa1", "#9c755f", "#76b7b2", "#59a14f", "#edc948",
-    "#ff9da7", "#86bcb6", "#a0a0a0")))
-ROOT_CAUSE_COLORS = dict(zip(ROOT_CAUSES, (
-    "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#9467bd", "#1f77b4", "#7f7f7f")))
+# One colour per member, by name (tests/unit/test_words.py: every trigger and root cause has its own).
+TRIGGER_COLORS: dict[str, str] = {
+    Trigger.MEMBER_JOIN: "#4e79a7", Trigger.MEMBER_LEAVE: "#f28e2b", Trigger.HEARTBEAT_EXPIRY: "#e15759",
+    Trigger.POLL_TIMEOUT: "#b07aa1", Trigger.REBALANCE_TIMEOUT: "#9c755f", Trigger.METADATA_CHANGE: "#76b7b2",
+    Trigger.LEADER_REJOIN: "#59a14f", Trigger.STATIC_MEMBER_REPLACED: "#edc948",
+    Trigger.COORDINATOR_FAILOVER: "#ff9da7", Trigger.GROUP_EPOCH_BUMP: "#86bcb6",
+    Trigger.GROUP_CONVERSION: "#d4a6c8", Trigger.ASSIGNMENT_STORE_FAILED: "#6b2d2d", Trigger.UNKNOWN: "#c8c8c8",
+}
+ROOT_CAUSE_COLORS: dict[str, str] = {
+    RootCause.PROCESS_CRASH: "#d62728", RootCause.PROCESS_PAUSE: "#ff7f0e", RootCause.SLOW_PROCESSING: "#bcbd22",
+    RootCause.GRACEFUL_SHUTDOWN: "#2ca02c", RootCause.HOST_WIDE: "#9467bd", RootCause.COORDINATOR_WIDE: "#1f77b4",
+    RootCause.UNKNOWN: "#7f7f7f",
+}
 PHASE_COLORS = {"join": "#2b6cb0", "sync": "#90cdf4", "assignment": "#6b46c1", "reconciliation": "#c4b5fd",
                 "open": "#e53e3e"}
 PHASE_NAMES = {"join": "JOIN", "sync": "SYNC", "assignment": "assignment", "reconciliation": "reconciliation",
                "open": "still open"}
 OTHER_COLOR = "#a0a0a0"
+_TRIGGER_ORDER = {t: i for i, t in enumerate(Trigger)}
 
 # Nice tick steps (ms) of a time axis.
 _STEPS = [s * 1000 for s in (1, 2, 5, 10, 15, 30)] + [m * 60_000 for m in (1, 2, 5, 10, 15, 30)] + \
@@ -127,7 +135,7 @@ def fleet_chart(cluster: str, views: list[GroupView], rules: StormRules, width: 
         x, w = axis.x(start) + 1, max(1.0, axis.x(start + size) - axis.x(start) - 2)
         y = float(base)
         total = sum(b["triggers"].values())
-        for trigger in sorted(b["triggers"], key=lambda t: TRIGGERS.index(t) if t in TRIGGERS else len(TRIGGERS)):
+        for trigger in sorted(b["triggers"], key=lambda t: _TRIGGER_ORDER.get(t, len(_TRIGGER_ORDER))):
             n = b["triggers"][trigger]
             y -= n * scale
             tip = (f"{utc(start)} UTC, {size // 60_000} min: {n} {trigger} of {total} rebalances in "

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from state.model import HeldRemoval
+from state.vocabulary import Confidence, RootCause
 
-ROOT_CAUSES = ("process_crash", "process_pause", "slow_processing", "graceful_shutdown",
-               "host_wide", "coordinator_wide", "unknown")
-# How sure a root cause is (root_cause_confidence), with the reason in root_cause_confidence_reason:
-# high: the broker or the client said so; medium: inferred from evidence another cause could also
-# leave; low: the evidence fits another cause as well as this one.
-CONFIDENCES = ("high", "medium", "low")
+ROOT_CAUSES = tuple(RootCause)
+# How sure a root cause is (root_cause_confidence), with the reason in root_cause_confidence_reason.
+CONFIDENCES = tuple(Confidence)
 
 
 @dataclass(frozen=True)

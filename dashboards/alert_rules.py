@@ -74,6 +74,9 @@ DEFAULTS: dict[str, object] = {
     "offsetGapRecords": 0,
     "restartWindow": "30m",
     "queryRestarts": 2,
+    # a full disk under the event sink or the checkpoint: the monitor waits uncommitted, retrying
+    # every 15 s; a disk freed within this long (by its own retention, a log rotation) pages nobody
+    "diskFullFor": "5m",
     # no micro-batch for this long: with the defaults a quiet cluster still runs one every
     # kafka.idle_tick_seconds (5 s)
     "stallWindow": "10m",
@@ -410,6 +413,21 @@ MONITOR_ALERTS = [
         summary="The rebalance monitor's streaming query keeps failing",
         description=("The streaming query of {{ $labels.instance }} failed and was restarted "
                      "{{ $value | humanize }} times in the last <<restartWindow>>."),
+    ),
+    Alert(
+        name="RebalanceMonitorDiskFull",
+        # a page: while the disk is full no rebalance is watched, only a person can make room, and
+        # the deadline (the topics' retention) can be hours away
+        severity="page",
+        probe="rebalance_monitor_disk_full",
+        condition="== 1",
+        for_="<<diskFullFor>>",
+        summary="The rebalance monitor's {{ $labels.path }} disk is full",
+        description=("{{ $labels.instance }} has failed for <<diskFullFor>> to write its {{ $labels.path }} "
+                     "(sink: events_dir, checkpoint: checkpoint_location) for want of space. It waits with the "
+                     "micro-batch uncommitted and retries every 15 s: nothing is lost and /metrics still "
+                     "answers, but no rebalance is watched until there is room, and what it has not read "
+                     "is only kept as long as the Kafka topics' retention."),
     ),
     Alert(
         name="RebalanceMonitorStalled",

@@ -184,6 +184,9 @@ class RunCollector:
         """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA). Runs
         inside the stop gate: `run` stops the query only while no foreachBatch runs."""
         with self.gate.running():
+            if self.disk is not None:
+                # Spark wrote the batch's offsets to the checkpoint before it called this
+                self.disk.wrote(CHECKPOINT, batch_id)
             self._apply_batch(df, batch_id)
 
     def _apply_batch(self, df: Any, batch_id: int) -> None:

@@ -221,7 +221,7 @@ class RunCollector:
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
 
-    def _durably(self, where: str, batch_id: int, write: Callable[[], None], waits: str | None = None) -> None:
+    def _durably(self, where: str, batch_id: int, write: Callable[[], object], waits: str | None = None) -> None:
         """`write` for uncommitted batch `batch_id`; while it fails for want of space at `where`
         (sinks/disk_full.py), it is tried again every disk.retry_seconds, inside the batch: the
         batch stays uncommitted, /metrics keeps serving, and it goes on where it stopped once
@@ -278,7 +278,7 @@ class RunCollector:
         if roll:
             # batches before this one are committed (Spark runs a batch after committing the last)
             committed = batch_id - 1
-            through = {kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
+            through: dict[str, int] = {kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
                        for kind in RECORD_KINDS}
             self._durably(SINK, batch_id, lambda: sink.roll(through))
             for path in sink.enforce_retention():
@@ -417,10 +417,10 @@ class RunCollector:
         if report.batch_id is not None and report.batch_id <= self.statistics_through:
             return
         with self.count_lock:
-            if self.event_sink is not None and report.batch_id is not None:
-                # into the sink first: statistics counted but not kept would be lost at a restart
-                if not self._write_statistics(self.event_sink, report):
-                    return
+            # into the sink first: statistics counted but not kept would be lost at a restart
+            if (self.event_sink is not None and report.batch_id is not None
+                    and not self._write_statistics(self.event_sink, report.batch_id, report)):
+                return
             for counts in report.decode_counts:
                 for key_version, value_version, outcome, n in counts.counts:
                     k = (counts.cluster, key_version, value_version, outcome)
@@ -429,15 +429,14 @@ class RunCollector:
             if report.batch_id is not None:
                 self.statistics_through = max(self.statistics_through, report.batch_id)
 
-    def _write_statistics(self, sink: EventSink, report: BatchReport) -> bool:
+    def _write_statistics(self, sink: EventSink, batch_id: int, report: BatchReport) -> bool:
         """A report's statistics into the sink (the progress listener's thread; the batch is
         committed already, so Spark will not run it again). On a full disk it waits like a
         batch's writes; False when the query stops first (the statistics of that batch are
         lost, as at a crash, with a line that says so)."""
-        batch_id = report.batch_id
-        assert batch_id is not None
-        records = {OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
-                   OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}
+        records: dict[str, list[dict]] = {
+            OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
+            OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}
         try:
             self._durably(SINK, batch_id, lambda: sink.write_batch(batch_id, records, STATISTICS_KINDS),
                           waits=f"the statistics of batch {batch_id} wait in memory")

@@ -176,7 +176,9 @@ def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float
 
 
 def disk_watch(settings: RunSettings, metrics: MetricsSink) -> DiskWatch:
-    return DiskWatch(metrics.health, {SINK: settings.events_dir or "events_dir", CHECKPOINT: settings.checkpoint_location})
+    """The full-disk episodes of `run`'s two places, named by their configured directories."""
+    return DiskWatch(metrics.health, {SINK: settings.events_dir or "events_dir",
+                                      CHECKPOINT: settings.checkpoint_location})
 
 
 def _query_failed(failure: Any, disk: DiskWatch, last_batch_id: int) -> float | None:

@@ -64,7 +64,9 @@ def _gauge(page: str, path: str) -> float:
 
 
 def _restarts(page: str) -> float:
-    return float(re.search(r"^rebalance_monitor_query_restarts_total (\S+)$", page, flags=re.M).group(1))
+    match = re.search(r"^rebalance_monitor_query_restarts_total (\S+)$", page, flags=re.M)
+    assert match, page
+    return float(match.group(1))
 
 
 def test_run_waits_out_a_full_checkpoint_and_a_full_sink_and_loses_nothing(tmp_path, small_disks):

@@ -32,7 +32,6 @@ from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from streaming.app.collector import QueryStopping, RunCollector
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS
-from tests.support.report_pages import records as golden
 from tests.unit.test_bounded_sink import BATCHES, RESTORED, _progress, _rows
 
 KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.CLOCK_SKEW,
@@ -177,7 +176,7 @@ def test_a_batch_write_that_fails_leaves_none_of_the_batch_parts(tmp_path, monke
     disk = FullDisk(monkeypatch, "member_removals/", failures=1)
     disk.armed = True
     sink = EventSink(str(tmp_path))
-    records = {OutputKind.REBALANCE: [{"cluster": "c", "group": "g", "generation": 1}],
+    records: dict[str, list[dict]] = {OutputKind.REBALANCE: [{"cluster": "c", "group": "g", "generation": 1}],
                OutputKind.REMOVAL: [{"cluster": "c", "group": "g", "member_id": "m"}]}
     with pytest.raises(OSError) as raised:
         sink.write_batch(7, records)

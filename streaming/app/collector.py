@@ -271,15 +271,16 @@ class RunCollector:
             snapshot = {"records_through": max(batch_id, self.counted_through), "statistics_through": statistics,
                         "metrics": counter_state(self.metrics)}
         # The snapshot and a roll (which writes the rolled file before it deletes its parts)
-        # need space too: a full disk holds the batch here (Spark re-runs it, already applied, as
-        # a no-op), and retention, after the roll, deletes only counted records.
+        # need space too: a full disk holds the batch here (stopped meanwhile, its re-run after
+        # the restart only updates snapshots: the state file has it), and retention, after the
+        # roll, deletes only counted records.
         self._durably(SINK, batch_id, lambda: sink.save_counters(snapshot))
         self.snapshot_at = now
         if roll:
             # batches before this one are committed (Spark runs a batch after committing the last)
             committed = batch_id - 1
             through: dict[str, int] = {kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
-                       for kind in RECORD_KINDS}
+                                       for kind in RECORD_KINDS}
             self._durably(SINK, batch_id, lambda: sink.roll(through))
             for path in sink.enforce_retention():
                 LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)

@@ -4,8 +4,8 @@ writes both; tests/e2e/test_alerts.py checks that the committed files equal its 
 chart, rendered with its default values, carries exactly the rules of the plain file.
 
 Thresholds, windows and `for` durations are parameters (`<<name>>` in the text below): the plain
-file gets DEFAULTS, the chart gets `{{ .Values.prometheusRule.params.<name> }}` so they can be
-changed per install. Go templates of Prometheus ({{ $labels.group }}) are escaped for Helm.
+file gets DEFAULTS (dashboards/alert_params.py), the chart gets
+`{{ .Values.prometheusRule.params.<name> }}` so they can be changed per install. Go templates of Prometheus ({{ $labels.group }}) are escaped for Helm.
 
 Every alert has a `probe`: the part of its expression that must return series whenever the
 monitor exports data (the selector and arithmetic before the threshold comparison; for a
@@ -19,76 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from dashboards.alert_params import DEFAULTS
 from state.quarantine_reasons import QuarantineReason as R
 from state.vocabulary import REBALANCING_STATES
-
-# Parameters (camelCase: they are also the keys under prometheusRule.params in values.yaml).
-DEFAULTS: dict[str, object] = {
-    # which scrape job is the monitor: the chart's PodMonitor/ServiceMonitor set job= the
-    # app.kubernetes.io/name label, i.e. "rebalance-monitor"
-    "jobSelector": 'job="rebalance-monitor"',
-    # where the runbooks are: the repository's docs/runbooks.md on GitHub (RUNBOOKS_URL); a fork or an
-    # internal mirror sets its own (Helm: prometheusRule.params.runbookBaseUrl)
-    "runbookBaseUrl": "https://github.com/kafka-rebalance-monitor/kafka-rebalance-monitor/blob/main/docs/runbooks.md",
-    "stormWindow": "10m",
-    "stormRebalances": 10,
-    "stormFor": "10m",
-    # A group is stuck when it has been in a rebalancing state for longer than
-    # max(stuckTimeoutFactor x its rebalance timeout (the largest max.poll.interval.ms of its
-    # members), stuckMinSeconds), or stuckSeconds while its rebalance timeout is unknown. Kafka
-    # ends a JOIN phase at the rebalance timeout; 2 x leaves room for the SYNC phase and the
-    # monitor's own delay. The floor keeps tiny timeouts (seconds) from alerting on the monitor's
-    # reporting delay. 600 s is twice Kafka's default rebalance timeout (300 s).
-    "stuckTimeoutFactor": 2,
-    "stuckMinSeconds": 120,
-    "stuckSeconds": 600,
-    "stuckFor": "5m",
-    # rebalances whose JOIN phase ran into the group's rebalance timeout, counted over this window
-    "rebalanceTimeoutWindow": "15m",
-    "rebalanceTimeouts": 0,
-    # A group whose rebalances stopped more than this many partition-minutes of consumption in the
-    # window (docs/impact.md): 60 is 6 partitions stopped for the whole 10 minutes, an eager group of
-    # 48 partitions held 75 s, or a 5-minute rebalance timeout on 12. One crash (8 partitions x a 45 s
-    # session timeout: 6 partition-minutes) or a rolling restart of a mid-size group (12 rebalances
-    # x 3 s x 48 partitions: 29) stays under it.
-    "costWindow": "10m",
-    "costPartitionMinutes": 60,
-    "heartbeatBurstWindow": "5m",
-    "heartbeatBurstRemovals": 10,
-    "heartbeatBurstGroups": 3,
-    "monitorDownFor": "5m",
-    "monitorAbsentFor": "15m",
-    "sourceDownFor": "5m",
-    "laggingSeconds": 600,
-    "laggingFor": "15m",
-    "errorWindow": "15m",
-    "quarantinedRecords": 0,
-    "lateRows": 0,
-    "invalidTransitions": 0,
-    # log times this far (either way) from the __consumer_offsets records of the same actions; the
-    # replay warns on stderr at the same 60 s
-    "clockSkewSeconds": 60,
-    "clockSkewFor": "10m",
-    "unknownCoordinatorLines": 0,
-    "unknownRecordLayouts": 0,
-    "sourceMismatches": 0,
-    "offsetGapRecords": 0,
-    "restartWindow": "30m",
-    "queryRestarts": 2,
-    # no micro-batch for this long: with the defaults a quiet cluster still runs one every
-    # kafka.idle_tick_seconds (5 s)
-    "stallWindow": "10m",
-    "stallFor": "5m",
-    "overCapFor": "1h",
-    # Incidents (state/incidents.py): a broker's page waits for the groups its death stalls (read
-    # when the alert fires; one page per incident), a host's for its members' removals.
-    "brokerDownFor": "20s",
-    "hostDownFor": "10s",
-    "slowProcessingFor": "0s",
-    "crashLoopFor": "0s",
-    # per-group removal tickets: involuntary removals (decided records) over this window
-    "removalsWindow": "10m",
-}
 
 
 def new_in_window(selector: str, window: str) -> str:
@@ -408,6 +341,21 @@ MONITOR_ALERTS = [
         summary="The rebalance monitor's streaming query keeps failing",
         description=("The streaming query of {{ $labels.instance }} failed and was restarted "
                      "{{ $value | humanize }} times in the last <<restartWindow>>."),
+    ),
+    Alert(
+        name="RebalanceMonitorDiskFull",
+        # a page: while the disk is full no rebalance is watched, only a person can make room, and
+        # the deadline (the topics' retention) can be hours away
+        severity="page",
+        probe="rebalance_monitor_disk_full",
+        condition="== 1",
+        for_="<<diskFullFor>>",
+        summary="The rebalance monitor's {{ $labels.path }} disk is full",
+        description=("{{ $labels.instance }} has failed for <<diskFullFor>> to write its {{ $labels.path }} "
+                     "(sink: events_dir, checkpoint: checkpoint_location) for want of space. It waits with the "
+                     "micro-batch uncommitted and retries every 15 s: nothing is lost and /metrics still "
+                     "answers, but no rebalance is watched until there is room, and what it has not read "
+                     "is only kept as long as the Kafka topics' retention."),
     ),
     Alert(
         name="RebalanceMonitorStalled",

@@ -11,7 +11,8 @@ prometheus-operator); `python -m dashboards.generate` writes both, the pager che
 - Inhibition: an incident that pages silences the tickets it explains: a broker or host incident the
   per-group removal tickets carrying its `incident` label (and the cluster's heartbeat-expiry burst);
   a group's slow-processing or crash-loop page that group's tickets and its stuck-rebalance page; a
-  monitor that is down its own stalled, source-down and lagging alerts.
+  monitor that is down its own stalled, source-down and lagging alerts; a full disk the same
+  monitor's stalled, lagging and query-restart alerts.
 """
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ INHIBIT_RULES = [
     (f'alertname=~"{_GROUP_PAGES}"', f'alertname=~"{_GROUP_TICKETS}"', ["cluster", "group"]),
     ('alertname=~"RebalanceMonitorDown|RebalanceMonitorAbsent"',
      'alertname=~"RebalanceMonitorStalled|RebalanceMonitorSourceDown|RebalanceMonitorLagging"', ["job", "instance"]),
+    # a full disk holds the batches (the query stalls, falls behind, and restarts while Spark's
+    # checkpoint writes fail): one page for the cause
+    ('alertname="RebalanceMonitorDiskFull"',
+     'alertname=~"RebalanceMonitorStalled|RebalanceMonitorLagging|RebalanceMonitorQueryRestarting"', ["job", "instance"]),
 ]
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sinks.files import RECORD_FILES, write_jsonl
+from sinks.files import RECORD_FILES, replace_atomically, write_jsonl, write_records
 from sinks.health import DecodeCounts, LogSourceLines
 from state.outputs import STATISTICS_KINDS, OutputKind, upgrade_record
 
@@ -175,25 +175,45 @@ class EventSink:
     def write_batch(self, batch_id: int, records: dict[str, list[dict]], kinds: Iterable[str] = tuple(RECORD_FILES)
                     ) -> None:
         """The batch's records of `kinds`: its output rows' (foreachBatch), or the statistics its
-        progress report carries (streaming/app/collector.py), which come after them."""
-        for kind in kinds:
-            rows = records.get(kind) or []
-            path = self.root / RECORD_FILES[kind] / f"batch-{batch_id:012d}.jsonl"
-            if rows:
-                write_jsonl(str(path), rows)
-                st = path.stat()
-                with self._lock:
-                    self._parts[kind][batch_id] = SinkFile(path, batch_id, batch_id, st.st_size, st.st_mtime, False)
-            else:
-                path.unlink(missing_ok=True)   # a re-run that produced nothing leaves nothing behind
-                with self._lock:
-                    self._parts[kind].pop(batch_id, None)
+        progress report carries (streaming/app/collector.py), which come after them.
 
-    def last_batch_id(self) -> int:
-        """Highest batch id with a record in the sink (-1 when empty), from the index."""
+        Every kind's temp file is written before any is renamed: a write that fails (a full
+        disk) leaves none of the batch's new parts behind, so a restart never counts part of a
+        batch as in the sink (RunCollector.restore) and then the rest of it not at all."""
+        written: list[tuple[str, Path, Path]] = []      # (kind, temp file, part)
+        empty: list[tuple[str, Path]] = []
+        try:
+            for kind in kinds:
+                rows = records.get(kind) or []
+                path = self.root / RECORD_FILES[kind] / f"batch-{batch_id:012d}.jsonl"
+                if not rows:
+                    empty.append((kind, path))
+                    continue
+                tmp = path.with_name(path.name + ".tmp")
+                written.append((kind, tmp, path))
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    write_records(handle, rows)
+        except BaseException:
+            for _, tmp, _ in written:
+                tmp.unlink(missing_ok=True)
+            raise
+        for kind, tmp, path in written:
+            os.replace(tmp, path)
+            st = path.stat()
+            with self._lock:
+                self._parts[kind][batch_id] = SinkFile(path, batch_id, batch_id, st.st_size, st.st_mtime, False)
+        for kind, path in empty:
+            path.unlink(missing_ok=True)   # a re-run that produced nothing leaves nothing behind
+            with self._lock:
+                self._parts[kind].pop(batch_id, None)
+
+    def last_batch_id(self, kinds: Iterable[str] | None = None) -> int:
+        """Highest batch id with a record (of `kinds`, default all) in the sink (-1 when none),
+        from the index."""
         with self._lock:
-            ids = [max(parts) for parts in self._parts.values() if parts]
-            ids += [rolled[-1].last for rolled in self._rolled.values() if rolled]
+            chosen = set(self._parts) if kinds is None else set(kinds)
+            ids = [max(parts) for kind, parts in self._parts.items() if parts and kind in chosen]
+            ids += [rolled[-1].last for kind, rolled in self._rolled.items() if rolled and kind in chosen]
         return max(ids, default=-1)
 
     # ------------------------------------------------------------------ reading
@@ -318,10 +338,8 @@ class EventSink:
     def save_counters(self, snapshot: dict[str, Any]) -> None:
         """Atomically: a reader sees the previous snapshot or this one."""
         path = self.root / COUNTERS_FILE
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(snapshot, handle, separators=(",", ":"), sort_keys=True)
-        os.replace(tmp, path)
+        replace_atomically(path, lambda handle: json.dump(snapshot, handle, separators=(",", ":"), sort_keys=True),
+                           tmp=path.with_suffix(".tmp"))
 
     def load_counters(self) -> dict[str, Any] | None:
         """The snapshot, or None (none yet: a sink written before snapshots existed)."""
@@ -343,7 +361,4 @@ class SinkError(ValueError):
 
 
 def _write_text(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.writelines(lines)
-    os.replace(tmp, path)
+    replace_atomically(path, lambda handle: handle.writelines(lines))

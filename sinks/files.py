@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from state.outputs import OutputKind
 
@@ -53,17 +53,37 @@ SORT_KEYS = {
 _RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
+def replace_atomically(path: str | Path, write: Callable[[TextIO], Any], tmp: str | Path | None = None) -> Any:
+    """`write` the file through a temp file and a rename, so a reader sees the old file or the
+    whole new one. A failed write (a full disk) removes its temp file: half a file is neither
+    left to be read nor keeps the space it took. Returns what `write` returned."""
+    tmp = tmp if tmp is not None else f"{path}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            result = write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return result
+
+
+def write_records(handle: TextIO, records: Iterable[dict]) -> int:
+    """Records as JSON lines into an open file; returns how many."""
+    encode = _RECORD_JSON
+    count = 0
+    for record in records:
+        handle.write(encode(record) + "\n")
+        count += 1
+    return count
+
+
 def write_jsonl(path: str, records: Iterable[dict]) -> int:
     """Write atomically (temp file + rename) so a reader never sees half a file."""
-    tmp = f"{path}.tmp"
-    count = 0
-    encode = _RECORD_JSON
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(encode(record) + "\n")
-            count += 1
-    os.replace(tmp, path)
-    return count
+    return replace_atomically(path, lambda handle: write_records(handle, records))
 
 
 # The state file's schema version: 1 (before 2026-11-27) had no version key; 2 adds it; 3 keeps
@@ -205,13 +225,9 @@ class GroupStateFile:
         """The whole state (temp file + rename), then an empty journal. A crash between the two
         leaves journal lines of batches the file holds: read() skips them."""
         self._rewrite = True
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            text = _RECORD_JSON({VERSION_KEY: STATE_FILE_VERSION, "batch_id": batch_id,
-                                 "groups": list(snapshots.values()), "correlator": correlator,
-                                 "timeouts": timeouts})
-            handle.write(text)
-        os.replace(tmp, self.path)
+        text = _RECORD_JSON({VERSION_KEY: STATE_FILE_VERSION, "batch_id": batch_id,
+                             "groups": list(snapshots.values()), "correlator": correlator, "timeouts": timeouts})
+        replace_atomically(self.path, lambda handle: handle.write(text), tmp=self.path.with_suffix(".tmp"))
         with open(self.journal_path, "w", encoding="utf-8"):
             pass
         self._file_bytes, self._journal_bytes = len(text), 0

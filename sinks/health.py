@@ -161,6 +161,15 @@ class HealthMetrics:
                                     "their commit digest without a state-machine turn.", registry=r)
         self.query_restarts = Counter(f"{PREFIX}_query_restarts_total",
                                       "Times the streaming query failed and was restarted.", registry=r)
+        # A full disk under the event sink or the checkpoint (sinks/disk_full.py); `run` creates
+        # both series at 0.
+        self.disk_full = Gauge(f"{PREFIX}_disk_full",
+                               "1 while the monitor's writes to a path (sink: events_dir, checkpoint: "
+                               "checkpoint_location) fail for want of space and it waits with the batch "
+                               "uncommitted, 0 otherwise.", ["path"], registry=r)
+        self.disk_full_writes = Counter(f"{PREFIX}_disk_full_writes_total",
+                                        "Writes (and query starts) that failed for want of space, per path; "
+                                        "each is tried again.", ["path"], registry=r)
         self.backlog = Gauge(f"{PREFIX}_source_backlog_records",
                              "Records a source had left unread in Kafka when the last micro-batch was "
                              "planned (a catch-up reads it in capped batches).", ["source"], registry=r)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sinks.disk_full import CHECKPOINT, SINK, DiskWatch, is_disk_full
 from sinks.event_sink import EventSink, SinkError
 from sinks.files import GroupStateFile
 from sinks.health import BatchReport
@@ -67,6 +68,8 @@ class StopGate:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.closed = False
+        # Set as the stop begins: a foreachBatch waiting for disk space gives up (uncommitted).
+        self.stopping = threading.Event()
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -77,6 +80,7 @@ class StopGate:
 
     def close(self, timeout_s: float) -> bool:
         """No foreachBatch runs from now on; False if the running one did not end in time."""
+        self.stopping.set()
         acquired = self._lock.acquire(timeout=timeout_s)
         self.closed = True
         if acquired:
@@ -140,6 +144,9 @@ class RunCollector:
     # What this batch changed, for the state file's journal (GroupStateFile.save).
     changed_groups: set[tuple[str, str]] = field(default_factory=set)
     changed_timeouts: set[str] = field(default_factory=set)
+    # `run`: a write that fails for want of space is retried in place (sinks/disk_full.py); None
+    # (replay, demo): it raises.
+    disk: DiskWatch | None = None
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -183,6 +190,9 @@ class RunCollector:
         """foreachBatch of the query: `df` holds the batch's output rows (OUTPUT_SCHEMA). Runs
         inside the stop gate: `run` stops the query only while no foreachBatch runs."""
         with self.gate.running():
+            if self.disk is not None:
+                # Spark wrote the batch's offsets to the checkpoint before it called this
+                self.disk.wrote(CHECKPOINT, batch_id)
             self._apply_batch(df, batch_id)
 
     def _apply_batch(self, df: Any, batch_id: int) -> None:
@@ -199,15 +209,18 @@ class RunCollector:
             if self.event_sink is not None:
                 # Files first: a crash after this point re-runs the batch and rewrites the same files
                 # (the correlator state of the previous batch is what the state file holds).
-                self.event_sink.write_batch(batch_id, by_kind, OUTPUT_RECORD_KINDS)
+                sink = self.event_sink
+                self._durably(SINK, batch_id, lambda: sink.write_batch(batch_id, by_kind, OUTPUT_RECORD_KINDS))
         self._count_batch(by_kind, replayed=batch_id <= self.counted_through)
         self.metrics.groups.set_correlating(self.correlator.pending)
         self.note_incidents()
         self.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
         self.forget_dead_groups()
-        if self.state_file is not None:
-            self.state_file.save(batch_id, self.snapshots, self.correlator.to_state(), self.timeouts,
-                                 self.changed_groups, self.changed_timeouts)
+        if (state_file := self.state_file) is not None:
+            # A failed append makes the retry write the whole file (GroupStateFile.save).
+            self._durably(CHECKPOINT, batch_id, lambda: state_file.save(
+                batch_id, self.snapshots, self.correlator.to_state(), self.timeouts,
+                self.changed_groups, self.changed_timeouts))
         self.changed_groups.clear()
         self.changed_timeouts.clear()
         self.plan_markers()
@@ -218,6 +231,29 @@ class RunCollector:
         self.maintain_sink(batch_id)
         if self.on_batch is not None:
             self.on_batch(self, batch_id)
+
+    def _durably(self, where: str, batch_id: int, write: Callable[[], object], waits: str | None = None) -> None:
+        """`write` for uncommitted batch `batch_id`; while it fails for want of space at `where`
+        (sinks/disk_full.py), it is tried again every disk.retry_seconds, inside the batch: the
+        batch stays uncommitted, /metrics keeps serving, and it goes on where it stopped once
+        there is space. A stop meanwhile ends the batch uncommitted (QueryStopping): the next
+        start runs it again from the checkpoint. Every write retried here is idempotent."""
+        while True:
+            try:
+                write()
+            except OSError as exc:
+                if self.disk is None or not is_disk_full(exc):
+                    raise
+                waits = waits or f"batch {batch_id} waits uncommitted (nothing is lost)"
+                self.disk.failed(where, exc.strerror or str(exc), batch_id,
+                                 f"{waits}; /metrics keeps serving; retrying every {self.disk.retry_seconds:g} s")
+                if self.gate.stopping.wait(self.disk.retry_seconds):
+                    raise QueryStopping(f"rebalance-monitor is stopping while the disk is full; batch {batch_id} "
+                                        "runs again at the next start") from None
+                continue
+            if self.disk is not None:
+                self.disk.wrote(where, batch_id)
+            return
 
     def _count_batch(self, by_kind: dict[str, list[dict]], replayed: bool) -> None:
         """The batch's records into the metrics (a batch the restored counters hold: its snapshots only)."""
@@ -245,13 +281,18 @@ class RunCollector:
             statistics = self.statistics_through      # the roll of statistics stops there too
             snapshot = {"records_through": max(batch_id, self.counted_through), "statistics_through": statistics,
                         "metrics": counter_state(self.metrics)}
-        sink.save_counters(snapshot)
+        # The snapshot and a roll (which writes the rolled file before it deletes its parts)
+        # need space too: a full disk holds the batch here (stopped meanwhile, its re-run after
+        # the restart only updates snapshots: the state file has it), and retention, after the
+        # roll, deletes only counted records.
+        self._durably(SINK, batch_id, lambda: sink.save_counters(snapshot))
         self.snapshot_at = now
         if roll:
             # batches before this one are committed (Spark runs a batch after committing the last)
             committed = batch_id - 1
-            sink.roll({kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
-                       for kind in RECORD_KINDS})
+            through: dict[str, int] = {kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
+                                       for kind in RECORD_KINDS}
+            self._durably(SINK, batch_id, lambda: sink.roll(through))
             for path in sink.enforce_retention():
                 LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
 
@@ -335,8 +376,15 @@ class RunCollector:
         if self.event_sink is not None:
             self.restore_counters(self.event_sink)
             self.counted_through = max(last, self.event_sink.last_batch_id(), self.counted_through)
-            # count_statistics skips the batches through counted_through: theirs count as counted
-            self.statistics_through = max(self.statistics_through, self.counted_through)
+            # Statistics count as counted through the last batch whose statistics the sink holds,
+            # not through counted_through: a batch whose records reached the sink but which was not
+            # committed (a crash, or a stop while the checkpoint's disk was full) runs again, and
+            # its progress report, the first for that batch, carries statistics nobody counted.
+            self.statistics_through = max(self.statistics_through, self.event_sink.last_batch_id(STATISTICS_KINDS))
+            # Retention at start too, not only after a roll: lowering events_max_bytes and
+            # restarting frees a full disk, where the next roll would first need room.
+            for path in self.event_sink.enforce_retention():
+                LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
         self.note_incidents()
         return last
 
@@ -380,6 +428,9 @@ class RunCollector:
         """One of Spark's progress reports (one per micro-batch): the health metrics, then the
         replay's progress line."""
         report = batch_report(progress, self.topic_kinds)
+        if self.disk is not None and report.batch_id is not None:
+            # Spark reports a batch once its offsets and commit are in the checkpoint
+            self.disk.wrote(CHECKPOINT, report.batch_id)
         self.metrics.health.record_batch(report)
         self.note_caught_up(report)
         self.count_statistics(report)
@@ -388,22 +439,40 @@ class RunCollector:
 
     def count_statistics(self, report: BatchReport) -> None:
         """The parse and decode steps' statistics of a batch, which its progress report carries
-        (they pass no stateful step): into the metrics and the event sink. A batch whose records
-        the restored counters hold already (counted_through) is not counted again."""
-        if report.batch_id is not None and report.batch_id <= max(self.counted_through, self.statistics_through):
+        (they pass no stateful step): into the metrics and the event sink. A batch whose
+        statistics the restored counters hold already (statistics_through) is not counted again."""
+        if report.batch_id is not None and report.batch_id <= self.statistics_through:
             return
         with self.count_lock:
+            # into the sink first: statistics counted but not kept would be lost at a restart
+            if (self.event_sink is not None and report.batch_id is not None
+                    and not self._write_statistics(self.event_sink, report.batch_id, report)):
+                return
             for counts in report.decode_counts:
                 for key_version, value_version, outcome, n in counts.counts:
                     k = (counts.cluster, key_version, value_version, outcome)
                     self.decode_stats[k] = self.decode_stats.get(k, 0) + n
             self.metrics.count_statistics(report.decode_counts, report.log_lines)
-            if self.event_sink is not None and report.batch_id is not None:
-                self.event_sink.write_batch(report.batch_id, {
-                    OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
-                    OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}, STATISTICS_KINDS)
             if report.batch_id is not None:
                 self.statistics_through = max(self.statistics_through, report.batch_id)
+
+    def _write_statistics(self, sink: EventSink, batch_id: int, report: BatchReport) -> bool:
+        """A report's statistics into the sink (the progress listener's thread; the batch is
+        committed already, so Spark will not run it again). On a full disk it waits like a
+        batch's writes; False when the query stops first (the statistics of that batch are
+        lost, as at a crash, with a line that says so)."""
+        records: dict[str, list[dict]] = {
+            OutputKind.DECODE_STATS: [c.record() for c in report.decode_counts],
+            OutputKind.LOG_STATS: [lines.record() for lines in report.log_lines]}
+        try:
+            self._durably(SINK, batch_id, lambda: sink.write_batch(batch_id, records, STATISTICS_KINDS),
+                          waits=f"the statistics of batch {batch_id} wait in memory")
+        except QueryStopping:
+            LOG.warning("events_dir: stopping while the disk is full: the decode and log-line statistics of "
+                        "batch %d are not kept (rebalance_monitor_offsets_records_total and "
+                        "rebalance_monitor_log_lines_total miss them after the restart)", batch_id)
+            return False
+        return True
 
     @property
     def rebalances(self) -> list[dict]:

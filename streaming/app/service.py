@@ -6,7 +6,10 @@
   broker is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
 - serves /metrics from the start, with group gauges restored from the checkpoint's state file
   and counters rebuilt from the event sink, then runs the query;
-- restarts a failed query from its checkpoint with backoff (rebalance_monitor_query_restarts_total).
+- restarts a failed query from its checkpoint with backoff (rebalance_monitor_query_restarts_total);
+- waits out a full disk under the event sink or the checkpoint (sinks/disk_full.py): the collector
+  retries its own writes inside the uncommitted batch; a query that Spark's checkpoint writes
+  stopped is restarted every DISK_FULL_RETRY_SECONDS. One log line when it starts, one when it ends.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sinks.disk_full import CHECKPOINT, SINK, DiskWatch, disk_full_text
 from sinks.event_sink import EventSink
 from sinks.files import GroupStateFile, StateFileError
 from sinks.metrics import MetricsSink
@@ -118,12 +122,12 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
         backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
 
 
-def build_collector(settings: RunSettings, metrics: MetricsSink) -> RunCollector:
+def build_collector(settings: RunSettings, metrics: MetricsSink, disk: DiskWatch | None = None) -> RunCollector:
     state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
     sink = (EventSink(settings.events_dir, settings.events_retention_days, settings.events_max_bytes)
             if settings.events_dir else None)
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,
-                             state_file=state_file).configure(diagnosis_settings(settings.diagnosis))
+                             state_file=state_file, disk=disk).configure(diagnosis_settings(settings.diagnosis))
     kafka = settings.kafka
     collector.topic_kinds = {**dict.fromkeys(kafka.log_topics, SOURCE_KIND_LOG),
                              **({kafka.offsets_topic: SOURCE_KIND_OFFSETS} if kafka.offsets_topic else {})}
@@ -171,12 +175,33 @@ def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float
                     type(exc).__name__)
 
 
+def disk_watch(settings: RunSettings, metrics: MetricsSink) -> DiskWatch:
+    """The full-disk episodes of `run`'s two places, named by their configured directories."""
+    return DiskWatch(metrics.health, {SINK: settings.events_dir or "events_dir",
+                                      CHECKPOINT: settings.checkpoint_location})
+
+
+def _query_failed(failure: Any, disk: DiskWatch, last_batch_id: int) -> float | None:
+    """A query stopped by `failure`: when Spark's own writes (its checkpoint) found the disk full,
+    that episode is noted (one line, the gauge) and the wait before the next start is returned;
+    None for any other failure."""
+    words = disk_full_text(str(failure))
+    if words is None:
+        return None
+    disk.failed(CHECKPOINT, words, last_batch_id + 1,
+                f"Spark's checkpoint writes failed (or those in spark.local.dir); batch {last_batch_id + 1} "
+                f"is not committed (nothing is lost); /metrics keeps serving; restarting the query from its "
+                f"checkpoint every {disk.retry_seconds:g} s")
+    return disk.retry_seconds
+
+
 def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
+    disk = disk_watch(settings, metrics)
     # Counters and gauges come back from the checkpoint's files (unreadable: a start-up error).
-    collector = build_collector(settings, metrics)
+    collector = build_collector(settings, metrics, disk)
     server = serve_metrics(settings, metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     kafka = settings.kafka
@@ -240,9 +265,13 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
                     _stop_query(query, collector.gate)
                     break
                 failure = query.exception()
+            metrics.health.query_restarts.inc()
+            # a full disk: said once per episode, retried at a steady pace (not a crash loop)
+            if (wait := _query_failed(failure, disk, collector.last_batch_id)) is not None:
+                stop.wait(wait)
+                continue
             LOG.error("run: streaming query stopped: %s; restarting from the checkpoint in %.0f s",
                       failure, backoff)
-            metrics.health.query_restarts.inc()
             stop.wait(backoff)
             backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
         return 0

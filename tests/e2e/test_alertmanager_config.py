@@ -34,7 +34,7 @@ def check_config(path: Path) -> subprocess.CompletedProcess:
 def test_amtool_accepts_the_shipped_file():
     result = check_config(PLAIN)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "4 inhibit rules" in result.stdout and "3 receivers" in result.stdout, result.stdout
+    assert "5 inhibit rules" in result.stdout and "3 receivers" in result.stdout, result.stdout
 
 
 def test_amtool_rejects_a_broken_file(tmp_path):

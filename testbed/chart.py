@@ -28,7 +28,7 @@ def helm_binary() -> str:
                       shutil.which("helm")):
         if candidate and Path(candidate).is_file():
             return candidate
-    raise HelmMissing("helm not installed: run scripts/tools (scripts/test does)")
+    raise HelmMissing("helm not installed: run scripts/tools (scripts/test and scripts/spark-cluster-check do)")
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:

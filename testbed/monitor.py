@@ -31,7 +31,7 @@ from state.outputs import apply_trigger_decisions
 from testbed.bed.procs import BedError, wait_for
 from testbed.bed.settings import KIP848_SETTINGS
 from testbed.metrics import parse
-from testbed.proc import tree_cpu_seconds
+from testbed.proc import stop_group, tree_cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 SINK_KINDS = ("rebalances", "member_removals", "rebalance_triggers", "anomalies", "quarantine", "clock_skew")
@@ -41,12 +41,11 @@ _RUNNING: dict[int, subprocess.Popen] = {}      # pid -> every monitor still run
 
 def kill_monitors() -> None:
     """kill -9 of every monitor process group still running (the bed's last line of defence)."""
-    for pid, proc in list(_RUNNING.items()):
-        if proc.poll() is None:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    for pid in list(_RUNNING):
+        try:      # the group even when its leader exited: spark-submit's Python driver outlives its JVM
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         _RUNNING.pop(pid, None)
 
 
@@ -260,18 +259,16 @@ class MonitorProcess:
 
     def stop(self, kill: bool = False, timeout: float = 60.0) -> int | None:
         """SIGTERM (the monitor stops its query, its JVM follows), SIGKILL of the process group
-        after `timeout` s; `kill`: SIGKILL at once. The exit code (None: never started)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return None if self.proc is None else self.proc.returncode
-        self.cpu_at_stop = self.cpu_seconds()
-        if not kill:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        return self.proc.wait(30)
+        after `timeout` s; `kill`: SIGKILL at once. Then whatever is left in the group (with
+        spark-submit, its Python driver outlives its JVM): testbed.proc.stop_group. The exit code
+        (None: never started)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.cpu_at_stop = self.cpu_seconds()
+        code = stop_group(self.proc, timeout, kill=kill)
+        _RUNNING.pop(self.proc.pid, None)
+        return code
 
     def kill9(self) -> None:
         """kill -9 of the driver and its Python workers and Spark JVM (the process group)."""

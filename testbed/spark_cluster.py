@@ -24,6 +24,7 @@ import pyspark
 
 from testbed.bed.jars import cache_root
 from testbed.chart import Submission, spark_application
+from testbed.proc import end_group
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -32,11 +33,10 @@ _LIVE: list[subprocess.Popen] = []
 
 def _kill_all() -> None:
     for proc in _LIVE:
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        try:      # the group even when its leader exited (a worker's executors)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 atexit.register(_kill_all)
@@ -74,6 +74,7 @@ class StandaloneCluster:
     # the applications and workers the last one had (None: no recovery, a new master starts empty).
     recovery_dir: Path | None = None
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    spawned: list[subprocess.Popen] = field(default_factory=list)   # every process started, in order
     port: int = 0
 
     @property
@@ -93,6 +94,7 @@ class StandaloneCluster:
                                 stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         _LIVE.append(proc)
+        self.spawned.append(proc)
         self.procs[name] = proc
         return proc
 
@@ -214,18 +216,12 @@ class StandaloneCluster:
         return [int(p) for p in out.stdout.split()]
 
     def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(20)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait(10)
+        """Every process of the cluster and all in its group (a worker's executors), the workers
+        first: SIGTERM, SIGKILL after 20 s (testbed.proc.end_group); a master killed earlier
+        (restart_master) too."""
+        for proc in reversed(self.spawned):
+            end_group(proc.pid, grace=20.0)
+            proc.wait(10)
 
 
 # The last line of scripts/spark-cluster-check, and how each figure combines over the tests.

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from tests.support.capture_expectations import utc_ms
 from tests.support.kafka_harness import (
     FLUSH_GROUP, create_topics, free_port, produce_capture, produce_flush_markers, read_sink, tansu_broker
 )
+from testbed.proc import stop_group
 from tests.support.readme_checks import assert_kafka27_rebalances, assert_kafka27_removals
 
 pytestmark = pytest.mark.spark
@@ -75,14 +75,9 @@ def _wait(condition, what: str, proc: subprocess.Popen, log: Path, timeout: floa
 
 
 def _stop(proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    """SIGTERM, then kill -9 of its process group after `timeout` seconds."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    """SIGTERM, then kill -9 of its process group after `timeout` seconds, and whatever it left in
+    the group (spark-submit's Python driver outlives its JVM)."""
+    stop_group(proc, timeout)
 
 
 def _scrape(port: int) -> str:
@@ -191,18 +186,20 @@ def kill_and_restart_equals_an_uninterrupted_run(tmp_path: Path, start) -> None:
         config = _config(run / "monitor.toml", bootstrap, port, run, **settings)
         log = run / "run.log"
         proc = start(config, log)
-        _wait(lambda: _batch_ids(checkpoint, "commits") and read_sink(run / "events", "rebalances"),
-              "part 1 processed", proc, log)
-        # The kill lands in the middle of provisional state: with a 60 s lateness the live view
-        # (gauges, state file) is ahead of the final records (issue 14).
-        groups = GroupStateFile(str(checkpoint / "rebalance-monitor" / "groups.json")).read().groups.values()
-        assert [g["group"] for g in groups if g.get("provisional_events")], groups
-        assert "rebalance_monitor_group_pending_removals{" in _scrape(port)
-        planned_before = _batch_ids(checkpoint, "offsets")
-        produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: first <= ts < second)
-        _wait(lambda: _batch_ids(checkpoint, "offsets") - planned_before, "a batch planned for part 2", proc, log)
-        os.killpg(proc.pid, signal.SIGKILL)   # driver and Python workers
-        proc.wait()
+        try:
+            _wait(lambda: _batch_ids(checkpoint, "commits") and read_sink(run / "events", "rebalances"),
+                  "part 1 processed", proc, log)
+            # The kill lands in the middle of provisional state: with a 60 s lateness the live view
+            # (gauges, state file) is ahead of the final records (issue 14).
+            groups = GroupStateFile(str(checkpoint / "rebalance-monitor" / "groups.json")).read().groups.values()
+            assert [g["group"] for g in groups if g.get("provisional_events")], groups
+            assert "rebalance_monitor_group_pending_removals{" in _scrape(port)
+            planned_before = _batch_ids(checkpoint, "offsets")
+            produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: first <= ts < second)
+            _wait(lambda: _batch_ids(checkpoint, "offsets") - planned_before, "a batch planned for part 2",
+                  proc, log)
+        finally:
+            stop_group(proc, kill=True)   # kill -9 of the driver and Python workers (the group)
         uncommitted = _batch_ids(checkpoint, "offsets") - _batch_ids(checkpoint, "commits")
         produce_capture(bootstrap, "kafka-2.7", LOG_TOPIC, OFFSETS_TOPIC, keep=lambda ts: ts >= second)
         produce_flush_markers(bootstrap, LOG_TOPIC, OFFSETS_TOPIC)

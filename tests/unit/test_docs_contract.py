@@ -269,12 +269,13 @@ def test_readme_kafka_figures_are_those_of_the_matrix():
     matrix = _section((ROOT / "docs" / "kafka-matrix.md").read_text(), "## The current run")
     runs = {row[0]: row for row in _first_table(matrix)}
     kafka = [row for row in _readme_proof() if row[3].startswith("`scripts/kafka-matrix")]
-    versions = [re.search(r"Kafka ([\d.]+)", row[0]) for row in kafka]
-    assert all(versions), kafka
-    assert {v.group(1) for v in versions if v} == set(runs)
-    for row, version in zip(kafka, versions, strict=True):
-        assert version is not None
-        run = runs[version.group(1)]
+    def version(row: list[str]) -> str:
+        found = re.search(r"Kafka ([\d.]+)", row[0])
+        assert found, row
+        return found.group(1)
+    assert {version(row) for row in kafka} == set(runs)
+    for row in kafka:
+        run = runs[version(row)]
         assert row[2] in matrix, f"{row[0]}: the matrix's current run is not of {row[2]}"
         scenarios, passed, rebalances, removals, triggers, causes = run[1:7]
         m = re.search(r"(\d+) of (\d+) scenarios; rebalances (\d+/\d+), removals (\d+/\d+)", row[1])

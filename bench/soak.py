@@ -121,6 +121,23 @@ def _tree_bytes(path: Path) -> tuple[int, int]:
     return total, files
 
 
+def _newest_snapshots(state: Path) -> int:
+    """Bytes of the newest `<version>.snapshot` of each state store partition: the whole state at
+    that version. The store's folder also keeps the deltas of the last
+    spark.sql.streaming.minBatchesToRetain (100) versions, each about as big when every state
+    bucket changes in a batch: its size follows the batches run, which the compressed clock makes
+    few (a few a simulated day), not the state."""
+    total = 0
+    for partition in state.glob("*/*"):
+        snapshots = [(int(p.name.split(".")[0]), p) for p in partition.glob("*.snapshot")]
+        if snapshots:
+            try:
+                total += max(snapshots)[1].stat().st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
 class Soak:
     def __init__(self, args: argparse.Namespace, out: Path) -> None:
         self.args, self.out = args, out
@@ -207,6 +224,7 @@ class Soak:
         sink_bytes, sink_files = _tree_bytes(m.events_dir)
         cp_bytes, cp_files = _tree_bytes(m.checkpoint)
         state_bytes, _ = _tree_bytes(m.checkpoint / "query" / "state")
+        snapshot_bytes = _newest_snapshots(m.checkpoint / "query" / "state")
         state_file = sum(p.stat().st_size for p in (m.checkpoint / "rebalance-monitor").glob("groups*")
                          if p.is_file())
         peak, self.rss.peak = self.rss.peak, {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "heap": 0.0}
@@ -216,7 +234,8 @@ class Soak:
                "driver_rss_mb": round(peak["driver"], 1), "jvm_rss_mb": round(peak["jvm"], 1),
                "workers_rss_mb": round(peak["workers"], 1), "jvm_heap_mb": round(peak["heap"], 1),
                "sink_bytes": sink_bytes, "sink_files": sink_files, "checkpoint_bytes": cp_bytes,
-               "checkpoint_files": cp_files, "state_store_bytes": state_bytes, "state_file_bytes": state_file,
+               "checkpoint_files": cp_files, "state_store_bytes": state_bytes, "state_snapshot_bytes": snapshot_bytes,
+               "batches": max(m.committed_batches(), default=-1) + 1, "state_file_bytes": state_file,
                "series": len(series), "group_series": sum(1 for ln in series if 'group="' in ln),
                "groups_live": sum(groups.values()), "groups_by_state": groups,
                "state_rows": values.value("rebalance_monitor_state_rows"),
@@ -227,8 +246,9 @@ class Soak:
         print(f"day {day + 1}: {rows:,} rows produced in {produce_s:.1f} s, read {read_s:.1f} s later; "
               f"RSS driver {row['driver_rss_mb']:.0f} MB, JVM {row['jvm_rss_mb']:.0f} MB, workers "
               f"{row['workers_rss_mb']:.0f} MB; series {row['series']:,} ({row['group_series']:,} per-group); "
-              f"live groups {row['groups_live']:,.0f}; state store {state_bytes / 1e6:.1f} MB, checkpoint "
-              f"{cp_bytes / 1e6:.1f} MB ({cp_files:,} files), state file {state_file / 1e6:.2f} MB, sink "
+              f"live groups {row['groups_live']:,.0f}; state store {state_bytes / 1e6:.1f} MB (newest snapshots "
+              f"{snapshot_bytes / 1e6:.1f} MB, {row['batches']} batches), checkpoint {cp_bytes / 1e6:.1f} MB "
+              f"({cp_files:,} files), state file {state_file / 1e6:.2f} MB, sink "
               f"{sink_bytes / 1e6:.1f} MB ({sink_files:,} files); wall {wall:.0f} s", flush=True)
         return row
 
@@ -296,7 +316,8 @@ def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bound: f
         return []                       # fewer than two weeks: not judged
     first, last = _weeks(samples, week_days)
     out = []
-    for key in ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes", "state_store_bytes"):
+    for key in ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes",
+                "state_snapshot_bytes"):
         a, b = max(s[key] for s in first), max(s[key] for s in last)
         out.append((key, a, b, b <= bound * max(a, 1)))
     timed = [r["first_batch_s"] for r in restarts if r.get("first_batch_s") is not None]
@@ -395,6 +416,13 @@ def main(argv: list[str] | None = None) -> int:
     for key, a, b, ok in judged:
         print(f"{key}: first week max {a:,.1f}, last week max {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
               f"{'bounded' if ok else 'NOT within ' + str(args.bound) + 'x'}")
+    if len(soak.samples) >= 3 * args.week_days:     # the plateau: week 2 (retention reached) to the last
+        second = soak.samples[args.week_days:2 * args.week_days]
+        _, last_week = _weeks(soak.samples, args.week_days)
+        print("week 2 to the last week (not judged): " + ", ".join(
+            f"{key} {max(x[key] for x in second):,.0f} -> {max(x[key] for x in last_week):,.0f}"
+            for key in ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes",
+                        "state_snapshot_bytes", "state_store_bytes")))
     bounded = all(ok for *_, ok in judged)
     verdict = ("true" if bounded else "false") if judged else "unjudged"
     rates = [x["rows"] / x["wall_s"] for x in soak.samples if x["wall_s"]]
@@ -409,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             f"soak_sink_bytes_final={done[-1]['sink_bytes']}", f"soak_sink_files_final={done[-1]['sink_files']}",
             f"soak_checkpoint_bytes_final={done[-1]['checkpoint_bytes']}",
             f"soak_state_file_bytes_max={max(x['state_file_bytes'] for x in done)}",
+            f"soak_state_snapshot_bytes_max={max(x['state_snapshot_bytes'] for x in done)}",
             f"soak_rows_per_second_median={sorted(rates)[len(rates) // 2]:.0f}",
             f"soak_bounded={verdict}", f"soak_wall_seconds={time.monotonic() - wall0:.0f}"]
     if soak.days_done < args.days:

@@ -33,9 +33,11 @@ the sampled ephemeral groups that expired have both their rebalances in the sink
 from `rebalance_monitor_group_state`; `rebalance_monitor_groups` counts the steady groups plus
 the ephemeral groups not expired yet (within 1%); no late rows.
 
-Verdicts: each of driver, JVM, workers RSS, series, state file, checkpoint state store: the last
-week's max <= `--bound` x the first week's max; the last restart <= `--bound` x the first, or
-under `--restart-ceiling` s. Exit 1 when a bound fails, 2 when a check fails.
+Verdicts: each of driver, JVM, workers RSS, series, state file, newest state snapshots: the last
+full week's max <= `--bound` x the max of the first week that starts after the offsets retention
+(week 2 at 7 days: until then the Empty groups waiting for their expiry pile up, by design; week 1
+when there is no such week before the last; week 1 to the last is printed too); the last restart
+<= `--bound` x the first, or under `--restart-ceiling` s. Exit 1 when a bound fails, 2 when a check fails.
 
 Last line: soak_days=… soak_ephemeral_groups=… soak_restart_seconds_first=… … soak_bounded=true|false
 soak_wall_seconds=….
@@ -45,6 +47,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import sys
@@ -302,23 +305,30 @@ class Soak:
         return problems
 
 
-def _weeks(samples: list[dict], week_days: int) -> tuple[list[dict], list[dict]]:
-    """The first week's and the last full week's samples."""
-    full = len(samples) // week_days
-    return samples[:week_days], samples[(full - 1) * week_days: full * week_days]
+BOUNDED = ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes", "state_snapshot_bytes")
+
+
+def reference_week(weeks: int, week_days: int, retention_days: float) -> int:
+    """The week (0-based) the last one is compared with: the first that starts once the offsets
+    retention has passed (week 2 at 7 days): before it the Empty groups waiting for their expiry
+    are still piling up, by design. Week 1 when there is no such week before the last."""
+    k = math.ceil(retention_days / week_days)
+    return k if k < weeks - 1 else 0
 
 
 def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bound: float,
-             restart_ceiling: float) -> list[tuple[str, float, float, bool]]:
-    """(figure, first week's max, last week's max, within the bound) per bounded figure, and the
-    restarts' (first, last)."""
-    if len(samples) < 2 * week_days:
-        return []                       # fewer than two weeks: not judged
-    first, last = _weeks(samples, week_days)
+             restart_ceiling: float, reference: int = 0) -> list[tuple[str, float, float, bool]]:
+    """(figure, the reference week's max, the last full week's max, within `bound` x) per bounded
+    figure, and the restarts' (first, last): within `bound` x or under `restart_ceiling` s.
+    Empty: fewer than two weeks, not judged."""
+    weeks = len(samples) // week_days
+    if weeks < 2:
+        return []
+    ref = samples[reference * week_days:(reference + 1) * week_days]
+    last = samples[(weeks - 1) * week_days:weeks * week_days]
     out = []
-    for key in ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes",
-                "state_snapshot_bytes"):
-        a, b = max(s[key] for s in first), max(s[key] for s in last)
+    for key in BOUNDED:
+        a, b = max(s[key] for s in ref), max(s[key] for s in last)
         out.append((key, a, b, b <= bound * max(a, 1)))
     timed = [r["first_batch_s"] for r in restarts if r.get("first_batch_s") is not None]
     if timed:
@@ -412,17 +422,16 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems[:30]:
             print(f"bench/soak: {problem}", file=sys.stderr)
         return 2
-    judged = verdicts(soak.samples, soak.restarts, args.week_days, args.bound, args.restart_ceiling)
+    weeks = len(soak.samples) // args.week_days
+    reference = reference_week(weeks, args.week_days, args.retention_days)
+    judged = verdicts(soak.samples, soak.restarts, args.week_days, args.bound, args.restart_ceiling, reference)
     for key, a, b, ok in judged:
-        print(f"{key}: first week max {a:,.1f}, last week max {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
+        print(f"{key}: week {reference + 1} max {a:,.1f}, week {weeks} max {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
               f"{'bounded' if ok else 'NOT within ' + str(args.bound) + 'x'}")
-    if len(soak.samples) >= 3 * args.week_days:     # the plateau: week 2 (retention reached) to the last
-        second = soak.samples[args.week_days:2 * args.week_days]
-        _, last_week = _weeks(soak.samples, args.week_days)
-        print("week 2 to the last week (not judged): " + ", ".join(
-            f"{key} {max(x[key] for x in second):,.0f} -> {max(x[key] for x in last_week):,.0f}"
-            for key in ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes",
-                        "state_snapshot_bytes", "state_store_bytes")))
+    if reference and judged:
+        print("week 1 to the last week (not judged: week 1 fills the offsets retention): " + ", ".join(
+            f"{key} {a:,.0f} -> {b:,.0f}" for key, a, b, _ in
+            verdicts(soak.samples, [], args.week_days, args.bound, args.restart_ceiling, 0)))
     bounded = all(ok for *_, ok in judged)
     verdict = ("true" if bounded else "false") if judged else "unjudged"
     rates = [x["rows"] / x["wall_s"] for x in soak.samples if x["wall_s"]]

@@ -105,3 +105,18 @@ def test_deterministic_and_names_unique_at_scale() -> None:
     starts = [a.ephemeral_gone_ms(i) for i in range(5000)]
     assert len(set(starts)) > 4990           # spread over the day
     assert len({ephemeral_name(i) for i in range(1_000_000)}) == 1_000_000
+
+
+def test_verdicts_compare_the_week_after_the_retention_with_the_last() -> None:
+    from bench.soak import BOUNDED, reference_week, verdicts
+    # week 1 fills the retention (grows), weeks 2-4 are flat, but for one figure in week 4
+    samples = [dict.fromkeys(BOUNDED, 50 * d + 200 if d < 7 else 800) for d in range(28)]
+    for d in range(21, 28):
+        samples[d]["series"] = 1300
+    assert reference_week(4, 7, 7.0) == 1 and reference_week(2, 1, 0.5) == 0 and reference_week(4, 7, 30) == 0
+    judged = {key: ok for key, _, _, ok in verdicts(samples, [{"first_batch_s": 40.0}, {"first_batch_s": 55.0}],
+                                                    7, 1.5, 60.0, reference=1)}
+    assert judged == {**dict.fromkeys(BOUNDED, True), "series": False, "restart_first_batch_s": True}
+    # against week 1 every figure would fail: 800 > 1.5 x 500
+    assert not any(ok for key, _, _, ok in verdicts(samples, [], 7, 1.5, 60.0, reference=0))
+    assert verdicts(samples[:10], [], 7, 1.5, 60.0) == []          # fewer than two weeks

@@ -28,7 +28,8 @@ the checkpoint's bytes (whole, its state store `query/state`), the group state f
 (groups.json + groups.changes.jsonl), the /metrics page's series (all, and those with a `group`
 label), `rebalance_monitor_groups` per state, `_state_rows`, `_groups_over_cap`, `_late_rows_total`.
 
-Checks before any figure: every sampled steady group's rebalances on /metrics are 1 + 2 * (days - 1);
+Checks before any figure: every sampled steady group's rebalances in the sink are 1 + 2 * (days - 1)
+(on /metrics only the groups that got one of `max_groups` slots have their own; reported);
 the sampled ephemeral groups that expired have both their rebalances in the sink and are gone
 from `rebalance_monitor_group_state`; `rebalance_monitor_groups` counts the steady groups plus
 the ephemeral groups not expired yet (within 1%); no late rows.
@@ -265,11 +266,15 @@ class Soak:
         steady = [steady_name(i) for i in range(0, a.steady, max(1, a.steady // 20))]
         days = self.days_done
         want = t.steady_rebalances_by(days)
+        # On /metrics a group has its own series only if it got one of the `max_groups` slots (first
+        # come): when a first batch holds more groups than that (33,334 ephemeral ones a day at the
+        # default scale), most steady groups are folded into "__other__". Their records are checked
+        # in the sink; /metrics is reported.
+        exported = 0
         for name in steady:
             got = sum(v for labels, v in page.series("rebalance_monitor_rebalances_total")
                       if labels.get("group") == name)
-            if got != want:
-                problems.append(f"{name}: {got:.0f} rebalances on /metrics, not {want}")
+            exported += got == want
         # The tail has no log line: the log source's watermark stays its lateness behind the last day's
         # last line, and the events after it are held (idle_flush is off). The sample leaves a minute.
         through = t.start_ms + days * DAY_MS
@@ -286,20 +291,25 @@ class Soak:
         for name in sorted(sample & states):
             problems.append(f"{name}: expired but still has rebalance_monitor_group_state")
         found: dict[str, int] = {}
-        pattern = re.compile(r'"group":\s*"(console-consumer-\d+)"')
+        pattern = re.compile(r'"group":\s*"((?:console-consumer|steady-app)-\d+)"')
+        wanted = sample | set(steady)
         for f in sorted((m.events_dir / "rebalances").glob("*.jsonl")):
             with open(f) as handle:
                 for line in handle:
                     g = pattern.search(line)
-                    if g and g.group(1) in sample:
+                    if g and g.group(1) in wanted:
                         found[g.group(1)] = found.get(g.group(1), 0) + 1
         for name in sorted(sample):
             if found.get(name, 0) != 2:
                 problems.append(f"{name}: {found.get(name, 0)} rebalances in the sink, not 2")
+        for name in steady:
+            if found.get(name, 0) != want:
+                problems.append(f"{name}: {found.get(name, 0)} rebalances in the sink, not {want}")
         late = page.value("rebalance_monitor_late_rows_total") or 0
         if late:
             problems.append(f"{late:.0f} late rows")
-        print(f"checks: {len(steady)} steady groups with {want} rebalances each, {len(sample)} expired ephemeral "
+        print(f"checks: {len(steady)} steady groups with {want} rebalances each in the sink ({exported} of them "
+              f"with all on /metrics), {len(sample)} expired ephemeral "
               f"groups with their 2 rebalances and no state series, {live:.0f} live groups (expected "
               f"{live_expected}); problems: {len(problems)}", flush=True)
         return problems

@@ -1,0 +1,471 @@
+"""A month in under an hour (issue 50 item 6): `rebalance-monitor run` on a real Kafka broker fed 30
+simulated days of a fleet whose groups come and go, killed with SIGKILL and restarted every
+simulated week; are its memory, series, state and checkpoint bounded, and does its restart time
+stay flat as the deployment ages?
+
+Traffic (bench/soak_inputs.py): `--steady` groups that stay (commits every `--commit-minutes`, a
+daily rolling restart: 2 rebalances a day each) and `--ephemeral` groups over the month, each name
+used once (join, commit, leave 12 s later, offsets expiry `--retention-days` after: the group's
+GroupMetadata tombstone and its Dead line). Every line and record carries its time on the
+simulated clock, which starts at midnight UTC `--days` + 2 days ago (never in the future); the
+broker-log lines go to a 1-partition log topic, the records to a 50-partition offsets topic
+(`offsets_topic`), both kept forever (retention.ms=-1: their times are weeks old).
+
+The clock is compressed as far as the monitor keeps up: each simulated day is produced as fast as
+the producer goes, then the bench waits until the monitor has read all of it (its input counters
+since its start reach what was produced since), and samples. `run` reads the topics with
+`kafka.idle_flush = false` (its wall-clock markers would put the watermark weeks ahead of the
+simulated clock) and `dead_group_retention_seconds = --dead-retention` (wall seconds: the default
+600 s would be 10 simulated days here). At the end of every `--week-days` days but the last, the
+monitor is killed (kill -9 of its process group) and started again on the same checkpoint and
+sink; its restart is timed: launch to /metrics serving (`restart_metrics_s`) and to the first
+micro-batch committed in the checkpoint (`restart_first_batch_s`; the next day's producing starts
+right after /metrics serves, so that batch reads new records).
+
+Samples (one row a day in `<out>/soak-samples.jsonl` and `.csv`): peak RSS of the driver, the JVM
+and the Python workers during the day (bench_scale.PeakRss), the event sink's bytes and files,
+the checkpoint's bytes (whole, its state store `query/state`), the group state file's bytes
+(groups.json + groups.changes.jsonl), the /metrics page's series (all, and those with a `group`
+label), `rebalance_monitor_groups` per state, `_state_rows`, `_groups_over_cap`, `_late_rows_total`.
+
+Checks before any figure: every sampled steady group's rebalances in the sink are 1 + 2 * (days - 1)
+(on /metrics only the groups that got one of `max_groups` slots have their own; reported);
+the sampled ephemeral groups that expired have both their rebalances in the sink and are gone
+from `rebalance_monitor_group_state`; `rebalance_monitor_groups` counts the steady groups plus
+the ephemeral groups not expired yet (within 1%); no late rows.
+
+Verdicts: each of driver, JVM, workers RSS, series, state file, newest state snapshots: the last
+full week's max <= `--bound` x the max of the first week that starts after the offsets retention
+(week 2 at 7 days: until then the Empty groups waiting for their expiry pile up, by design; week 1
+when there is no such week before the last; week 1 to the last is printed too); the last restart
+<= `--bound` x the first, or under `--restart-ceiling` s. Exit 1 when a bound fails, 2 when a check fails.
+
+Last line: soak_days=… soak_ephemeral_groups=… soak_restart_seconds_first=… … soak_bounded=true|false
+soak_wall_seconds=….
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.bench_scale import PeakRss
+from bench.soak_inputs import DAY_MS, LOG4J, SoakTraffic, ephemeral_name, steady_name
+from testbed.bed import KafkaCluster
+from testbed.bed.admin import create_topic
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings
+
+LOG_TOPIC, OFFSETS_TOPIC = "soak-logs", "soak-offsets"
+INPUT = "rebalance_monitor_input_records_total"
+RESTARTS = "rebalance_monitor_query_restarts_total"
+
+
+def _stamp_cache():
+    cache: dict[int, str] = {}
+
+    def stamp(ms: int) -> str:
+        sec = ms // 1000
+        head = cache.get(sec)
+        if head is None:
+            if len(cache) > 4096:
+                cache.clear()
+            head = cache[sec] = datetime.fromtimestamp(sec, tz=timezone.utc).strftime(LOG4J)[:-7]
+        return f"{head},{ms % 1000:03d}"
+    return stamp
+
+
+class Producer:
+    """Rows of SoakTraffic onto the two topics, counting what each got."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from confluent_kafka import Producer as KafkaProducer
+        self.p = KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 50, "acks": "1",
+                                "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000})
+        self.sent = {"broker_log": 0, "offsets": 0}
+        self.stamp = _stamp_cache()
+
+    def send(self, rows: list) -> None:
+        produce, stamp = self.p.produce, self.stamp
+        for row in rows:
+            ms = row[0]
+            while True:
+                try:
+                    if row[1] == "log":
+                        produce(LOG_TOPIC, f"[{stamp(ms)}] {row[2]}".encode(), timestamp=ms)
+                        self.sent["broker_log"] += 1
+                    else:
+                        produce(OFFSETS_TOPIC, row[4], key=row[3], partition=row[2], timestamp=ms)
+                        self.sent["offsets"] += 1
+                    break
+                except BufferError:
+                    self.p.poll(0.05)
+        self.p.flush(300)
+
+
+def _tree_bytes(path: Path) -> tuple[int, int]:
+    """(bytes, files) under path."""
+    total = files = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+                files += 1
+            except FileNotFoundError:
+                pass
+    return total, files
+
+
+def _newest_snapshots(state: Path) -> int:
+    """Bytes of the newest `<version>.snapshot` of each state store partition: the whole state at
+    that version. The store's folder also keeps the deltas of the last
+    spark.sql.streaming.minBatchesToRetain (100) versions, each about as big when every state
+    bucket changes in a batch: its size follows the batches run, which the compressed clock makes
+    few (a few a simulated day), not the state."""
+    total = 0
+    for partition in state.glob("*/*"):
+        snapshots = [(int(p.name.split(".")[0]), p) for p in partition.glob("*.snapshot")]
+        if snapshots:
+            try:
+                total += max(snapshots)[1].stat().st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace, out: Path) -> None:
+        self.args, self.out = args, out
+        today = int(time.time() * 1000) // DAY_MS * DAY_MS
+        self.traffic = SoakTraffic(args.days, args.ephemeral, args.steady, args.retention_days,
+                                   today - (args.days + 2) * DAY_MS, seed=args.seed,
+                                   commit_minutes=args.commit_minutes)
+        self.samples: list[dict] = []
+        self.restarts: list[dict] = []
+        self.since_start = {"broker_log": 0, "offsets": 0}
+        self.monitor: MonitorProcess | None = None
+        self.days_done = 0
+        self.rss: PeakRss | None = None
+
+    # ------------------------------------------------------------------ monitor
+    def new_monitor(self, bootstrap: str) -> MonitorProcess:
+        a = self.args
+        settings = MonitorSettings.defaults(dead_group_retention_s=a.dead_retention)
+        return MonitorProcess(bootstrap, LOG_TOPIC, self.out / "monitor", settings, offsets_topic=OFFSETS_TOPIC,
+                              cluster="soak", extra_toml="idle_flush = false\n")
+
+    def start_rss(self) -> None:
+        assert self.monitor is not None and self.monitor.proc is not None
+        self.rss = PeakRss(self.monitor.proc.pid)
+        self.rss.start()
+
+    def read_counts(self) -> dict[str, float]:
+        assert self.monitor is not None
+        page = parse(self.monitor.scrape(INPUT, RESTARTS, timeout=60))
+        if page.value(RESTARTS):
+            raise SystemExit(f"bench/soak: the monitor's query failed: {self.monitor.log_tail(3000)}")
+        return {s: page.value(INPUT, source=s) or 0.0 for s in ("broker_log", "offsets")}
+
+    def wait_read(self, timeout: float) -> float:
+        """Until the monitor has read what was produced since its start; the seconds waited."""
+        assert self.monitor is not None
+        t0 = time.monotonic()
+        while True:
+            self.monitor.alive()
+            try:
+                counts = self.read_counts()
+            except OSError:
+                counts = {}
+            if counts and all(counts[s] >= n for s, n in self.since_start.items()):
+                return time.monotonic() - t0
+            if time.monotonic() - t0 > timeout:
+                raise SystemExit(f"bench/soak: the monitor read {counts} of {self.since_start} within {timeout:.0f} s")
+            time.sleep(0.5)
+
+    def restart(self, bootstrap: str) -> dict:
+        """kill -9, start again on the same checkpoint; the start's timings."""
+        m = self.monitor
+        assert m is not None
+        before = max(m.committed_batches(), default=-1)
+        if self.rss is not None:
+            self.rss.done.set()
+        m.kill9()
+        t0 = time.monotonic()
+        m.launch()
+        m.wait_ready(timeout=600, batches=0)
+        served = time.monotonic() - t0
+        self.since_start = {"broker_log": 0, "offsets": 0}
+        self.start_rss()
+        result = {"metrics_s": served, "first_batch_s": None, "before": before}
+
+        def first_batch() -> None:
+            while time.monotonic() - t0 < 900 and m.proc is not None and m.proc.poll() is None:
+                if max(m.committed_batches(), default=-1) > before:
+                    result["first_batch_s"] = time.monotonic() - t0
+                    return
+                time.sleep(0.1)
+        watcher = threading.Thread(target=first_batch, daemon=True)
+        watcher.start()
+        result["watcher"] = watcher
+        return result
+
+    # ------------------------------------------------------------------ samples
+    def sample(self, day: int, wall: float, produce_s: float, read_s: float, rows: int) -> dict:
+        m = self.monitor
+        assert m is not None and self.rss is not None
+        page = m.scrape(timeout=120)
+        series = [ln for ln in page.splitlines() if ln and not ln.startswith("#")]
+        values = parse(page)
+        sink_bytes, sink_files = _tree_bytes(m.events_dir)
+        cp_bytes, cp_files = _tree_bytes(m.checkpoint)
+        state_bytes, _ = _tree_bytes(m.checkpoint / "query" / "state")
+        snapshot_bytes = _newest_snapshots(m.checkpoint / "query" / "state")
+        state_file = sum(p.stat().st_size for p in (m.checkpoint / "rebalance-monitor").glob("groups*")
+                         if p.is_file())
+        peak, self.rss.peak = self.rss.peak, {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "heap": 0.0}
+        groups = {labels.get("state", ""): v for labels, v in values.series("rebalance_monitor_groups")}
+        row = {"day": day + 1, "wall_s": round(wall, 1), "rows": rows, "produce_s": round(produce_s, 1),
+               "read_s": round(read_s, 1),
+               "driver_rss_mb": round(peak["driver"], 1), "jvm_rss_mb": round(peak["jvm"], 1),
+               "workers_rss_mb": round(peak["workers"], 1), "jvm_heap_mb": round(peak["heap"], 1),
+               "sink_bytes": sink_bytes, "sink_files": sink_files, "checkpoint_bytes": cp_bytes,
+               "checkpoint_files": cp_files, "state_store_bytes": state_bytes, "state_snapshot_bytes": snapshot_bytes,
+               "batches": max(m.committed_batches(), default=-1) + 1, "state_file_bytes": state_file,
+               "series": len(series), "group_series": sum(1 for ln in series if 'group="' in ln),
+               "groups_live": sum(groups.values()), "groups_by_state": groups,
+               "state_rows": values.value("rebalance_monitor_state_rows"),
+               "groups_over_cap": values.value("rebalance_monitor_groups_over_cap"),
+               "late_rows": values.value("rebalance_monitor_late_rows_total"),
+               "metrics_bytes": len(page)}
+        self.samples.append(row)
+        print(f"day {day + 1}: {rows:,} rows produced in {produce_s:.1f} s, read {read_s:.1f} s later; "
+              f"RSS driver {row['driver_rss_mb']:.0f} MB, JVM {row['jvm_rss_mb']:.0f} MB, workers "
+              f"{row['workers_rss_mb']:.0f} MB; series {row['series']:,} ({row['group_series']:,} per-group); "
+              f"live groups {row['groups_live']:,.0f}; state store {state_bytes / 1e6:.1f} MB (newest snapshots "
+              f"{snapshot_bytes / 1e6:.1f} MB, {row['batches']} batches), checkpoint {cp_bytes / 1e6:.1f} MB "
+              f"({cp_files:,} files), state file {state_file / 1e6:.2f} MB, sink "
+              f"{sink_bytes / 1e6:.1f} MB ({sink_files:,} files); wall {wall:.0f} s", flush=True)
+        return row
+
+    # ------------------------------------------------------------------ checks
+    def check(self) -> list[str]:
+        """Problems of the monitor's outputs after the whole month and the tail (empty: none)."""
+        m, t, a = self.monitor, self.traffic, self.args
+        assert m is not None
+        problems = []
+        page = parse(m.scrape(timeout=120))
+        steady = [steady_name(i) for i in range(0, a.steady, max(1, a.steady // 20))]
+        days = self.days_done
+        want = t.steady_rebalances_by(days)
+        # On /metrics a group has its own series only if it got one of the `max_groups` slots (first
+        # come): when a first batch holds more groups than that (33,334 ephemeral ones a day at the
+        # default scale), most steady groups are folded into "__other__". Their records are checked
+        # in the sink; /metrics is reported.
+        exported = 0
+        for name in steady:
+            got = sum(v for labels, v in page.series("rebalance_monitor_rebalances_total")
+                      if labels.get("group") == name)
+            exported += got == want
+        # The tail has no log line: the log source's watermark stays its lateness behind the last day's
+        # last line, and the events after it are held (idle_flush is off). The sample leaves a minute.
+        through = t.start_ms + days * DAY_MS
+        started = sum(t.per_day[:days])          # the ephemeral groups of the days produced
+        gone = [t.start_ms + t.ephemeral_gone_ms(i) for i in range(started)]
+        expired = [i for i in range(started) if gone[i] <= through - 60_000]
+        live_expected = a.steady + sum(1 for g in gone if g > through)
+        live = page.total("rebalance_monitor_groups")
+        if abs(live - live_expected) > max(5, 0.01 * live_expected):
+            problems.append(f"rebalance_monitor_groups totals {live:.0f}, not about {live_expected} "
+                            f"({a.steady} steady + {live_expected - a.steady} ephemeral not expired)")
+        sample = {ephemeral_name(i) for i in expired[:: max(1, len(expired) // 50)]}
+        states = {labels.get("group") for labels, _ in page.series("rebalance_monitor_group_state")}
+        for name in sorted(sample & states):
+            problems.append(f"{name}: expired but still has rebalance_monitor_group_state")
+        found: dict[str, int] = {}
+        pattern = re.compile(r'"group":\s*"((?:console-consumer|steady-app)-\d+)"')
+        wanted = sample | set(steady)
+        for f in sorted((m.events_dir / "rebalances").glob("*.jsonl")):
+            with open(f) as handle:
+                for line in handle:
+                    g = pattern.search(line)
+                    if g and g.group(1) in wanted:
+                        found[g.group(1)] = found.get(g.group(1), 0) + 1
+        for name in sorted(sample):
+            if found.get(name, 0) != 2:
+                problems.append(f"{name}: {found.get(name, 0)} rebalances in the sink, not 2")
+        for name in steady:
+            if found.get(name, 0) != want:
+                problems.append(f"{name}: {found.get(name, 0)} rebalances in the sink, not {want}")
+        late = page.value("rebalance_monitor_late_rows_total") or 0
+        if late:
+            problems.append(f"{late:.0f} late rows")
+        print(f"checks: {len(steady)} steady groups with {want} rebalances each in the sink ({exported} of them "
+              f"with all on /metrics), {len(sample)} expired ephemeral "
+              f"groups with their 2 rebalances and no state series, {live:.0f} live groups (expected "
+              f"{live_expected}); problems: {len(problems)}", flush=True)
+        return problems
+
+
+BOUNDED = ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb", "series", "state_file_bytes", "state_snapshot_bytes")
+
+
+def reference_week(weeks: int, week_days: int, retention_days: float) -> int:
+    """The week (0-based) the last one is compared with: the first that starts once the offsets
+    retention has passed (week 2 at 7 days): before it the Empty groups waiting for their expiry
+    are still piling up, by design. Week 1 when there is no such week before the last."""
+    k = math.ceil(retention_days / week_days)
+    return k if k < weeks - 1 else 0
+
+
+def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bound: float,
+             restart_ceiling: float, reference: int = 0) -> list[tuple[str, float, float, bool]]:
+    """(figure, the reference week's max, the last full week's max, within `bound` x) per bounded
+    figure, and the restarts' (first, last): within `bound` x or under `restart_ceiling` s.
+    Empty: fewer than two weeks, not judged."""
+    weeks = len(samples) // week_days
+    if weeks < 2:
+        return []
+    ref = samples[reference * week_days:(reference + 1) * week_days]
+    last = samples[(weeks - 1) * week_days:weeks * week_days]
+    out = []
+    for key in BOUNDED:
+        a, b = max(s[key] for s in ref), max(s[key] for s in last)
+        out.append((key, a, b, b <= bound * max(a, 1)))
+    timed = [r["first_batch_s"] for r in restarts if r.get("first_batch_s") is not None]
+    if timed:
+        out.append(("restart_first_batch_s", timed[0], timed[-1], timed[-1] <= max(bound * timed[0], restart_ceiling)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/soak", description=__doc__.split("\n\n")[0])
+    p.add_argument("--days", type=int, default=30)
+    p.add_argument("--ephemeral", type=int, default=1_000_000, help="ephemeral group names over the month")
+    p.add_argument("--steady", type=int, default=200, help="steady groups (daily rolling restart)")
+    p.add_argument("--retention-days", type=float, default=7.0, help="the broker's offsets retention (simulated)")
+    p.add_argument("--commit-minutes", type=float, default=10.0, help="a steady group's commit period (simulated)")
+    p.add_argument("--week-days", type=int, default=7, help="simulated days between kill -9 and restart")
+    p.add_argument("--dead-retention", type=float, default=30.0,
+                   help="the monitor's dead_group_retention_seconds (wall)")
+    p.add_argument("--bound", type=float, default=1.5, help="last week's max / first week's max allowed")
+    p.add_argument("--restart-ceiling", type=float, default=60.0,
+                   help="a restart's first batch within this many s passes whatever the first took")
+    p.add_argument("--max-wall", type=float, default=3600.0,
+                   help="stop after the day that ends past this many s (figures of the days done; exit 3)")
+    p.add_argument("--day-timeout", type=float, default=900.0, help="s for the monitor to read a day")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder of the samples and the monitor (default: a temp folder)")
+    p.add_argument("--version", default="4.4.0")
+    p.add_argument("--seed", type=int, default=50)
+    args = p.parse_args(argv)
+    if args.days < 2 or args.week_days < 1 or args.days < args.week_days:
+        p.error("--days must be at least 2 and at least --week-days")
+    wall0 = time.monotonic()
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-soak-"))
+    out.mkdir(parents=True, exist_ok=True)
+    soak = Soak(args, out)
+    print(f"bench/soak: {args.days} days, {args.ephemeral:,} ephemeral groups ({soak.traffic.per_day[0]:,} a day), "
+          f"{args.steady} steady groups, offsets retention {args.retention_days:g} days, restart every "
+          f"{args.week_days} days; output in {out}", flush=True)
+    restart_pending = None
+    with KafkaCluster(args.version, brokers=1, workdir=out / "cluster") as cluster:
+        for topic, parts in ((LOG_TOPIC, 1), (OFFSETS_TOPIC, 50)):
+            create_topic(cluster.admin(), topic, parts, 1, config={"retention.ms": "-1"})
+        producer = Producer(cluster.bootstrap)
+        soak.monitor = soak.new_monitor(cluster.bootstrap)
+        soak.monitor.start(timeout=600, batches=0)
+        soak.start_rss()
+        try:
+            for day in range(args.days + 1):
+                if day == args.days and soak.days_done < args.days:
+                    break
+                t0 = time.monotonic()
+                rows = soak.traffic.day(day) if day < args.days else soak.traffic.tail()
+                before = dict(producer.sent)
+                producer.send(rows)
+                produce_s = time.monotonic() - t0
+                for s in soak.since_start:
+                    soak.since_start[s] += producer.sent[s] - before[s]
+                read_s = soak.wait_read(args.day_timeout)
+                if restart_pending is not None:
+                    restart_pending["watcher"].join(60)
+                    restart_pending.pop("watcher")
+                    soak.restarts.append(restart_pending)
+                    print(f"restart {len(soak.restarts)} (after day {restart_pending['day']}): /metrics in "
+                          f"{restart_pending['metrics_s']:.1f} s, first batch committed at "
+                          f"{restart_pending['first_batch_s'] or float('nan'):.1f} s", flush=True)
+                    restart_pending = None
+                if day == args.days:
+                    break
+                soak.sample(day, time.monotonic() - t0, produce_s, read_s, len(rows))
+                soak.days_done = day + 1
+                if time.monotonic() - wall0 > args.max_wall and day + 1 < args.days:
+                    print(f"bench/soak: stopping after day {day + 1} of {args.days}: past --max-wall "
+                          f"{args.max_wall:.0f} s", flush=True)
+                    break
+                if (day + 1) % args.week_days == 0 and day + 1 < args.days:
+                    restart_pending = soak.restart(cluster.bootstrap)
+                    restart_pending["day"] = day + 1
+            time.sleep(5)
+            problems = soak.check()
+        finally:
+            if soak.rss is not None:
+                soak.rss.done.set()
+            soak.monitor.stop()
+    (out / "soak-samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in soak.samples))
+    with open(out / "soak-samples.csv", "w", newline="") as handle:
+        keys = [k for k in soak.samples[0] if k != "groups_by_state"]
+        w = csv.DictWriter(handle, keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(soak.samples)
+    (out / "soak-restarts.json").write_text(json.dumps(soak.restarts, indent=1))
+    if problems:
+        for problem in problems[:30]:
+            print(f"bench/soak: {problem}", file=sys.stderr)
+        return 2
+    weeks = len(soak.samples) // args.week_days
+    reference = reference_week(weeks, args.week_days, args.retention_days)
+    judged = verdicts(soak.samples, soak.restarts, args.week_days, args.bound, args.restart_ceiling, reference)
+    for key, a, b, ok in judged:
+        print(f"{key}: week {reference + 1} max {a:,.1f}, week {weeks} max {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
+              f"{'bounded' if ok else 'NOT within ' + str(args.bound) + 'x'}")
+    if reference and judged:
+        print("week 1 to the last week (not judged: week 1 fills the offsets retention): " + ", ".join(
+            f"{key} {a:,.0f} -> {b:,.0f}" for key, a, b, _ in
+            verdicts(soak.samples, [], args.week_days, args.bound, args.restart_ceiling, 0)))
+    bounded = all(ok for *_, ok in judged)
+    verdict = ("true" if bounded else "false") if judged else "unjudged"
+    rates = [x["rows"] / x["wall_s"] for x in soak.samples if x["wall_s"]]
+    done, r = soak.samples, [x["first_batch_s"] for x in soak.restarts if x.get("first_batch_s") is not None]
+    last = [f"soak_days={soak.days_done}", f"soak_ephemeral_groups={sum(soak.traffic.per_day[:soak.days_done])}",
+            f"soak_restart_seconds_first={r[0]:.1f}" if r else "soak_restart_seconds_first=nan",
+            f"soak_restart_seconds_max={max(r):.1f}" if r else "soak_restart_seconds_max=nan",
+            f"soak_driver_rss_mb_max={max(x['driver_rss_mb'] for x in done):.0f}",
+            f"soak_jvm_rss_mb_max={max(x['jvm_rss_mb'] for x in done):.0f}",
+            f"soak_workers_rss_mb_max={max(x['workers_rss_mb'] for x in done):.0f}",
+            f"soak_series_max={max(x['series'] for x in done)}",
+            f"soak_sink_bytes_final={done[-1]['sink_bytes']}", f"soak_sink_files_final={done[-1]['sink_files']}",
+            f"soak_checkpoint_bytes_final={done[-1]['checkpoint_bytes']}",
+            f"soak_state_file_bytes_max={max(x['state_file_bytes'] for x in done)}",
+            f"soak_state_snapshot_bytes_max={max(x['state_snapshot_bytes'] for x in done)}",
+            f"soak_rows_per_second_median={sorted(rates)[len(rates) // 2]:.0f}",
+            f"soak_bounded={verdict}", f"soak_wall_seconds={time.monotonic() - wall0:.0f}"]
+    if soak.days_done < args.days:
+        last.insert(1, f"soak_days_planned={args.days}")
+    print(" ".join(last))
+    if not bounded:
+        return 1
+    return 3 if soak.days_done < args.days else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -346,7 +346,40 @@ def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bound: f
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def _write_samples(soak: Soak, out: Path) -> None:
+    """The samples (JSON lines and CSV) and the restarts, beside the monitor's folder."""
+    (out / "soak-samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in soak.samples))
+    with open(out / "soak-samples.csv", "w", newline="") as handle:
+        keys = [k for k in soak.samples[0] if k != "groups_by_state"]
+        w = csv.DictWriter(handle, keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(soak.samples)
+    (out / "soak-restarts.json").write_text(json.dumps(soak.restarts, indent=1))
+
+
+def _last_line(soak: Soak, args: argparse.Namespace, verdict: str, wall0: float) -> list[str]:
+    """The figures of the last line, in order."""
+    rates = [x["rows"] / x["wall_s"] for x in soak.samples if x["wall_s"]]
+    done, r = soak.samples, [x["first_batch_s"] for x in soak.restarts if x.get("first_batch_s") is not None]
+    last = [f"soak_days={soak.days_done}", f"soak_ephemeral_groups={sum(soak.traffic.per_day[:soak.days_done])}",
+            f"soak_restart_seconds_first={r[0]:.1f}" if r else "soak_restart_seconds_first=nan",
+            f"soak_restart_seconds_max={max(r):.1f}" if r else "soak_restart_seconds_max=nan",
+            f"soak_driver_rss_mb_max={max(x['driver_rss_mb'] for x in done):.0f}",
+            f"soak_jvm_rss_mb_max={max(x['jvm_rss_mb'] for x in done):.0f}",
+            f"soak_workers_rss_mb_max={max(x['workers_rss_mb'] for x in done):.0f}",
+            f"soak_series_max={max(x['series'] for x in done)}",
+            f"soak_sink_bytes_final={done[-1]['sink_bytes']}", f"soak_sink_files_final={done[-1]['sink_files']}",
+            f"soak_checkpoint_bytes_final={done[-1]['checkpoint_bytes']}",
+            f"soak_state_file_bytes_max={max(x['state_file_bytes'] for x in done)}",
+            f"soak_state_snapshot_bytes_max={max(x['state_snapshot_bytes'] for x in done)}",
+            f"soak_rows_per_second_median={sorted(rates)[len(rates) // 2]:.0f}",
+            f"soak_bounded={verdict}", f"soak_wall_seconds={time.monotonic() - wall0:.0f}"]
+    if soak.days_done < args.days:
+        last.insert(1, f"soak_days_planned={args.days}")
+    return last
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench/soak", description=__doc__.split("\n\n")[0])
     p.add_argument("--days", type=int, default=30)
     p.add_argument("--ephemeral", type=int, default=1_000_000, help="ephemeral group names over the month")
@@ -366,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder of the samples and the monitor (default: a temp folder)")
     p.add_argument("--version", default="4.4.0")
     p.add_argument("--seed", type=int, default=50)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     if args.days < 2 or args.week_days < 1 or args.days < args.week_days:
         p.error("--days must be at least 2 and at least --week-days")
@@ -421,13 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             if soak.rss is not None:
                 soak.rss.done.set()
             soak.monitor.stop()
-    (out / "soak-samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in soak.samples))
-    with open(out / "soak-samples.csv", "w", newline="") as handle:
-        keys = [k for k in soak.samples[0] if k != "groups_by_state"]
-        w = csv.DictWriter(handle, keys, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(soak.samples)
-    (out / "soak-restarts.json").write_text(json.dumps(soak.restarts, indent=1))
+    _write_samples(soak, out)
     if problems:
         for problem in problems[:30]:
             print(f"bench/soak: {problem}", file=sys.stderr)
@@ -444,23 +476,7 @@ def main(argv: list[str] | None = None) -> int:
             verdicts(soak.samples, [], args.week_days, args.bound, args.restart_ceiling, 0)))
     bounded = all(ok for *_, ok in judged)
     verdict = ("true" if bounded else "false") if judged else "unjudged"
-    rates = [x["rows"] / x["wall_s"] for x in soak.samples if x["wall_s"]]
-    done, r = soak.samples, [x["first_batch_s"] for x in soak.restarts if x.get("first_batch_s") is not None]
-    last = [f"soak_days={soak.days_done}", f"soak_ephemeral_groups={sum(soak.traffic.per_day[:soak.days_done])}",
-            f"soak_restart_seconds_first={r[0]:.1f}" if r else "soak_restart_seconds_first=nan",
-            f"soak_restart_seconds_max={max(r):.1f}" if r else "soak_restart_seconds_max=nan",
-            f"soak_driver_rss_mb_max={max(x['driver_rss_mb'] for x in done):.0f}",
-            f"soak_jvm_rss_mb_max={max(x['jvm_rss_mb'] for x in done):.0f}",
-            f"soak_workers_rss_mb_max={max(x['workers_rss_mb'] for x in done):.0f}",
-            f"soak_series_max={max(x['series'] for x in done)}",
-            f"soak_sink_bytes_final={done[-1]['sink_bytes']}", f"soak_sink_files_final={done[-1]['sink_files']}",
-            f"soak_checkpoint_bytes_final={done[-1]['checkpoint_bytes']}",
-            f"soak_state_file_bytes_max={max(x['state_file_bytes'] for x in done)}",
-            f"soak_state_snapshot_bytes_max={max(x['state_snapshot_bytes'] for x in done)}",
-            f"soak_rows_per_second_median={sorted(rates)[len(rates) // 2]:.0f}",
-            f"soak_bounded={verdict}", f"soak_wall_seconds={time.monotonic() - wall0:.0f}"]
-    if soak.days_done < args.days:
-        last.insert(1, f"soak_days_planned={args.days}")
+    last = _last_line(soak, args, verdict, wall0)
     print(" ".join(last))
     if not bounded:
         return 1

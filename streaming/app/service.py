@@ -195,6 +195,17 @@ def _query_failed(failure: Any, disk: DiskWatch, last_batch_id: int) -> float | 
     return disk.retry_seconds
 
 
+def _note_checkpoint_settings(settings: RunSettings) -> None:
+    """Say at start which settings an existing checkpoint overrides (Spark keeps its own)."""
+    from streaming.spark.session import state_store_conf
+    from streaming.spark.state_layout import shuffle_partitions_note, state_store_note
+    query_checkpoint = os.path.join(settings.checkpoint_location, "query")
+    for note in (shuffle_partitions_note(query_checkpoint, settings.shuffle_partitions),
+                 state_store_note(query_checkpoint, {**state_store_conf(settings.state_store), **settings.spark_conf})):
+        if note is not None:
+            LOG.warning("run: %s", note)
+
+
 def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
@@ -224,7 +235,6 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
         from streaming.spark.session import get_spark, live_conf, state_store_conf
-        from streaming.spark.state_layout import shuffle_partitions_note, state_store_note
         spark = get_spark(settings.spark_master, settings.shuffle_partitions,
                           conf={**live_conf(settings.checkpoint_location, kafka.idle_markers),
                                 **state_store_conf(settings.state_store), **settings.spark_conf},
@@ -241,12 +251,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             options = query_options(settings).for_checkpoint(os.path.join(settings.checkpoint_location, "query"))
         except ValueError as exc:
             raise ConfigError(f"checkpoint_location: {exc}") from None
-        query_checkpoint = os.path.join(settings.checkpoint_location, "query")
-        for note in (shuffle_partitions_note(query_checkpoint, settings.shuffle_partitions),
-                     state_store_note(query_checkpoint, {**state_store_conf(settings.state_store),
-                                                         **settings.spark_conf})):
-            if note is not None:
-                LOG.warning("run: %s", note)
+        _note_checkpoint_settings(settings)
         spark.streams.addListener(counter := ProgressCounter(collector))
         from streaming.spark.warm_workers import warm_python_workers
         warm_python_workers(spark, spark.sparkContext.defaultParallelism)

@@ -232,15 +232,3 @@ class GroupStateFile:
             pass
         self._file_bytes, self._journal_bytes = len(text), 0
         self._rewrite = False
-
-    def load_timeouts(self) -> dict[str, int]:
-        """The state keys' timeouts saved with the last batch (empty when absent: older files)."""
-        return self.read().timeouts
-
-    def load_extra(self) -> dict | None:
-        """The correlator state saved with the last batch (None when absent)."""
-        return self.read().correlator
-
-    def load(self) -> tuple[int, list[dict]]:
-        saved = self.read()
-        return saved.batch_id, list(saved.groups.values())

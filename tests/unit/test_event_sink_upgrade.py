@@ -35,19 +35,24 @@ def test_the_group_state_file_is_versioned_and_an_unversioned_one_loads(tmp_path
     state = GroupStateFile(str(path))
     state.save(4, {("c", "g"): {"cluster": "c", "group": "g"}}, {"pending": [], "recent": [], "clock_ms": 9})
     assert json.loads(path.read_text())["schema_version"] == STATE_FILE_VERSION == 3
-    assert state.load() == (4, [{"cluster": "c", "group": "g"}])
+    saved = state.read()
+    assert (saved.batch_id, list(saved.groups.values())) == (4, [{"cluster": "c", "group": "g"}])
     # version 2: the same document without a journal beside it
     path.write_text(json.dumps({"schema_version": 2, "batch_id": 6, "groups": [{"cluster": "c", "group": "h"}],
                                 "correlator": None, "timeouts": {"c\t1": 5}}))
     state.journal_path.unlink()
-    assert state.load() == (6, [{"cluster": "c", "group": "h"}]) and state.load_timeouts() == {"c\t1": 5}
+    saved = state.read()
+    assert (saved.batch_id, list(saved.groups.values())) == (6, [{"cluster": "c", "group": "h"}])
+    assert saved.timeouts == {"c\t1": 5}
     # version 1: the same document without the key (tests/fixtures/checkpoint-v1 holds a real one)
     path.write_text(json.dumps({"batch_id": 3, "groups": [], "correlator": {"pending": [], "clock_ms": 1}}))
-    assert state.load() == (3, []) and state.load_extra() == {"pending": [], "clock_ms": 1}
+    saved = state.read()
+    assert (saved.batch_id, list(saved.groups.values())) == (3, [])
+    assert saved.correlator == {"pending": [], "clock_ms": 1}
     path.write_text(json.dumps({"schema_version": 4, "batch_id": 5, "groups": []}))
     with pytest.raises(StateFileError, match=f"{path}: state file version 4 was written by a newer release "
                                              r"\(this one reads versions 1-3\)"):
-        state.load()
+        state.read()
     path.write_text("{half")
     with pytest.raises(StateFileError, match="not a state file of this monitor"):
-        state.load_extra()
+        state.read()

@@ -49,6 +49,8 @@ from testbed.proc import tree_cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / ".data"
+# The generated traffic's span: N scenarios spread over 600 s, each lasting about 164 s.
+SCENARIO_SECONDS = 764
 
 
 def _tree(root: int) -> list[tuple[int, str, int]]:
@@ -260,7 +262,7 @@ def main() -> int:
         live = float("nan")
         if args.paced:
             # 10 s of event time per micro-batch: the generator spreads n scenarios over 600 s
-            per_batch = max(1, rows * 10 // 764)
+            per_batch = max(1, rows * 10 // SCENARIO_SECONDS)
             batches, _ = paced_batches(inputs, per_batch)
             steady = batches[3:] or batches
             live = statistics.median(steady)

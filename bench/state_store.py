@@ -34,13 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_scale import DATA, PeakRss
+from bench.bench_scale import DATA, SCENARIO_SECONDS, PeakRss
 from bench.scale_inputs import expected_per_group, generate
 from streaming.spark.session import STATE_STORES as PROVIDERS
 from testbed.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO_SECONDS = 764       # the generator spreads N scenarios over 600 s, each lasting about 164 s
 
 
 def _bytes_under(path: Path) -> int:

@@ -29,11 +29,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 
 from sinks.exposition import OTHER_GROUPS
 from sinks.incident_gauges import IncidentCollector
+from sinks.lag_gauges import LagCollector
 from sinks.group_gauges import GroupStateCollector
 from sinks.group_series import SeriesFamily
 from sinks.health import DecodeCounts, HealthMetrics, LogSourceLines
 from state.events import SOURCE_LOG, SOURCE_OFFSETS
 from sinks.log_sources import LogSourceMetrics
+from state.lag import SAMPLE_ERROR_REASONS, LagBook
 from state.model import DEAD
 from state.outputs import OutputKind
 from state.vocabulary import METRIC_PREFIX as PREFIX
@@ -151,6 +153,20 @@ class MetricsSink:
         self.incidents = IncidentCollector(self._group_label)
         r.register(self.groups)
         r.register(self.incidents)
+        # Consumer lag (sinks/lag_gauges.py): `run` gives it the lag book (attach_lag).
+        self.lag = LagCollector(self.groups.snapshots)
+        r.register(self.lag)
+        self.lag_sample_errors = Counter(
+            f"{PREFIX}_lag_sample_errors_total",
+            "Partitions whose end offset a lag sample could not get, by reason (topic_missing, "
+            "partition_missing, broker_unavailable, not_authorized, list_offsets_error).",
+            ["cluster", "reason"], registry=r)
+
+    def attach_lag(self, book: LagBook, cluster: str) -> None:
+        """`run`: the lag book the gauges show, and its error counters at 0."""
+        self.lag.book = book
+        for reason in SAMPLE_ERROR_REASONS:
+            self.lag_sample_errors.labels(cluster, reason)
 
     def _impact_metrics(self, buckets: tuple[float, ...]) -> None:
         """What the rebalances stopped (docs/impact.md): a counter per group, a histogram of stop
@@ -398,6 +414,8 @@ class MetricsSink:
                 self._over_cap.discard(key)
                 self.groups.forget(key)
                 self.incidents.forget(key)
+                if self.lag.book is not None:
+                    self.lag.book.forget_group(key)
                 self._forgotten.append(key)
             over = len(self._over_cap)
         self.groups_over_cap.set(over)

@@ -32,6 +32,9 @@ class OutputKind(StrEnum):
     CLOCK = "clock"                  # the batch watermark (feeds the driver's correlator)
     # A broker's line about a peer or itself (state/diagnosis/brokers.py): feeds the correlator.
     BROKER_EVENT = "broker_event"
+    # A group's newest committed offset per partition among a batch's commits (`run` only: the
+    # committed half of its lag, state/lag.py); not a record, not kept.
+    COMMITTED_OFFSETS = "committed_offsets"
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.

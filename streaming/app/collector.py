@@ -25,6 +25,7 @@ from sinks.metrics import MetricsSink
 from sinks.metrics_state import counter_state, load_counter_state
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
+from state.lag import LagBook
 from state.model import DEAD
 from state.outputs import (
     OUTPUT_RECORD_KINDS, RECORD_KINDS, STATISTICS_KINDS, OutputKind, apply_trigger_decisions,
@@ -147,6 +148,8 @@ class RunCollector:
     # `run`: a write that fails for want of space is retried in place (sinks/disk_full.py); None
     # (replay, demo): it raises.
     disk: DiskWatch | None = None
+    # `run`: the committed half of the lag (state/lag.py), from each batch's COMMITTED_OFFSETS rows.
+    lag: LagBook | None = None
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -201,6 +204,10 @@ class RunCollector:
         by_kind: dict[str, list[dict]] = {}
         for kind, text in self.batch_rows(df, batch_id):
             by_kind.setdefault(kind, []).append(loads_json(text))
+        if self.lag is not None:
+            # the newest commit per partition wins: a batch Spark runs again changes nothing
+            for record in by_kind.pop(OutputKind.COMMITTED_OFFSETS, None) or ():
+                self.lag.note_commits(record)
         if batch_id <= self.correlated_through:
             # already in the sink and counters
             by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}

@@ -27,7 +27,10 @@ from sinks.disk_full import CHECKPOINT, SINK, DiskWatch, disk_full_text
 from sinks.event_sink import EventSink
 from sinks.files import GroupStateFile, StateFileError
 from sinks.metrics import MetricsSink
+from state.lag import LagBook
+from state.model import DEAD
 from streaming.app.collector import RunCollector, StopGate
+from streaming.app.lag_sampler import KafkaEndOffsets, LagSampler
 from streaming.app.serving import serve_metrics
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
 from streaming.app.settings.wiring import (
@@ -206,6 +209,28 @@ def _note_checkpoint_settings(settings: RunSettings) -> None:
             LOG.warning("run: %s", note)
 
 
+def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: RunCollector,
+                      stop: threading.Event) -> LagSampler | None:
+    """Consumer lag (state/lag.py): the collector notes the groups' commits, a thread of its own
+    samples the end offsets (streaming/app/lag_sampler.py). None without the offsets topic."""
+    kafka = settings.kafka
+    if not kafka.offsets_topic:
+        return None
+    book = LagBook(settings.lag.sample_seconds)
+    metrics.attach_lag(book, settings.cluster)
+    collector.lag = book
+    source = KafkaEndOffsets(kafka.bootstrap_servers, client_config(kafka), settings.lag.sample_seconds)
+    errors = metrics.lag_sample_errors
+    sampler = LagSampler(book, settings.cluster, source,
+                         count_error=lambda reason, n: errors.labels(settings.cluster, reason).inc(n),
+                         groups=lambda: [(s["cluster"], s["group"]) for s in metrics.groups.snapshots()
+                                         if s.get("state") != DEAD])
+    sampler.start(stop)
+    LOG.info("run: sampling the end offsets of the groups' partitions every %g s for their lag",
+             settings.lag.sample_seconds)
+    return sampler
+
+
 def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
@@ -215,8 +240,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
     collector = build_collector(settings, metrics, disk)
     server = serve_metrics(settings, metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
-    kafka = settings.kafka
-    plans = None
+    kafka, plans, lag_stop = settings.kafka, None, threading.Event()
     try:
         # The quiet sources' marker plan (sources/markers.py): a file on the driver's host, where
         # the sources plan their offsets; not in the checkpoint, which may be remote.
@@ -231,6 +255,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             _wait_for_kafka(settings, metrics, stop)
             if stop.is_set():     # stopped before Kafka answered: no Spark session to start
                 return 0
+        start_lag_sampler(settings, metrics, collector, lag_stop)
         from streaming.spark.connector import check_topics_connector, connector_package
         from streaming.spark.query import live_query, spark_kafka_available
         from streaming.spark.run import ProgressCounter
@@ -281,6 +306,7 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
             backoff = min(MAX_RESTART_BACKOFF_S, backoff * 2)
         return 0
     finally:
+        lag_stop.set()
         server.shutdown()
         if plans is not None:
             shutil.rmtree(plans, ignore_errors=True)

@@ -37,6 +37,7 @@ class QueryOptions:
     group_allow: tuple[str, ...] = ()
     group_deny: tuple[str, ...] = ()
     live_view: bool = True      # snapshots apply the still-held events (state/live_view.py)
+    committed_offsets: bool = False     # run: groups' committed offsets to the driver (state/lag.py)
     # Groups per stateful key: PySpark's fixed cost per call (about 1 ms) is paid per bucket, and
     # a micro-batch makes at most this many calls per cluster (0: one key per group).
     state_buckets: int = STATE_BUCKETS
@@ -225,4 +226,4 @@ def live_query(spark: SparkSession, o: QueryOptions, kafka: KafkaRead, spec: Log
                                 ClusterNames({}, spec.cluster))
         parts.append(with_watermark(observed(events, SOURCE_KIND_OFFSETS), o.lateness_seconds))
     return group_state_machine(reduce(DataFrame.unionByName, parts), o.group_allow, o.group_deny, o.diagnosis,
-                               state_buckets=o.state_buckets)
+                               state_buckets=o.state_buckets, committed_offsets=o.committed_offsets)

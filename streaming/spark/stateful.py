@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,42 @@ PASSED_THROUGH = (QUARANTINE_GROUP, E.BROKER_EVENTS_GROUP)
 
 
 _COMMIT_KINDS = frozenset({E.OFFSET_COMMIT, E.OFFSET_COMMITS})
+_OFFSET_KINDS = _COMMIT_KINDS | {E.OFFSET_TOMBSTONE}
+
+
+def committed_offsets_row(cluster: str, group: str, events: Iterable[tuple[Any, Any, Any]]) -> tuple | None:
+    """`run`'s committed half of the lag (state/lag.py): of a call's (kind, data, ts_ms) events,
+    the group's newest committed offset per partition (by commit time; a tombstone's offset
+    null), one COMMITTED_OFFSETS row, or None without offset events. As read, before the
+    watermark: lag is about now, not final. Bounded by the group's partitions per batch."""
+    # (topic, partition) -> (commit time, 1 for a commit / 0 for a tombstone, offset or -1): max wins
+    newest: dict[tuple[str, int], tuple[int, int, int]] = {}
+    last_ts = None
+    for kind, data, ts in events:
+        if kind not in _OFFSET_KINDS:
+            continue
+        data = event_data(data)
+        ts = int(ts)
+        last_ts = ts if last_ts is None else max(last_ts, ts)
+        if kind == E.OFFSET_COMMITS:
+            entries: Iterable[Any] = ((e[0], e[1], e[2], e[3] if len(e) > 3 else None)
+                                      for e in data.get("commits") or ())
+        else:
+            entries = ((data.get("topic"), data.get("partition"),
+                        None if kind == E.OFFSET_TOMBSTONE else data.get("offset"), data.get("commit_ts_ms")),)
+        for topic, partition, offset, commit_ts in entries:
+            if topic is None or partition is None:
+                continue
+            order = (int(commit_ts or ts), 0, -1) if offset is None else (int(commit_ts or ts), 1, int(offset))
+            key = (topic, int(partition))
+            if order >= newest.get(key, order):
+                newest[key] = order
+    if last_ts is None:
+        return None
+    offsets = [[topic, partition, offset if live else None, commit_ts]
+               for (topic, partition), (commit_ts, live, offset) in sorted(newest.items())]
+    record = {"cluster": cluster, "group": group, "offsets": offsets}
+    return (str(OutputKind.COMMITTED_OFFSETS), cluster, group, last_ts, _dump(record))
 
 
 def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list[list[Any]], watermark: int,
@@ -217,8 +253,10 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
 
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                   group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
-                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
-    """One group per call (the key is (cluster, group)): checkpoints written before state buckets."""
+                  diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True,
+                  committed_offsets: bool = False) -> Iterator[pd.DataFrame]:
+    """One group per call (the key is (cluster, group)): checkpoints written before state buckets.
+    `committed_offsets` (run): each group's COMMITTED_OFFSETS row too (committed_offsets_row)."""
     freeze_worker_heap()
     cluster, group = key
     watermark = state.getCurrentWatermarkMs()
@@ -233,6 +271,9 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         _pass_through(cluster, group, incoming, out)
         yield _frame(out)
         return
+    if committed_offsets and (row := committed_offsets_row(
+            cluster, group, ((r[EVENT_KIND], r[EVENT_DATA], r[EVENT_TS]) for r in incoming))) is not None:
+        out.append(row)
     stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
                                   diagnosis, live_view, out)
     if stored is None:
@@ -247,7 +288,8 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
 
 def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                    group_allow: tuple[str, ...] = (), group_deny: tuple[str, ...] = (),
-                   diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True) -> Iterator[pd.DataFrame]:
+                   diagnosis: DiagnosisSettings = DEFAULT_SETTINGS, live_view: bool = True,
+                   committed_offsets: bool = False) -> Iterator[pd.DataFrame]:
     """The groups of one state bucket per call (the key is (cluster, bucket); the columns are
     streaming/rows.py bucketed_input_columns): PySpark's own cost per call (each column and the
     state to pandas and back) is paid per bucket, not per group. A group whose rows are all offset
@@ -255,7 +297,8 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     (fold_commits); every other group with rows, then every group whose own timeout the watermark
     has passed (the rule Spark applies to a key: set and below the watermark), takes the turn
     process_group gives it. The bucket's timeout is the earliest of its groups'. The clock row
-    counts the turns and the folds (docs/design.md, "Commits without a turn")."""
+    counts the turns and the folds (docs/design.md, "Commits without a turn"). `committed_offsets`
+    (run): each group's COMMITTED_OFFSETS row too (committed_offsets_row), folded or not."""
     freeze_worker_heap()
     cluster = key[0]
     watermark = state.getCurrentWatermarkMs()
@@ -274,6 +317,9 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
         if group in PASSED_THROUGH:
             _pass_through(cluster, group, event_rows_of(cluster, group, fields), out)
             continue
+        if committed_offsets and (row := committed_offsets_row(
+                cluster, group, ((f.get(PACKED_KIND), packed_data(f), f.get(PACKED_TS)) for f in fields))) is not None:
+            out.append(row)
         entry = bucket.get(group)
         if entry is not None and fold_commits(entry, fields, watermark):
             bucket.put(group, entry)

@@ -334,16 +334,18 @@ def packed_event_column() -> Column:
 
 def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), group_deny: Sequence[str] = (),
                         diagnosis: DiagnosisSettings | None = None, live_view: bool = True,
-                        state_buckets: int = 0) -> DataFrame:
+                        state_buckets: int = 0, committed_offsets: bool = False) -> DataFrame:
     """The per-group state machine. `state_buckets` > 0: the groups share that many keys per
-    cluster (process_bucket); 0: one key per group (process_group, checkpoints written before)."""
+    cluster (process_bucket); 0: one key per group (process_group, checkpoints written before).
+    `committed_offsets` (run): each group's newest committed offsets of a batch come out too."""
     # No filter before the stateful step: Spark's optimizer pushes a filter on `group` below the
     # watermark operator, and the rows it removes (end-of-input markers, denied groups) would
     # no longer move their source's event time. The function skips them instead.
     function: Any = process_bucket if state_buckets else process_group
-    if group_allow or group_deny or diagnosis is not None or not live_view:
+    if group_allow or group_deny or diagnosis is not None or not live_view or committed_offsets:
         function = partial(function, group_allow=tuple(group_allow or ()), group_deny=tuple(group_deny or ()),
-                           diagnosis=diagnosis or DEFAULT_SETTINGS, live_view=live_view)
+                           diagnosis=diagnosis or DEFAULT_SETTINGS, live_view=live_view,
+                           committed_offsets=committed_offsets)
     # One packed column besides the key (streaming/rows.py STATE_INPUT_COLUMNS), and event_time:
     # Spark refuses an event-time timeout unless a watermarked column reaches the step.
     packed_event = packed_event_column().alias(PACKED_EVENT)

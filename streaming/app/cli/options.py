@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from streaming.app.settings import DemoSettings, QuerySettings, ReplaySettings, RunSettings
+from streaming.app.settings import DemoSettings, LagSettings, QuerySettings, ReplaySettings, RunSettings
 from streaming.logs.envelope import ENVELOPES
 
 # Every dest that is a settings key (the loader gets exactly these).
@@ -108,6 +108,9 @@ def _live(p: argparse.ArgumentParser) -> None:
              help="durable event sink, one file per micro-batch and kind (events_dir)")
     _setting(p, "--trigger-interval-seconds", key="trigger_interval_seconds", type=float, metavar="S",
              help=f"micro-batch interval (default {_default(RunSettings, 'trigger_interval_seconds')})")
+    _setting(p, "--lag-sample-seconds", key="lag.sample_seconds", type=float, metavar="S",
+             help=f"how often the end offsets are sampled for consumer lag (lag.sample_seconds, default "
+                  f"{LagSettings.model_fields['sample_seconds'].default:g})")
 
 
 CONFIG = parent(_config)

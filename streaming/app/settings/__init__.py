@@ -27,6 +27,7 @@ from streaming.app.settings.schema import (
     ENV_PREFIX,
     IDLE_TICK_MAX_SECONDS,
     IDLE_TICK_SECONDS,
+    LAG_SAMPLE_SECONDS,
     LATENESS_SECONDS,
     REPLAY_MAX_ROWS_PER_BATCH,
     RUN_LATENESS_SECONDS,
@@ -36,6 +37,7 @@ from streaming.app.settings.schema import (
     DiagnosisConfig,
     Envelope,
     KafkaSettings,
+    LagSettings,
     LogInput,
     OffsetsInput,
     ParseLogsSettings,
@@ -47,9 +49,10 @@ from streaming.app.settings.schema import (
 
 __all__ = [
     "COMMANDS", "COMMIT_HOLD_SECONDS", "DEFAULT_DRIVER_MEMORY", "DEFAULT_DURATION_BUCKETS", "ENV_PREFIX",
-    "IDLE_TICK_MAX_SECONDS", "IDLE_TICK_SECONDS", "LATENESS_SECONDS", "OTHER_ENV_VARIABLES",
+    "IDLE_TICK_MAX_SECONDS", "IDLE_TICK_SECONDS", "LAG_SAMPLE_SECONDS", "LATENESS_SECONDS", "OTHER_ENV_VARIABLES",
     "REPLAY_MAX_ROWS_PER_BATCH", "RUN_LATENESS_SECONDS", "RUN_TRIGGER_INTERVAL_SECONDS", "STATE_BUCKETS",
-    "ConfigError", "DemoSettings", "DiagnosisConfig", "Envelope", "KafkaSettings", "LogInput", "OffsetsInput",
+    "ConfigError", "DemoSettings", "DiagnosisConfig", "Envelope", "KafkaSettings", "LagSettings", "LogInput",
+    "OffsetsInput",
     "ParseLogsSettings", "QuerySettings", "ReplaySettings", "RunSettings", "ServingSettings", "StartupError",
     "check_environment", "env_names", "load", "make_inputs",
 ]

@@ -170,6 +170,18 @@ class KafkaSettings(BaseModel):
         return self.idle_flush and not self.max_rows_per_batch
 
 
+LAG_SAMPLE_SECONDS = 10.0
+
+
+class LagSettings(BaseModel):
+    """Consumer lag (`run`; state/lag.py): how often the driver samples the end offsets of the
+    partitions the groups commit to (streaming/app/lag_sampler.py)."""
+    model_config = {"extra": "forbid"}
+
+    sample_seconds: float = Field(default=LAG_SAMPLE_SECONDS, gt=0,
+                                  description="seconds between two ListOffsets rounds of the lag sampler")
+
+
 _D = DIAGNOSIS_DEFAULTS
 
 
@@ -346,6 +358,7 @@ class RunSettings(QuerySettings, ServingSettings):
     dead_group_retention_seconds: float = Field(default=600.0, ge=0)
     log_silence_seconds: float = Field(default=1800.0, gt=0,
                                        description="a log source without coordinator lines this long is flagged")
+    lag: LagSettings = Field(default_factory=LagSettings)
 
     @field_validator("group_allow", "group_deny")
     @classmethod

@@ -83,7 +83,8 @@ def query_options(settings: QuerySettings, **extra: Any) -> QueryOptions:
     if isinstance(settings, ReplaySettings):
         own.update(max_rows_per_batch=settings.max_rows_per_batch, live_view=settings.live_view)
     if isinstance(settings, RunSettings):
-        own.update(group_allow=tuple(settings.group_allow), group_deny=tuple(settings.group_deny))
+        own.update(group_allow=tuple(settings.group_allow), group_deny=tuple(settings.group_deny),
+                   committed_offsets=True)
     return QueryOptions(lateness_seconds=settings.lateness_seconds,
                         unknown_lines_sample_per_logger=settings.unknown_lines_sample_per_logger,
                         diagnosis=diagnosis_settings(settings.diagnosis), state_buckets=settings.state_buckets,

@@ -1,0 +1,220 @@
+"""Consumer lag per group and topic from two halves (pure Python; docs/metrics.md, "Lag").
+
+- The committed offsets: every offset commit the monitor decodes from `__consumer_offsets` (the
+  stateful step sends each group's newest per partition of a batch to the driver:
+  OutputKind.COMMITTED_OFFSETS); the newest per partition by commit time wins.
+- The end offsets: the partitions' latest offsets, sampled every `lag.sample_seconds` by the
+  driver's sampler (streaming/app/lag_sampler.py). Each partition keeps a short history of its
+  samples: the distinct end offsets, each with the first and last time it was seen.
+
+Lag in records is end - committed (at least 0), summed over a topic's partitions. Lag in
+seconds is how long ago the committed offset was the partition's end offset (Burrow's view of a
+consumer: how far behind the head it is in time), interpolated between the samples around it:
+the end was `o1` until `last1` and `o2` from `first2`, so the record after the committed offset
+arrived in between. 0 when caught up; the most behind partition's figure per topic. A committed
+offset older than the history is placed by the history's mean rate (an estimate; with no
+records written over the history, the oldest sample's time: a lower bound).
+
+A topic's lag is unknown (no figure, the reason said instead) when one of its partitions has no
+sample yet, or its newest sample is older than STALE_SAMPLES sampling intervals (the broker did
+not answer since, the topic was deleted): never a stale figure shown as current.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+# Distinct end offsets kept per partition (an idle partition keeps one, however long it idles).
+HISTORY_SAMPLES = 16
+# A partition's newest end offset older than this many sampling intervals makes its lag unknown.
+STALE_SAMPLES = 3
+
+# Why a topic's lag is unknown (rebalance_monitor_group_lag_unknown, ..._lag_sample_errors_total).
+REASON_NOT_SAMPLED = "not_sampled_yet"          # the partition is newer than the last sample
+REASON_TOPIC_MISSING = "topic_missing"          # the cluster has no such topic (deleted)
+REASON_PARTITION_MISSING = "partition_missing"  # the topic has fewer partitions
+REASON_BROKER = "broker_unavailable"            # no answer in time (broker down, no leader)
+REASON_NOT_AUTHORIZED = "not_authorized"        # ListOffsets or Metadata refused (ACLs)
+REASON_ERROR = "list_offsets_error"             # any other error of the request
+REASON_STALE = "stale"                          # last sample too old (none succeeded lately)
+SAMPLE_ERROR_REASONS = (REASON_TOPIC_MISSING, REASON_PARTITION_MISSING, REASON_BROKER, REASON_NOT_AUTHORIZED,
+                        REASON_ERROR)
+UNKNOWN_REASONS = (REASON_NOT_SAMPLED, *SAMPLE_ERROR_REASONS, REASON_STALE)
+
+Partition = tuple[str, int]                       # (topic, partition)
+
+
+@dataclass
+class EndSample:
+    """One distinct end offset of a partition, and the first and last wall-clock time (Unix
+    seconds) a sample saw it."""
+    offset: int
+    first_s: float
+    last_s: float
+
+
+class EndHistory:
+    """The last HISTORY_SAMPLES distinct end offsets of one partition, oldest first."""
+    __slots__ = ("error", "error_s", "samples")
+
+    def __init__(self) -> None:
+        self.samples: deque[EndSample] = deque(maxlen=HISTORY_SAMPLES)
+        self.error: str | None = None        # the reason of the last failed sample, if it failed
+        self.error_s: float | None = None
+
+    def add(self, offset: int, at_s: float) -> None:
+        self.error = self.error_s = None
+        last = self.samples[-1] if self.samples else None
+        if last is not None and last.offset == offset:
+            last.last_s = max(last.last_s, at_s)
+        elif last is not None and offset < last.offset:
+            # the partition went back (deleted and created again, truncated): a new history
+            self.samples.clear()
+            self.samples.append(EndSample(offset, at_s, at_s))
+        else:
+            self.samples.append(EndSample(offset, at_s, at_s))
+
+    def failed(self, reason: str, at_s: float) -> None:
+        self.error, self.error_s = reason, at_s
+
+    @property
+    def newest(self) -> EndSample | None:
+        return self.samples[-1] if self.samples else None
+
+    def written_at(self, committed: int) -> float | None:
+        """When the end offset was `committed` for the last time (Unix seconds), interpolated;
+        None when caught up (committed at or past the newest end)."""
+        samples = self.samples
+        if not samples or committed >= samples[-1].offset:
+            return None
+        previous: EndSample | None = None
+        for sample in samples:
+            if committed < sample.offset:
+                if previous is None:
+                    return self._before_history(committed)
+                span = sample.offset - previous.offset
+                share = (committed - previous.offset) / span
+                return previous.last_s + share * (sample.first_s - previous.last_s)
+            previous = sample
+        return None      # not reached: committed < the newest offset
+
+    def _before_history(self, committed: int) -> float:
+        oldest, newest = self.samples[0], self.samples[-1]
+        seconds = newest.first_s - oldest.first_s
+        if seconds <= 0 or newest.offset <= oldest.offset:
+            return oldest.first_s
+        rate = (newest.offset - oldest.offset) / seconds
+        return oldest.first_s - (oldest.offset - committed) / rate
+
+
+@dataclass(frozen=True)
+class TopicLag:
+    """One group's lag on one topic: records and seconds, or why it is unknown."""
+    cluster: str
+    group: str
+    topic: str
+    records: int | None
+    seconds: float | None
+    unknown: str | None = None
+
+
+class LagBook:
+    """The committed offsets of each group and the end-offset history of each partition they
+    committed to. Thread-safe: the batch thread notes commits, the sampler notes end offsets,
+    the scrape reads both."""
+
+    def __init__(self, sample_seconds: float) -> None:
+        self.sample_seconds = sample_seconds
+        self._lock = threading.Lock()
+        # (cluster, group) -> (topic, partition) -> (committed offset, commit time ms)
+        self._committed: dict[tuple[str, str], dict[Partition, tuple[int, int]]] = {}
+        self._ends: dict[tuple[str, Partition], EndHistory] = {}
+
+    def note_commits(self, record: dict[str, Any]) -> None:
+        """A COMMITTED_OFFSETS record: {"cluster", "group", "offsets": [[topic, partition,
+        offset, commit_ts_ms], ...]}, offset null for a deleted offset (its tombstone)."""
+        key = (record["cluster"], record["group"])
+        with self._lock:
+            book = self._committed.setdefault(key, {})
+            for topic, partition, offset, commit_ms in record.get("offsets") or ():
+                tp = (str(topic), int(partition))
+                if offset is None:
+                    book.pop(tp, None)
+                    continue
+                old = book.get(tp)
+                new = (int(offset), int(commit_ms or 0))
+                if old is None or (new[1], new[0]) >= (old[1], old[0]):
+                    book[tp] = new
+            if not book:
+                del self._committed[key]
+
+    def has_group(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            return key in self._committed
+
+    def seed(self, key: tuple[str, str], offsets: dict[Partition, int]) -> None:
+        """Committed offsets fetched from the cluster (OffsetFetch) for a group known before a
+        restart, whose commits the query will not read again: kept where no decoded commit is,
+        with commit time 0, so that any decoded commit wins."""
+        with self._lock:
+            book = self._committed.setdefault(key, {})
+            for tp, offset in offsets.items():
+                book.setdefault((str(tp[0]), int(tp[1])), (int(offset), 0))
+            if not book:
+                del self._committed[key]
+
+    def forget_group(self, key: tuple[str, str]) -> None:
+        """A group the monitor forgot (Dead past its retention): its lag goes with it."""
+        with self._lock:
+            self._committed.pop(key, None)
+
+    def partitions(self, cluster: str) -> list[Partition]:
+        """The partitions some group of `cluster` committed to: what the sampler asks about."""
+        with self._lock:
+            found = {tp for (c, _), book in self._committed.items() if c == cluster for tp in book}
+        return sorted(found)
+
+    def note_ends(self, cluster: str, asked: list[Partition], ends: dict[Partition, int], errors: dict[Partition, str],
+                  at_s: float) -> None:
+        """One sampling round of the partitions `asked`: the end offsets it got, and the reason for
+        each it did not. The history of a partition no group commits to any more goes."""
+        wanted = set(asked)
+        with self._lock:
+            for key in [k for k in self._ends if k[0] == cluster and k[1] not in wanted]:
+                del self._ends[key]
+            for tp, offset in ends.items():
+                self._ends.setdefault((cluster, tp), EndHistory()).add(int(offset), at_s)
+            for tp, reason in errors.items():
+                self._ends.setdefault((cluster, tp), EndHistory()).failed(reason, at_s)
+
+    def lags(self, now_s: float) -> list[TopicLag]:
+        """Every group's lag per topic at `now_s` (Unix seconds)."""
+        stale_before = now_s - STALE_SAMPLES * self.sample_seconds
+        out: list[TopicLag] = []
+        with self._lock:
+            for (cluster, group), book in sorted(self._committed.items()):
+                by_topic: dict[str, list[tuple[int, int]]] = {}
+                for (topic, partition), (offset, _) in book.items():
+                    by_topic.setdefault(topic, []).append((partition, offset))
+                for topic, partitions in sorted(by_topic.items()):
+                    out.append(self._topic_lag(cluster, group, topic, partitions, now_s, stale_before))
+        return out
+
+    def _topic_lag(self, cluster: str, group: str, topic: str, partitions: list[tuple[int, int]], now_s: float,
+                   stale_before: float) -> TopicLag:
+        records, seconds = 0, 0.0
+        for partition, committed in partitions:
+            history = self._ends.get((cluster, (topic, partition)))
+            newest = history.newest if history is not None else None
+            if history is None or newest is None:
+                reason = history.error if history is not None and history.error else REASON_NOT_SAMPLED
+                return TopicLag(cluster, group, topic, None, None, reason)
+            if newest.last_s < stale_before:
+                return TopicLag(cluster, group, topic, None, None, history.error or REASON_STALE)
+            records += max(0, newest.offset - committed)
+            written = history.written_at(committed)
+            if written is not None:
+                seconds = max(seconds, now_s - written)
+        return TopicLag(cluster, group, topic, records, max(0.0, seconds))

@@ -1,0 +1,255 @@
+"""Consumer lag (issue 54 items 1, 2, 5): the lag book (state/lag.py), the committed offsets the
+stateful step sends, the sampler (streaming/app/lag_sampler.py) and the gauges (sinks/lag_gauges.py)."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from state import events as E
+from state.lag import HISTORY_SAMPLES, REASON_BROKER, REASON_NOT_SAMPLED, REASON_STALE, REASON_TOPIC_MISSING, LagBook
+from state.outputs import OutputKind
+
+
+def _commits(group, *offsets, cluster="c"):
+    return {"cluster": cluster, "group": group, "offsets": [list(o) for o in offsets]}
+
+
+def _book(*commits, sample_seconds=10.0):
+    book = LagBook(sample_seconds)
+    for record in commits:
+        book.note_commits(record)
+    return book
+
+
+def _lags(book, now):
+    return {(lag.group, lag.topic): lag for lag in book.lags(now)}
+
+
+def test_records_are_summed_over_partitions_and_clamped_at_zero():
+    book = _book(_commits("g", ("t", 0, 90, 1000), ("t", 1, 200, 1000), ("u", 0, 5, 1000)))
+    assert book.partitions("c") == [("t", 0), ("t", 1), ("u", 0)]
+    book.note_ends("c", book.partitions("c"), {("t", 0): 100, ("t", 1): 150, ("u", 0): 5}, {}, 1000.0)
+    lags = _lags(book, 1000.0)
+    assert lags[("g", "t")].records == 10          # 10 + max(0, -50)
+    assert lags[("g", "u")].records == 0 and lags[("g", "u")].seconds == 0.0
+
+
+def test_time_lag_is_interpolated_between_the_samples_around_the_committed_offset():
+    book = _book(_commits("g", ("t", 0, 150, 1)))
+    tp = [("t", 0)]
+    book.note_ends("c", tp, {("t", 0): 100}, {}, 1000.0)
+    book.note_ends("c", tp, {("t", 0): 100}, {}, 1010.0)     # idle: the end was 100 until 1010
+    book.note_ends("c", tp, {("t", 0): 200}, {}, 1020.0)
+    book.note_ends("c", tp, {("t", 0): 300}, {}, 1030.0)
+    lag = _lags(book, 1040.0)[("g", "t")]
+    # 150 is half way from 100 (last seen 1010) to 200 (first seen 1020): written at 1015
+    assert lag.records == 150 and lag.seconds == pytest.approx(25.0)
+    book.note_commits(_commits("g", ("t", 0, 300, 2)))
+    assert _lags(book, 1040.0)[("g", "t")].seconds == 0.0    # caught up
+
+
+def test_an_offset_older_than_the_history_is_placed_by_its_rate():
+    book = _book(_commits("g", ("t", 0, 0, 1)))
+    for i in range(HISTORY_SAMPLES + 4):
+        book.note_ends("c", [("t", 0)], {("t", 0): 1000 + 100 * i}, {}, 1000.0 + 10 * i)
+    lag = _lags(book, 1000.0 + 10 * (HISTORY_SAMPLES + 3))[("g", "t")]
+    # 10 records a second: offset 0 was the end 100 s before offset 1000's time
+    assert lag.seconds == pytest.approx(10 * (HISTORY_SAMPLES + 3) + 100.0)
+
+
+def test_the_newest_commit_wins_and_a_tombstone_removes_the_partition():
+    book = _book(_commits("g", ("t", 0, 50, 2000)), _commits("g", ("t", 0, 70, 1000)))
+    book.note_ends("c", [("t", 0)], {("t", 0): 100}, {}, 5.0)
+    assert _lags(book, 5.0)[("g", "t")].records == 50          # the older commit came later: ignored
+    book.note_commits(_commits("g", ("t", 0, 10, 3000)))       # a reset to an earlier offset
+    assert _lags(book, 5.0)[("g", "t")].records == 90
+    book.note_commits(_commits("g", ("t", 0, None, 4000)))
+    assert book.lags(5.0) == [] and book.partitions("c") == []
+
+
+def test_unknown_until_sampled_when_failing_and_when_stale():
+    book = _book(_commits("g", ("t", 0, 5, 1)), sample_seconds=10.0)
+    assert _lags(book, 0.0)[("g", "t")].unknown == REASON_NOT_SAMPLED
+    book.note_ends("c", [("t", 0)], {("t", 0): 10}, {}, 100.0)
+    book.note_ends("c", [("t", 0)], {}, {("t", 0): REASON_TOPIC_MISSING}, 110.0)
+    assert _lags(book, 120.0)[("g", "t")].records == 5         # the last sample is recent enough
+    lag = _lags(book, 131.0)[("g", "t")]                        # older than 3 intervals: unknown
+    assert (lag.records, lag.unknown) == (None, REASON_TOPIC_MISSING)
+    book.note_ends("c", [("t", 0)], {("t", 0): 12}, {}, 140.0)
+    assert _lags(book, 141.0)[("g", "t")].records == 7
+    assert _lags(book, 171.0)[("g", "t")].unknown == REASON_STALE    # no round since
+
+
+def test_a_forgotten_group_loses_its_lag_and_unused_histories_go():
+    book = _book(_commits("g", ("t", 0, 5, 1)), _commits("h", ("u", 0, 5, 1)))
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9, ("u", 0): 9}, {}, 1.0)
+    book.forget_group(("c", "g"))
+    assert [lag.group for lag in book.lags(1.0)] == ["h"]
+    book.note_ends("c", book.partitions("c"), {("u", 0): 9}, {}, 2.0)
+    assert list(book._ends) == [("c", ("u", 0))]
+
+
+def test_the_stateful_step_sends_the_newest_committed_offset_per_partition():
+    from streaming.spark.stateful import committed_offsets_row
+    packed = {"commits": [["t", 0, 40, 1000, 2], ["t", 1, 7, 1000, 1]]}
+    events = [(E.OFFSET_COMMITS, packed, 1000), (E.OFFSET_COMMIT, json.dumps(
+        {"topic": "t", "partition": 0, "offset": 45, "commit_ts_ms": 1500, "count": 1}), 1500),
+        (E.OFFSET_TOMBSTONE, {"topic": "t", "partition": 1}, 1600), ("group_metadata", {}, 1700)]
+    row = committed_offsets_row("c", "g", events)
+    assert row is not None
+    kind, cluster, group, ts, text = row
+    assert (kind, cluster, group, ts) == (OutputKind.COMMITTED_OFFSETS, "c", "g", 1600)
+    assert json.loads(text) == {"cluster": "c", "group": "g", "offsets": [["t", 0, 45, 1500], ["t", 1, None, 1600]]}
+    assert committed_offsets_row("c", "g", [("group_metadata", {}, 1)]) is None
+
+
+class FakeEnds:
+    def __init__(self):
+        self.answers: list = []
+        self.closed = threading.Event()
+        self.offsets: dict[str, dict] = {}
+        self.asked: list[list[str]] = []
+
+    def committed(self, groups):
+        self.asked.append(list(groups))
+        return {g: self.offsets[g] for g in groups if g in self.offsets}
+
+    def fetch(self, partitions):
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def close(self):
+        self.closed.set()
+
+
+def test_the_sampler_counts_each_reason_and_logs_it_once(caplog):
+    from streaming.app.lag_sampler import LagSampler
+    book = _book(_commits("g", ("t", 0, 5, 1), ("gone", 0, 1, 1)))
+    source, counted = FakeEnds(), []
+    sampler = LagSampler(book, "c", source, count_error=lambda reason, n: counted.append((reason, n)),
+                         clock=iter(range(100, 200, 10)).__next__)
+    source.answers = [({("t", 0): 9}, {("gone", 0): REASON_TOPIC_MISSING})] * 2 + [
+        RuntimeError("boom"), ({("t", 0): 9, ("gone", 0): 3}, {})]
+    with caplog.at_level(logging.WARNING, logger="rebalance_monitor.lag"):
+        for _ in range(4):
+            sampler.sample_once()
+    assert counted == [(REASON_TOPIC_MISSING, 1), (REASON_TOPIC_MISSING, 1), ("list_offsets_error", 2)]
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 4, lines        # topic_missing starts, ends; list_offsets_error starts, ends
+    assert "topic_missing" in lines[0] and "gone" in lines[0]
+    assert _lags(book, 131.0)[("g", "gone")].records == 2
+
+
+def test_the_sampler_thread_ends_at_stop_and_closes_its_client():
+    from streaming.app.lag_sampler import LagSampler
+    book = _book(_commits("g", ("t", 0, 5, 1)), sample_seconds=0.01)
+    source = FakeEnds()
+    source.answers = [({("t", 0): 9}, {})] * 1000
+    stop = threading.Event()
+    sampler = LagSampler(book, "c", source)
+    thread = sampler.start(stop)
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive() and source.closed.is_set()
+
+
+def test_error_reasons_from_kafka_python_errors():
+    from kafka import errors
+
+    from streaming.app.lag_sampler import error_reason
+    assert error_reason(errors.KafkaTimeoutError()) == REASON_BROKER
+    assert error_reason(errors.KafkaConnectionError()) == REASON_BROKER
+    assert error_reason(errors.TopicAuthorizationFailedError()) == "not_authorized"
+    assert error_reason(errors.UnknownTopicOrPartitionError()) == REASON_TOPIC_MISSING
+    assert error_reason(ValueError("x")) == "list_offsets_error"
+
+
+def test_lag_gauges_only_for_groups_with_gauges_of_their_own():
+    from sinks.metrics import MetricsSink
+    sink = MetricsSink([1.0], registry=CollectorRegistry(), max_groups=2)
+    book = _book(*(_commits(g, ("t", 0, 5, 1)) for g in ("live", "empty", "dead", "over", "nosnap")))
+    sink.attach_lag(book, "c")
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9}, {}, 1e12)
+    for group, state in (("live", "Stable"), ("empty", "Empty"), ("dead", "Dead"), ("over", "Stable")):
+        sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": group, "state": state, "protocol": "classic"})
+    text = generate_latest(sink.registry).decode()
+    lines = [line for line in text.splitlines() if line.startswith("rebalance_monitor_group_topic_lag{")]
+    assert sorted(lines) == ['rebalance_monitor_group_topic_lag{cluster="c",group="empty",topic="t"} 4.0',
+                             'rebalance_monitor_group_topic_lag{cluster="c",group="live",topic="t"} 4.0']
+    assert 'rebalance_monitor_lag_sample_errors_total{cluster="c",reason="topic_missing"} 0.0' in text
+
+
+def test_lag_sample_seconds_precedence(tmp_path, monkeypatch):
+    from streaming.app.cli import build_parser
+    from streaming.app.cli.run import run_settings
+    cfg = tmp_path / "monitor.toml"
+    cfg.write_text('checkpoint_location = "/tmp/c"\n[kafka]\nbootstrap_servers = "k:9092"\n[lag]\nsample_seconds = 5\n')
+    args = ["run", "--config", str(cfg)]
+    assert run_settings(build_parser().parse_args(args)).lag.sample_seconds == 5
+    monkeypatch.setenv("REBALANCE_MONITOR_LAG__SAMPLE_SECONDS", "7")
+    assert run_settings(build_parser().parse_args(args)).lag.sample_seconds == 7
+    assert run_settings(build_parser().parse_args([*args, "--lag-sample-seconds", "3"])).lag.sample_seconds == 3
+    monkeypatch.delenv("REBALANCE_MONITOR_LAG__SAMPLE_SECONDS")
+    cfg.write_text('checkpoint_location = "/tmp/c"\n[kafka]\nbootstrap_servers = "k:9092"\n')
+    assert run_settings(build_parser().parse_args(args)).lag.sample_seconds == 10
+
+
+def test_run_stateful_calls_send_committed_offsets_folded_or_not():
+    """process_group and process_bucket (folded commits too) send each call's COMMITTED_OFFSETS
+    row with committed_offsets; without it (replay, demo) none."""
+    import pandas as pd
+
+    from streaming.rows import PACKED_EVENT, event_row, pack_event_row
+    from streaming.spark.stateful import process_bucket, process_group
+    from tests.unit.test_stateful_call import FakeState, _commit, _frame, _metadata
+
+    def kinds_and_offsets(frames):
+        out: dict[str, list[dict]] = {}
+        for frame in frames:
+            for kind, text in zip(frame["kind"], frame["record_json"]):
+                out.setdefault(kind, []).append(json.loads(text))
+        return out
+
+    group_state = FakeState(watermark=10_000)
+    first = kinds_and_offsets(process_group(("c", "g"), iter([_frame([_metadata(1_000), _commit(2_000, 0)])]),
+                                            group_state, committed_offsets=True))
+    assert first[OutputKind.COMMITTED_OFFSETS] == [{"cluster": "c", "group": "g", "offsets": [["t", 0, 2000, 2000]]}]
+    plain = kinds_and_offsets(process_group(("c", "g"), iter([_frame([_commit(3_000, 0)])]), group_state))
+    assert OutputKind.COMMITTED_OFFSETS not in plain
+
+    def bucket_frame(events):
+        return pd.DataFrame({"group": [ev.group for ev in events],
+                             PACKED_EVENT: [pack_event_row(event_row(ev)) for ev in events]})
+
+    bucket_state = FakeState(watermark=10_000)
+    for events, offset in (([_metadata(1_000), _commit(2_000, 0)], 2000), ([_commit(3_000, 0)], 3000)):
+        out = kinds_and_offsets(process_bucket(("c", 0), iter([bucket_frame(events)]), bucket_state,
+                                               committed_offsets=True))
+        assert out[OutputKind.COMMITTED_OFFSETS][0]["offsets"] == [["t", 0, offset, offset]]
+    assert out[OutputKind.CLOCK][0]["folds"] == 1          # the second call folded its commit
+
+
+def test_after_a_restart_known_groups_get_their_committed_offsets_once():
+    """The query does not read a quiet group's commits again after a restart: the sampler
+    fetches them (OffsetFetch) for the known groups the book lacks; a decoded commit wins."""
+    from streaming.app.lag_sampler import LagSampler
+    book = _book(_commits("busy", ("t", 0, 50, 5)))
+    source = FakeEnds()
+    source.offsets = {"quiet": {("t", 0): 40, ("t", 1): 7}, "busy": {("t", 0): 1}}
+    source.answers = [({("t", 0): 60, ("t", 1): 10}, {})] * 3
+    known = [("c", "busy"), ("c", "quiet"), ("c", "nothing"), ("other", "quiet")]
+    sampler = LagSampler(book, "c", source, groups=lambda: known, clock=lambda: 100.0)
+    sampler.sample_once()
+    sampler.sample_once()
+    assert source.asked == [["quiet", "nothing"]]           # once each, only those the book lacks
+    lags = _lags(book, 100.0)
+    assert (lags[("busy", "t")].records, lags[("quiet", "t")].records) == (10, 23)
+    book.note_commits(_commits("quiet", ("t", 1, 8, 1)))    # any decoded commit wins
+    sampler.sample_once()
+    assert _lags(book, 100.0)[("quiet", "t")].records == 22

@@ -153,20 +153,24 @@ class MetricsSink:
         self.incidents = IncidentCollector(self._group_label)
         r.register(self.groups)
         r.register(self.incidents)
-        # Consumer lag (sinks/lag_gauges.py): `run` gives it the lag book (attach_lag).
+        # Consumer lag (sinks/lag_gauges.py): only `run` has it (attach_lag).
         self.lag = LagCollector(self.groups.snapshots)
-        r.register(self.lag)
-        self.lag_sample_errors = Counter(
-            f"{PREFIX}_lag_sample_errors_total",
-            "Partitions whose end offset a lag sample could not get, by reason (topic_missing, "
-            "partition_missing, broker_unavailable, not_authorized, list_offsets_error).",
-            ["cluster", "reason"], registry=r)
+        self.lag_sample_errors: Counter | None = None
 
-    def attach_lag(self, book: LagBook, cluster: str) -> None:
-        """`run`: the lag book the gauges show, and its error counters at 0."""
+    def attach_lag(self, book: LagBook, cluster: str) -> Counter:
+        """`run`: the lag families on the page, showing `book`, with their error counters at 0
+        (a replay has no lag: its page does not name the families). Returns the counter."""
         self.lag.book = book
+        if self.lag_sample_errors is None:
+            self.registry.register(self.lag)
+            self.lag_sample_errors = Counter(
+                f"{PREFIX}_lag_sample_errors_total",
+                "Partitions whose end offset a lag sample could not get, by reason (topic_missing, "
+                "partition_missing, broker_unavailable, not_authorized, list_offsets_error).",
+                ["cluster", "reason"], registry=self.registry)
         for reason in SAMPLE_ERROR_REASONS:
             self.lag_sample_errors.labels(cluster, reason)
+        return self.lag_sample_errors
 
     def _impact_metrics(self, buckets: tuple[float, ...]) -> None:
         """What the rebalances stopped (docs/impact.md): a counter per group, a histogram of stop

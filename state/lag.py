@@ -1,4 +1,4 @@
-"""Consumer lag per group and topic from two halves (pure Python; docs/metrics.md, "Lag").
+"""Consumer lag per group and topic from two halves (pure Python; docs/metrics.md, "Consumer lag").
 
 - The committed offsets: every offset commit the monitor decodes from `__consumer_offsets` (the
   stateful step sends each group's newest per partition of a batch to the driver:

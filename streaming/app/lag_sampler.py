@@ -198,7 +198,8 @@ class LagSampler:
                             "a sample succeeds (rebalance_monitor_group_lag_unknown)", reason, len(topics),
                             ", ".join(sorted(topics)[:5]) + (", ..." if len(topics) > 5 else ""))
         for reason in sorted(set(self.failing) - set(by_reason)):
-            LOG.warning("lag: end offsets available again (%s ended)", reason)
+            LOG.warning("lag: end offsets unavailable (%s) ended: sampled again, or no group commits to "
+                        "those partitions any more", reason)
         self.failing = by_reason
 
     def run(self, stop: threading.Event) -> None:

@@ -217,10 +217,9 @@ def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: Ru
     if not kafka.offsets_topic:
         return None
     book = LagBook(settings.lag.sample_seconds)
-    metrics.attach_lag(book, settings.cluster)
+    errors = metrics.attach_lag(book, settings.cluster)
     collector.lag = book
     source = KafkaEndOffsets(kafka.bootstrap_servers, client_config(kafka), settings.lag.sample_seconds)
-    errors = metrics.lag_sample_errors
     sampler = LagSampler(book, settings.cluster, source,
                          count_error=lambda reason, n: errors.labels(settings.cluster, reason).inc(n),
                          groups=lambda: [(s["cluster"], s["group"]) for s in metrics.groups.snapshots()

@@ -253,3 +253,37 @@ def test_after_a_restart_known_groups_get_their_committed_offsets_once():
     book.note_commits(_commits("quiet", ("t", 1, 8, 1)))    # any decoded commit wins
     sampler.sample_once()
     assert _lags(book, 100.0)[("quiet", "t")].records == 22
+
+
+def test_a_group_swept_by_the_metrics_leaves_the_lag_book():
+    """The lag of a Dead group goes with its other series: hidden at once, forgotten with them
+    after dead_group_retention_seconds (MetricsSink.sweep)."""
+    from sinks.metrics import MetricsSink
+    now = [0.0]
+    sink = MetricsSink([1.0], registry=CollectorRegistry(), dead_group_retention_seconds=60, clock=lambda: now[0])
+    book = _book(_commits("g", ("t", 0, 5, 1)))
+    sink.attach_lag(book, "c")
+    book.note_ends("c", [("t", 0)], {("t", 0): 9}, {}, 1e12)
+    sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": "g", "state": "Empty", "protocol": "classic"})
+    assert "rebalance_monitor_group_topic_lag{" in generate_latest(sink.registry).decode()
+    sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": "g", "state": "Dead", "protocol": "classic"})
+    assert "rebalance_monitor_group_topic_lag{" not in generate_latest(sink.registry).decode()
+    assert book.has_group(("c", "g"))
+    now[0] = 61.0
+    sink.sweep()
+    assert not book.has_group(("c", "g")) and book.partitions("c") == []
+
+
+def test_the_lag_families_are_documented_and_absent_from_a_replay():
+    """Only `run` attaches the lag: a replay's page (and its goldens) does not name the families."""
+    from pathlib import Path
+
+    from sinks.metrics import MetricsSink
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    assert "_lag" not in generate_latest(sink.registry).decode()
+    sink.attach_lag(LagBook(10.0), "c")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    names = {m.name for m in sink.registry.collect() if "lag" in m.name}
+    assert names == {"rebalance_monitor_group_topic_lag", "rebalance_monitor_group_topic_lag_seconds",
+                     "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors"}
+    assert all(f"### {n}" in text or f"### {n}_total" in text for n in names)

@@ -1,0 +1,196 @@
+"""Consumer lag on real brokers (issue 54 items 1, 2): `rebalance-monitor run`'s
+rebalance_monitor_group_topic_lag against Kafka's own `kafka-consumer-groups --describe`, run from
+the same broker jars (testbed/bed/describe.py), before, during and after a rebalance, and once the
+group has no members.
+
+A producer writes RATE records a second to a 4-partition topic; member a consumes slower than
+that (20 records per poll, 1 s after each), so the group's lag grows. Then a stops polling (alive:
+its heartbeats go on) and b joins: the JOIN phase waits for a, commits stop, the end offsets grow.
+a polls again and the rebalance ends (b catches up; compared once the monitor has read its
+commits, see "catching up" below); both leave and the group is Empty. At each comparison
+/metrics is scraped right before and right after --describe; Kafka's LAG per topic must lie
+within one sampling interval of produced records (RATE x lag.sample_seconds) of the monitor's
+two figures. The monitor samples at the default 10 s; its commits reach it through
+__consumer_offsets a micro-batch later, and here without the commit hold (kafka.commit_hold_seconds
+0; at its default of 5 s a group that catches up fast after a rebalance shows up to what it
+consumed in those 5 s more than Kafka: docs/metrics.md, "Consumer lag"). The time lag must keep
+growing while the group rebalances (not frozen)."""
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+
+from testbed.bed.describe import describe_group
+from testbed.bed.members import MemberSpec
+from testbed.bed.procs import wait_for
+from testbed.bed.runner import Runner
+from testbed.bed.workload import group_on
+from testbed.metrics import parse
+from testbed.monitor import MonitorProcess, MonitorSettings, ensure_offsets_topic
+
+from .conftest import CI_VERSIONS
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+RATE = 40.0                     # records a second, over the topic's 4 partitions
+SAMPLE_S = 10.0                 # lag.sample_seconds: the default
+TOLERANCE = RATE * SAMPLE_S     # one sampling interval of produced records
+LAG, LAG_SECONDS = "rebalance_monitor_group_topic_lag", "rebalance_monitor_group_topic_lag_seconds"
+GROUP, TOPIC = "lag-check", "lag-check-data"
+
+
+def _lag(monitor: MonitorProcess, group: str, topic: str) -> tuple[float, float, str] | None:
+    """(records, seconds, the group's state) on /metrics, or None without a lag series."""
+    page = parse(monitor.scrape())
+    records = page.value(LAG, cluster="bed", group=group, topic=topic)
+    seconds = page.value(LAG_SECONDS, cluster="bed", group=group, topic=topic)
+    states = [labels["state"] for labels, value in page.series("rebalance_monitor_group_state", group=group)
+              if value == 1.0]
+    if records is None or seconds is None:
+        return None
+    return records, seconds, states[0] if states else "none"
+
+
+def _compare(monitor: MonitorProcess, cluster, phase: str, rows: list[dict], judged: bool = True) -> dict:
+    before = _lag(monitor, GROUP, TOPIC)
+    described = describe_group(cluster, GROUP)
+    after = _lag(monitor, GROUP, TOPIC)
+    kafka = described.lag.get(TOPIC)
+    row = {"phase": phase, "judged": judged, "kafka": kafka, "before": before, "after": after, "describe_s":
+           round(described.ended_s - described.started_s, 1), "text": described.text}
+    if kafka is not None and before is not None and after is not None:
+        low, high = min(before[0], after[0]) - TOLERANCE, max(before[0], after[0]) + TOLERANCE
+        row["agrees"] = low <= kafka <= high
+    else:
+        row["agrees"] = False
+    rows.append(row)
+    print(f"lag {cluster.version} {phase}: kafka {kafka}, monitor before {before}, after {after}, "
+          f"describe {row['describe_s']} s: {'agrees' if row['agrees'] else 'DISAGREES'}"
+          f"{'' if judged else ' (not judged)'}", flush=True)
+    return row
+
+
+@pytest.mark.parametrize("kafka_bed", list(reversed(CI_VERSIONS)), indirect=True)
+def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
+    cluster = kafka_bed.cluster
+    ensure_offsets_topic(cluster)
+    monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
+                             extra_toml="commit_hold_seconds = 0\n")
+    rows: list[dict] = []
+    try:
+        monitor.start()
+        with Runner(cluster, tmp_path / "runner", kafka_bed.shipper) as runner:
+            runner.topic(TOPIC, 4, 1, rate=RATE)
+            a = runner.start(MemberSpec("kafka-python", GROUP, [TOPIC], "lag-a", slow_ms=1000,
+                                        extra={"max_poll_records": 20}, max_poll_interval_ms=120000))
+            wait_for(lambda: _lag(monitor, GROUP, TOPIC), 90, "the group's lag on /metrics", interval=0.5,
+                     alive=monitor.alive)
+            # the lag builds up (a consumes half of what comes) to more than the tolerance
+            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[0] > TOLERANCE, 120,
+                     "the group's lag to build up", interval=0.5, alive=monitor.alive)
+            for _ in range(2):
+                _compare(monitor, cluster, "before", rows)
+            # a rebalance that waits for a: it stops polling (its heartbeats go on), b joins
+            runner.stop_polling(a)
+            mark_a = a.mark()
+            b = runner.start(MemberSpec("kafka-python", GROUP, [TOPIC], "lag-b", max_poll_interval_ms=120000),
+                             wait=False)
+            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "PreparingRebalance", 60,
+                     "the monitor to show the rebalance", interval=0.5, alive=monitor.alive)
+            during = [_compare(monitor, cluster, "during", rows)]
+            for _ in range(2):      # each after a new sample: the lag moves while nobody consumes
+                wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[0] > during[-1]["after"][0],
+                         3 * SAMPLE_S, "a new end-offset sample", interval=0.5, alive=monitor.alive)
+                during.append(_compare(monitor, cluster, "during", rows))
+            runner.resume_polling(a)
+            runner.wait_joined(b, 60)
+            runner.wait_reassigned([a], [mark_a], 60)
+            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "Stable", 60,
+                     "the monitor to show the group Stable", interval=0.5, alive=monitor.alive)
+            # Right after it, b catches up faster than records come while its commits are still on
+            # their way to the monitor (a micro-batch): the monitor shows more lag than Kafka by
+            # what b consumed meanwhile. Measured, not judged; judged once the monitor has read them.
+            _compare(monitor, cluster, "catching up", rows, judged=False)
+            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (1e9, 0, ""))[0] < during[-1]["after"][0] - TOLERANCE,
+                     60, "the monitor to read the commits after the rebalance", interval=0.5, alive=monitor.alive)
+            for _ in range(2):
+                _compare(monitor, cluster, "after", rows)
+            runner.leave(b)
+            runner.leave(a)
+            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "Empty", 60,
+                     "the monitor to show the group Empty", interval=0.5, alive=monitor.alive)
+            empty = _compare(monitor, cluster, "empty", rows)
+        page = parse(monitor.scrape())
+    finally:
+        code = monitor.stop()
+    assert code == 0, monitor.log_tail()
+    bad = [r for r in rows if r["judged"] and not r["agrees"]]
+    assert not bad, "\n".join(f"{r['phase']}: kafka {r['kafka']}, monitor {r['before']} / {r['after']}\n{r['text']}"
+                              for r in bad)
+    # during the rebalance the lag went on: records and seconds grew, the group rebalancing throughout
+    states = [r[k][2] for r in during for k in ("before", "after")]
+    assert set(states) == {"PreparingRebalance"}, states
+    firsts, lasts = during[0]["before"], during[-1]["after"]
+    assert lasts[0] > firsts[0] and lasts[1] > firsts[1], during
+    assert empty["after"] is not None and empty["after"][0] > 0      # an Empty group keeps its lag
+    assert page.total("rebalance_monitor_lag_sample_errors_total") == 0.0
+
+
+DOWN, GONE = "lag-down-data", "lag-gone-data"
+UNKNOWN_SAMPLE_S = 3.0          # short rounds: a lag is unknown after 3 of them
+UNKNOWN, ERRORS = "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors_total"
+
+
+@pytest.mark.parametrize("kafka_bed", list(reversed(CI_VERSIONS)), indirect=True)
+def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
+    """Issue 54 item 5 on real brokers: a group commits to a topic whose only replicas are on
+    broker 2 and to one on broker 1, and leaves (Empty, its offsets kept). Broker 2 stops: that
+    topic's lag is unknown (reason broker_unavailable, counted, one log line), the other's is still
+    shown (one request per leader). The other topic is deleted: its lag goes, never shown stale.
+    Broker 2 comes back: the lag with it. The monitor neither crashes nor logs a traceback."""
+    cluster = kafka_bed.cluster
+    ensure_offsets_topic(cluster)
+    group = group_on(cluster, 1, "lag-unknown")        # its coordinator stays up
+    monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
+                             extra_toml=f"\n[lag]\nsample_seconds = {UNKNOWN_SAMPLE_S}\n")
+    stopped = False
+    try:
+        monitor.start()
+        with Runner(cluster, tmp_path / "runner", kafka_bed.shipper) as runner:
+            cluster.create_topic(DOWN, 2, assignment=[[2], [2]])
+            cluster.create_topic(GONE, 2, assignment=[[1], [1]])
+            member = runner.start(MemberSpec("kafka-python", group, [DOWN, GONE], "lag-u"))
+            for topic in (DOWN, GONE):
+                wait_for(partial(_lag, monitor, group, topic), 90, f"the lag of {topic}", interval=0.5,
+                         alive=monitor.alive)
+            runner.leave(member)
+        cluster.stop_broker(2)
+        stopped = True
+
+        def unknown(reason: str, topic_shown: str | None) -> bool:
+            page = parse(monitor.scrape())
+            shown = {labels["topic"] for labels, _ in page.series(LAG, group=group)}
+            return (page.value(UNKNOWN, cluster="bed", group=group, reason=reason) == 1.0
+                    and shown == ({topic_shown} if topic_shown else set()))
+        wait_for(lambda: unknown("broker_unavailable", GONE), 6 * UNKNOWN_SAMPLE_S + 30, "broker_unavailable",
+                 interval=0.5, alive=monitor.alive)
+        page = parse(monitor.scrape())
+        assert (page.value(ERRORS, cluster="bed", reason="broker_unavailable") or 0) > 0
+        cluster.admin().delete_topics([GONE], operation_timeout=30)[GONE].result(30)
+        wait_for(lambda: unknown("broker_unavailable", None), 6 * UNKNOWN_SAMPLE_S + 30, f"the lag of {GONE} to go",
+                 interval=0.5, alive=monitor.alive)
+        cluster.start_broker(2)
+        stopped = False
+        wait_for(lambda: _lag(monitor, group, DOWN), 6 * UNKNOWN_SAMPLE_S + 60, f"the lag of {DOWN} back", interval=0.5,
+                 alive=monitor.alive)
+        assert parse(monitor.scrape()).series(UNKNOWN, group=group) == []
+    finally:
+        if stopped:
+            cluster.start_broker(2)
+        code = monitor.stop()
+    log = monitor.log_path.read_text()
+    assert code == 0, monitor.log_tail()
+    assert log.count("end offsets unavailable (broker_unavailable) for") == 1, monitor.log_tail()
+    assert "end offsets unavailable (broker_unavailable) ended" in log, monitor.log_tail()
+    assert "Traceback" not in log, monitor.log_tail()
+    cluster.await_in_sync()

@@ -32,9 +32,9 @@ def test_the_fixture_holds_what_the_typed_records_replace():
     """Digests with waiting and folded commits (the next newest times too), held rows, and a
     removal no rebalance had taken yet: else the test below proves little."""
     entries = [e for text in _texts("buckets") for e in Bucket.load(text).all().values()]
-    digests = [e[3] for e in entries if e[3]]
-    assert any(d.get("w") for d in digests) and any(d.get("pp") for d in digests)
-    assert any(d.get("n") for d in digests) and any(e[1] != "[]" for e in entries)
+    assert any(e.waiting_commits for e in entries) and any(e.held_json != "[]" for e in entries)
+    digests = [e.digest for e in entries if e.digest is not None]
+    assert any(d.prior for d in digests) and any(d.commits for d in digests)
     models = [GroupModel.from_json(s["value"][0]) for s in _saved("per-group")["states"]]
     assert any(m.unattached_removals for m in models)
 
@@ -46,7 +46,7 @@ def test_the_stored_text_reads_back_and_is_written_again_byte_for_byte():
             bucket.put(group, entry)        # every entry decoded and encoded again
         assert bucket.text() == text
         for entry in bucket.all().values():
-            assert GroupModel.from_json(entry[0]).to_json() == entry[0]
+            assert GroupModel.from_json(entry.model_json).to_json() == entry.model_json
     for text in _texts("per-group"):
         assert GroupModel.from_json(text).to_json() == text
 

@@ -86,8 +86,8 @@ def stopped_at_removal(m: GroupModel, member_id: str, removed_at_ms: int) -> Non
     if departed is not None and departed[0] < removed_at_ms:
         departed[0] = removed_at_ms
     for r in m.unattached_removals:
-        if r[0] == member_id and len(r) > 3 and r[3] < removed_at_ms:
-            r[3] = removed_at_ms
+        if r.member_id == member_id and r.stopped_at_ms is not None and r.stopped_at_ms < removed_at_ms:
+            r.stopped_at_ms = removed_at_ms
     for p, cause in m.stop_causes.items():
         if cause == member_id and m.stopped_partitions.get(p, removed_at_ms) < removed_at_ms:
             m.stopped_partitions[p] = removed_at_ms

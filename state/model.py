@@ -108,6 +108,36 @@ class OpenRebalance:
     started_latest_ms: int | None = None
 
 
+@dataclass(slots=True)
+class UnattachedRemoval:
+    """A removal seen while no rebalance was open (GroupModel.unattached_removals), for the next
+    rebalance that starts. Stored as [member_id, at_ms, cause, stopped_at_ms, partitions] (the
+    last two: state/impact.py); states of releases before the impact kept only the first three,
+    which load with stopped_at_ms None and are written back so."""
+    member_id: str
+    at_ms: int
+    cause: str
+    # When its partitions stopped (None: not known, in a state stored before), and its partitions.
+    stopped_at_ms: int | None = None
+    partitions: list[str] | None = None
+
+    @classmethod
+    def from_stored(cls, stored: list[Any]) -> UnattachedRemoval:
+        return cls(*stored)
+
+    def stored(self) -> list[Any]:
+        if self.stopped_at_ms is None:
+            return [self.member_id, self.at_ms, self.cause]
+        return [self.member_id, self.at_ms, self.cause, self.stopped_at_ms, self.partitions]
+
+    def departure(self) -> list[Any]:
+        """Its OpenRebalance.departures entry: [when its partitions stopped, its partitions];
+        one stored without them stopped at its removal."""
+        if self.stopped_at_ms is None:
+            return [self.at_ms, None]
+        return [self.stopped_at_ms, self.partitions]
+
+
 # The entries GroupModel keeps while it waits for later evidence. Stored (to_json) like the model:
 # the fields that differ from their default, so an optional field (default None or False: not
 # learned) is stored only once it is set, and entries stored by older releases, which lack the
@@ -209,9 +239,8 @@ class GroupModel:
     members: dict[str, Member] = field(default_factory=dict)
     open_rebalance: OpenRebalance | None = None
     # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
-    # they are attached to the next rebalance that starts. [member id, time, cause, when its
-    # partitions stopped, its partitions] (the last two: state/impact.py; older states have three).
-    unattached_removals: list[list[Any]] = field(default_factory=list)
+    # they are attached to the next rebalance that starts.
+    unattached_removals: list[UnattachedRemoval] = field(default_factory=list)
     # Member ids created just before (MEMBER_CREATED lines, [member_id, ts_ms]): the trigger of
     # a rebalance that opens without a reason (Kafka 1.1-2.0) right after them.
     recent_joins: list[list[Any]] = field(default_factory=list)
@@ -298,6 +327,8 @@ class GroupModel:
                 raw[name] = [_compact(entry) for entry in raw[name]]
         if "generation_checks" in raw:
             raw["generation_checks"] = {k: _compact(v) for k, v in raw["generation_checks"].items()}
+        if "unattached_removals" in raw:
+            raw["unattached_removals"] = [r.stored() for r in self.unattached_removals]
         raw[VERSION_KEY] = STATE_VERSION
         return pack(_ENCODE(raw))
 
@@ -319,6 +350,8 @@ class GroupModel:
                 raw[name] = [entry(**e) for e in raw[name]]
         if "generation_checks" in raw:
             raw["generation_checks"] = {k: GenerationCheck(**v) for k, v in raw["generation_checks"].items()}
+        if "unattached_removals" in raw:
+            raw["unattached_removals"] = [UnattachedRemoval.from_stored(r) for r in raw["unattached_removals"]]
         return cls(**raw)
 
 

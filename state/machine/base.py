@@ -22,7 +22,7 @@ from state.impact import (
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
-    HeldRemoval, Member, OpenRebalance, ProvisionalTrigger, is_legal,
+    HeldRemoval, Member, OpenRebalance, ProvisionalTrigger, UnattachedRemoval, is_legal,
 )
 from state.outputs import (
     OutputKind, invalid_transition_record, rebalance_record, removal_record, trigger_decision,
@@ -152,9 +152,8 @@ class MachineBase:
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
             self.note_removal_in(m.open_rebalance, member_id, known, cause, ev.ts_ms)
         else:
-            # [member id, time, cause, when its partitions stopped, its partitions] (impact.py)
-            m.unattached_removals.append([member_id, ev.ts_ms, cause, since,
-                                          None if known is None else known.partitions])
+            m.unattached_removals.append(UnattachedRemoval(member_id, ev.ts_ms, cause, since,
+                                                           None if known is None else known.partitions))
 
     @staticmethod
     def note_removal_in(o: OpenRebalance, member_id: str, known: Member | None, cause: str, at_ms: int) -> None:
@@ -168,8 +167,8 @@ class MachineBase:
         if known is not None and known.rebalance_timeout_ms:
             o.max_rebalance_timeout_ms = max(o.max_rebalance_timeout_ms or 0, known.rebalance_timeout_ms)
 
-    def _take_recent_removals(self, ts_ms: int) -> list[list[Any]]:
-        recent = [r for r in self.m.unattached_removals if ts_ms - r[1] <= REMOVAL_ATTACH_WINDOW_MS]
+    def _take_recent_removals(self, ts_ms: int) -> list[UnattachedRemoval]:
+        recent = [r for r in self.m.unattached_removals if ts_ms - r.at_ms <= REMOVAL_ATTACH_WINDOW_MS]
         self.m.unattached_removals = []
         return recent
 
@@ -184,15 +183,16 @@ class MachineBase:
         if trigger == "unknown" and protocol == PROTOCOL_CLASSIC and reason is None:
             # Brokers before 2.1 log no reason: the removal or the new member id just before is
             # the trigger (the later of the two; a removal wins a tie).
-            if joins and (not recent or joins[-1][1] > recent[-1][1]):
+            if joins and (not recent or joins[-1][1] > recent[-1].at_ms):
                 trigger, trigger_member = "member_join", trigger_member or joins[-1][0]
             elif recent:
-                trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
-                trigger_member = trigger_member or recent[-1][0]
+                trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1].cause, "unknown")
+                trigger_member = trigger_member or recent[-1].member_id
         elif trigger == "unknown" and recent:
-            trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
-            trigger_member = trigger_member or recent[-1][0]
-        elif trigger == "member_leave" and any(r[0] == trigger_member and r[2] == "poll_timeout" for r in recent):
+            trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1].cause, "unknown")
+            trigger_member = trigger_member or recent[-1].member_id
+        elif trigger == "member_leave" and any(r.member_id == trigger_member and r.cause == "poll_timeout"
+                                               for r in recent):
             # The Java coordinator (3.7+) logs the client's reason on the "has left group" line,
             # not in the "Preparing to rebalance" reason: the leave it names was a poll timeout.
             trigger = "poll_timeout"
@@ -200,9 +200,8 @@ class MachineBase:
             protocol=protocol, previous_generation=previous_generation, started_at_ms=started_at_ms,
             trigger=trigger, trigger_member=trigger_member, reason_text=reason,
             coordinator=ev.broker if ev.broker is not None else m.coordinator,
-            generation=generation, removals=[r[0] for r in recent],
-            # removals from before checkpoints kept them (three fields) stopped at their removal
-            departures={r[0]: [r[3], r[4]] if len(r) > 4 else [r[1], None] for r in recent},
+            generation=generation, removals=[r.member_id for r in recent],
+            departures={r.member_id: r.departure() for r in recent},
             started_latest_ms=latest_ms(ev),
         )
         timeouts = [mm.rebalance_timeout_ms for mm in m.members.values() if mm.rebalance_timeout_ms]

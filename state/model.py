@@ -11,7 +11,7 @@ import json
 import zlib
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from state.vocabulary import GroupState, Protocol
 
@@ -138,6 +138,13 @@ class UnattachedRemoval:
         return [self.stopped_at_ms, self.partitions]
 
 
+class RecentJoin(NamedTuple):
+    """A member id created just before (a MEMBER_CREATED line), GroupModel.recent_joins. Stored
+    as the JSON array [member_id, at_ms] a tuple encodes to."""
+    member_id: str | None
+    at_ms: int
+
+
 # The entries GroupModel keeps while it waits for later evidence. Stored (to_json) like the model:
 # the fields that differ from their default, so an optional field (default None or False: not
 # learned) is stored only once it is set, and entries stored by older releases, which lack the
@@ -241,9 +248,9 @@ class GroupModel:
     # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
     # they are attached to the next rebalance that starts.
     unattached_removals: list[UnattachedRemoval] = field(default_factory=list)
-    # Member ids created just before (MEMBER_CREATED lines, [member_id, ts_ms]): the trigger of
-    # a rebalance that opens without a reason (Kafka 1.1-2.0) right after them.
-    recent_joins: list[list[Any]] = field(default_factory=list)
+    # Member ids created just before: the trigger of a rebalance that opens without a reason
+    # (Kafka 1.1-2.0) right after them.
+    recent_joins: list[RecentJoin] = field(default_factory=list)
     # Generation of the GroupMetadata record (or empty line) `members` was last taken from.
     members_generation: int | None = None
     # Clock-skew probe: the log line and the offsets record that mark the same moment of the same
@@ -352,6 +359,8 @@ class GroupModel:
             raw["generation_checks"] = {k: GenerationCheck(**v) for k, v in raw["generation_checks"].items()}
         if "unattached_removals" in raw:
             raw["unattached_removals"] = [UnattachedRemoval.from_stored(r) for r in raw["unattached_removals"]]
+        if "recent_joins" in raw:
+            raw["recent_joins"] = [RecentJoin(*j) for j in raw["recent_joins"]]
         return cls(**raw)
 
 

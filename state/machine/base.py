@@ -180,13 +180,13 @@ class MachineBase:
                         started_at_ms: int | None, generation: int | None = None) -> OpenRebalance:
         m = self.m
         recent = self._take_recent_removals(ev.ts_ms)
-        joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j.at_ms <= REMOVAL_ATTACH_WINDOW_MS]
         m.recent_joins = []
         if trigger == Trigger.UNKNOWN and protocol == PROTOCOL_CLASSIC and reason is None:
             # Brokers before 2.1 log no reason: the removal or the new member id just before is
             # the trigger (the later of the two; a removal wins a tie).
-            if joins and (not recent or joins[-1][1] > recent[-1].at_ms):
-                trigger, trigger_member = Trigger.MEMBER_JOIN, trigger_member or joins[-1][0]
+            if joins and (not recent or joins[-1].at_ms > recent[-1].at_ms):
+                trigger, trigger_member = Trigger.MEMBER_JOIN, trigger_member or joins[-1].member_id
             elif recent:
                 trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1].cause, Trigger.UNKNOWN)
                 trigger_member = trigger_member or recent[-1].member_id

@@ -10,7 +10,7 @@ from state import events as E
 from state.machine.base import METADATA_GRACE_MS, REMOVAL_ATTACH_WINDOW_MS
 from state.model import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE, UNKNOWN,
-    InferredRemoval, Member, OpenRebalance
+    InferredRemoval, Member, OpenRebalance, RecentJoin
 )
 from state.outputs import REBALANCE_TIMEOUT_SHARE
 from state.vocabulary import Outcome, RemovalCause, Trigger
@@ -91,8 +91,8 @@ class ClassicProtocol:
         if not ev.member_id:
             return
         machine, m = self.machine, self.machine.m
-        m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
-        m.recent_joins.append([ev.member_id, ev.ts_ms])
+        m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j.at_ms <= REMOVAL_ATTACH_WINDOW_MS]
+        m.recent_joins.append(RecentJoin(ev.member_id, ev.ts_ms))
         machine.observe_join(ev.member_id, None, None, ev)
 
     def on_prepare(self, ev: E.Event) -> None:

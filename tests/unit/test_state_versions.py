@@ -107,3 +107,14 @@ def test_a_removal_stored_before_the_impact_fields_loads_and_is_written_back_so(
                                      UnattachedRemoval("m9", 7, "heartbeat_expiry", 2, ["t:1"])]
     assert [r.departure() for r in m.unattached_removals] == [[5, None], [2, ["t:1"]]]
     assert json.loads(unpack(m.to_json()))["unattached_removals"] == raw["unattached_removals"]
+
+
+def test_recent_joins_are_stored_as_member_id_and_time():
+    """A member id created just before a rebalance without a reason (Kafka 1.1-2.0) waits as a
+    RecentJoin, stored as [member_id, at_ms] as before it had a name."""
+    from state.model import RecentJoin
+    raw = json.loads(unpack(_model().to_json()))
+    raw["recent_joins"] = [["m5", 11], ["m6", 12]]
+    m = GroupModel.from_json(json.dumps(raw))
+    assert m.recent_joins == [RecentJoin("m5", 11), RecentJoin("m6", 12)] and m.recent_joins[-1].at_ms == 12
+    assert json.loads(unpack(m.to_json()))["recent_joins"] == raw["recent_joins"]

@@ -235,7 +235,7 @@ def removal_tip(r: dict) -> str:
     who = r.get("group_instance_id") or r.get("client_id") or r["member_id"]
     host = f" {r['client_host']}" if r.get("client_host") else ""
     return (f"{utc(r['removed_at_ms'])} UTC: {who}{host} removed, {r['cause']} -> "
-            f"{r.get('root_cause') or 'unknown'}\nmember {r['member_id']}\n{r.get('evidence') or ''}").rstrip()
+            f"{r.get('root_cause') or RootCause.UNKNOWN}\nmember {r['member_id']}\n{r.get('evidence') or ''}").rstrip()
 
 
 def members_points(view: GroupView) -> list[tuple[int, int]]:

@@ -63,7 +63,7 @@ def rebalance_line(r: dict, trigger_width: int = 17) -> str:
 
 def removal_line(r: dict, cause_width: int = 17, root_width: int = 17) -> str:
     return fit(f"  {utc(r['removed_at_ms'])} removed   {r['cause']:<{cause_width}} -> "
-               f"{r.get('root_cause') or 'unknown':<{root_width}} {who(r)}")
+               f"{r.get('root_cause') or RootCause.UNKNOWN:<{root_width}} {who(r)}")
 
 
 # The correlator appends each removal's own per-group evidence to a host-/coordinator-wide one; the

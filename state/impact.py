@@ -63,11 +63,18 @@ def departure_ms(known: Member | None, cause: str, at_ms: int) -> int:
     return at_ms
 
 
-def consumer_departure_ms(known: Member | None, cause: str, at_ms: int, session_ms: int) -> int:
+def consumer_departure_ms(known: Member | None, cause: str, at_ms: int, session_ms: int,
+                          revoke_timeout_ms: int | None = None) -> int:
     """When a removed consumer-protocol member's partitions stopped. A session fence counts from its
     last heartbeat: the fence minus the session timeout (a classic member's own; else `session_ms`,
     the brokers' group.consumer.session.timeout.ms, which the records do not carry), not before its
-    last current-assignment record, which the coordinator wrote when it heartbeated."""
+    last current-assignment record, which the coordinator wrote when it heartbeated. A member fenced
+    because it did not revoke within `revoke_timeout_ms` (its rebalance timeout, on the fence line)
+    was asked to revoke that long before, and has not polled since: a client stuck in its revoke
+    callback, or not polling, consumes none of its partitions from then (a real 4.4 day: counted from
+    the fence, the monitor charged 4.7 partition-seconds where the clients' callbacks showed 45)."""
+    if revoke_timeout_ms is not None and cause == RemovalCause.REBALANCE_TIMEOUT:
+        return at_ms - max(0, revoke_timeout_ms)
     if cause != RemovalCause.HEARTBEAT_EXPIRY or known is None:
         return departure_ms(known, cause, at_ms)
     since = at_ms - (known.session_timeout_ms or session_ms)

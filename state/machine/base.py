@@ -145,7 +145,9 @@ class MachineBase:
         if m.leader == member_id:
             m.leader = None
         if m.protocol == PROTOCOL_CONSUMER:
-            since = consumer_departure_ms(known, cause, ev.ts_ms, self.settings.consumer_session_timeout_ms)
+            revoke_timeout = ev.data.get("timeout_ms") if ev.data.get("fence_reason") == "rebalance" else None
+            since = consumer_departure_ms(known, cause, ev.ts_ms, self.settings.consumer_session_timeout_ms,
+                                          int(revoke_timeout) if revoke_timeout is not None else None)
             note_consumer_departure(m, member_id, known, since)
         else:
             since = departure_ms(known, cause, ev.ts_ms)

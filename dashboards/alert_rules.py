@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from dashboards.alert_params import DEFAULTS
 from state.quarantine_reasons import QuarantineReason as R
-from state.vocabulary import REBALANCING_STATES
+from state.vocabulary import METRIC_PREFIX as P, REBALANCING_STATES, RemovalCause
 
 
 def new_in_window(selector: str, window: str) -> str:
@@ -35,7 +35,7 @@ def new_in_window(selector: str, window: str) -> str:
     Counter resets (a restart without an event sink) give a negative difference, clamped to 0."""
     return (f"(clamp_min({selector} - {selector} offset {window}, 0)"
             f" or ({selector} unless {selector} offset {window})"
-            f" and on (job, instance) rebalance_monitor_batches_total offset {window})")
+            f" and on (job, instance) {P}_batches_total offset {window})")
 
 
 @dataclass
@@ -68,14 +68,14 @@ UNKNOWN_FORMAT_REASONS = UNKNOWN_LINE_REASONS + UNKNOWN_LAYOUT_REASONS
 def quarantined(by: str, reasons: str) -> str:
     """Growth of the quarantined-records counter over <<errorWindow>>, summed by `by`, for the
     reasons the matcher `reasons` selects: the input alerts split that one counter by reason."""
-    return (f"sum by ({by}) (increase(rebalance_monitor_quarantined_records_total"
+    return (f"sum by ({by}) (increase({P}_quarantined_records_total"
             f"{{{reasons}}}[<<errorWindow>>]))")
 
 
-_HB = 'rebalance_monitor_member_removals_total{cause="heartbeat_expiry"}'
-_RB = 'rebalance_monitor_rebalances_total{group!="__other__"}'
-_RT = 'rebalance_monitor_rebalance_timeouts_total{group!="__other__"}'
-_PS = 'rebalance_monitor_partition_seconds_stopped_total{group!="__other__"}'
+_HB = f'{P}_member_removals_total{{cause="{RemovalCause.HEARTBEAT_EXPIRY}"}}'
+_RB = f'{P}_rebalances_total{{group!="__other__"}}'
+_RT = f'{P}_rebalance_timeouts_total{{group!="__other__"}}'
+_PS = f'{P}_partition_seconds_stopped_total{{group!="__other__"}}'
 
 # REBALANCING_STATES (state/vocabulary.py): label values of rebalance_monitor_group_state.
 
@@ -85,10 +85,10 @@ def time_rebalancing(matchers: str) -> str:
     wall-clock seconds since the group's last state change for its current state, 0 for the
     other states. Wall clock, not rebalance_monitor_group_rebalance_in_progress_seconds: that
     gauge is event time and stops growing while the cluster is quiet, which a stuck group is."""
-    return (f'rebalance_monitor_group_state{{state=~"{"|".join(REBALANCING_STATES)}", {matchers}}}\n'
+    return (f'{P}_group_state{{state=~"{"|".join(REBALANCING_STATES)}", {matchers}}}\n'
             "* on (cluster, group, protocol) group_left ()\n"
             "max by (cluster, group, protocol) "
-            f"(time() - rebalance_monitor_group_state_since_timestamp_seconds{{{matchers}}})")
+            f"(time() - {P}_group_state_since_timestamp_seconds{{{matchers}}})")
 
 
 def stuck_threshold(matchers: str) -> str:
@@ -96,10 +96,10 @@ def stuck_threshold(matchers: str) -> str:
     max(<<stuckTimeoutFactor>> x its rebalance timeout, <<stuckMinSeconds>>) where the timeout is
     known, else <<stuckSeconds>> (for every group that has a state-since series)."""
     return ("clamp_min(<<stuckTimeoutFactor>> * max by (cluster, group, protocol) "
-            f"(rebalance_monitor_group_rebalance_timeout_seconds{{{matchers}}}), <<stuckMinSeconds>>)\n"
+            f"({P}_group_rebalance_timeout_seconds{{{matchers}}}), <<stuckMinSeconds>>)\n"
             "or\n"
             "<<stuckSeconds>> + 0 * max by (cluster, group, protocol) "
-            f"(rebalance_monitor_group_state_since_timestamp_seconds{{{matchers}}})")
+            f"({P}_group_state_since_timestamp_seconds{{{matchers}}})")
 
 
 def stuck(matchers: str, comparison: str = ">") -> str:
@@ -211,7 +211,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorSourceDown",
         severity="page",
-        probe="rebalance_monitor_source_up",
+        probe=f"{P}_source_up",
         condition="== 0",
         for_="<<sourceDownFor>>",
         summary="The rebalance monitor cannot read Kafka ({{ $labels.source }})",
@@ -222,7 +222,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorLagging",
         severity="ticket",
-        probe="rebalance_monitor_watermark_delay_seconds",
+        probe=f"{P}_watermark_delay_seconds",
         condition="> <<laggingSeconds>>",
         for_="<<laggingFor>>",
         summary="The rebalance monitor is {{ $value | humanizeDuration }} behind",
@@ -253,7 +253,7 @@ MONITOR_ALERTS = [
         description=("{{ $value | humanize }} INFO/WARN/ERROR group-coordinator log lines of cluster "
                      "{{ $labels.cluster }} matched no known message in the last <<errorWindow>>: a Kafka "
                      "version or patch with new wording. Rebalances or removals those lines describe are "
-                     "missing or incomplete. rebalance_monitor_unknown_coordinator_lines_total says which "
+                     f"missing or incomplete. {P}_unknown_coordinator_lines_total says which "
                      "logger; quarantine records keep samples of the lines."),
     ),
     Alert(
@@ -266,12 +266,12 @@ MONITOR_ALERTS = [
         description=("{{ $value | humanize }} __consumer_offsets records of cluster {{ $labels.cluster }} "
                      "had a record type or value version this monitor cannot decode ({{ $labels.reason }}) "
                      "in the last <<errorWindow>>: a newer Kafka. Group state carried by them is missing. "
-                     "rebalance_monitor_offsets_records_total says which key and value versions."),
+                     f"{P}_offsets_records_total says which key and value versions."),
     ),
     Alert(
         name="RebalanceMonitorLogClockSkew",
         severity="ticket",
-        probe="abs(rebalance_monitor_log_clock_skew_seconds)",
+        probe=f"abs({P}_log_clock_skew_seconds)",
         condition="> <<clockSkewSeconds>>",
         for_="<<clockSkewFor>>",
         summary="Log source {{ $labels.source }} is {{ $value | humanizeDuration }} off the offsets topic",
@@ -285,7 +285,7 @@ MONITOR_ALERTS = [
         name="RebalanceMonitorSourceMismatch",
         severity="ticket",
         probe=("sum by (job, instance, cluster, missing_in) "
-               "(increase(rebalance_monitor_source_mismatches_total[<<errorWindow>>]))"),
+               f"(increase({P}_source_mismatches_total[<<errorWindow>>]))"),
         condition="> <<sourceMismatches>>",
         for_="0m",
         summary="Generations of {{ $labels.cluster }} missing in the {{ $labels.missing_in }}",
@@ -300,8 +300,8 @@ MONITOR_ALERTS = [
         severity="ticket",
         # the gauge only grows (its count is kept in the checkpointed offsets): growth in the window
         # is max - min, exact where delta() would extrapolate
-        probe=("max_over_time(rebalance_monitor_source_offset_gap_records[<<errorWindow>>])\n"
-               "- min_over_time(rebalance_monitor_source_offset_gap_records[<<errorWindow>>])"),
+        probe=(f"max_over_time({P}_source_offset_gap_records[<<errorWindow>>])\n"
+               f"- min_over_time({P}_source_offset_gap_records[<<errorWindow>>])"),
         condition="> <<offsetGapRecords>>",
         for_="0m",
         summary="The rebalance monitor skipped {{ $value | humanize }} {{ $labels.source }} records",
@@ -313,7 +313,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorLateRows",
         severity="ticket",
-        probe="sum by (job, instance) (increase(rebalance_monitor_late_rows_total[<<errorWindow>>]))",
+        probe=f"sum by (job, instance) (increase({P}_late_rows_total[<<errorWindow>>]))",
         condition="> <<lateRows>>",
         for_="0m",
         summary="The rebalance monitor dropped late events",
@@ -324,7 +324,7 @@ MONITOR_ALERTS = [
         name="RebalanceMonitorInvalidTransitions",
         severity="ticket",
         probe=("sum by (job, instance, cluster) "
-               "(increase(rebalance_monitor_invalid_transitions_total[<<errorWindow>>]))"),
+               f"(increase({P}_invalid_transitions_total[<<errorWindow>>]))"),
         condition="> <<invalidTransitions>>",
         for_="0m",
         summary="The rebalance monitor saw transitions Kafka forbids on {{ $labels.cluster }}",
@@ -335,7 +335,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorQueryRestarting",
         severity="ticket",
-        probe="increase(rebalance_monitor_query_restarts_total[<<restartWindow>>])",
+        probe=f"increase({P}_query_restarts_total[<<restartWindow>>])",
         condition="> <<queryRestarts>>",
         for_="0m",
         summary="The rebalance monitor's streaming query keeps failing",
@@ -347,7 +347,7 @@ MONITOR_ALERTS = [
         # a page: while the disk is full no rebalance is watched, only a person can make room, and
         # the deadline (the topics' retention) can be hours away
         severity="page",
-        probe="rebalance_monitor_disk_full",
+        probe=f"{P}_disk_full",
         condition="== 1",
         for_="<<diskFullFor>>",
         summary="The rebalance monitor's {{ $labels.path }} disk is full",
@@ -360,10 +360,10 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorStalled",
         severity="page",
-        probe="increase(rebalance_monitor_batches_total[<<stallWindow>>])",
+        probe=f"increase({P}_batches_total[<<stallWindow>>])",
         # while Kafka answers: a source that is down stops the batches too (SourceDown says so),
         # and a replay or demo serves no source_up at all
-        condition="== 0 and on (job, instance) min by (job, instance) (rebalance_monitor_source_up) == 1",
+        condition=f"== 0 and on (job, instance) min by (job, instance) ({P}_source_up) == 1",
         for_="<<stallFor>>",
         summary="The rebalance monitor's streaming query has stopped",
         description=("{{ $labels.instance }} answers and reads Kafka but ran no micro-batch in the last "
@@ -373,7 +373,7 @@ MONITOR_ALERTS = [
     Alert(
         name="RebalanceMonitorGroupsOverCap",
         severity="ticket",
-        probe="rebalance_monitor_groups_over_cap",
+        probe=f"{P}_groups_over_cap",
         condition="> 0",
         for_="<<overCapFor>>",
         summary="{{ $value | humanize }} consumer groups have no series of their own",
@@ -383,12 +383,12 @@ MONITOR_ALERTS = [
 ]
 
 # --- incidents: what pages (state/incidents.py, sinks/incident_gauges.py) -------------------------
-_INCIDENT = "rebalance_monitor_incident_started_timestamp_seconds"
+_INCIDENT = f"{P}_incident_started_timestamp_seconds"
 
 
 def _incident_info(family: str, label: str, sep: str) -> str:
     """A Go template listing `label` of the incident's `family` series, sorted (when the alert fires)."""
-    return ('{{ range query (printf "rebalance_monitor_incident_' + family + '{cluster=%q,incident=%q}" $labels.cluster '
+    return (f'{{{{ range query (printf "{P}_incident_' + family + '{cluster=%q,incident=%q}" $labels.cluster '
             f'$labels.incident) | sortByLabel "{label}" }}}}{{{{ .Labels.{label} }}}}{sep}{{{{ end }}}}')
 
 
@@ -456,7 +456,7 @@ INCIDENT_ALERTS = [
     ),
 ]
 
-_RM = ('rebalance_monitor_member_removals_total{group!="__other__",'
+_RM = (f'{P}_member_removals_total{{group!="__other__",'
        'cause=~"heartbeat_expiry|poll_timeout|rebalance_timeout|sync_timeout"}')
 _REMOVED = f"sum by (cluster, group) (\n  {new_in_window(_RM, '<<removalsWindow>>')}\n)"
 
@@ -467,8 +467,8 @@ GROUP_ALERTS.append(Alert(
     condition="",
     # with the incident that explains the removals as a label, for Alertmanager's inhibition
     expr=(f"({_REMOVED} > 0)\n* on (cluster, group) group_left (incident)\n"
-          "max by (cluster, group, incident) (rebalance_monitor_incident_group_info)\n"
-          f"or\n({_REMOVED} > 0)\nunless on (cluster, group) rebalance_monitor_incident_group_info"),
+          f"max by (cluster, group, incident) ({P}_incident_group_info)\n"
+          f"or\n({_REMOVED} > 0)\nunless on (cluster, group) {P}_incident_group_info"),
     for_="0m",
     summary="Consumer group {{ $labels.group }} lost members involuntarily",
     description=("{{ $value | humanize }} member(s) of group {{ $labels.group }} on cluster {{ $labels.cluster }} "

@@ -12,17 +12,18 @@ from dashboards.panels import (
     timeseries, value_mappings
 )
 from state.diagnosis.rules import ROOT_CAUSES
+from state.vocabulary import METRIC_PREFIX as P, GroupState
 
 C = 'cluster=~"$cluster"'
 CG = 'cluster=~"$cluster", group=~"$group"'
-RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
-MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
+RB = f"{P}_rebalances_total{{{CG}}}"
+MR = f"{P}_member_removals_total{{{CG}}}"
 # Duration histograms are per (cluster, protocol, phase); per group there is the last duration of
 # each phase (docs/metrics.md, "Series per group").
-BUCKET = "rebalance_monitor_rebalance_duration_seconds_bucket"
-LAST = "rebalance_monitor_group_last_rebalance_duration_seconds"
-RT = f"rebalance_monitor_rebalance_timeouts_total{{{CG}}}"
-PS = f"rebalance_monitor_partition_seconds_stopped_total{{{CG}}}"
+BUCKET = f"{P}_rebalance_duration_seconds_bucket"
+LAST = f"{P}_group_last_rebalance_duration_seconds"
+RT = f"{P}_rebalance_timeouts_total{{{CG}}}"
+PS = f"{P}_partition_seconds_stopped_total{{{CG}}}"
 COST_N = cast(int, DEFAULTS["costPartitionMinutes"])
 REBALANCING = "|".join(REBALANCING_STATES)
 STORM_WINDOW = str(DEFAULTS["stormWindow"])
@@ -43,7 +44,7 @@ def inputs_row() -> Row:
     UnknownCoordinatorLines, UnknownRecordLayouts, SourceMismatch and OffsetGap alerts. A breakdown
     whose counter has no series until the first event falls back (`or on (cluster)`) to the
     per-cluster quarantine counter, which exists at 0, so each panel shows a line from the start."""
-    quarantined = "rebalance_monitor_quarantined_records_total"
+    quarantined = f"{P}_quarantined_records_total"
     per_cluster_lines = (f'sum by (cluster) (increase({quarantined}{{reason="{UNKNOWN_LINE_REASONS[0]}", {C}}}'
                          "[$__rate_interval]))")
     per_cluster_layouts = (f'sum by (cluster) (increase({quarantined}{{reason=~"{"|".join(UNKNOWN_LAYOUT_REASONS)}", '
@@ -51,37 +52,37 @@ def inputs_row() -> Row:
     return Row("Inputs: clock skew, unknown formats, source mismatches, gaps", [
         timeseries("Log clock skew by source", "How far each log source's times are from the __consumer_offsets "
                    "records Kafka writes for the same coordinator actions (absolute value of "
-                   "rebalance_monitor_log_clock_skew_seconds, median of the last 15 pairs). Milliseconds when "
+                   f"{P}_log_clock_skew_seconds, median of the last 15 pairs). Milliseconds when "
                    "broker_timezone is right; whole hours when it is not. The line is the "
                    "RebalanceMonitorLogClockSkew threshold.", "s",
-                   Query(f"abs(rebalance_monitor_log_clock_skew_seconds{{{C}}})", "{{cluster}} {{source}}"),
+                   Query(f"abs({P}_log_clock_skew_seconds{{{C}}})", "{{cluster}} {{source}}"),
                    width=8, threshold=cast(float, DEFAULTS["clockSkewSeconds"])),
         timeseries("Unknown coordinator lines", "Group-coordinator log lines that match no known message, per "
                    "interval, by logger (a Kafka version with new wording; RebalanceMonitorUnknownCoordinatorLines). "
                    "Per cluster while no logger has any.", "short",
-                   Query(f"sum by (cluster, logger) (increase(rebalance_monitor_unknown_coordinator_lines_total{{{C}}}"
+                   Query(f"sum by (cluster, logger) (increase({P}_unknown_coordinator_lines_total{{{C}}}"
                          f"[$__rate_interval])) or on (cluster) {per_cluster_lines}", "{{cluster}} {{logger}}"),
                    width=8, bars=True),
         timeseries("Unknown __consumer_offsets layouts", "Records of a type or value version the decoder does not "
                    "know, per interval, by key and value version (RebalanceMonitorUnknownRecordLayouts). Per "
                    "cluster while there are none.", "short",
-                   Query("sum by (cluster, key_version, value_version) (increase(rebalance_monitor_offsets_records_total"
+                   Query(f"sum by (cluster, key_version, value_version) (increase({P}_offsets_records_total"
                          f'{{outcome=~"unknown_type|unknown_version", {C}}}[$__rate_interval])) or on (cluster) '
                          f"{per_cluster_layouts}", "{{cluster}} key {{key_version}} value {{value_version}}"),
                    width=8, bars=True),
         timeseries("Source mismatches", "Classic generations seen in the broker logs and not in __consumer_offsets "
                    "or the other way round, per interval (RebalanceMonitorSourceMismatch).", "short",
-                   Query(f"sum by (cluster, missing_in) (increase(rebalance_monitor_source_mismatches_total{{{C}}}"
+                   Query(f"sum by (cluster, missing_in) (increase({P}_source_mismatches_total{{{C}}}"
                          "[$__rate_interval]))", "{{cluster}} missing in {{missing_in}}"), width=8, bars=True),
         timeseries("Records lost to retention", "Records of the monitor's Kafka topics removed by retention or "
                    "compaction before it read them, since its checkpoint began (RebalanceMonitorOffsetGap; "
                    "rebalance-monitor run only).", "short",
-                   Query("rebalance_monitor_source_offset_gap_records", "{{instance}} {{source}}"), width=8),
+                   Query(f"{P}_source_offset_gap_records", "{{instance}} {{source}}"), width=8),
         timeseries("Backlog in Kafka", "Records of the monitor's Kafka topics not yet read when its last "
                    "micro-batch was planned. A catch-up (a new checkpoint, a monitor that was down) reads it in "
                    "capped batches and logs its ETA; until it is at the head the monitor's view is behind "
-                   "(rebalance_monitor_source_catching_up; rebalance-monitor run only).", "short",
-                   Query("rebalance_monitor_source_backlog_records", "{{instance}} {{source}}"), width=8),
+                   f"({P}_source_catching_up; rebalance-monitor run only).", "short",
+                   Query(f"{P}_source_backlog_records", "{{instance}} {{source}}"), width=8),
     ])
 
 
@@ -107,9 +108,9 @@ def build() -> Dashboard:
         stat("Member removals", "Members removed from groups in the selected time range, all causes.",
              "short", Query(f"sum(increase({MR}[$__range]))")),
         stat("Live groups", "Consumer groups the monitors track now (every state but Dead).",
-             "short", Query(f'sum(rebalance_monitor_groups{{{C}, state!="Dead"}})')),
+             "short", Query(f'sum({P}_groups{{{C}, state!="{GroupState.DEAD}"}})')),
         stat("Rebalancing now", f"Groups in {REBALANCING.replace('|', ', ')} now.", "short",
-             Query(f'sum(rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}})'),
+             Query(f'sum({P}_group_state{{{CG}, state=~"{REBALANCING}"}})'),
              steps=((None, "green"), (1, "orange"))),
         stat("Stuck rebalances",
              f"Groups in {REBALANCING.replace('|', ', ')} for longer than their threshold of the "
@@ -120,7 +121,7 @@ def build() -> Dashboard:
              steps=((None, "green"), (1, "red"))),
         stat("Quarantined inputs", "Inputs the monitors could not use in the selected time range "
              "(should be 0: a new broker log wording or a damaged record).", "short",
-             Query(f"sum(increase(rebalance_monitor_quarantined_records_total{{{C}}}[$__range]))"),
+             Query(f"sum(increase({P}_quarantined_records_total{{{C}}}[$__range]))"),
              steps=((None, "green"), (1, "orange"))),
     ])
     rebalances = Row("Rebalances", [
@@ -134,11 +135,11 @@ def build() -> Dashboard:
                    "left), superseded (another rebalance started first), dead.",
                    "suffix:/min", Query(f"60 * sum by (cluster, outcome) (rate({RB}[$__rate_interval]))",
                                         "{{cluster}} {{outcome}}"), stacked=True),
-        timeseries("Groups by state", "Live groups per state and cluster (rebalance_monitor_groups).",
-                   "short", Query(f'sum by (cluster, state) (rebalance_monitor_groups{{{C}, state!="Dead"}})',
+        timeseries("Groups by state", f"Live groups per state and cluster ({P}_groups).",
+                   "short", Query(f'sum by (cluster, state) ({P}_groups{{{C}, state!="{GroupState.DEAD}"}})',
                                   "{{cluster}} {{state}}"), stacked=True),
         timeseries("Groups rebalancing", f"Groups in {REBALANCING.replace('|', ', ')} per cluster.",
-                   "short", Query(f'sum by (cluster) (rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}})',
+                   "short", Query(f'sum by (cluster) ({P}_group_state{{{CG}, state=~"{REBALANCING}"}})',
                                   "{{cluster}}")),
     ])
     durations = Row("Slowest rebalances", [
@@ -199,9 +200,9 @@ def build() -> Dashboard:
               steps=((None, "green"), (COST_N / 2, "orange"), (COST_N, "red"))),
         heatmap("Stop time per partition",
                 "How long each reassigned partition had stopped being consumed, per bucket and interval "
-                "(rebalance_monitor_partition_stop_seconds): eager rebalances stop every partition for the "
+                f"({P}_partition_stop_seconds): eager rebalances stop every partition for the "
                 "whole rebalance; a crashed member's partitions from its last heartbeat.",
-                f'sum by (le) (increase(rebalance_monitor_partition_stop_seconds_bucket{{{C}}}[$__rate_interval]))'),
+                f'sum by (le) (increase({P}_partition_stop_seconds_bucket{{{C}}}[$__rate_interval]))'),
     ])
     storms = Row("Storms and stuck groups", [
         table("Rebalances per group in the last $storm_window (storms)",
@@ -216,7 +217,7 @@ def build() -> Dashboard:
               "state change, event time) and after how long KafkaConsumerGroupRebalanceStuck counts them "
               f"as stuck: {STUCK_RULE}. Rows of groups in other states (value 0) are filtered out.",
               "s", Query(f"topk(50, max by ({by_state}) (\n{fill(time_rebalancing(CG))}\n))"),
-              Query(f'max by ({by_state}) (rebalance_monitor_group_state{{{CG}, state=~"{REBALANCING}"}} == 1)\n'
+              Query(f'max by ({by_state}) ({P}_group_state{{{CG}, state=~"{REBALANCING}"}} == 1)\n'
                     "* on (cluster, group, protocol) group_left ()\n"
                     f"(\n{fill(stuck_threshold(CG))}\n)"),
               sort_by="in state", rename={"Value #A": "in state", "Value #B": "stuck after"}, links=GROUP_LINK,
@@ -224,10 +225,10 @@ def build() -> Dashboard:
         table("Groups by rebalances started in the storm window",
               "The 10 groups that started the most rebalances within the storm window (storm_window_seconds, "
               "10 minutes of event time by default) before the newest event of their cluster "
-              "(rebalance_monitor_group_rebalances_in_window). Unlike the table beside it this is event "
+              f"({P}_group_rebalances_in_window). Unlike the table beside it this is event "
               "time, so it also shows storms in a replay or in data the monitor is catching up on. Red "
               f"above {STORM_N}, the storm alert's threshold.",
-              "short", Query(f"topk(10, max by (cluster, group) (rebalance_monitor_group_rebalances_in_window{{{CG}}}))"),
+              "short", Query(f"topk(10, max by (cluster, group) ({P}_group_rebalances_in_window{{{CG}}}))"),
               sort_by="rebalances", rename={"Value": "rebalances"}, links=GROUP_LINK, keep_above=0,
               steps=((None, "green"), (STORM_N / 2, "orange"), (STORM_N + 1, "red"))),
         table("Rebalance timeouts per cluster (last $timeout_window)",
@@ -244,48 +245,48 @@ def build() -> Dashboard:
     health = Row("Monitor health", [
         timeseries("Input rows per second", "Raw rows read per source: broker log lines and "
                    "__consumer_offsets records.", "suffix: rows/s",
-                   Query("sum by (instance, source) (rate(rebalance_monitor_input_records_total[$__rate_interval]))",
+                   Query(f"sum by (instance, source) (rate({P}_input_records_total[$__rate_interval]))",
                          "{{instance}} {{source}}"), width=8),
         timeseries("Micro-batch duration", "Wall time of the last micro-batch; above the trigger interval "
                    "the monitor cannot keep up.", "s",
-                   Query("rebalance_monitor_batch_duration_seconds", "{{instance}}"), width=8),
+                   Query(f"{P}_batch_duration_seconds", "{{instance}}"), width=8),
         timeseries("Watermark delay", "Wall clock minus the query's event-time watermark: how late "
                    "rebalances are reported. The line is the RebalanceMonitorLagging threshold.", "s",
-                   Query("rebalance_monitor_watermark_delay_seconds", "{{instance}}"), width=8,
+                   Query(f"{P}_watermark_delay_seconds", "{{instance}}"), width=8,
                    threshold=cast(float, DEFAULTS["laggingSeconds"])),
         timeseries("Newest event age by source", "Wall clock minus the newest event time seen per source. "
                    "Grows on a quiet cluster too (no group activity), so it is not alerted on.", "s",
-                   Query("rebalance_monitor_source_newest_event_age_seconds", "{{instance}} {{source}}"), width=8),
+                   Query(f"{P}_source_newest_event_age_seconds", "{{instance}} {{source}}"), width=8),
         timeseries("Late rows", "Events dropped because they arrived after the watermark (raise "
                    "lateness_seconds if this is not 0).", "short",
-                   Query("sum by (instance) (increase(rebalance_monitor_late_rows_total[$__rate_interval]))",
+                   Query(f"sum by (instance) (increase({P}_late_rows_total[$__rate_interval]))",
                          "{{instance}}"), width=8, bars=True),
         timeseries("Kafka source up", "1 when the last read of the source's Kafka topic worked, 0 when it "
                    "failed (rebalance-monitor run only).", "none",
-                   Query("rebalance_monitor_source_up", "{{instance}} {{source}}"), width=8),
+                   Query(f"{P}_source_up", "{{instance}} {{source}}"), width=8),
         timeseries("Kafka source errors", "Failed attempts to reach Kafka per interval.", "short",
-                   Query("sum by (instance, source) (increase(rebalance_monitor_source_errors_total[$__rate_interval]))",
+                   Query(f"sum by (instance, source) (increase({P}_source_errors_total[$__rate_interval]))",
                          "{{instance}} {{source}}"), width=8, bars=True),
         timeseries("Quarantined inputs by reason", "Inputs that could not be used, per interval "
                    "(each one is a line in the quarantine output).", "short",
-                   Query(f"sum by (cluster, source, reason) (increase(rebalance_monitor_quarantined_records_total{{{C}}}[$__rate_interval]))",
+                   Query(f"sum by (cluster, source, reason) (increase({P}_quarantined_records_total{{{C}}}[$__rate_interval]))",
                          "{{cluster}} {{source}} {{reason}}"), width=8, bars=True),
         timeseries("Invalid transitions", "Transitions Kafka's state table forbids, per interval: missed "
                    "or misordered input.", "short",
-                   Query(f"sum by (cluster) (increase(rebalance_monitor_invalid_transitions_total{{{C}}}[$__rate_interval]))",
+                   Query(f"sum by (cluster) (increase({P}_invalid_transitions_total{{{C}}}[$__rate_interval]))",
                          "{{cluster}}"), width=8, bars=True),
         timeseries("Query restarts", "Times the streaming query failed and was restarted from its "
                    "checkpoint, per interval.", "short",
-                   Query("sum by (instance) (increase(rebalance_monitor_query_restarts_total[$__rate_interval]))",
+                   Query(f"sum by (instance) (increase({P}_query_restarts_total[$__rate_interval]))",
                          "{{instance}}"), width=8, bars=True),
         timeseries("State size", "Rows in Spark's state store (one per group) and members held in "
                    "the monitor's state.", "short",
-                   Query("rebalance_monitor_state_rows", "{{instance}} state rows"),
-                   Query(f"sum by (cluster) (rebalance_monitor_state_members{{{C}}})", "{{cluster}} members"),
+                   Query(f"{P}_state_rows", "{{instance}} state rows"),
+                   Query(f"sum by (cluster) ({P}_state_members{{{C}}})", "{{cluster}} members"),
                    width=8),
         stat("Groups over max_groups", "Groups beyond max_groups: their counters are folded into "
              "group=\"__other__\" and they have no state gauges.", "short",
-             Query("sum(rebalance_monitor_groups_over_cap)"), width=8,
+             Query(f"sum({P}_groups_over_cap)"), width=8,
              steps=((None, "green"), (1, "orange"))),
     ])
     return Dashboard(
@@ -293,9 +294,9 @@ def build() -> Dashboard:
         description="Consumer-group rebalances, member removals, storms and stuck groups across every "
                     "monitored Kafka cluster, and the health of the rebalance monitors.",
         variables=[datasource_variable(),
-                   query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
+                   query_variable("cluster", "Cluster", f"label_values({P}_group_state, cluster)"),
                    query_variable("group", "Group",
-                                  'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)'),
+                                  f'label_values({P}_group_state{{cluster=~"$cluster"}}, group)'),
                    constant_variable("storm_window", "Storm window", STORM_WINDOW,
                                      "Window of the storm table: stormWindow of the alert rules"),
                    constant_variable("timeout_window", "Rebalance timeout window", TIMEOUT_WINDOW,

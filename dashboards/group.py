@@ -10,16 +10,16 @@ from dashboards.panels import (
 )
 from state.diagnosis.rules import ROOT_CAUSES
 from state.model import ALL_STATES
-from state.vocabulary import GroupState
+from state.vocabulary import METRIC_PREFIX as P, GroupState
 
 CG = 'cluster=~"$cluster", group=~"$group"'
-RB = f"rebalance_monitor_rebalances_total{{{CG}}}"
-MR = f"rebalance_monitor_member_removals_total{{{CG}}}"
-PS = f"rebalance_monitor_partition_seconds_stopped_total{{{CG}}}"
+RB = f"{P}_rebalances_total{{{CG}}}"
+MR = f"{P}_member_removals_total{{{CG}}}"
+PS = f"{P}_partition_seconds_stopped_total{{{CG}}}"
 # Per-group histograms exist only for the groups of the group_histograms setting; every group has
 # the last duration of each phase (docs/metrics.md, "Series per group").
-DUR = "rebalance_monitor_group_rebalance_duration_seconds"
-LAST = "rebalance_monitor_group_last_rebalance_duration_seconds"
+DUR = f"{P}_group_rebalance_duration_seconds"
+LAST = f"{P}_group_last_rebalance_duration_seconds"
 
 STATE_COLORS: dict[str, str] = {
     GroupState.UNKNOWN: "text", GroupState.EMPTY: "blue", GroupState.PREPARING_REBALANCE: "orange",
@@ -33,7 +33,7 @@ STATE_MAPPINGS = value_mappings({code: (name, STATE_COLORS.get(name, "text"))
 
 
 def state_code_expr() -> str:
-    terms = "\nor ".join(f'rebalance_monitor_group_state{{{CG}, state="{name}"}} * {code}'
+    terms = "\nor ".join(f'{P}_group_state{{{CG}, state="{name}"}} * {code}'
                          for name, code in STATE_CODES.items())
     return f"max by (cluster, group) (\n{terms}\n)"
 
@@ -49,18 +49,18 @@ def build() -> Dashboard:
              Query(state_code_expr(), "{{group}}"), width=6, mappings=STATE_MAPPINGS),
         stat("Time in current state", "Seconds since the group's last state change (event time of the "
              "log line or record that caused it).", "s",
-             Query(f"max by (cluster, group) (time() - rebalance_monitor_group_state_since_timestamp_seconds{{{CG}}})",
+             Query(f"max by (cluster, group) (time() - {P}_group_state_since_timestamp_seconds{{{CG}}})",
                    "{{group}}"), width=6),
         stat("Generation", "Current generation (classic) or group epoch (consumer protocol).", "none",
-             Query(f"max by (cluster, group) (rebalance_monitor_group_generation{{{CG}}})", "{{group}}"), width=6),
+             Query(f"max by (cluster, group) ({P}_group_generation{{{CG}}})", "{{group}}"), width=6),
         stat("Members", "Members the group has now.", "short",
-             Query(f"max by (cluster, group) (rebalance_monitor_group_members{{{CG}}})", "{{group}}"), width=6),
+             Query(f"max by (cluster, group) ({P}_group_members{{{CG}}})", "{{group}}"), width=6),
         timeseries("Generation over time", "Each completed rebalance of a classic group bumps the "
                    "generation; consumer-protocol groups bump the group epoch.", "none",
-                   Query(f"max by (cluster, group, protocol) (rebalance_monitor_group_generation{{{CG}}})",
+                   Query(f"max by (cluster, group, protocol) ({P}_group_generation{{{CG}}})",
                          "{{group}} {{protocol}}"), min_zero=False),
         timeseries("Members over time", "Members of the group as the monitor's model holds them.", "short",
-                   Query(f"max by (cluster, group, protocol) (rebalance_monitor_group_members{{{CG}}})",
+                   Query(f"max by (cluster, group, protocol) ({P}_group_members{{{CG}}})",
                          "{{group}} {{protocol}}")),
     ])
     rebalances = Row("Rebalances", [
@@ -92,23 +92,23 @@ def build() -> Dashboard:
                    "then removes. The in-progress line is event time: it stops growing while the cluster is "
                    "quiet. KafkaConsumerGroupRebalanceStuck measures wall-clock time instead and fires above "
                    f"max({DEFAULTS['stuckTimeoutFactor']} x the timeout, {DEFAULTS['stuckMinSeconds']} s).", "s",
-                   Query(f"max by (cluster, group) (rebalance_monitor_group_rebalance_in_progress_seconds{{{CG}}})",
+                   Query(f"max by (cluster, group) ({P}_group_rebalance_in_progress_seconds{{{CG}}})",
                          "{{group}} in progress"),
-                   Query(f"max by (cluster, group) (rebalance_monitor_group_rebalance_timeout_seconds{{{CG}}})",
+                   Query(f"max by (cluster, group) ({P}_group_rebalance_timeout_seconds{{{CG}}})",
                          "{{group}} rebalance timeout")),
         timeseries("Rebalances started in the storm window",
                    "Rebalances the group started within the storm window (storm_window_seconds, 10 minutes "
                    "of event time by default) before the newest event of its cluster. The line is the "
                    f"threshold of KafkaConsumerGroupRebalanceStorm ({DEFAULTS['stormRebalances']}), which "
                    f"counts finished rebalances per {DEFAULTS['stormWindow']} of wall-clock time.", "short",
-                   Query(f"max by (cluster, group) (rebalance_monitor_group_rebalances_in_window{{{CG}}})",
+                   Query(f"max by (cluster, group) ({P}_group_rebalances_in_window{{{CG}}})",
                          "{{group}}"), width=6, threshold=cast(float, DEFAULTS["stormRebalances"])),
         timeseries("Rebalance timeouts hit",
                    "Rebalances of the group whose JOIN phase ran into its rebalance timeout (a member did "
                    "not rejoin within max.poll.interval.ms and held the whole group that long), counted "
                    "since the monitor's counters start (kept across restarts with an event sink). Each step "
                    "up is one; KafkaConsumerGroupRebalanceTimeout fires on it.", "short",
-                   Query(f"max by (cluster, group) (rebalance_monitor_rebalance_timeouts_total{{{CG}}})",
+                   Query(f"max by (cluster, group) ({P}_rebalance_timeouts_total{{{CG}}})",
                          "{{group}}"), width=6),
     ])
     phases = Row("Phase durations", [
@@ -152,9 +152,9 @@ def build() -> Dashboard:
                     "their triggers, rebalance timeouts and phase durations, and member removals with their "
                     "causes.",
         variables=[datasource_variable(),
-                   query_variable("cluster", "Cluster", "label_values(rebalance_monitor_group_state, cluster)"),
+                   query_variable("cluster", "Cluster", f"label_values({P}_group_state, cluster)"),
                    query_variable("group", "Group",
-                                  'label_values(rebalance_monitor_group_state{cluster=~"$cluster"}, group)')],
+                                  f'label_values({P}_group_state{{cluster=~"$cluster"}}, group)')],
         rows=[state, rebalances, cost, timeouts, phases, removals],
         links=[{"title": "Fleet overview", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-fleet/kafka-rebalances-fleet-overview", "includeVars": True,

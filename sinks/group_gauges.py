@@ -10,8 +10,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from state.model import DEAD
-from state.vocabulary import METRIC_PREFIX as PREFIX
-from state.vocabulary import REBALANCING_STATES
+from state.vocabulary import METRIC_PREFIX as PREFIX, REBALANCING_STATES, Trigger
 
 
 def _live_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
@@ -156,6 +155,6 @@ class GroupStateCollector(Collector):
               pending: GaugeMetricFamily) -> None:
         o = snap.get("rebalance_in_progress")
         if o and o.get("started_at_ms") is not None and o.get("completed_at_ms") is None:
-            started.add_metric(labels + [o.get("trigger") or "unknown"], o["started_at_ms"] / 1000.0)
+            started.add_metric(labels + [o.get("trigger") or Trigger.UNKNOWN], o["started_at_ms"] / 1000.0)
         for cause, n in sorted(self.pending_by_cause(snap).items()):
             pending.add_metric([snap["cluster"], snap["group"], cause], float(n))

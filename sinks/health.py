@@ -170,6 +170,12 @@ class HealthMetrics:
         self.disk_full_writes = Counter(f"{PREFIX}_disk_full_writes_total",
                                         "Writes (and query starts) that failed for want of space, per path; "
                                         "each is tried again.", ["path"], registry=r)
+        # The event sink's size, so retention can be watched working before a disk fills.
+        self.event_sink_bytes = Gauge(f"{PREFIX}_event_sink_bytes",
+                                      "Bytes of records in the event sink (rolled files and parts), after "
+                                      "the last roll and retention.", registry=r)
+        self.event_sink_files = Gauge(f"{PREFIX}_event_sink_files",
+                                      "Files of records in the event sink (rolled files and parts).", registry=r)
         self.backlog = Gauge(f"{PREFIX}_source_backlog_records",
                              "Records a source had left unread in Kafka when the last micro-batch was "
                              "planned (a catch-up reads it in capped batches).", ["source"], registry=r)

@@ -38,8 +38,7 @@ from sinks.log_sources import LogSourceMetrics
 from state.lag import SAMPLE_ERROR_REASONS, LagBook
 from state.model import DEAD
 from state.outputs import OutputKind
-from state.vocabulary import METRIC_PREFIX as PREFIX
-from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from state.vocabulary import METRIC_PREFIX as PREFIX, SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, Protocol
 from state.quarantine_reasons import BROKER_LOG_REASONS, OFFSETS_REASONS, QuarantineReason as R
 
 # The clock-skew gauge is the median of this many latest observations per (cluster, source).
@@ -269,7 +268,7 @@ class MetricsSink:
             self._clusters.add(cluster)
             self.invalid_transitions.labels(cluster)
             for missing_in in ("offsets", "logs"):     # classic generations only (crosscheck.py)
-                self.source_mismatches.labels(cluster, "classic", missing_in)
+                self.source_mismatches.labels(cluster, Protocol.CLASSIC, missing_in)
             for source, reasons in QUARANTINE_REASONS.items():
                 for reason in reasons:
                     self.quarantined.labels(cluster, source, reason)
@@ -328,13 +327,13 @@ class MetricsSink:
     def _removal(self, record: dict[str, Any]) -> None:
         self.incidents.note_removals((record,), decided=True)
         key = (record["cluster"], record["group"])
-        labels = (record["cluster"], self._group_label(*key), record.get("protocol") or "classic",
+        labels = (record["cluster"], self._group_label(*key), record.get("protocol") or Protocol.CLASSIC,
                   record["cause"], record["root_cause"])
         self._count(self.removals, key, labels)
 
     def _anomaly(self, record: dict[str, Any]) -> None:
         if record.get("kind") == "source_mismatch":
-            self.source_mismatches.labels(record["cluster"], record.get("protocol") or "classic",
+            self.source_mismatches.labels(record["cluster"], record.get("protocol") or Protocol.CLASSIC,
                                           record.get("missing_in") or "unknown").inc()
         else:
             self.invalid_transitions.labels(record["cluster"]).inc()

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from state.model import GroupModel, Member, OpenRebalance
+from state.vocabulary import Outcome, RemovalCause
 
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
@@ -55,19 +56,26 @@ def unknown(reason: str) -> dict[str, Any]:
 def departure_ms(known: Member | None, cause: str, at_ms: int) -> int:
     """When a removed member's partitions stopped being consumed (module docstring)."""
     if known is not None:
-        if cause == "heartbeat_expiry" and known.session_timeout_ms:
+        if cause == RemovalCause.HEARTBEAT_EXPIRY and known.session_timeout_ms:
             return at_ms - known.session_timeout_ms
-        if cause == "poll_timeout" and known.rebalance_timeout_ms:
+        if cause == RemovalCause.POLL_TIMEOUT and known.rebalance_timeout_ms:
             return at_ms - known.rebalance_timeout_ms
     return at_ms
 
 
-def consumer_departure_ms(known: Member | None, cause: str, at_ms: int, session_ms: int) -> int:
+def consumer_departure_ms(known: Member | None, cause: str, at_ms: int, session_ms: int,
+                          revoke_timeout_ms: int | None = None) -> int:
     """When a removed consumer-protocol member's partitions stopped. A session fence counts from its
     last heartbeat: the fence minus the session timeout (a classic member's own; else `session_ms`,
     the brokers' group.consumer.session.timeout.ms, which the records do not carry), not before its
-    last current-assignment record, which the coordinator wrote when it heartbeated."""
-    if cause != "heartbeat_expiry" or known is None:
+    last current-assignment record, which the coordinator wrote when it heartbeated. A member fenced
+    because it did not revoke within `revoke_timeout_ms` (its rebalance timeout, on the fence line)
+    was asked to revoke that long before, and has not polled since: a client stuck in its revoke
+    callback, or not polling, consumes none of its partitions from then (a real 4.4 day: counted from
+    the fence, the monitor charged 4.7 partition-seconds where the clients' callbacks showed 45)."""
+    if revoke_timeout_ms is not None and cause == RemovalCause.REBALANCE_TIMEOUT:
+        return at_ms - max(0, revoke_timeout_ms)
+    if cause != RemovalCause.HEARTBEAT_EXPIRY or known is None:
         return departure_ms(known, cause, at_ms)
     since = at_ms - (known.session_timeout_ms or session_ms)
     if known.assignment_record_ms is not None:
@@ -86,8 +94,8 @@ def stopped_at_removal(m: GroupModel, member_id: str, removed_at_ms: int) -> Non
     if departed is not None and departed[0] < removed_at_ms:
         departed[0] = removed_at_ms
     for r in m.unattached_removals:
-        if r[0] == member_id and len(r) > 3 and r[3] < removed_at_ms:
-            r[3] = removed_at_ms
+        if r.member_id == member_id and r.stopped_at_ms is not None and r.stopped_at_ms < removed_at_ms:
+            r.stopped_at_ms = removed_at_ms
     for p, cause in m.stop_causes.items():
         if cause == member_id and m.stopped_partitions.get(p, removed_at_ms) < removed_at_ms:
             m.stopped_partitions[p] = removed_at_ms
@@ -135,12 +143,12 @@ def classic_impact(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] 
 
 def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None,
              previous_generation: int | None, outcome: str) -> dict[str, Any]:
-    if outcome == "empty":
+    if outcome == Outcome.EMPTY:
         left = len(m.stopped_partitions) + sum(len(p or ()) for p in _owned(previous or {}, o).values())
         m.stopped_partitions = {}
         return {**_fields(m, {}, {}, 0), "partitions_unassigned": left, "assignor": None,
                 "impact_unknown_reason": EMPTIED}
-    if outcome != "stable":
+    if outcome != Outcome.STABLE:
         return unknown(f"the rebalance ended {outcome}, without an assignment")
     if o.completed_at_ms is None:
         return unknown("no completion time")
@@ -309,7 +317,7 @@ def note_consumer_departure(m: GroupModel, member_id: str, known: Member | None,
 def consumer_impact(m: GroupModel, outcome: str) -> dict[str, Any]:
     """The impact fields of a consumer group's rebalance record: the stops its members' records
     ended since the group's last rebalance record."""
-    if outcome not in ("stable", "empty"):
+    if outcome not in (Outcome.STABLE, Outcome.EMPTY):
         return unknown(f"the rebalance ended {outcome}: its stops count in the next one that completes")
     ended = {p: stop[0] for p, stop in m.ended_stops.items()}
     due_to = {p: stop[1] for p, stop in m.ended_stops.items() if stop[1] is not None}
@@ -317,7 +325,7 @@ def consumer_impact(m: GroupModel, outcome: str) -> dict[str, Any]:
     m.ended_stops = {}
     fields = _fields(m, ended, due_to, len(ended), due_seconds)
     fields["assignor"] = None           # the server-side assignor is not in the records
-    if outcome == "empty":
+    if outcome == Outcome.EMPTY:
         m.stopped_partitions, m.stop_causes = {}, {}
         fields["impact_unknown_reason"] = EMPTIED
     return fields

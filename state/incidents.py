@@ -40,15 +40,19 @@ from typing import Any
 from state import events as E
 from state.diagnosis.brokers import BrokerDeath
 from state.diagnosis.rules import DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
+from state.vocabulary import RemovalCause, RootCause
 
 KINDS = ("broker", "host", "slow_processing", "rebalance_timeout", "crash_loop")
-ROOT_CAUSE_OF_KIND = {"broker": "broker_death", "host": "host_wide", "slow_processing": "slow_processing",
-                      "rebalance_timeout": "slow_processing", "crash_loop": "process_crash"}
-INVOLUNTARY = ("heartbeat_expiry",)
+# An incident's root cause: a word of RootCause, or broker_death (an incident's own: the removals'
+# brokers died, state/diagnosis/brokers.py).
+ROOT_CAUSE_OF_KIND = {"broker": "broker_death", "host": RootCause.HOST_WIDE,
+                      "slow_processing": RootCause.SLOW_PROCESSING, "rebalance_timeout": RootCause.SLOW_PROCESSING,
+                      "crash_loop": RootCause.PROCESS_CRASH}
+INVOLUNTARY = (RemovalCause.HEARTBEAT_EXPIRY,)
 # Watermarks this close to the end-of-input marker come from it (minus the lateness), not from events.
 _END_OF_INPUT_SPAN_MS = 365 * 86_400_000
 # A removal whose decided root cause is one of these was no crash, pause or host fault.
-NOT_A_FAULT = ("graceful_shutdown", "slow_processing")
+NOT_A_FAULT = (RootCause.GRACEFUL_SHUTDOWN, RootCause.SLOW_PROCESSING)
 
 
 @dataclass(frozen=True)
@@ -301,8 +305,8 @@ class IncidentBoard:
 
     def _slow(self, removals: list[Removal]) -> list[Incident]:
         out = []
-        for kind, causes in (("slow_processing", ("poll_timeout",)), ("rebalance_timeout", ("rebalance_timeout",
-                                                                                             "sync_timeout"))):
+        for kind, causes in (("slow_processing", (RemovalCause.POLL_TIMEOUT,)),
+                             ("rebalance_timeout", (RemovalCause.REBALANCE_TIMEOUT, RemovalCause.SYNC_TIMEOUT))):
             by_group: dict[str, list[Removal]] = {}
             for r in removals:
                 if r.cause in causes:

@@ -11,7 +11,7 @@ import json
 import zlib
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from state.vocabulary import GroupState, Protocol
 
@@ -106,6 +106,43 @@ class OpenRebalance:
     # Its start line's layout wrote whole seconds: the latest time it can have started
     # (state/event_order.py), so a record of that second may have come before it.
     started_latest_ms: int | None = None
+
+
+@dataclass(slots=True)
+class UnattachedRemoval:
+    """A removal seen while no rebalance was open (GroupModel.unattached_removals), for the next
+    rebalance that starts. Stored as [member_id, at_ms, cause, stopped_at_ms, partitions] (the
+    last two: state/impact.py); states of releases before the impact kept only the first three,
+    which load with stopped_at_ms None and are written back so."""
+    member_id: str
+    at_ms: int
+    cause: str
+    # When its partitions stopped (None: not known, in a state stored before), and its partitions.
+    stopped_at_ms: int | None = None
+    partitions: list[str] | None = None
+
+    @classmethod
+    def from_stored(cls, stored: list[Any]) -> UnattachedRemoval:
+        return cls(*stored)
+
+    def stored(self) -> list[Any]:
+        if self.stopped_at_ms is None:
+            return [self.member_id, self.at_ms, self.cause]
+        return [self.member_id, self.at_ms, self.cause, self.stopped_at_ms, self.partitions]
+
+    def departure(self) -> list[Any]:
+        """Its OpenRebalance.departures entry: [when its partitions stopped, its partitions];
+        one stored without them stopped at its removal."""
+        if self.stopped_at_ms is None:
+            return [self.at_ms, None]
+        return [self.stopped_at_ms, self.partitions]
+
+
+class RecentJoin(NamedTuple):
+    """A member id created just before (a MEMBER_CREATED line), GroupModel.recent_joins. Stored
+    as the JSON array [member_id, at_ms] a tuple encodes to."""
+    member_id: str | None
+    at_ms: int
 
 
 # The entries GroupModel keeps while it waits for later evidence. Stored (to_json) like the model:
@@ -209,12 +246,11 @@ class GroupModel:
     members: dict[str, Member] = field(default_factory=dict)
     open_rebalance: OpenRebalance | None = None
     # Removals seen while no rebalance was open (2.x logs "has left" before "Preparing"):
-    # they are attached to the next rebalance that starts. [member id, time, cause, when its
-    # partitions stopped, its partitions] (the last two: state/impact.py; older states have three).
-    unattached_removals: list[list[Any]] = field(default_factory=list)
-    # Member ids created just before (MEMBER_CREATED lines, [member_id, ts_ms]): the trigger of
-    # a rebalance that opens without a reason (Kafka 1.1-2.0) right after them.
-    recent_joins: list[list[Any]] = field(default_factory=list)
+    # they are attached to the next rebalance that starts.
+    unattached_removals: list[UnattachedRemoval] = field(default_factory=list)
+    # Member ids created just before: the trigger of a rebalance that opens without a reason
+    # (Kafka 1.1-2.0) right after them.
+    recent_joins: list[RecentJoin] = field(default_factory=list)
     # Generation of the GroupMetadata record (or empty line) `members` was last taken from.
     members_generation: int | None = None
     # Clock-skew probe: the log line and the offsets record that mark the same moment of the same
@@ -298,6 +334,8 @@ class GroupModel:
                 raw[name] = [_compact(entry) for entry in raw[name]]
         if "generation_checks" in raw:
             raw["generation_checks"] = {k: _compact(v) for k, v in raw["generation_checks"].items()}
+        if "unattached_removals" in raw:
+            raw["unattached_removals"] = [r.stored() for r in self.unattached_removals]
         raw[VERSION_KEY] = STATE_VERSION
         return pack(_ENCODE(raw))
 
@@ -319,6 +357,10 @@ class GroupModel:
                 raw[name] = [entry(**e) for e in raw[name]]
         if "generation_checks" in raw:
             raw["generation_checks"] = {k: GenerationCheck(**v) for k, v in raw["generation_checks"].items()}
+        if "unattached_removals" in raw:
+            raw["unattached_removals"] = [UnattachedRemoval.from_stored(r) for r in raw["unattached_removals"]]
+        if "recent_joins" in raw:
+            raw["recent_joins"] = [RecentJoin(*j) for j in raw["recent_joins"]]
         return cls(**raw)
 
 

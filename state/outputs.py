@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from state.impact import CORRECTED_IMPACT_FIELDS, unknown
-from state.vocabulary import Outcome, RemovalCause
+from state.vocabulary import GroupState, Outcome, RemovalCause, RootCause
 from state.model import PROTOCOL_CLASSIC, GenerationCheck, GroupModel, Member, OpenRebalance, ProvisionalTrigger
 
 
@@ -117,7 +117,7 @@ def rebalance_record(cluster: str, group: str, o: OpenRebalance, outcome: str, e
     start, join_end = o.started_at_ms, o.join_completed_at_ms
     done = None if open_now else o.completed_at_ms
     total = _seconds(start, done)
-    if outcome == "empty" and total is None:
+    if outcome == Outcome.EMPTY and total is None:
         # ended when the group emptied (classic: the "is now empty" line = join_end;
         # KIP-848: no join phase, the record that emptied it = ended_at_ms)
         total = _seconds(start, join_end if join_end is not None else ended_at_ms)
@@ -177,7 +177,7 @@ def apply_trigger_decisions(rebalances: Iterable[dict[str, Any]], decisions: Ite
 def in_progress_rebalance_record(snap: dict[str, Any]) -> dict[str, Any] | None:
     """The rebalance a group snapshot shows open (replay: still open at the end of the input)."""
     o = snap.get("rebalance_in_progress")
-    if not o or snap.get("state") == "Dead":
+    if not o or snap.get("state") == GroupState.DEAD:
         return None
     return rebalance_record(snap["cluster"], snap["group"], OpenRebalance(**o), IN_PROGRESS, None, None,
                             [snap.get("rebalance_timeout_ms")])
@@ -214,7 +214,7 @@ def removal_record(model: GroupModel, member_id: str, known: Member | None, caus
     return {
         "cluster": model.cluster, "group": model.group, "protocol": model.protocol,
         **member_info(member_id, known, model.protocol),
-        "removed_at_ms": at_ms, "cause": cause, "root_cause": "unknown", "evidence": evidence,
+        "removed_at_ms": at_ms, "cause": cause, "root_cause": RootCause.UNKNOWN, "evidence": evidence,
         "root_cause_confidence": None, "root_cause_confidence_reason": None, "group_root_cause": None,
         # members of the group on the same client host when it was removed, itself included (the
         # host-wide rule weighs how many of a host's members were affected)

@@ -16,6 +16,7 @@ from typing import Any
 from sinks.event_sink import sink_files
 from sinks.files import GROUPS_FILE, RECORD_FILES
 from state.outputs import OutputKind, apply_trigger_decisions
+from state.vocabulary import Outcome, RootCause
 
 # The record kinds the report reads (the event sink's folders / the replay's files).
 KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
@@ -74,7 +75,7 @@ class GroupView:
     def attention(self) -> tuple[int, int, float]:
         """How much a reader should look at this group: unplanned removals, then rebalances,
         then the slowest rebalance."""
-        unplanned = sum(1 for r in self.removals if r.get("root_cause") not in ("graceful_shutdown", None))
+        unplanned = sum(1 for r in self.removals if r.get("root_cause") not in (RootCause.GRACEFUL_SHUTDOWN, None))
         slowest = max((r.get("total_seconds") or 0.0 for r in self.rebalances), default=0.0)
         return unplanned, len(self.rebalances), slowest
 
@@ -183,7 +184,7 @@ def _check(kind: str, records: list[dict], source: Path) -> None:
                                    f"{json.dumps(record)[:200]}")
     if kind == OutputKind.REBALANCE:
         for record in records:
-            if rebalance_start(record) is None and record["outcome"] != "in_progress":
+            if rebalance_start(record) is None and record["outcome"] != Outcome.IN_PROGRESS:
                 raise ReportInputError(f"{source}: a rebalance record without any time: {json.dumps(record)[:200]}")
 
 

@@ -11,6 +11,7 @@ from sinks.report.svg import (
     removal_tip, seconds, utc,
 )
 from state.diagnosis.rules import ROOT_CAUSES
+from state.vocabulary import Protocol, RootCause
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0}
@@ -74,7 +75,7 @@ def _who(r: dict) -> str:
 
 def header(report: Report) -> str:
     rebalances, removals = report.rebalances, report.removals
-    causes = Counter(r.get("root_cause") or "unknown" for r in removals)
+    causes = Counter(r.get("root_cause") or RootCause.UNKNOWN for r in removals)
     chips = "".join(f"<span>{_swatch(ROOT_CAUSE_COLORS.get(c, OTHER_COLOR))}{a(c)}: {causes[c]}</span>"
                     for c in ROOT_CAUSES if causes[c])
     starts = [t for r in rebalances if (t := rebalance_start(r)) is not None] + \
@@ -133,7 +134,7 @@ def groups_table(report: Report) -> str:
     rows: list[str] = []
     calm: list[str] = []
     for v in sorted(report.groups, key=lambda v: v.attention(), reverse=True):
-        causes = Counter(r.get("root_cause") or "unknown" for r in v.removals)
+        causes = Counter(r.get("root_cause") or RootCause.UNKNOWN for r in v.removals)
         cause_text = ", ".join(f"{_swatch(ROOT_CAUSE_COLORS.get(c, OTHER_COLOR))}{a(c)} {n}"
                                for c, n in causes.most_common())
         slowest = max(v.rebalances, key=lambda r: r.get("total_seconds") or 0.0, default=None)
@@ -160,8 +161,8 @@ def _diagnosis(view: GroupView) -> str:
         return '<p class="note">No member removals.</p>'
     rows = []
     for r in view.removals:
-        root = r.get("root_cause") or "unknown"
-        unplanned = root != "graceful_shutdown"
+        root = r.get("root_cause") or RootCause.UNKNOWN
+        unplanned = root != RootCause.GRACEFUL_SHUTDOWN
         rows.append(f'<tr class="removal-row{" unplanned" if unplanned else ""}" title="{a(removal_tip(r))}">'
                     f"<td>{a(utc(r['removed_at_ms'], date=False))}<br><b>{a(_who(r))}</b></td>"
                     f"<td>{a(r['cause'])}<br>{_swatch(ROOT_CAUSE_COLORS.get(root, OTHER_COLOR))}{a(root)}</td>"
@@ -185,7 +186,7 @@ def _rebalance_rows(view: GroupView) -> str:
     for r in view.rebalances:
         gen = f"{'?' if r.get('previous_generation') is None else r['previous_generation']}->" \
               f"{'?' if r.get('generation') is None else r['generation']}"
-        if r["protocol"] == "consumer":
+        if r["protocol"] == Protocol.CONSUMER:
             s, m, e = r.get("started_at_ms"), r.get("assigned_at_ms"), r.get("completed_at_ms")
             first = seconds((m - s) / 1000) if s is not None and m is not None else "-"
             second = seconds((e - m) / 1000) if m is not None and e is not None else "-"

@@ -9,7 +9,7 @@ from html import escape
 
 from sinks.report.data import GroupView, StormRules, fleet_bins, rebalance_start
 from state.impact import cooperative_would_stop
-from state.vocabulary import RootCause, Trigger
+from state.vocabulary import Outcome, Protocol, RootCause, Trigger
 
 # One colour per member, by name (tests/unit/test_words.py: every trigger and root cause has its own).
 TRIGGER_COLORS: dict[str, str] = {
@@ -188,7 +188,7 @@ def rebalance_tip(r: dict) -> str:
     lines = [f"generation {gen} ({r['protocol']}): {r['outcome']}, trigger {r['trigger']}"
              + (f" ({r['trigger_member']})" if r.get("trigger_member") else ""),
              f"started {utc(r.get('started_at_ms'))} UTC"]
-    if r["protocol"] == "consumer":
+    if r["protocol"] == Protocol.CONSUMER:
         phases = [("assignment", r.get("started_at_ms"), r.get("assigned_at_ms")),
                   ("reconciliation", r.get("assigned_at_ms"), r.get("completed_at_ms"))]
         lines.append(", ".join(f"{name} {seconds((e - s) / 1000) if s is not None and e is not None else '-'}"
@@ -198,7 +198,7 @@ def rebalance_tip(r: dict) -> str:
                      f"total {seconds(r.get('total_seconds'))}")
     if r.get("members") is not None:
         lines.append(f"{r['members']} members after it")
-    if r["outcome"] != "in_progress":
+    if r["outcome"] != Outcome.IN_PROGRESS:
         lines.append(impact_line(r))
     if r.get("hit_rebalance_timeout"):
         lines.append(f"ran into the rebalance timeout ({(r.get('rebalance_timeout_ms') or 0) / 1000:.0f} s), "
@@ -216,11 +216,11 @@ def phases(r: dict, end_of_view: int) -> list[tuple[str, int, int]]:
     end = r.get("completed_at_ms") or r.get("ended_at_ms")
     if start is None:
         return []
-    if r["outcome"] == "in_progress":
+    if r["outcome"] == Outcome.IN_PROGRESS:
         return [("open", start, end_of_view)]
     if end is None:
         end = start
-    if r["protocol"] == "consumer":
+    if r["protocol"] == Protocol.CONSUMER:
         middle = r.get("assigned_at_ms")
         if middle is None or not start <= middle <= end:
             return [("reconciliation", start, end)]
@@ -235,7 +235,7 @@ def removal_tip(r: dict) -> str:
     who = r.get("group_instance_id") or r.get("client_id") or r["member_id"]
     host = f" {r['client_host']}" if r.get("client_host") else ""
     return (f"{utc(r['removed_at_ms'])} UTC: {who}{host} removed, {r['cause']} -> "
-            f"{r.get('root_cause') or 'unknown'}\nmember {r['member_id']}\n{r.get('evidence') or ''}").rstrip()
+            f"{r.get('root_cause') or RootCause.UNKNOWN}\nmember {r['member_id']}\n{r.get('evidence') or ''}").rstrip()
 
 
 def members_points(view: GroupView) -> list[tuple[int, int]]:
@@ -308,7 +308,7 @@ def _removal_lane(view: GroupView, axis: Axis, y0: float) -> str:
     parts = []
     for r in view.removals:
         x = axis.x(r["removed_at_ms"])
-        color = ROOT_CAUSE_COLORS.get(r.get("root_cause") or "unknown", OTHER_COLOR)
+        color = ROOT_CAUSE_COLORS.get(r.get("root_cause") or RootCause.UNKNOWN, OTHER_COLOR)
         parts.append(f'<path class="removal" data-cause="{a(r["cause"])}" data-root-cause="{a(r.get("root_cause"))}" '
                      f'd="M{x - 6:.1f},{y0:.1f}L{x + 6:.1f},{y0:.1f}L{x:.1f},{y0 + 11:.1f}Z" fill="{color}">'
                      f'<title>{a(removal_tip(r))}</title></path>')

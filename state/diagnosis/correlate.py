@@ -22,20 +22,22 @@ from state.outputs import OutputKind, upgrade_record
 from state.diagnosis.rules import (
     REJOIN_FIELD, DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings, _secs
 )
+from state.vocabulary import Confidence, RemovalCause, RootCause
 
-INVOLUNTARY_ROOT_CAUSES = ("process_crash", "process_pause", "host_wide", "coordinator_wide")
+INVOLUNTARY_ROOT_CAUSES = (RootCause.PROCESS_CRASH, RootCause.PROCESS_PAUSE, RootCause.HOST_WIDE,
+                           RootCause.COORDINATOR_WIDE)
 
 
 def is_candidate(rec: dict[str, Any]) -> bool:
     """An involuntary removal (expiry / session fence) of a dynamic member, or one that never
     stopped (back within a heartbeat interval: its group's verdict is unknown)."""
-    return (rec.get("cause") == "heartbeat_expiry" and rec.get("group_instance_id") is None
+    return (rec.get("cause") == RemovalCause.HEARTBEAT_EXPIRY and rec.get("group_instance_id") is None
             and (rec.get("root_cause") in INVOLUNTARY_ROOT_CAUSES or rec.get(REJOIN_FIELD) is not None))
 
 
 def came_back_later(rec: dict[str, Any]) -> bool:
     """Its own group saw it come back, later than a live member would: it stopped (a pause)."""
-    return _group_root(rec) == "process_pause"
+    return _group_root(rec) == RootCause.PROCESS_PAUSE
 
 
 def back_at_ms(rec: dict[str, Any]) -> int | None:
@@ -116,7 +118,7 @@ class Correlator:
     def _classify(self, rec: dict[str, Any], pool: _Pool) -> None:
         # The coordinator's own evidence first: members that expire while their coordinator moves
         # share a cause whatever their addresses.
-        if rec.get("group_root_cause") == "coordinator_wide" or self._coordinator_stall(rec, pool):
+        if rec.get("group_root_cause") == RootCause.COORDINATOR_WIDE or self._coordinator_stall(rec, pool):
             return
         # A member its group saw come back later than a live one would paused on its own: a burst
         # of its coordinator's groups does not explain it (it still counts in the burst).
@@ -162,14 +164,14 @@ class Correlator:
                      "the dead broker was still an in-sync replica of its __consumer_offsets partitions)")
         why = ("a broker died just before, and the member never stopped" if gap is not None else
                "a broker died just before, and members of several groups of one coordinator were removed at once")
-        self._override(rec, "coordinator_wide", text, "medium", why)
+        self._override(rec, RootCause.COORDINATOR_WIDE, text, Confidence.MEDIUM, why)
         return True
 
     def _host_wide(self, rec: dict[str, Any], pool: _Pool) -> None:
         """A host's members removed together: how many, how close in time, what share of the host's
         members in those groups, and whether they met the same fate (all crashed or all paused)."""
         t, cluster, host = rec["removed_at_ms"], rec["cluster"], rec.get("client_host")
-        if host is None or _group_root(rec) == "unknown":
+        if host is None or _group_root(rec) == RootCause.UNKNOWN:
             return      # (unknown: it never stopped, so neither did its host)
         w = self._host_window(rec)
         same_host = pool.around(("host", cluster, host), t, w)
@@ -193,13 +195,13 @@ class Correlator:
         if census and spared > len(same_host):
             return      # most of the host's members in these groups went on: independent failures
         if together and census and spared == 0:
-            sure, why = ("high" if enough else "medium"), (
+            sure, why = (Confidence.HIGH if enough else Confidence.MEDIUM), (
                 f"every member the host had in {'these groups' if len(groups) > 1 else 'the group'} was removed "
                 f"within {span / 1000:.1f} s")
         elif together or (census and spared == 0):
-            sure, why = "medium", "many of the host's members were removed close together"
+            sure, why = Confidence.MEDIUM, "many of the host's members were removed close together"
         else:
-            sure, why = "low", (f"{len(same_host)} removals on the host within {span / 1000:.1f} s; "
+            sure, why = Confidence.LOW, (f"{len(same_host)} removals on the host within {span / 1000:.1f} s; "
                                 "independent failures close together look the same")
         detail = (f"{len(same_host)} members on host {host} were removed involuntarily within "
                   f"{span / 1000:.1f} s (window {w / 1000:.1f} s) in {len(groups)} group(s): "
@@ -207,7 +209,7 @@ class Correlator:
                   f"{len(clients)} distinct client id(s); "
                   + (f"{spared} other member(s) of the host in these groups stayed" if census
                      else "the host's other members are not known"))
-        self._override(rec, "host_wide", detail, sure, why)
+        self._override(rec, RootCause.HOST_WIDE, detail, sure, why)
 
     def _coordinator_burst(self, rec: dict[str, Any], pool: _Pool) -> bool:
         t, cluster, coordinator = rec["removed_at_ms"], rec["cluster"], rec.get("coordinator")
@@ -222,13 +224,13 @@ class Correlator:
         if len(groups) >= self.s.coordinator_wide_min_groups \
                 and len(hosts) >= self.s.coordinator_wide_min_groups \
                 and len(groups) >= self.s.coordinator_wide_background_factor * background:
-            self._override(rec, "coordinator_wide",
+            self._override(rec, RootCause.COORDINATOR_WIDE,
                            f"{len(groups)} groups of coordinator broker {coordinator} lost members "
                            f"involuntarily within {w / 1000:.1f} s (threshold "
                            f"{self.s.coordinator_wide_min_groups}; background {background:.1f} groups per "
                            f"window), members on {len(hosts)} hosts: "
                            f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}",
-                           "medium", "many groups of one coordinator lost members at once, on many hosts")
+                           Confidence.MEDIUM, "many groups of one coordinator lost members at once, on many hosts")
             return True
         return False
 

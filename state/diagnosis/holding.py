@@ -13,6 +13,7 @@ from state import events as E
 from state.diagnosis.rules import DiagnosisSettings, _secs, classify_in_group, decision_window_ms
 from state.model import EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, GroupModel, HeldRemoval, Member
 from state.outputs import client_id_from_member_id
+from state.vocabulary import RemovalCause
 
 
 def _commit_evidence(model: GroupModel, record: dict[str, Any], known: Member | None, held: HeldRemoval) -> None:
@@ -80,7 +81,7 @@ def note_commit_times(model: GroupModel, key: str, times: tuple[int | None, ...]
         at = h.rec["removed_at_ms"]
         if h.commit_times is not None:
             h.commit_times = E.newest_commit_times([*h.commit_times, *(t for t in times if t is not None and t <= at)])
-        elif h.latest_ms is not None and h.commit_known and h.rec["cause"] == "leave_group":
+        elif h.latest_ms is not None and h.commit_known and h.rec["cause"] == RemovalCause.LEAVE_GROUP:
             late = [t for t in times if t is not None and at <= t <= h.latest_ms]
             if late:
                 _read_leave_commits(h, len(h.commit_partitions), max(late), at, h.rec["rebalance_timeout_ms"])
@@ -113,10 +114,10 @@ def hold_removal(model: GroupModel, record: dict[str, Any], known: Member | None
     writes whole seconds, the removal happened at the latest then (None: at removed_at_ms)."""
     held = HeldRemoval(rec=record, decide_at=record["removed_at_ms"] + decision_window_ms(record, settings),
                        latest_ms=latest_ms)
-    if record["cause"] == "leave_group":
+    if record["cause"] == RemovalCause.LEAVE_GROUP:
         _commit_evidence(model, record, known, held)
-    elif record.get("group_instance_id") is not None and record["cause"] in ("static_member_fenced",
-                                                                             "heartbeat_expiry"):
+    elif record.get("group_instance_id") is not None and record["cause"] in (RemovalCause.STATIC_MEMBER_FENCED,
+                                                                             RemovalCause.HEARTBEAT_EXPIRY):
         _start_close_evidence(model, record, known, held)
     model.held_removals.append(held)
 
@@ -145,7 +146,7 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
             h.rejoined_at_ms = ts_ms
             h.same_member_id = same_id
             back.append(h)
-            if r["cause"] == "leave_group":
+            if r["cause"] == RemovalCause.LEAVE_GROUP:
                 # The rejoin is what a LeaveGroup's verdict waits for (poll timeout or restart):
                 # decide it now, not at the end of the window, so that a rebalance waiting for its
                 # trigger (trigger_may_change) is settled within a batch or two.
@@ -156,7 +157,7 @@ def observe_join(model: GroupModel, member_id: str | None, client_id: str | None
 def never_stopped(h: HeldRemoval, settings: DiagnosisSettings) -> bool:
     """An expired member whose client came back within one heartbeat interval: it was alive."""
     r = h.rec
-    return (r["cause"] == "heartbeat_expiry" and h.rejoined_at_ms is not None
+    return (r["cause"] == RemovalCause.HEARTBEAT_EXPIRY and h.rejoined_at_ms is not None
             and h.rejoined_at_ms - r["removed_at_ms"] <= settings.alive_rejoin_ms(r.get("protocol")))
 
 
@@ -164,7 +165,7 @@ def _poll_timeout_inferred(h: HeldRemoval, settings: DiagnosisSettings) -> bool:
     """A LeaveGroup without a client reason, the same client back within the poll window, and no
     commits on its partitions while it was stalled: the client left on a poll timeout."""
     rec = h.rec
-    return (rec["cause"] == "leave_group" and h.rejoined_at_ms is not None
+    return (rec["cause"] == RemovalCause.LEAVE_GROUP and h.rejoined_at_ms is not None
             and (rec.get("reason_text") or "not provided") == "not provided"
             and h.rejoined_at_ms - rec["removed_at_ms"] <= settings.leave_window_ms(rec.get("rebalance_timeout_ms"))
             and h.may_have_stalled)
@@ -178,7 +179,7 @@ def trigger_may_change(model: GroupModel, member_id: str | None) -> bool:
         return False
     if any(p.rec["member_id"] == member_id for p in model.pending_inferred):
         return True
-    return any(h.rec["member_id"] == member_id and h.rec["cause"] == "leave_group"
+    return any(h.rec["member_id"] == member_id and h.rec["cause"] == RemovalCause.LEAVE_GROUP
                and (h.rec.get("reason_text") or "not provided") == "not provided" and h.may_have_stalled
                for h in model.held_removals)
 
@@ -195,7 +196,7 @@ def _expired_with_others(model: GroupModel, h: HeldRemoval, window: int) -> bool
     coordinator, so one member expiring near a move (a crash next to a failover) is not its doing.
     Both records are marked: the earlier one may be released before the later one is decided."""
     rec = h.rec
-    others = [o for o in model.held_removals if o is not h and o.rec["cause"] == "heartbeat_expiry"
+    others = [o for o in model.held_removals if o is not h and o.rec["cause"] == RemovalCause.HEARTBEAT_EXPIRY
               and abs(o.rec["removed_at_ms"] - rec["removed_at_ms"]) <= window]
     for o in others:
         o.expired_with_others = True

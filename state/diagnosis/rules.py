@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from state.model import HeldRemoval
-from state.vocabulary import Confidence, RootCause
+from state.vocabulary import Confidence, Protocol, RemovalCause, RootCause
 
 ROOT_CAUSES = tuple(RootCause)
 # How sure a root cause is (root_cause_confidence), with the reason in root_cause_confidence_reason.
@@ -92,7 +92,9 @@ class DiagnosisSettings:
 
     def alive_rejoin_ms(self, protocol: str | None) -> int:
         """How soon after its removal a member that never stopped is back (one heartbeat interval)."""
-        return self.heartbeat_interval_ms if protocol in (None, "classic") else self.consumer_heartbeat_interval_ms
+        if protocol in (None, Protocol.CLASSIC):
+            return self.heartbeat_interval_ms
+        return self.consumer_heartbeat_interval_ms
 
     def leave_window_ms(self, rebalance_timeout_ms: int | None) -> int:
         return max(rebalance_timeout_ms or 0, self.poll_rejoin_min_window_ms)
@@ -116,8 +118,9 @@ def _secs(ms: int | None) -> str:
 
 # The session timeout of the members of an epoch-based group is the broker's (or the group's
 # config), by type; the members carry none.
-SESSION_SETTING = {"consumer": "group.consumer.session.timeout.ms", "share": "group.share.session.timeout.ms",
-                   "streams": "group.streams.session.timeout.ms"}
+SESSION_SETTING: dict[str, str] = {Protocol.CONSUMER: "group.consumer.session.timeout.ms",
+                                   Protocol.SHARE: "group.share.session.timeout.ms",
+                                   Protocol.STREAMS: "group.streams.session.timeout.ms"}
 
 
 def _session(rec: dict[str, Any]) -> str:
@@ -146,10 +149,10 @@ def classify_in_group(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettin
     same_member_id), the commit evidence (stalled, commit_text; commit_known: whether its
     partitions were known), coordinator_move_ms, poll_inferred.
     """
-    if rec["cause"] == "leave_group" and held.poll_inferred:
-        rec["cause"] = "poll_timeout"
+    if rec["cause"] == RemovalCause.LEAVE_GROUP and held.poll_inferred:
+        rec["cause"] = RemovalCause.POLL_TIMEOUT
     rule = _RULES.get(rec["cause"])
-    root, text, sure, why = ("unknown", "no rule matched", "low", "no rule matched") if rule is None \
+    root, text, sure, why = (RootCause.UNKNOWN, "no rule matched", Confidence.LOW, "no rule matched") if rule is None \
         else rule(rec, held, s)
     prior = rec.get("evidence") or ""
     rec["root_cause"] = rec["group_root_cause"] = root
@@ -168,39 +171,41 @@ def _gap(rec: dict[str, Any], held: HeldRemoval) -> int | None:
 
 def _poll_timeout(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     if not held.poll_inferred:
-        return ("slow_processing", f"the client said so (reason: {rec.get('reason_text')!r}): processing between "
-                "polls exceeded max.poll.interval.ms", "high", "the client gave the reason")
+        return (RootCause.SLOW_PROCESSING, f"the client said so (reason: {rec.get('reason_text')!r}): processing "
+                "between polls exceeded max.poll.interval.ms", Confidence.HIGH, "the client gave the reason")
     text = (f"{_who(rec)} sent LeaveGroup and the same client joined again {_secs(_gap(rec, held))} later, "
             f"within max(max.poll.interval.ms {_secs(rec.get('rebalance_timeout_ms'))}, "
             f"{_secs(s.poll_rejoin_min_window_ms)}); {held.commit_text}: poll timeout (inferred)")
     if held.commit_known:
-        return "slow_processing", text, "medium", "inferred: a quick rejoin, and no commit on its partitions while " \
-                                                  "it stalled"
-    return "slow_processing", text, "low", "inferred from the quick rejoin alone: its partitions were not known"
+        return (RootCause.SLOW_PROCESSING, text, Confidence.MEDIUM,
+                "inferred: a quick rejoin, and no commit on its partitions while it stalled")
+    return (RootCause.SLOW_PROCESSING, text, Confidence.LOW,
+            "inferred from the quick rejoin alone: its partitions were not known")
 
 
 def _timed_out(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
-    step = "rejoin" if rec["cause"] == "rebalance_timeout" else "sync"
-    return ("slow_processing", f"{_who(rec)} did not {step} within the rebalance timeout "
+    step = "rejoin" if rec["cause"] == RemovalCause.REBALANCE_TIMEOUT else "sync"
+    return (RootCause.SLOW_PROCESSING, f"{_who(rec)} did not {step} within the rebalance timeout "
             f"{_secs(rec.get('rebalance_timeout_ms'))} (max.poll.interval.ms): still busy in processing between polls",
-            "high", "the broker removed it at the rebalance timeout")
+            Confidence.HIGH, "the broker removed it at the rebalance timeout")
 
 
 def _left(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
     text = f"{_who(rec)} sent LeaveGroup (consumer closed)"
     if held.rejoined_at_ms is None:
-        return "graceful_shutdown", text + " and did not come back", "high", "the client sent LeaveGroup"
+        return (RootCause.GRACEFUL_SHUTDOWN, text + " and did not come back", Confidence.HIGH,
+                "the client sent LeaveGroup")
     text += (f"; the same client joined again {_secs(_gap(rec, held))} later but "
              f"{held.commit_text or 'no poll-timeout evidence'}: a restart")
     if (rec.get("reason_text") or "not provided") == "not provided":
-        return "graceful_shutdown", text, "medium", "a quick rejoin without a client reason: a restart, not a poll " \
-                                                    "timeout, by the commit or poll evidence"
-    return "graceful_shutdown", text, "high", "the client sent LeaveGroup"
+        return (RootCause.GRACEFUL_SHUTDOWN, text, Confidence.MEDIUM,
+                "a quick rejoin without a client reason: a restart, not a poll timeout, by the commit or poll evidence")
+    return RootCause.GRACEFUL_SHUTDOWN, text, Confidence.HIGH, "the client sent LeaveGroup"
 
 
 def _never_joined(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
-    return "unknown", f"{_who(rec)} never completed its join", "low", "a join that never completed says nothing " \
-                                                                       "of the client"
+    return (RootCause.UNKNOWN, f"{_who(rec)} never completed its join", Confidence.LOW,
+            "a join that never completed says nothing of the client")
 
 
 def _static_replaced(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
@@ -212,22 +217,23 @@ def _static_replaced(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSetting
 def _static_stop(text: str, held: HeldRemoval, planned: str, unsure: str) -> Verdict:
     """A static member's stop (replaced, or expired): its commits tell a close from a crash."""
     if held.closed is True:
-        return ("graceful_shutdown", f"{text}; {held.commit_text}: {planned}", "medium",
+        return (RootCause.GRACEFUL_SHUTDOWN, f"{text}; {held.commit_text}: {planned}", Confidence.MEDIUM,
                 "its last commit came off its commit schedule, as a consumer commits when it closes")
     if held.closed is False:
-        return ("process_crash", f"{text}; {held.commit_text}: the process died", "low",
+        return (RootCause.PROCESS_CRASH, f"{text}; {held.commit_text}: the process died", Confidence.LOW,
                 "its commits stopped on their schedule with no commit on close; a consumer that commits only "
                 "changed offsets (librdkafka) with nothing new, or that does not commit when it closes, looks "
                 "the same")
     evidence = f"; {held.commit_text}" if held.commit_text else ""
-    return ("graceful_shutdown", f"{text}{evidence}: {planned} or a crash, the commits cannot tell", "low",
+    return (RootCause.GRACEFUL_SHUTDOWN, f"{text}{evidence}: {planned} or a crash, the commits cannot tell",
+            Confidence.LOW,
             f"graceful_shutdown or process_crash: {unsure}, and its commits do not tell them apart; "
             "graceful_shutdown because static membership is there for planned restarts, not because "
             "this record shows one")
 
 
 def _deleted(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
-    return "unknown", "the group was deleted or its offsets expired", "high", "the group itself ended"
+    return RootCause.UNKNOWN, "the group was deleted or its offsets expired", Confidence.HIGH, "the group itself ended"
 
 
 def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Verdict:
@@ -245,16 +251,16 @@ def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Ve
         moved = (f"{who} expired {_secs(abs(move - rec['removed_at_ms']))} "
                  f"{'after' if move <= rec['removed_at_ms'] else 'before'} its coordinator loaded/unloaded the group")
         if held.expired_with_others:
-            return ("coordinator_wide", f"{moved}, with other members of the group", "medium",
+            return (RootCause.COORDINATOR_WIDE, f"{moved}, with other members of the group", Confidence.MEDIUM,
                     "the coordinator moved the group as several of its members expired")
-        return ("coordinator_wide", f"{moved}, and came back {_secs(gap)} after its removal: it never stopped",
-                "medium", "the coordinator moved the group as it expired a member that never stopped")
+        return (RootCause.COORDINATOR_WIDE, f"{moved}, and came back {_secs(gap)} after its removal: it never stopped",
+                Confidence.MEDIUM, "the coordinator moved the group as it expired a member that never stopped")
     if alive:
         back = "with the same member id" if held.same_member_id else "(the same client id and host)"
-        return ("unknown", f"{who} was removed after {_session(rec)} without heartbeats, yet came back {back} "
+        return (RootCause.UNKNOWN, f"{who} was removed after {_session(rec)} without heartbeats, yet came back {back} "
                 f"{_secs(gap)} later, within one heartbeat interval "
                 f"({_secs(s.alive_rejoin_ms(rec.get('protocol')))}): it never stopped; its heartbeats did not "
-                "reach the coordinator or went unanswered (a coordinator stall, a network fault)", "low",
+                "reach the coordinator or went unanswered (a coordinator stall, a network fault)", Confidence.LOW,
                 "a member that never stopped is no crash or pause; neither a broker's death nor a coordinator "
                 "move explains it, and the record cannot tell a stalled coordinator from a network fault "
                 "(a process resumed within a heartbeat of its expiry looks the same)")
@@ -263,31 +269,34 @@ def _expired(rec: dict[str, Any], held: HeldRemoval, s: DiagnosisSettings) -> Ve
         text = (f"{who} missed heartbeats for {_session(rec)} and came back {same} {_secs(gap)} later "
                 f"(within {_secs(s.pause_rejoin_window_ms)}): the process froze and resumed")
         if held.same_member_id:
-            return "process_pause", text, "high", "the same member came back"
-        return "process_pause", text, "medium", "the same client id and host came back with a new member id (a fast " \
-                                                "restart looks the same)"
+            return RootCause.PROCESS_PAUSE, text, Confidence.HIGH, "the same member came back"
+        return (RootCause.PROCESS_PAUSE, text, Confidence.MEDIUM,
+                "the same client id and host came back with a new member id (a fast restart looks the same)")
     text = (f"{who} missed heartbeats for {_session(rec)} and did not come back within "
             f"{_secs(s.pause_rejoin_window_ms)}: the process died")
-    if rec.get("protocol") == "streams":
+    if rec.get("protocol") == Protocol.STREAMS:
         # Kafka Streams stays in the group when it closes (KIP-1092's default): a stop and a crash
         # both end in a session expiry.
-        return ("process_crash", text + "; Kafka Streams instances do not leave the group when they close, so it may "
-                "have stopped", "low", "a Kafka Streams instance does not leave when it closes: a stop looks the same")
-    return "process_crash", text, "medium", "it did not come back; a longer freeze or a lost host looks the same"
+        return (RootCause.PROCESS_CRASH,
+                text + "; Kafka Streams instances do not leave the group when they close, so it may have stopped",
+                Confidence.LOW, "a Kafka Streams instance does not leave when it closes: a stop looks the same")
+    return (RootCause.PROCESS_CRASH, text, Confidence.MEDIUM,
+            "it did not come back; a longer freeze or a lost host looks the same")
 
 
-_RULES = {"poll_timeout": _poll_timeout, "rebalance_timeout": _timed_out, "sync_timeout": _timed_out,
-          "leave_group": _left, "pending_member_timeout": _never_joined, "static_member_fenced": _static_replaced,
-          "group_deleted": _deleted, "heartbeat_expiry": _expired}
+_RULES = {RemovalCause.POLL_TIMEOUT: _poll_timeout, RemovalCause.REBALANCE_TIMEOUT: _timed_out,
+          RemovalCause.SYNC_TIMEOUT: _timed_out, RemovalCause.LEAVE_GROUP: _left,
+          RemovalCause.PENDING_MEMBER_TIMEOUT: _never_joined, RemovalCause.STATIC_MEMBER_FENCED: _static_replaced,
+          RemovalCause.GROUP_DELETED: _deleted, RemovalCause.HEARTBEAT_EXPIRY: _expired}
 
 
 def decision_window_ms(rec: dict[str, Any], s: DiagnosisSettings) -> int:
     """How long after the removal the group's own events may still change its verdict."""
-    if rec["cause"] == "leave_group":
+    if rec["cause"] == RemovalCause.LEAVE_GROUP:
         return s.leave_window_ms(rec.get("rebalance_timeout_ms"))
-    if rec["cause"] == "static_member_fenced":
+    if rec["cause"] == RemovalCause.STATIC_MEMBER_FENCED:
         # Its commits before the removal may come packed with later ones (holding.note_commit_times).
         return s.static_commit_window_ms
-    if rec["cause"] == "heartbeat_expiry":
+    if rec["cause"] == RemovalCause.HEARTBEAT_EXPIRY:
         return max(s.pause_rejoin_window_ms, s.coordinator_wide_window_ms)
     return 0

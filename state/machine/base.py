@@ -22,11 +22,12 @@ from state.impact import (
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
-    HeldRemoval, Member, OpenRebalance, ProvisionalTrigger, is_legal,
+    HeldRemoval, Member, OpenRebalance, ProvisionalTrigger, UnattachedRemoval, is_legal,
 )
 from state.outputs import (
     OutputKind, invalid_transition_record, rebalance_record, removal_record, trigger_decision,
 )
+from state.vocabulary import Outcome, RemovalCause, Trigger
 
 # A completed classic rebalance waits this long (event time) for the GroupMetadata record of its
 # generation, which carries the member list; Kafka appends it within milliseconds.
@@ -38,11 +39,12 @@ POLLED_GENERATIONS_KEPT = 4
 # logged without a reason, Kafka 1.1-2.0).
 REMOVAL_ATTACH_WINDOW_MS = 1000
 
-REMOVAL_CAUSE_TO_TRIGGER = {
-    "heartbeat_expiry": "heartbeat_expiry", "leave_group": "member_leave",
-    "poll_timeout": "poll_timeout", "rebalance_timeout": "rebalance_timeout",
-    "sync_timeout": "rebalance_timeout", "pending_member_timeout": "member_leave",
-    "static_member_fenced": "static_member_replaced", "group_deleted": "unknown",
+# Keyed by the cause as records carry it (a str; RemovalCause members are equal to theirs).
+REMOVAL_CAUSE_TO_TRIGGER: dict[str, Trigger] = {
+    RemovalCause.HEARTBEAT_EXPIRY: Trigger.HEARTBEAT_EXPIRY, RemovalCause.LEAVE_GROUP: Trigger.MEMBER_LEAVE,
+    RemovalCause.POLL_TIMEOUT: Trigger.POLL_TIMEOUT, RemovalCause.REBALANCE_TIMEOUT: Trigger.REBALANCE_TIMEOUT,
+    RemovalCause.SYNC_TIMEOUT: Trigger.REBALANCE_TIMEOUT, RemovalCause.PENDING_MEMBER_TIMEOUT: Trigger.MEMBER_LEAVE,
+    RemovalCause.STATIC_MEMBER_FENCED: Trigger.STATIC_MEMBER_REPLACED, RemovalCause.GROUP_DELETED: Trigger.UNKNOWN,
 }
 
 Output = tuple[str, dict[str, Any]]
@@ -143,7 +145,9 @@ class MachineBase:
         if m.leader == member_id:
             m.leader = None
         if m.protocol == PROTOCOL_CONSUMER:
-            since = consumer_departure_ms(known, cause, ev.ts_ms, self.settings.consumer_session_timeout_ms)
+            revoke_timeout = ev.data.get("timeout_ms") if ev.data.get("fence_reason") == "rebalance" else None
+            since = consumer_departure_ms(known, cause, ev.ts_ms, self.settings.consumer_session_timeout_ms,
+                                          int(revoke_timeout) if revoke_timeout is not None else None)
             note_consumer_departure(m, member_id, known, since)
         else:
             since = departure_ms(known, cause, ev.ts_ms)
@@ -152,24 +156,23 @@ class MachineBase:
         if m.open_rebalance is not None and m.open_rebalance.completed_at_ms is None:
             self.note_removal_in(m.open_rebalance, member_id, known, cause, ev.ts_ms)
         else:
-            # [member id, time, cause, when its partitions stopped, its partitions] (impact.py)
-            m.unattached_removals.append([member_id, ev.ts_ms, cause, since,
-                                          None if known is None else known.partitions])
+            m.unattached_removals.append(UnattachedRemoval(member_id, ev.ts_ms, cause, since,
+                                                           None if known is None else known.partitions))
 
     @staticmethod
     def note_removal_in(o: OpenRebalance, member_id: str, known: Member | None, cause: str, at_ms: int) -> None:
         o.removals.append(member_id)
         since = departure_ms(known, cause, at_ms)
-        if cause in ("rebalance_timeout", "sync_timeout") and o.started_at_ms is not None:
+        if cause in (RemovalCause.REBALANCE_TIMEOUT, RemovalCause.SYNC_TIMEOUT) and o.started_at_ms is not None:
             since = min(since, o.started_at_ms)   # it did not answer the rebalance: stopped from its start
         note_departure(o, member_id, known, since)
-        if cause in ("rebalance_timeout", "sync_timeout"):
+        if cause in (RemovalCause.REBALANCE_TIMEOUT, RemovalCause.SYNC_TIMEOUT):
             o.timeout_removals.append(member_id)
         if known is not None and known.rebalance_timeout_ms:
             o.max_rebalance_timeout_ms = max(o.max_rebalance_timeout_ms or 0, known.rebalance_timeout_ms)
 
-    def _take_recent_removals(self, ts_ms: int) -> list[list[Any]]:
-        recent = [r for r in self.m.unattached_removals if ts_ms - r[1] <= REMOVAL_ATTACH_WINDOW_MS]
+    def _take_recent_removals(self, ts_ms: int) -> list[UnattachedRemoval]:
+        recent = [r for r in self.m.unattached_removals if ts_ms - r.at_ms <= REMOVAL_ATTACH_WINDOW_MS]
         self.m.unattached_removals = []
         return recent
 
@@ -179,30 +182,30 @@ class MachineBase:
                         started_at_ms: int | None, generation: int | None = None) -> OpenRebalance:
         m = self.m
         recent = self._take_recent_removals(ev.ts_ms)
-        joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
+        joins = [j for j in m.recent_joins if 0 <= ev.ts_ms - j.at_ms <= REMOVAL_ATTACH_WINDOW_MS]
         m.recent_joins = []
-        if trigger == "unknown" and protocol == PROTOCOL_CLASSIC and reason is None:
+        if trigger == Trigger.UNKNOWN and protocol == PROTOCOL_CLASSIC and reason is None:
             # Brokers before 2.1 log no reason: the removal or the new member id just before is
             # the trigger (the later of the two; a removal wins a tie).
-            if joins and (not recent or joins[-1][1] > recent[-1][1]):
-                trigger, trigger_member = "member_join", trigger_member or joins[-1][0]
+            if joins and (not recent or joins[-1].at_ms > recent[-1].at_ms):
+                trigger, trigger_member = Trigger.MEMBER_JOIN, trigger_member or joins[-1].member_id
             elif recent:
-                trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
-                trigger_member = trigger_member or recent[-1][0]
-        elif trigger == "unknown" and recent:
-            trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1][2], "unknown")
-            trigger_member = trigger_member or recent[-1][0]
-        elif trigger == "member_leave" and any(r[0] == trigger_member and r[2] == "poll_timeout" for r in recent):
+                trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1].cause, Trigger.UNKNOWN)
+                trigger_member = trigger_member or recent[-1].member_id
+        elif trigger == Trigger.UNKNOWN and recent:
+            trigger = REMOVAL_CAUSE_TO_TRIGGER.get(recent[-1].cause, Trigger.UNKNOWN)
+            trigger_member = trigger_member or recent[-1].member_id
+        elif trigger == Trigger.MEMBER_LEAVE and any(
+                r.member_id == trigger_member and r.cause == RemovalCause.POLL_TIMEOUT for r in recent):
             # The Java coordinator (3.7+) logs the client's reason on the "has left group" line,
             # not in the "Preparing to rebalance" reason: the leave it names was a poll timeout.
-            trigger = "poll_timeout"
+            trigger = Trigger.POLL_TIMEOUT
         opened = OpenRebalance(
             protocol=protocol, previous_generation=previous_generation, started_at_ms=started_at_ms,
             trigger=trigger, trigger_member=trigger_member, reason_text=reason,
             coordinator=ev.broker if ev.broker is not None else m.coordinator,
-            generation=generation, removals=[r[0] for r in recent],
-            # removals from before checkpoints kept them (three fields) stopped at their removal
-            departures={r[0]: [r[3], r[4]] if len(r) > 4 else [r[1], None] for r in recent},
+            generation=generation, removals=[r.member_id for r in recent],
+            departures={r.member_id: r.departure() for r in recent},
             started_latest_ms=latest_ms(ev),
         )
         timeouts = [mm.rebalance_timeout_ms for mm in m.members.values() if mm.rebalance_timeout_ms]
@@ -220,7 +223,7 @@ class MachineBase:
         timeouts: Iterable[int | None] = [mm.rebalance_timeout_ms for mm in m.members.values()]
         # A leave whose removal is still undecided may be a poll timeout (clients without KIP-800
         # reasons): the record says so, and a rebalance_trigger record follows (settle_triggers).
-        final = not (opened.trigger == "member_leave" and trigger_may_change(m, opened.trigger_member))
+        final = not (opened.trigger == Trigger.MEMBER_LEAVE and trigger_may_change(m, opened.trigger_member))
         record = rebalance_record(m.cluster, m.group, opened, outcome, ended_at_ms, members, timeouts,
                                   trigger_final=final)
         impact = self.impact_of(opened, outcome)
@@ -228,7 +231,7 @@ class MachineBase:
         record.update(impact)
         self.outputs.append((OutputKind.REBALANCE, record))
         self.charge_removals(impact.get("partition_seconds_by_departed_member") or {})
-        if (opened.protocol == PROTOCOL_CLASSIC and outcome == "stable" and opened.generation is not None
+        if (opened.protocol == PROTOCOL_CLASSIC and outcome == Outcome.STABLE and opened.generation is not None
                 and opened.started_at_ms is not None):
             recent = sorted(m.polled_generations.items(), key=lambda kv: int(kv[0]))[-(POLLED_GENERATIONS_KEPT - 1):]
             m.polled_generations = dict(recent + [(str(opened.generation), opened.started_at_ms)])
@@ -277,9 +280,9 @@ class MachineBase:
         rec: dict[str, Any] | None
         for held in decided:
             rec = held.rec
-            if (rec["cause"] == "poll_timeout" and o is not None and o.trigger == "member_leave"
+            if (rec["cause"] == RemovalCause.POLL_TIMEOUT and o is not None and o.trigger == Trigger.MEMBER_LEAVE
                     and o.trigger_member == rec["member_id"]):
-                o.trigger = "poll_timeout"
+                o.trigger = Trigger.POLL_TIMEOUT
                 departed = o.departures.get(rec["member_id"])
                 if departed is not None and rec.get("rebalance_timeout_ms"):
                     # its partitions stopped at its last poll, not at its leave (state/impact.py)
@@ -296,8 +299,9 @@ class MachineBase:
                 continue
             rec = settled.rec if settled is not None else None
             correction: dict[str, Any] = {}
-            if rec is not None and rec["cause"] == "poll_timeout":
-                trigger = REMOVAL_CAUSE_TO_TRIGGER["poll_timeout"]
+            trigger: str
+            if rec is not None and rec["cause"] == RemovalCause.POLL_TIMEOUT:
+                trigger = REMOVAL_CAUSE_TO_TRIGGER[RemovalCause.POLL_TIMEOUT]
                 evidence = f"its removal was decided a poll timeout: {rec.get('evidence')}"
                 if p.impact:
                     correction = poll_timeout_correction(p.impact, rec["member_id"], p.member_stops or [],
@@ -340,17 +344,17 @@ class MachineBase:
                                                E.ASSIGNMENT_RECEIVED)
         if due:
             members = o.logged_members if o.logged_members is not None else len(self.m.members) or None
-            self.emit_rebalance(o, "stable", o.completed_at_ms, members)
+            self.emit_rebalance(o, Outcome.STABLE, o.completed_at_ms, members)
 
     def emit_emptied(self, o: OpenRebalance, ended_at_ms: int) -> None:
         """An epoch that emptied the group: `empty` records carry no completion time (completed_at_ms
         only marked the wait for its "Bumped" line)."""
         o.completed_at_ms = None
-        self.emit_rebalance(o, "empty", ended_at_ms, 0)
+        self.emit_rebalance(o, Outcome.EMPTY, ended_at_ms, 0)
 
     def close_open_as(self, outcome: str, ev: E.Event) -> None:
         o = self.m.open_rebalance
         if o is None:
             return
-        members = 0 if outcome in ("empty", "dead") else (len(self.m.members) or None)
+        members = 0 if outcome in (Outcome.EMPTY, Outcome.DEAD) else (len(self.m.members) or None)
         self.emit_rebalance(o, outcome, ev.ts_ms, members)

@@ -10,9 +10,10 @@ from state import events as E
 from state.machine.base import METADATA_GRACE_MS, REMOVAL_ATTACH_WINDOW_MS
 from state.model import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE, UNKNOWN,
-    InferredRemoval, Member, OpenRebalance
+    InferredRemoval, Member, OpenRebalance, RecentJoin
 )
 from state.outputs import REBALANCE_TIMEOUT_SHARE
+from state.vocabulary import Outcome, RemovalCause, Trigger
 
 if TYPE_CHECKING:
     from state.machine.core import GroupStateMachine
@@ -57,7 +58,7 @@ class ClassicProtocol:
             timeout = known.rebalance_timeout_ms
             timed_out = join_ms is not None and timeout is not None and timeout > 0 \
                 and join_ms >= REBALANCE_TIMEOUT_SHARE * timeout
-            cause = "rebalance_timeout" if timed_out else "leave_group"
+            cause = RemovalCause.REBALANCE_TIMEOUT if timed_out else RemovalCause.LEAVE_GROUP
             at_ms = o.join_completed_at_ms if timed_out else o.started_at_ms
             if at_ms is None:
                 at_ms = ev.ts_ms
@@ -74,7 +75,7 @@ class ClassicProtocol:
             machine.note_removal_in(o, member_id, known, cause, at_ms)
             if not timed_out:
                 leavers.append(member_id)
-        if o.trigger == "unknown" and o.reason_text is None:
+        if o.trigger == Trigger.UNKNOWN and o.reason_text is None:
             joined = [mid for mid in new_ids if mid not in previous and mid not in o.removals]
             if m.leader in joined:
                 # The first member to join a group becomes its leader: into a group without
@@ -82,16 +83,16 @@ class ClassicProtocol:
                 joined.remove(m.leader)
                 joined.insert(0, m.leader)
             if leavers:
-                o.trigger, o.trigger_member = "member_leave", o.trigger_member or leavers[0]
+                o.trigger, o.trigger_member = Trigger.MEMBER_LEAVE, o.trigger_member or leavers[0]
             elif joined:
-                o.trigger, o.trigger_member = "member_join", o.trigger_member or joined[0]
+                o.trigger, o.trigger_member = Trigger.MEMBER_JOIN, o.trigger_member or joined[0]
 
     def on_member_created(self, ev: E.Event) -> None:
         if not ev.member_id:
             return
         machine, m = self.machine, self.machine.m
-        m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j[1] <= REMOVAL_ATTACH_WINDOW_MS]
-        m.recent_joins.append([ev.member_id, ev.ts_ms])
+        m.recent_joins = [j for j in m.recent_joins if ev.ts_ms - j.at_ms <= REMOVAL_ATTACH_WINDOW_MS]
+        m.recent_joins.append(RecentJoin(ev.member_id, ev.ts_ms))
         machine.observe_join(ev.member_id, None, None, ev)
 
     def on_prepare(self, ev: E.Event) -> None:
@@ -99,31 +100,31 @@ class ClassicProtocol:
         machine.reincarnate_if_dead(ev)
         if m.protocol in EPOCH_PROTOCOLS:
             # Downgrade to classic: the consumer epoch ends, the classic rebalance starts.
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
             m.protocol = PROTOCOL_CLASSIC
             machine.transition_to(STABLE, ev, table=None)
         o = m.open_rebalance
         if o is not None:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
         machine.transition_to(PREPARING_REBALANCE, ev)
         if ev.generation is not None:
             machine.enter_generation(ev.generation)
-        trigger = ev.data.get("trigger") or "unknown"
+        trigger = ev.data.get("trigger") or Trigger.UNKNOWN
         downgrade = (ev.reason or "").startswith("Downgrade group")
         # A downgrade follows the removal of the last consumer-protocol member: that removal (its
         # cause: leave, poll timeout, fence) is the trigger; the reason's own class when none is seen.
-        opened = machine.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, "unknown" if downgrade else trigger,
+        opened = machine.start_rebalance(ev, PROTOCOL_CLASSIC, ev.generation, Trigger.UNKNOWN if downgrade else trigger,
                                          ev.data.get("trigger_member"), ev.reason, ev.ts_ms)
-        if downgrade and opened.trigger == "unknown":
+        if downgrade and opened.trigger == Trigger.UNKNOWN:
             opened.trigger = trigger
-        if trigger == "member_join" and ev.data.get("trigger_member"):
+        if trigger == Trigger.MEMBER_JOIN and ev.data.get("trigger_member"):
             machine.observe_join(ev.data["trigger_member"], None, None, ev)
 
     def _open_rebalance_for(self, ev: E.Event) -> OpenRebalance:
         """The open rebalance, or one started by this line when its "Preparing" line was missed."""
         machine = self.machine
         return machine.m.open_rebalance or machine.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1,
-                                                                   "unknown", None, None, None)
+                                                                   Trigger.UNKNOWN, None, None, None)
 
     def on_join_complete(self, ev: E.Event) -> None:
         machine = self.machine
@@ -146,7 +147,7 @@ class ClassicProtocol:
         m.members.clear()
         m.members_generation = ev.generation
         m.leader = None
-        machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
+        machine.emit_rebalance(o, Outcome.EMPTY, ev.ts_ms, 0)
 
     def on_assignment_received(self, ev: E.Event) -> None:
         machine, m = self.machine, self.machine.m
@@ -159,7 +160,7 @@ class ClassicProtocol:
             if m.last_emitted_generation is not None and ev.generation is not None \
                     and ev.generation <= m.last_emitted_generation:
                 return
-            o = o or machine.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, "unknown",
+            o = o or machine.start_rebalance(ev, PROTOCOL_CLASSIC, (ev.generation or 1) - 1, Trigger.UNKNOWN,
                                              None, None, None)
             machine.enter_generation(ev.generation, o)
         machine.transition_to(STABLE, ev)
@@ -168,7 +169,7 @@ class ClassicProtocol:
         if ev.data.get("members") is not None and E.SOURCE_OFFSETS not in m.seen_sources:
             # Kafka 2.8+ says how many members; without the offsets topic there is no record of the
             # generation to wait for (with it, the record's assignment is the rebalance's impact).
-            machine.emit_rebalance(o, "stable", ev.ts_ms, ev.data["members"])
+            machine.emit_rebalance(o, Outcome.STABLE, ev.ts_ms, ev.data["members"])
 
     def on_group_metadata(self, ev: E.Event) -> None:
         machine, m = self.machine, self.machine.m
@@ -184,13 +185,13 @@ class ClassicProtocol:
         machine.reincarnate_if_dead(ev)
         if m.protocol in EPOCH_PROTOCOLS and m.open_rebalance is not None \
                 and m.open_rebalance.protocol in EPOCH_PROTOCOLS:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
         previous, previous_generation = self._take_metadata(ev)
         o = m.open_rebalance
         if o is not None and o.generation == gen and o.completed_at_ms is not None:
             # The rebalance completed in the log and waited for this record's member list.
             self.reconcile_membership(o, previous, previous_generation, list(m.members), ev)
-            machine.emit_rebalance(o, "stable", o.completed_at_ms, len(m.members))
+            machine.emit_rebalance(o, Outcome.STABLE, o.completed_at_ms, len(m.members))
         elif not members:
             self._empty_generation_record(ev, previous, previous_generation)
         else:
@@ -243,17 +244,17 @@ class ClassicProtocol:
             machine.enter_generation(gen, o)
             o.join_completed_at_ms = ev.ts_ms
             self.reconcile_membership(o, previous, previous_generation, [], ev)
-            machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
+            machine.emit_rebalance(o, Outcome.EMPTY, ev.ts_ms, 0)
             return
         # Stable -> (PreparingRebalance) -> Empty: offsets-only input never sees the middle
         # state, as for the Stable -> Stable case below; not an invalid transition.
         machine.transition_to(EMPTY, ev, table=None if m.state in (UNKNOWN, DEAD, STABLE) else PROTOCOL_CLASSIC)
         if not self._already_emitted(gen) and gen is not None and (m.generation is None or gen > m.generation):
             if o is not None:
-                machine.close_open_as("superseded", ev)
-            o = machine.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
+                machine.close_open_as(Outcome.SUPERSEDED, ev)
+            o = machine.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, Trigger.UNKNOWN, None, None, None, gen)
             o.join_completed_at_ms = ev.ts_ms
-            machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
+            machine.emit_rebalance(o, Outcome.EMPTY, ev.ts_ms, 0)
         machine.enter_generation(gen)
 
     def _generation_record(self, ev: E.Event, previous: dict[str, Member],
@@ -266,7 +267,7 @@ class ClassicProtocol:
             machine.transition_to(STABLE, ev)
             o.completed_at_ms = ev.ts_ms
             self.reconcile_membership(o, previous, previous_generation, list(m.members), ev)
-            machine.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
+            machine.emit_rebalance(o, Outcome.STABLE, ev.ts_ms, len(m.members))
             return
         if m.state == STABLE and m.generation == gen:
             return  # static member replacement rewrites the record without a rebalance
@@ -275,23 +276,24 @@ class ClassicProtocol:
             return
         # No log evidence for this generation (offsets topic only, or lines missed).
         if o is not None:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
         machine.transition_to(STABLE, ev,
                               table=None if m.state in (UNKNOWN, DEAD, EMPTY, STABLE) else PROTOCOL_CLASSIC)
-        o = machine.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, "unknown", None, None, None, gen)
+        o = machine.start_rebalance(ev, PROTOCOL_CLASSIC, m.generation, Trigger.UNKNOWN, None, None, None, gen)
         o.completed_at_ms = ev.ts_ms
         machine.enter_generation(gen)
-        machine.emit_rebalance(o, "stable", ev.ts_ms, len(m.members))
+        machine.emit_rebalance(o, Outcome.STABLE, ev.ts_ms, len(m.members))
 
     def on_member_failed(self, ev: E.Event) -> None:
         if ev.member_id:
-            self.machine.remove_member(ev.member_id, "heartbeat_expiry", ev)
+            self.machine.remove_member(ev.member_id, RemovalCause.HEARTBEAT_EXPIRY, ev)
 
     def on_member_left(self, ev: E.Event) -> None:
         if not ev.member_id:
             return
         client_reason = ev.data.get("client_reason")
-        cause = "poll_timeout" if client_reason and "poll timeout" in client_reason.lower() else "leave_group"
+        polled_out = client_reason is not None and "poll timeout" in client_reason.lower()
+        cause = RemovalCause.POLL_TIMEOUT if polled_out else RemovalCause.LEAVE_GROUP
         machine, m = self.machine, self.machine.m
         pending = next((p for p in m.pending_inferred if p.rec["member_id"] == ev.member_id), None)
         if pending is not None and ev.member_id not in m.members:
@@ -312,22 +314,22 @@ class ClassicProtocol:
 
     def on_pending_member_expired(self, ev: E.Event) -> None:
         if ev.member_id:
-            self.machine.remove_member(ev.member_id, "pending_member_timeout", ev)
+            self.machine.remove_member(ev.member_id, RemovalCause.PENDING_MEMBER_TIMEOUT, ev)
 
     def on_members_not_joined(self, ev: E.Event) -> None:
         for member_id in ev.data.get("member_ids") or []:
-            self.machine.remove_member(member_id, "rebalance_timeout", ev)
+            self.machine.remove_member(member_id, RemovalCause.REBALANCE_TIMEOUT, ev)
 
     def on_members_not_synced(self, ev: E.Event) -> None:
         for member_id in ev.data.get("member_ids") or []:
-            self.machine.remove_member(member_id, "sync_timeout", ev)
+            self.machine.remove_member(member_id, RemovalCause.SYNC_TIMEOUT, ev)
 
     def on_static_member_replaced(self, ev: E.Event) -> None:
         machine, m = self.machine, self.machine.m
         old = ev.data.get("old_member_id")
         previous = m.members.get(old) if old else None
         if old:
-            machine.remove_member(old, "static_member_fenced", ev)
+            machine.remove_member(old, RemovalCause.STATIC_MEMBER_FENCED, ev)
         if ev.member_id:
             replacement = Member(**asdict(previous)) if previous else Member(member_id=ev.member_id)
             replacement.member_id = ev.member_id

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from state import events as E
 from state.diagnosis.holding import note_commit_times
 from state.model import DEAD, EMPTY, EPOCH_PROTOCOLS, PROTOCOL_CLASSIC, STABLE, UNKNOWN
+from state.vocabulary import Outcome, RemovalCause
 
 if TYPE_CHECKING:
     from state.machine.core import GroupStateMachine
@@ -74,11 +75,11 @@ class CommonEvents:
         machine, m = self.machine, self.machine.m
         if m.state == DEAD:
             return
-        machine.close_open_as("dead", ev)
+        machine.close_open_as(Outcome.DEAD, ev)
         # Sorted: the members dict comes back key-sorted from to_json/from_json (Spark state),
         # so insertion order would make the output depend on batch boundaries.
         for member_id in sorted(m.members):
-            machine.remove_member(member_id, "group_deleted", ev)
+            machine.remove_member(member_id, RemovalCause.GROUP_DELETED, ev)
         # Checked against the group's own protocol: a KIP-848 group may die in any state.
         machine.transition_to(DEAD, ev, table=m.protocol)
 
@@ -111,7 +112,7 @@ class CommonEvents:
                 and m.protocol == PROTOCOL_CLASSIC:
             # A coordinator move aborts the join in progress; the new coordinator starts from
             # the last persisted generation.
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
             loaded_members = ev.data.get("members")
             if loaded_members is not None:
                 machine.transition_to(STABLE if loaded_members else EMPTY, ev, table=None)

@@ -19,6 +19,7 @@ from state.model import (
     ASSIGNING, DEAD, EMPTY, EPOCH_PROTOCOLS, NOT_READY, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, PROTOCOL_SHARE,
     PROTOCOL_STREAMS, RECONCILING, STABLE, UNKNOWN, Member
 )
+from state.vocabulary import Outcome, RemovalCause, Trigger
 
 if TYPE_CHECKING:
     from state.machine.core import GroupStateMachine
@@ -35,8 +36,8 @@ MEMBER_STATE_CODES = {"STABLE": MEMBER_STATE_STABLE, "UNREVOKED_PARTITIONS": 1, 
 # streams.MemberState code -> the model's code, for a streams record without its name.
 STREAMS_RECORD_STATES = {1: MEMBER_STATE_STABLE, 2: MEMBER_STATE_CODES["UNREVOKED_TASKS"],
                          3: MEMBER_STATE_CODES["UNRELEASED_TASKS"]}
-FENCE_CAUSES = {"session": "heartbeat_expiry", "rebalance": "rebalance_timeout", "join": "rebalance_timeout",
-                "sync": "sync_timeout"}
+FENCE_CAUSES = {"session": RemovalCause.HEARTBEAT_EXPIRY, "rebalance": RemovalCause.REBALANCE_TIMEOUT,
+                "join": RemovalCause.REBALANCE_TIMEOUT, "sync": RemovalCause.SYNC_TIMEOUT}
 
 
 class ModernProtocol:
@@ -74,7 +75,7 @@ class ModernProtocol:
                 m.open_rebalance.protocol = target
             return
         if m.open_rebalance is not None:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
         m.protocol = target
         m.members = {k: v for k, v in m.members.items() if v.has_assignment_record}
         m.members_generation = None
@@ -106,26 +107,26 @@ class ModernProtocol:
             # coordinator did not know it (_epoch_bumped: an epoch bumped again).
             m.rejoined_member = [ev.member_id, ev.ts_ms]
             return
-        self.note_consumer_trigger("member_join", ev.member_id, ev)
+        self.note_consumer_trigger(Trigger.MEMBER_JOIN, ev.member_id, ev)
 
     def on_consumer_member_left(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
         if ev.member_id:
             known = ev.member_id in self.machine.m.members
-            self.machine.remove_member(ev.member_id, "leave_group", ev)
-            self.note_consumer_trigger("member_leave", ev.member_id, ev)
+            self.machine.remove_member(ev.member_id, RemovalCause.LEAVE_GROUP, ev)
+            self.note_consumer_trigger(Trigger.MEMBER_LEAVE, ev.member_id, ev)
             self._maybe_emptied(ev, known)
 
     def on_consumer_member_fenced(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
-        cause = FENCE_CAUSES.get(ev.data.get("fence_reason") or "", "heartbeat_expiry")
+        cause = FENCE_CAUSES.get(ev.data.get("fence_reason") or "", RemovalCause.HEARTBEAT_EXPIRY)
         if ev.member_id:
             known = ev.member_id in self.machine.m.members
             self.machine.remove_member(ev.member_id, cause, ev)
             self.note_consumer_trigger(REMOVAL_CAUSE_TO_TRIGGER[cause], ev.member_id, ev)
             self._maybe_emptied(ev, known, REMOVAL_CAUSE_TO_TRIGGER[cause])
 
-    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool, trigger: str = "member_leave") -> None:
+    def _maybe_emptied(self, ev: E.Event, removed_was_known: bool, trigger: str = Trigger.MEMBER_LEAVE) -> None:
         """The last member the group had is gone (only for a member the model knew: a group seen
         mid-life may have members it never saw)."""
         if not self.machine.m.members and removed_was_known:
@@ -139,7 +140,7 @@ class ModernProtocol:
         machine, m = self.machine, self.machine.m
         o = m.open_rebalance
         if o is not None and o.completed_at_ms is None:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
         m.pending_consumer_trigger = None
         if m.generation is None:
             self.move_to(EMPTY, ev)
@@ -154,7 +155,7 @@ class ModernProtocol:
 
     def on_rebalance_requested(self, ev: E.Event) -> None:
         self.become_epoch_based(ev)
-        self.note_consumer_trigger(ev.data.get("trigger") or "metadata_change",
+        self.note_consumer_trigger(ev.data.get("trigger") or Trigger.METADATA_CHANGE,
                                    ev.member_id or ev.data.get("prefix_member"), ev)
 
     def _bumped_again(self, ev: E.Event) -> bool:
@@ -170,7 +171,7 @@ class ModernProtocol:
         if ev.source == E.SOURCE_LOG and ev.broker is not None and ev.kind == E.GROUP_EPOCH_BUMPED:
             m.epoch_line = [epoch, ev.broker]
         if m.open_rebalance is not None:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
         pending = m.pending_consumer_trigger or {}
         m.pending_consumer_trigger = None
         machine.start_rebalance(ev, m.protocol, m.generation,
@@ -185,7 +186,8 @@ class ModernProtocol:
         (of its subscribed topics' partitions, 4.1+: the epoch record and the "Bumped" line carry it)
         differs from the previous epoch's, as after a partition increase; else `group_epoch_bump`."""
         new, old = ev.data.get("metadata_hash"), self.machine.m.metadata_hash
-        return "metadata_change" if new is not None and old is not None and new != old else "group_epoch_bump"
+        changed = new is not None and old is not None and new != old
+        return Trigger.METADATA_CHANGE if changed else Trigger.GROUP_EPOCH_BUMP
 
     def note_metadata_hash(self, ev: E.Event) -> None:
         m = self.machine.m
@@ -209,7 +211,7 @@ class ModernProtocol:
             # rebalance, started by that member's join.
             rejoined = m.rejoined_member
             if rejoined is not None and 0 <= ev.ts_ms - rejoined[1] <= REMOVAL_ATTACH_WINDOW_MS:
-                m.pending_consumer_trigger = {"trigger": "member_join", "member": rejoined[0]}
+                m.pending_consumer_trigger = {"trigger": Trigger.MEMBER_JOIN, "member": rejoined[0]}
             self.start_epoch(ev, ev.generation)
             return
         if ev.source == E.SOURCE_LOG and ev.broker is not None and ev.generation == m.generation:
@@ -253,7 +255,7 @@ class ModernProtocol:
         if to in EPOCH_PROTOCOLS:
             self.become_epoch_based(ev, str(to))
         elif to == PROTOCOL_CLASSIC and m.protocol in EPOCH_PROTOCOLS:
-            machine.close_open_as("superseded", ev)
+            machine.close_open_as(Outcome.SUPERSEDED, ev)
             m.protocol = PROTOCOL_CLASSIC
 
     def on_streams_topology(self, ev: E.Event) -> None:
@@ -390,9 +392,9 @@ class ModernProtocol:
         if not live:
             if not m.members:
                 self.move_to(EMPTY, ev)
-                machine.emit_rebalance(o, "empty", ev.ts_ms, 0)
+                machine.emit_rebalance(o, Outcome.EMPTY, ev.ts_ms, 0)
             return
         if all(mm.member_epoch == o.generation and mm.member_state == MEMBER_STATE_STABLE for mm in live):
             o.completed_at_ms = ev.ts_ms
             self.move_to(STABLE, ev)
-            machine.emit_rebalance(o, "stable", ev.ts_ms, len(live))
+            machine.emit_rebalance(o, Outcome.STABLE, ev.ts_ms, len(live))

@@ -302,6 +302,14 @@ class RunCollector:
             self._durably(SINK, batch_id, lambda: sink.roll(through))
             for path in sink.enforce_retention():
                 LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
+        self.note_sink_usage()
+
+    def note_sink_usage(self) -> None:
+        """The sink's bytes and files on /metrics (the parts written since are counted at the next roll)."""
+        if self.event_sink is not None:
+            size, files = self.event_sink.usage()
+            self.metrics.health.event_sink_bytes.set(size)
+            self.metrics.health.event_sink_files.set(files)
 
     def note_incidents(self) -> None:
         """The incident board (sinks/incident_gauges.py) after a batch: the removals the correlator
@@ -392,6 +400,7 @@ class RunCollector:
             # restarting frees a full disk, where the next roll would first need room.
             for path in self.event_sink.enforce_retention():
                 LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
+            self.note_sink_usage()
         self.note_incidents()
         return last
 

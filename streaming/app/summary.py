@@ -13,10 +13,11 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from state.impact import cooperative_would_stop
+from state.vocabulary import Outcome, RemovalCause, RootCause
 
 WIDTH = 100
-ROOT_ORDER = ("process_crash", "process_pause", "slow_processing", "host_wide", "coordinator_wide", "unknown",
-              "graceful_shutdown")
+ROOT_ORDER = (RootCause.PROCESS_CRASH, RootCause.PROCESS_PAUSE, RootCause.SLOW_PROCESSING, RootCause.HOST_WIDE,
+              RootCause.COORDINATOR_WIDE, RootCause.UNKNOWN, RootCause.GRACEFUL_SHUTDOWN)
 
 
 def utc(ms: int | None) -> str:
@@ -62,7 +63,7 @@ def rebalance_line(r: dict, trigger_width: int = 17) -> str:
 
 def removal_line(r: dict, cause_width: int = 17, root_width: int = 17) -> str:
     return fit(f"  {utc(r['removed_at_ms'])} removed   {r['cause']:<{cause_width}} -> "
-               f"{r.get('root_cause') or 'unknown':<{root_width}} {who(r)}")
+               f"{r.get('root_cause') or RootCause.UNKNOWN:<{root_width}} {who(r)}")
 
 
 # The correlator appends each removal's own per-group evidence to a host-/coordinator-wide one; the
@@ -74,7 +75,7 @@ def diagnosis_lines(rebalances: list[dict], removals: list[dict], max_per_cause:
     """Removals by root cause (planned leaves only counted) with their evidence, and the rebalances
     that ran into their rebalance timeout. `max_per_cause`: the first removals of each root cause
     listed, the rest counted (a fleet's day can hold tens of thousands of one cause)."""
-    causes = Counter(r.get("root_cause") or "unknown" for r in removals)
+    causes = Counter(r.get("root_cause") or RootCause.UNKNOWN for r in removals)
     groups = {(r["cluster"], r["group"]) for r in removals}
     slow = sorted((r for r in rebalances if r.get("hit_rebalance_timeout")), key=lambda r: start_ms(r) or 0)
     counts = ", ".join(f"{c} {causes[c]}" for c in sorted(causes, key=_root_rank))
@@ -82,12 +83,12 @@ def diagnosis_lines(rebalances: list[dict], removals: list[dict], max_per_cause:
     lines = [*textwrap.wrap(head, WIDTH, subsequent_indent="  "),
              f"  {len(slow)} rebalance(s) ran into their rebalance timeout"]
     for root in sorted(causes, key=_root_rank):
-        if root == "graceful_shutdown":
+        if root == RootCause.GRACEFUL_SHUTDOWN:
             lines.append(f"\n{root} ({causes[root]}): planned leaves, listed per group below")
             continue
         lines.append(f"\n{root} ({causes[root]})")
         previous = None
-        listed = sorted((r for r in removals if (r.get("root_cause") or "unknown") == root),
+        listed = sorted((r for r in removals if (r.get("root_cause") or RootCause.UNKNOWN) == root),
                         key=lambda r: r["removed_at_ms"])
         for r in listed[:max_per_cause]:
             lines += removal_diagnosis(r, previous)
@@ -127,7 +128,8 @@ def removal_diagnosis(r: dict, previous: dict | None) -> list[str]:
 def cost_lines(rebalances: list[dict], removals: list[dict], top: int = 5) -> list[str]:
     """The rebalances that stopped the most consumption (docs/impact.md), each with why."""
     measured = [r for r in rebalances if r.get("partition_seconds_stopped") is not None]
-    unmeasured = sum(1 for r in rebalances if r.get("partitions_stopped") is None and r["outcome"] != "in_progress")
+    unmeasured = sum(1 for r in rebalances
+                     if r.get("partitions_stopped") is None and r["outcome"] != Outcome.IN_PROGRESS)
     total = sum(r["partition_seconds_stopped"] for r in measured)
     head = (f"COST: the rebalances stopped {total:,.1f} partition-seconds of consumption"
             f" ({len(measured)} rebalances measured, {unmeasured} not: impact_unknown_reason says why)")
@@ -143,11 +145,11 @@ def cost_lines(rebalances: list[dict], removals: list[dict], top: int = 5) -> li
     return lines
 
 
-_STOPPED_AT = {
-    "heartbeat_expiry": "its partitions stopped at its last heartbeat, a session timeout before its expiry",
-    "poll_timeout": "its partitions stopped at its last poll, max.poll.interval.ms before it left",
-    "rebalance_timeout": "it did not rejoin, and its partitions stopped for the whole JOIN phase",
-    "sync_timeout": "it did not sync, and its partitions stopped for the whole rebalance",
+_STOPPED_AT: dict[str, str] = {
+    RemovalCause.HEARTBEAT_EXPIRY: "its partitions stopped at its last heartbeat, a session timeout before its expiry",
+    RemovalCause.POLL_TIMEOUT: "its partitions stopped at its last poll, max.poll.interval.ms before it left",
+    RemovalCause.REBALANCE_TIMEOUT: "it did not rejoin, and its partitions stopped for the whole JOIN phase",
+    RemovalCause.SYNC_TIMEOUT: "it did not sync, and its partitions stopped for the whole rebalance",
 }
 
 
@@ -185,7 +187,7 @@ def group_lines(rebalances: list[dict], removals: list[dict], max_groups: int | 
     events: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
     trigger_width = max((len(r["trigger"]) for r in rebalances), default=0)
     cause_width = max((len(r["cause"]) for r in removals), default=0)
-    root_width = max((len(r.get("root_cause") or "unknown") for r in removals), default=0)
+    root_width = max((len(r.get("root_cause") or RootCause.UNKNOWN) for r in removals), default=0)
     for i, r in enumerate(rebalances):
         events.setdefault((r["cluster"], r["group"]), []).append((start_ms(r) or 0, 1, i))
     for i, r in enumerate(removals):
@@ -202,7 +204,7 @@ def group_lines(rebalances: list[dict], removals: list[dict], max_groups: int | 
         # 10,000 groups).
         unplanned: dict[tuple[str, str], int] = {}
         for r in removals:
-            if r.get("root_cause") != "graceful_shutdown":
+            if r.get("root_cause") != RootCause.GRACEFUL_SHUTDOWN:
                 key = (r["cluster"], r["group"])
                 unplanned[key] = unplanned.get(key, 0) + 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from state.vocabulary import Trigger
 from streaming.logs.values import member_list
 
 # (trigger, pattern matched at the start of the coordinator's part of the reason). First match
@@ -12,25 +13,26 @@ from streaming.logs.values import member_list
 # to prepareRebalance (kafka/coordinator/group/GroupCoordinator.scala, 2.1-4.0, and
 # org/apache/kafka/coordinator/group/GroupMetadataManager.java, 3.7+).
 _TRIGGER_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((t, re.compile(p)) for t, p in (
-    ("member_join", r"Adding new (?:static )?member (?P<m>\S+)"),
-    ("member_join", r"Member (?P<m>\S+) (?:is )?joining group"),
-    ("member_leave", r"[Rr]emoving member (?P<m>\S+) on LeaveGroup"),
-    ("member_leave", r"explicit `LeaveGroup` request for \((?P<ms>.*)\) members"),
-    ("heartbeat_expiry", r"removing member (?P<m>\S+) on heartbeat expiration"),
-    ("leader_rejoin", r"[Ll]eader (?P<m>\S+) re-joining group"),
-    ("static_member_replaced",
+    (Trigger.MEMBER_JOIN, r"Adding new (?:static )?member (?P<m>\S+)"),
+    (Trigger.MEMBER_JOIN, r"Member (?P<m>\S+) (?:is )?joining group"),
+    (Trigger.MEMBER_LEAVE, r"[Rr]emoving member (?P<m>\S+) on LeaveGroup"),
+    (Trigger.MEMBER_LEAVE, r"explicit `LeaveGroup` request for \((?P<ms>.*)\) members"),
+    (Trigger.HEARTBEAT_EXPIRY, r"removing member (?P<m>\S+) on heartbeat expiration"),
+    (Trigger.LEADER_REJOIN, r"[Ll]eader (?P<m>\S+) re-joining group"),
+    (Trigger.STATIC_MEMBER_REPLACED,
      r"Group's selectedProtocol will change because static member (?P<m>\S+) with instance id .* "
      r"joined with change of protocol"),
-    ("static_member_replaced", r"Updating metadata for static member (?P<m>\S+)"),
-    ("metadata_change", r"Updating metadata for member (?P<m>\S+)"),
-    ("rebalance_timeout", r"Removing (?P<ms>.*) on pending sync request expiration"),
+    (Trigger.STATIC_MEMBER_REPLACED, r"Updating metadata for static member (?P<m>\S+)"),
+    (Trigger.METADATA_CHANGE, r"Updating metadata for member (?P<m>\S+)"),
+    (Trigger.REBALANCE_TIMEOUT, r"Removing (?P<ms>.*) on pending sync request expiration"),
     # Online downgrade of a consumer group to classic (3.8+): the reason says what caused it (4.0+).
-    ("member_leave", r"Downgrade group .+ from consumer to classic for member leaving\.$"),
-    ("static_member_replaced", r"Downgrade group .+ from consumer to classic for static member replacement"),
-    ("group_conversion", r"Downgrade group .+ from consumer to classic(?: with stale assignment)?\.$"),
-    ("coordinator_failover", r"Freshly-loaded group "),
+    (Trigger.MEMBER_LEAVE, r"Downgrade group .+ from consumer to classic for member leaving\.$"),
+    (Trigger.STATIC_MEMBER_REPLACED, r"Downgrade group .+ from consumer to classic for static member replacement"),
+    (Trigger.GROUP_CONVERSION, r"Downgrade group .+ from consumer to classic(?: with stale assignment)?\.$"),
+    (Trigger.COORDINATOR_FAILOVER, r"Freshly-loaded group "),
     # The leader's assignment could not be written: the group goes back to PreparingRebalance.
-    ("assignment_store_failed", r"[Ee]rror .*when storing group assignment ?during SyncGroup \(member: (?P<m>\S+)\)"),
+    (Trigger.ASSIGNMENT_STORE_FAILED,
+     r"[Ee]rror .*when storing group assignment ?during SyncGroup \(member: (?P<m>\S+)\)"),
 ))
 _CLIENT_REASON_SEP = "; client reason: "
 
@@ -41,7 +43,7 @@ def classify_rebalance_reason(reason: str | None) -> dict[str, Any]:
     Only the coordinator's part of the reason is classified; the client's free text (KIP-800) is
     consulted only to tell a poll-timeout LeaveGroup from a plain one.
     """
-    out: dict[str, Any] = {"trigger": "unknown"}
+    out: dict[str, Any] = {"trigger": Trigger.UNKNOWN}
     if reason is None:
         return out
     coordinator_part, sep, client_reason = reason.partition(_CLIENT_REASON_SEP)
@@ -59,8 +61,8 @@ def classify_rebalance_reason(reason: str | None) -> dict[str, Any]:
             out["trigger_member_ids"] = ids
             if len(ids) == 1:
                 out["trigger_member"] = ids[0]
-        if trigger == "member_leave" and "poll timeout" in client_reason.lower():
-            trigger = "poll_timeout"
+        if trigger == Trigger.MEMBER_LEAVE and "poll timeout" in client_reason.lower():
+            trigger = Trigger.POLL_TIMEOUT
         out["trigger"] = trigger
         break
     return out

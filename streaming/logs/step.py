@@ -50,6 +50,20 @@ class LogSourceSpec:
         return cls(i.cluster, i.broker_timezone, i.broker_id, i.envelope, i.broker_id_field)
 
 
+class LogRow(NamedTuple):
+    """One row of a log source for the parse: a line as the envelope step left it (in the JVM,
+    streaming/spark/steps.py unwrap_frame, or in Python, unwrap_rows)."""
+    source_id: str
+    seq: int
+    line: str | None            # the unwrapped log line; None when the row's envelope could not be read
+    raw: Any                    # the row as read
+    broker_hint: Any            # the broker the envelope or the line's prefix names (may be missing)
+    host_hint: Any              # the host the envelope names (may be missing)
+    ts_hint_ms: Any             # the time the source gives the row (may be missing)
+    eof: bool                   # the source's end-of-input marker (ts_hint_ms: its time)
+    fields: Header | None = None    # a JSON layout's time/level/logger (envelope.py)
+
+
 UNKNOWN_LINE = R.UNKNOWN_COORDINATOR_LINE
 DEFAULT_UNKNOWN_SAMPLE = 10
 
@@ -147,17 +161,15 @@ def _layout_name(layout: str | None, line: str, raw: str | None, fields: Header 
     return layout
 
 
-def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
+def parse_log_rows(rows: Iterable[LogRow], specs: dict[str, LogSourceSpec],
                    sampler: UnknownLineSampler | None = None,
                    default_spec: LogSourceSpec | None = None, stats: LogSourceStats | None = None,
                    wrapped: WrappedEntries | None = None) -> list[tuple]:
-    """(source_id, seq, line, raw, broker_hint, host_hint, ts_hint_ms, eof[, fields]) tuples -> event rows.
+    """Log rows -> event rows.
 
-    `line` is the unwrapped log line (None when the row's envelope could not be read), `raw` the
-    row as read, `fields` a JSON layout's time/level/logger (envelope.py; optional). Unknown
-    coordinator lines and lines of an unknown layout go through `sampler` (quarantine rows for the
-    first few per logger, counts for the rest; the caller adds `sampler.summary_rows()` at the
-    end); without one every such line is quarantined. `stats` counts every line per source (the
+    Unknown coordinator lines and lines of an unknown layout go through `sampler` (quarantine rows
+    for the first few per logger, counts for the rest; the caller adds `sampler.summary_rows()` at
+    the end); without one every such line is quarantined. `stats` counts every line per source (the
     caller adds `stats.rows()`). `specs` maps a replay file's source_id to its settings; rows of
     other sources (partitions of a live log topic) use `default_spec`. `wrapped`: a message that
     continues over rows is read as one (wrapped.py); the caller emits `flush_wrapped` at the end
@@ -167,7 +179,7 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
     fallback = default_spec or LogSourceSpec(cluster="default")
     joiner = wrapped if wrapped is not None else WrappedEntries()
     for row in rows:
-        source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof = row[:8]
+        source_id, seq, line, raw, broker_hint, host_hint, ts_hint, eof, fields = row
         if eof:
             _emit_all(joiner.flush_source(source_id), out, sampler, stats)
             out.append(marker_row(E.SOURCE_LOG, ts_hint, source_id, seq))
@@ -175,7 +187,7 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
         spec = specs.get(source_id) or fallback
         hint = None if is_missing(ts_hint) else int(ts_hint)
         host_hint = None if is_missing(host_hint) else host_hint
-        if is_missing(line):
+        if line is None or is_missing(line):
             _emit_all(joiner.flush_source(source_id), out, sampler, stats)
             detail = unwrap(raw or "", spec.envelope, spec.broker_id_field).error or "envelope has no log line"
             q = Quarantined(source=E.SOURCE_LOG, source_id=source_id, seq=int(seq), reason=UNPARSEABLE_LINE,
@@ -184,7 +196,6 @@ def parse_log_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
             if stats is not None:
                 stats.add(spec.cluster, host_hint or source_id, None, OUTCOME_UNPARSEABLE, hint)
             continue
-        fields = row[8] if len(row) > 8 else None
         broker = spec.broker_id if is_missing(broker_hint) else int(broker_hint)
         context = _RowContext(spec, source_id, line, raw, hint, host_hint, fields)
         read = partial(parse_line_detailed, source_id=source_id, seq=int(seq), tz=zone(spec.broker_timezone),
@@ -245,18 +256,18 @@ def _emit(c: _RowContext, parsed: LineParse, out: list[tuple], sampler: UnknownL
 
 
 def unwrap_rows(rows: Iterable[tuple], specs: dict[str, LogSourceSpec],
-                default_spec: LogSourceSpec | None = None) -> Iterator[tuple]:
-    """Replay rows (source_id, seq, raw, ts_hint_ms, eof) -> parse_log_rows input, in Python.
+                default_spec: LogSourceSpec | None = None) -> Iterator[LogRow]:
+    """Replay rows (source_id, seq, raw, ts_hint_ms, eof) -> log rows, in Python.
 
     The same envelope step the query runs in the JVM; used by the Spark-free pipeline and the CLI.
     """
     for source_id, seq, raw, ts_hint, eof in rows:
         if eof:
-            yield source_id, seq, None, None, None, None, ts_hint, True, None
+            yield LogRow(source_id, seq, None, None, None, None, ts_hint, True)
             continue
         spec = specs.get(source_id) or default_spec or LogSourceSpec(cluster="default")
         u = unwrap(raw, spec.envelope, spec.broker_id_field)
-        yield source_id, seq, u.line, raw, u.broker, u.host, ts_hint, False, u.fields
+        yield LogRow(source_id, seq, u.line, raw, u.broker, u.host, ts_hint, False, u.fields)
 
 
 def _batch(rows: list) -> pa.RecordBatch:
@@ -282,9 +293,7 @@ def log_rows_to_events(batches: Iterator[pa.RecordBatch], specs: dict[str, LogSo
                        unknown_sample: int = DEFAULT_UNKNOWN_SAMPLE,
                        default_spec: LogSourceSpec | None = None) -> Iterator[pa.RecordBatch]:
     """The parse step's mapInArrow function: unwrapped rows (steps.py unwrap_frame) -> event batches."""
-    chunks = (zip(*_columns(batch, "source_id", "seq", "line", "raw", "broker_hint", "host_hint", "ts_hint_ms",
-                            "eof"),
-                  _fields_column(batch)) for batch in batches)
+    chunks = (map(LogRow, *_columns(batch, *LogRow._fields[:-1]), _fields_column(batch)) for batch in batches)
     yield from _parsed_batches(chunks, specs, unknown_sample, default_spec)
 
 
@@ -298,7 +307,7 @@ def replay_rows_to_events(rows: Iterable[tuple], specs: dict[str, LogSourceSpec]
     yield from _parsed_batches(chunks, specs, unknown_sample, None)
 
 
-def _parsed_batches(chunks: Iterable[Iterable[tuple]], specs: dict[str, LogSourceSpec], unknown_sample: int,
+def _parsed_batches(chunks: Iterable[Iterable[LogRow]], specs: dict[str, LogSourceSpec], unknown_sample: int,
                     default_spec: LogSourceSpec | None) -> Iterator[pa.RecordBatch]:
     sampler = UnknownLineSampler(unknown_sample)     # one per task
     stats = LogSourceStats()

@@ -9,6 +9,7 @@ from state.events import (
     GROUP_TOMBSTONE, OFFSET_COMMIT, OFFSET_TOMBSTONE, SOURCE_OFFSETS, Event
 )
 from state.quarantine_reasons import QuarantineReason as R
+from state.vocabulary import Protocol
 from streaming.offsets.decoder import decode_record
 from streaming.offsets.records import GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, OFFSET_COMMIT_TYPES, OFFSETS_SOURCE_PREFIX
 from streaming.offsets.structs import count_partitions, partition_keys
@@ -115,11 +116,11 @@ def _member_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
                             "instance_id": v.get("instance_id"), "rack_id": v["rack_id"],
                             "rebalance_timeout_ms": v.get("rebalance_timeout_ms"),
                             "subscribed_topics": v.get("subscribed_topic_names"), "tombstone": False}
-    if group_type == "consumer":
+    if group_type == Protocol.CONSUMER:
         classic = v["classic_member_metadata"]
         data["classic"] = classic is not None
         data["session_timeout_ms"] = classic["session_timeout_ms"] if classic else None
-    elif group_type == "streams":
+    elif group_type == Protocol.STREAMS:
         data["topology_epoch"] = v["topology_epoch"]
         data["process_id"] = v["process_id"]
     return data
@@ -136,7 +137,7 @@ def _target_epoch_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
 
 def _target_member_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
     """Types 7, 13, 21: a member's target assignment (partitions, or streams tasks)."""
-    if group_type == "streams":
+    if group_type == Protocol.STREAMS:
         return {"active_tasks": count_partitions(v["active_tasks"]),
                 "standby_tasks": count_partitions(v["standby_tasks"]),
                 "warmup_tasks": count_partitions(v["warmup_tasks"]), "tombstone": False}
@@ -145,14 +146,14 @@ def _target_member_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
 
 def _member_assignment_data(v: dict[str, Any], group_type: str) -> dict[str, Any]:
     """Types 8, 14, 22: a member's current assignment and epoch. Streams: active tasks."""
-    if group_type == "streams":
+    if group_type == Protocol.STREAMS:
         assigned, pending = v["active_tasks"], v["active_tasks_pending_revocation"]
     else:
         assigned, pending = v["assigned_partitions"], v.get("partitions_pending_revocation")
     data = {"member_epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
             "state": v["state"], "state_name": v["state_name"], "assigned": count_partitions(assigned),
             "pending_revocation": count_partitions(pending), "tombstone": False}
-    if group_type == "consumer":
+    if group_type == Protocol.CONSUMER:
         # what the member owns (it consumes the partitions pending revocation until it revokes them)
         data["owned"] = partition_keys(assigned, pending)
     return data

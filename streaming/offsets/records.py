@@ -4,6 +4,7 @@ both read these tables)."""
 from __future__ import annotations
 
 from state import events as E
+from state.vocabulary import Protocol
 
 # Record type (= key version) -> record name. Key struct is name + "Key", value struct name + "Value".
 RECORD_TYPE_NAMES: dict[int, str] = {
@@ -41,9 +42,9 @@ def is_offset_commit_key(key: bytes | None) -> bool:
 
 
 # Group type of each KIP-848-family record type (events carry it as data["group_type"]).
-GROUP_TYPE_BY_TYPE: dict[int, str] = {**dict.fromkeys((3, 4, 5, 6, 7, 8, 16), "consumer"),
-                                      **dict.fromkeys(range(9, 16), "share"),
-                                      **dict.fromkeys((17, 19, 20, 21, 22, 23), "streams")}
+GROUP_TYPE_BY_TYPE: dict[int, str] = {**dict.fromkeys((3, 4, 5, 6, 7, 8, 16), Protocol.CONSUMER),
+                                      **dict.fromkeys(range(9, 16), Protocol.SHARE),
+                                      **dict.fromkeys((17, 19, 20, 21, 22, 23), Protocol.STREAMS)}
 # Key types whose key is (GroupId, MemberId); all other >= 3 types except 16 are (GroupId).
 MEMBER_KEY_TYPES = frozenset({5, 7, 8, 10, 13, 14, 19, 21, 22})
 

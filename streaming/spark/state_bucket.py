@@ -1,5 +1,5 @@
 """The stored form of a state bucket (STATE_SCHEMA_BUCKETED's one column): the groups that share
-one stateful key, each as [model_json, held_json, timeout_ms or None, commit digest or None]
+one stateful key, each a BucketEntry: its model, held rows, timeout and commit digest
 (streaming/spark/stateful.py says what each holds).
 
 Version 4 is text, one line per group after a `v4` header line:
@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+from state.commit_digest import CommitDigest
 from streaming.rows import loads_json
 
 BUCKET_STATE_VERSION = 4
@@ -32,11 +34,38 @@ _HEADER = f"v{BUCKET_STATE_VERSION}"
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 
 
+@dataclass(slots=True)
+class BucketEntry:
+    """One group's state in its bucket. Stored as its line's timeout and
+    [model_json, held_json, digest]: the digest's stored keys (state/commit_digest.py) and "w", the
+    packed fields of the commits the watermark has not passed yet, in arrival order; a null digest
+    when the group may not fold its commits (stateful.py, "commits without a turn")."""
+    model_json: str
+    held_json: str
+    timeout_ms: int | None = None
+    digest: CommitDigest | None = None
+    waiting_commits: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_stored(cls, model_json: str, held_json: str, timeout_ms: int | None,
+                    digest: dict[str, Any] | None) -> BucketEntry:
+        if digest is None:
+            return cls(model_json, held_json, timeout_ms)
+        return cls(model_json, held_json, timeout_ms, CommitDigest.from_stored(digest), digest.get("w", []))
+
+    def stored_digest(self) -> dict[str, Any] | None:
+        if self.digest is None:
+            return None
+        stored: dict[str, Any] = {"w": self.waiting_commits} if self.waiting_commits else {}
+        stored.update(self.digest.stored())
+        return stored
+
+
 class Bucket:
     """A bucket's groups, their entries decoded on first use."""
 
     def __init__(self, lines: dict[str, tuple[int | None, str]] | None = None,
-                 entries: dict[str, list[Any]] | None = None) -> None:
+                 entries: dict[str, BucketEntry] | None = None) -> None:
         self._lines = lines or {}            # group -> (timeout, entry text) as stored, not decoded
         self._entries = entries or {}        # group -> entry: decoded, or new
         self._dropped: set[str] = set()
@@ -47,7 +76,7 @@ class Bucket:
             raw = json.loads(text)
             if raw.get("v", 1) > 2:
                 raise _newer(raw["v"])
-            return cls(entries={g: _with_digest(e) for g, e in raw["groups"].items()})
+            return cls(entries={g: _entry(e) for g, e in raw["groups"].items()})
         header, _, body = text.partition("\n")
         version = int(header[1:]) if header[:1] == "v" and header[1:].isdigit() else None
         if version not in _LINE_VERSIONS:
@@ -60,15 +89,15 @@ class Bucket:
             lines[json.loads(group)] = (int(timeout) if timeout else None, entry)
         return cls(lines)
 
-    def get(self, group: str) -> list[Any] | None:
+    def get(self, group: str) -> BucketEntry | None:
         entry = self._entries.get(group)
         if entry is None and group in self._lines and group not in self._dropped:
             timeout, text = self._lines[group]
             model_json, held_json, digest = loads_json(text)
-            entry = self._entries[group] = [model_json, held_json, timeout, digest]
+            entry = self._entries[group] = BucketEntry.from_stored(model_json, held_json, timeout, digest)
         return entry
 
-    def put(self, group: str, entry: list[Any]) -> None:
+    def put(self, group: str, entry: BucketEntry) -> None:
         self._entries[group] = entry
         self._dropped.discard(group)
 
@@ -82,7 +111,7 @@ class Bucket:
 
     def timeout(self, group: str) -> int | None:
         entry = self._entries.get(group)
-        return entry[2] if entry is not None else self._lines[group][0]
+        return entry.timeout_ms if entry is not None else self._lines[group][0]
 
     def due(self, watermark: int, skip: Iterable[str] = ()) -> list[str]:
         """Groups whose own timeout the watermark has passed (Spark's rule for a key)."""
@@ -93,7 +122,7 @@ class Bucket:
     def earliest_timeout(self) -> int | None:
         return min((t for g in self.groups() if (t := self.timeout(g)) is not None), default=None)
 
-    def all(self) -> dict[str, list[Any]]:
+    def all(self) -> dict[str, BucketEntry]:
         """Every group's entry, decoded (tests, tools)."""
         return {g: entry for g in self.groups() if (entry := self.get(g)) is not None}
 
@@ -105,7 +134,7 @@ class Bucket:
             if entry is None:
                 timeout, text = self._lines[group]
             else:
-                timeout, text = entry[2], _DUMPS([entry[0], entry[1], entry[3]])
+                timeout, text = entry.timeout_ms, _DUMPS([entry.model_json, entry.held_json, entry.stored_digest()])
             lines.append(f"{_DUMPS(group)}\t{'' if timeout is None else int(timeout)}\t{text}")
         return "\n".join(lines)
 
@@ -113,8 +142,10 @@ class Bucket:
         return any(True for _ in self.groups())
 
 
-def _with_digest(entry: list[Any]) -> list[Any]:
-    return list(entry) + [None] * (4 - len(entry))      # version 1: no digest
+def _entry(stored: list[Any]) -> BucketEntry:
+    """An entry of versions 1 and 2: [model_json, held_json, timeout(, digest)] (version 1: no digest)."""
+    model_json, held_json, timeout, digest = (*stored, None)[:4]
+    return BucketEntry.from_stored(model_json, held_json, timeout, digest)
 
 
 def _newer(version: Any) -> ValueError:
@@ -122,11 +153,11 @@ def _newer(version: Any) -> ValueError:
                       f"(this one reads versions 1-{BUCKET_STATE_VERSION})")
 
 
-def bucket_groups(text: str) -> dict[str, list[Any]]:
+def bucket_groups(text: str) -> dict[str, BucketEntry]:
     """A stored bucket's groups, every entry decoded."""
     return Bucket.load(text).all()
 
 
-def bucket_text(groups: dict[str, list[Any]]) -> str:
+def bucket_text(groups: dict[str, BucketEntry]) -> str:
     """The stored form of these groups."""
-    return Bucket(entries={g: _with_digest(e) for g, e in groups.items()}).text()
+    return Bucket(entries=dict(groups)).text()

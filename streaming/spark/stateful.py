@@ -17,7 +17,7 @@ to a copy of the model, so /metrics shows them in the batch that read them; reco
 """
 from __future__ import annotations
 
-import json
+import copy
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -30,16 +30,15 @@ from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.machine import GroupStateMachine, run_turn
 from state.model import DEAD, GroupModel, pack, unpack
 from state.live_view import live_snapshot
+from state.commit_digest import CommitDigest
 from state.diagnosis.brokers import broker_record
-from state.diagnosis.holding import note_commit_times
-from state.machine.common import fold_commit_event, fold_commit_times
 from state.outputs import OutputKind
 from streaming.rows import (
     COMPLETE_THROUGH, DATA_JSON, EVENT_BROKER, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS,
     OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, event_data, event_rows_of,
     loads_json, packed_data, packed_fields, row_to_event, unpack_event_rows
 )
-from streaming.spark.state_bucket import Bucket
+from streaming.spark.state_bucket import Bucket, BucketEntry
 from streaming.spark.worker_gc import freeze_worker_heap
 
 
@@ -204,35 +203,34 @@ def _ready_at(waiting: list[list[Any]], watermark: int) -> int | None:
     return min((end for end in map(_span_end, waiting) if end > watermark), default=None)
 
 
-def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tuple | None, watermark: int,
+def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: BucketEntry | None, watermark: int,
                 diagnosis: DiagnosisSettings, live_view: bool, out: list[tuple],
-                digest: dict[str, Any] | None = None, may_fold: bool = False) -> tuple[tuple | None, int | None]:
+                may_fold: bool = False) -> BucketEntry | None:
     """One group's turn: its held rows plus `incoming`, the watermark -> outputs appended to `out`.
-    `digest`: the commits folded without a turn since the last one, merged first. `may_fold` (the
-    bucketed layout): a group that has seen the offsets source keeps its waiting commits in a new
-    digest instead of its held rows, so they set no timer and later commits can fold.
-    Returns the group's new stored state (None: drop it; else model_json, held_json and the new
-    digest, None when the group may not fold) and its event-time timeout (None: none)."""
+    The stored entry's commit digest (the commits folded without a turn since the last one) is
+    merged first. `may_fold` (the bucketed layout): a group that has seen the offsets source keeps
+    its waiting commits in a new digest instead of its held rows, so they set no timer and later
+    commits can fold. Returns the group's new entry (None: drop it), with its event-time timeout
+    (None: none) and its new digest (None when the group may not fold)."""
     if stored is not None:
-        model_json, held_json = stored[:2]
-        model = GroupModel.from_json(model_json)
-        held = loads_json(unpack(held_json))
+        model = GroupModel.from_json(stored.model_json)
+        held = loads_json(unpack(stored.held_json))
+        held.extend(_merge_digest(model, stored, cluster, group))
     else:
         model, held = GroupModel(cluster=cluster, group=group), []
-    if digest:
-        held.extend(merge_commit_digest(model, digest, cluster, group))
     held.extend(incoming)
     ready, waiting = _ready_rows(held, watermark)
     new_rows = any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
     machine, unsent_commits = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out,
                                            new_rows, live_view)
 
-    new_digest: dict[str, Any] | None = None
+    new_digest: CommitDigest | None = None
+    waiting_commits: list[dict[str, Any]] = []
     if may_fold and model.state != DEAD and (E.SOURCE_OFFSETS in model.seen_sources or not model.generation_checks):
-        new_digest = {}
+        new_digest = CommitDigest()
         commits = [r for r in waiting if r[EVENT_KIND] in _COMMIT_KINDS]
         if commits:
-            new_digest["w"] = [packed_fields(r) for r in commits]
+            waiting_commits = [packed_fields(r) for r in commits]
             waiting = [r for r in waiting if r[EVENT_KIND] not in _COMMIT_KINDS]
             unsent_commits = True
     # Spark calls a key when the watermark is above its timeout, and a held event is ready when the
@@ -246,9 +244,9 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: tup
     if unsent_commits and not deadlines:
         deadlines.append(FINAL_SNAPSHOT_TS_MS)
     if not deadlines and model.state == DEAD:
-        return None, None   # a dead group keeps no state; a new group with its id starts fresh
-    stored = (model.to_json(), pack(_dump(waiting)) if waiting else "[]", new_digest)
-    return stored, (max(min(deadlines), watermark + 1) if deadlines else None)
+        return None   # a dead group keeps no state; a new group with its id starts fresh
+    return BucketEntry(model.to_json(), pack(_dump(waiting)) if waiting else "[]",
+                       max(min(deadlines), watermark + 1) if deadlines else None, new_digest, waiting_commits)
 
 
 def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
@@ -274,15 +272,16 @@ def process_group(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
     if committed_offsets and (row := committed_offsets_row(
             cluster, group, ((r[EVENT_KIND], r[EVENT_DATA], r[EVENT_TS]) for r in incoming))) is not None:
         out.append(row)
-    stored, timeout = _step_group(cluster, group, incoming, state.get if state.exists else None, watermark,
-                                  diagnosis, live_view, out)
-    if stored is None:
+    entry = _step_group(cluster, group, incoming, BucketEntry(*state.get) if state.exists else None, watermark,
+                        diagnosis, live_view, out)
+    timeout = None if entry is None else entry.timeout_ms
+    if entry is None:
         state.remove()
     else:
-        state.update(stored[:2])
+        state.update((entry.model_json, entry.held_json))
         if timeout is not None:
             state.setTimeoutTimestamp(timeout)
-    out[0] = _clock_row(cluster, watermark, 1, key=group, timeout=timeout if stored is not None else None)
+    out[0] = _clock_row(cluster, watermark, 1, key=group, timeout=timeout)
     yield _frame(out)
 
 
@@ -327,12 +326,11 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
             continue
         turns += 1
         _keep(bucket, group, _step_group(cluster, group, event_rows_of(cluster, group, fields),
-                                         _stored(entry), watermark, diagnosis, live_view, out, _digest(entry), True))
+                                         entry, watermark, diagnosis, live_view, out, True))
     for group in bucket.due(watermark, skip=texts):
-        entry = bucket.get(group)
         turns += 1
-        _keep(bucket, group, _step_group(cluster, group, [], _stored(entry), watermark,
-                                         diagnosis, live_view, out, _digest(entry), True))
+        _keep(bucket, group, _step_group(cluster, group, [], bucket.get(group), watermark,
+                                         diagnosis, live_view, out, True))
     earliest = None
     if not bucket:
         state.remove()
@@ -356,36 +354,23 @@ def _complete_through(pdf: pd.DataFrame) -> int:
     return -1 if pd.isna(through) else int(through)
 
 
-def _stored(entry: list[Any] | None) -> tuple | None:
-    return None if entry is None else (entry[0], entry[1])
-
-
-def _digest(entry: list[Any] | None) -> dict[str, Any] | None:
-    return None if entry is None else entry[3]
-
-
-def _keep(bucket: Bucket, group: str, turn: tuple[tuple | None, int | None]) -> None:
-    stored, timeout = turn
-    if stored is None:
+def _keep(bucket: Bucket, group: str, entry: BucketEntry | None) -> None:
+    if entry is None:
         bucket.drop(group)
     else:
-        bucket.put(group, [stored[0], stored[1], timeout, stored[2]])
+        bucket.put(group, entry)
 
 
 # ---------------------------------------------------------------- commits without a turn
-# A group's commit digest (the fourth field of its bucket entry; null: the group may not fold: it
-# is Dead, or a log/offsets cross-check of a generation waits for the offsets source, which a
-# commit would bring: crosscheck.both_sources). Its offset commits wait here, not among its held
-# rows, so they set no timer:
-#   "w": the packed fields of the commits the watermark has not passed yet, in arrival order;
-#   "pc": newest commit time per "topic:partition", "pp": the next newest ones (when any),
-#   "last": newest commit time, "n": commits, "ev": newest record time, of the commits the
-#   watermark has passed.
-# Folding the passed ones is what CommonEvents.on_offset_commit does to the model (max, top-k,
-# max, sum, max), so it commutes; the group's next turn merges the digest into the model before any of
-# its own events, all of which are later than the watermark at the fold (fold_commits says why).
+# A group's commit digest (BucketEntry.digest, state/commit_digest.py; None: the group may not fold:
+# it is Dead, or a log/offsets cross-check of a generation waits for the offsets source, which a
+# commit would bring: crosscheck.both_sources). Its offset commits wait in the entry
+# (waiting_commits), not among its held rows, so they set no timer; those the watermark has passed
+# fold into the digest, which commutes as the machine's own fold does. The group's next turn merges
+# the digest into the model before any of its own events, all of which are later than the
+# watermark at the fold (fold_commits says why).
 
-def fold_commits(entry: list[Any], fields: list[dict[str, Any]], watermark: int) -> bool:
+def fold_commits(entry: BucketEntry, fields: list[dict[str, Any]], watermark: int) -> bool:
     """Fold a group's incoming rows into its commit digest instead of giving it a turn, when that
     is the same as the turn: every row is an offset commit, the group may fold (its model has seen
     the offsets source), and nothing of the group is due (its timeout, which is at or below its
@@ -393,77 +378,51 @@ def fold_commits(entry: list[Any], fields: list[dict[str, Any]], watermark: int)
     would apply only commits older than anything still held, before every deadline: they emit
     nothing (commits change no gauge, so they send no snapshot either) and only the commit fields
     of the model change. False: the group takes its turn."""
-    timeout, digest = entry[2], entry[3]
-    if digest is None or (timeout is not None and timeout <= watermark):
+    timeout = entry.timeout_ms
+    if entry.digest is None or (timeout is not None and timeout <= watermark):
         return False
     if any(f.get(PACKED_KIND) not in _COMMIT_KINDS for f in fields):
         return False
-    digest.setdefault("w", []).extend(fields)
-    _fold_passed(digest, watermark)
+    entry.waiting_commits.extend(fields)
+    _fold_passed(entry, entry.digest, watermark)
     if timeout is None:
         # The replay's end-of-input watermark then gives the group the turn that merges the digest
         # and sends its final snapshot (FINAL_SNAPSHOT_TS_MS); a live watermark never gets there.
-        entry[2] = FINAL_SNAPSHOT_TS_MS
+        entry.timeout_ms = FINAL_SNAPSHOT_TS_MS
     return True
 
 
-def _fold_passed(digest: dict[str, Any], watermark: int) -> None:
-    """Fold the digest's waiting commits that the watermark has passed."""
-    waiting = digest.get("w", [])
-    still = [f for f in waiting if f[PACKED_TS] > watermark]
-    if len(still) < len(waiting):
-        _fold(digest, [f for f in waiting if f[PACKED_TS] <= watermark])
-    if still:
-        digest["w"] = still
-    else:
-        digest.pop("w", None)
+def _fold_passed(entry: BucketEntry, digest: CommitDigest, watermark: int) -> None:
+    """Fold the entry's waiting commits that the watermark has passed into its digest."""
+    still = []
+    for f in entry.waiting_commits:
+        if f[PACKED_TS] > watermark:
+            still.append(f)
+        else:
+            digest.fold(f[PACKED_KIND], event_data(packed_data(f)), int(f[PACKED_TS]))
+    entry.waiting_commits = still
 
 
-def _fold(digest: dict[str, Any], fields: list[dict[str, Any]]) -> None:
-    partitions, prior = digest.setdefault("pc", {}), digest.get("pp", {})
-    last, n, newest = digest.get("last"), digest.get("n", 0), digest.get("ev")
-    for f in fields:
-        data = event_data(packed_data(f))
-        ts = int(f[PACKED_TS])
-        newest = ts if newest is None else max(newest, ts)
-        last, count = fold_commit_event(partitions, prior, last, f[PACKED_KIND], data, ts)   # as on_offset_commit
-        n += count
-    digest.update(last=last, n=n, ev=newest)
-    if prior:
-        digest["pp"] = prior
+def _merge_digest(model: GroupModel, entry: BucketEntry, cluster: str, group: str) -> list[list[Any]]:
+    """The entry's folded commits into the model; returns the event rows of its commits still
+    waiting for the watermark, to hold like any other row."""
+    if entry.digest is None:
+        return []
+    entry.digest.merge_into(model)
+    return event_rows_of(cluster, group, entry.waiting_commits)
 
 
-def merge_commit_digest(model: GroupModel, digest: dict[str, Any], cluster: str, group: str) -> list[list[Any]]:
-    """The digest's passed commits into the model (as the machine would have applied them); returns
-    the event rows of its commits still waiting for the watermark, to hold like any other row."""
-    if digest.get("n"):
-        last = digest["last"]
-        model.last_commit_ms = last if model.last_commit_ms is None else max(model.last_commit_ms, last)
-        model.commits_total += digest["n"]
-        prior = digest.get("pp", {})
-        collecting = any(h.commit_partitions for h in model.held_removals)
-        for key, commit_ts in digest.get("pc", {}).items():
-            fold_commit_times(model.partition_commits, model.partition_prior_commits, key, commit_ts,
-                              tuple(prior.get(key, ())))
-            if collecting:      # as CommonEvents.on_offset_commit
-                note_commit_times(model, key, (commit_ts, *prior.get(key, ())))
-        newest = digest["ev"]
-        model.last_event_ms = newest if model.last_event_ms is None else max(model.last_event_ms, newest)
-        if E.SOURCE_OFFSETS not in model.seen_sources:
-            model.seen_sources = sorted(model.seen_sources + [E.SOURCE_OFFSETS])
-    return event_rows_of(cluster, group, digest.get("w", []))
-
-
-def settled_group_state(cluster: str, group: str, entry: list[Any], watermark: int | None = None) -> tuple[str, str]:
+def settled_group_state(cluster: str, group: str, entry: BucketEntry, watermark: int | None = None) -> tuple[str, str]:
     """A bucket entry's (model_json, held_json) with its digest merged: what the group's next turn
     starts from, and what one key per group stores once the watermark (if given) has reached the
     group's waiting commits (there each commit has its own timer; here they fold at the next visit)."""
-    digest = _digest(entry)
-    if not digest:
-        return entry[0], entry[1]
+    digest = entry.digest
+    if digest is None or (not entry.waiting_commits and digest.newest_event_ms is None):
+        return entry.model_json, entry.held_json
     if watermark is not None:
-        digest = json.loads(json.dumps(digest))
-        _fold_passed(digest, watermark)
-    model = GroupModel.from_json(entry[0])
-    held = json.loads(unpack(entry[1])) + merge_commit_digest(model, digest, cluster, group)
+        entry = copy.deepcopy(entry)
+        assert entry.digest is not None
+        _fold_passed(entry, entry.digest, watermark)
+    model = GroupModel.from_json(entry.model_json)
+    held = loads_json(unpack(entry.held_json)) + _merge_digest(model, entry, cluster, group)
     return model.to_json(), pack(_dump(held)) if held else "[]"

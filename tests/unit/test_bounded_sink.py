@@ -206,6 +206,19 @@ def test_a_restart_after_retention_keeps_the_counters_it_deleted_the_records_of(
     assert _page(second) == expected
 
 
+def test_the_sinks_size_on_metrics_is_what_its_folders_hold_after_retention(tmp_path):
+    collector = _collector(tmp_path, roll=True, max_bytes=4000)
+    _run(collector, range(8))
+    collector.maintain_sink(8)            # the next batch's maintenance: what the parts of 7 left
+    on_disk = list((tmp_path / "events").glob("*/*.jsonl"))
+    health = collector.metrics.health
+    assert health.event_sink_files._value.get() == len(on_disk) > 0
+    assert health.event_sink_bytes._value.get() == sum(p.stat().st_size for p in on_disk)
+    assert sum(p.stat().st_size for p in on_disk if p.name.startswith("rolled-")) <= 4000
+    restarted = _collector(tmp_path, roll=True, max_bytes=4000)     # known from the start, before a batch
+    assert restarted.metrics.health.event_sink_files._value.get() == len(on_disk)
+
+
 @pytest.mark.parametrize("snapshot", ['{"half', '{"records_through": 3}',
                                       '{"records_through": 3, "statistics_through": 3, "metrics": {"version": 1}}'])
 def test_an_unusable_snapshot_is_one_warning_and_the_records_kept_are_counted(tmp_path, caplog, snapshot):

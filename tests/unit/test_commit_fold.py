@@ -9,7 +9,11 @@ from __future__ import annotations
 import random
 
 from state import events as E
+from state.commit_digest import CommitDigest
+from state.diagnosis.rules import DEFAULT_SETTINGS
+from state.machine import run_turn
 from state.machine.common import fold_commit, fold_commit_event, fold_commit_times
+from state.model import GroupModel
 
 
 def _reference(partitions: dict, prior: dict, last, kind: str, data: dict, ts: int):
@@ -74,3 +78,36 @@ def test_one_new_commit_after_the_last_shifts_the_kept_times():
     assert (newest, prior) == ({"t:0": 40}, {"t:0": [30, 20]})
     fold_commit_times(newest, prior, "t:0", 25)        # a late, older commit finds its place
     assert (newest, prior) == ({"t:0": 40}, {"t:0": [30, 25]})
+
+
+def _commit_event(rng: random.Random, ts: int) -> E.Event:
+    if rng.random() < 0.5:
+        data = {"topic": "t", "partition": rng.randrange(3), "offset": ts, "commit_ts_ms": ts - rng.randrange(5),
+                "count": rng.choice([None, 1, 4])}
+        return E.Event(group="g", ts_ms=ts, source=E.SOURCE_OFFSETS, source_id="o", seq=ts, kind=E.OFFSET_COMMIT,
+                       cluster="c", data=data)
+    commits = [["t", rng.randrange(3), ts, ts - rng.randrange(9), rng.choice([1, 2]), ts - 20, ts - 40]
+               for _ in range(rng.randrange(1, 4))]
+    return E.Event(group="g", ts_ms=ts, source=E.SOURCE_OFFSETS, source_id="o", seq=ts, kind=E.OFFSET_COMMITS,
+                   cluster="c", data={"commits": commits})
+
+
+def test_a_digest_merged_gives_the_model_the_machine_gives_over_the_same_commits():
+    """CommitDigest (state/commit_digest.py): commits folded in any order, then merged into a model
+    that already has commits, give its commit fields what the machine's turn over them gives."""
+    rng = random.Random(5)
+    for _ in range(100):
+        events = [_commit_event(rng, ts) for ts in sorted(rng.sample(range(100, 10_000), rng.randrange(1, 12)))]
+        start = GroupModel(cluster="c", group="g", partition_commits={"t:0": 50}, partition_prior_commits={"t:0": [40]},
+                           last_commit_ms=50, commits_total=3, last_event_ms=60, seen_sources=["log"])
+        turned = GroupModel.from_json(start.to_json())
+        run_turn(turned, events, DEFAULT_SETTINGS)
+        digest = CommitDigest()
+        for ev in rng.sample(events, len(events)):
+            digest.fold(ev.kind, ev.data, ev.ts_ms)
+        merged = GroupModel.from_json(start.to_json())
+        digest.merge_into(merged)
+        fields = ("partition_commits", "partition_prior_commits", "last_commit_ms", "commits_total", "last_event_ms",
+                  "seen_sources")
+        assert [getattr(merged, f) for f in fields] == [getattr(turned, f) for f in fields]
+        assert CommitDigest.from_stored(digest.stored()) == digest

@@ -148,3 +148,32 @@ def test_provisioning_files():
     provider = yaml.safe_load((ROOT / "dashboards" / "provisioning" / "dashboards" / "rebalance-monitor.yaml").read_text())
     assert provider["apiVersion"] == 1
     assert provider["providers"][0]["type"] == "file" and provider["providers"][0]["options"]["path"]
+
+
+def _exported_names() -> set[str]:
+    """Every sample name the monitor's registry exports (families with their suffixes)."""
+    from prometheus_client import CollectorRegistry
+
+    from sinks.metrics import MetricsSink
+    from streaming.app.settings import DEFAULT_DURATION_BUCKETS
+    sink = MetricsSink(DEFAULT_DURATION_BUCKETS, registry=CollectorRegistry())
+    names: set[str] = set()
+    for family in sink.registry.collect():
+        names |= {family.name} | {s.name for s in family.samples}
+        names |= {family.name + suffix for suffix in ("_total", "_bucket", "_sum", "_count", "_info")}
+    return names
+
+
+def _queried_names(text: str) -> set[str]:
+    from state.vocabulary import METRIC_PREFIX
+    return set(re.findall(METRIC_PREFIX + r"_\w+", text))
+
+
+def test_every_metric_the_dashboards_and_rules_query_is_one_the_monitor_exports():
+    """The dashboards name metrics as the vocabulary's prefix plus a suffix (dashboards/ writes no
+    prefix itself): a misspelt suffix would be a panel or an alert without data."""
+    exported = _exported_names()
+    used = set().union(*(_queried_names(p.read_text()) for p in
+                         [*BOARDS, ROOT / "alerts" / "rebalance-monitor.rules.yml"]))
+    assert len(used) > 30 and not used - exported
+    assert _queried_names("sum(rebalance_monitor_rebalnces_total)") - exported     # a typo is seen

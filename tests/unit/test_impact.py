@@ -390,6 +390,34 @@ def test_a_partition_that_stops_twice_before_the_groups_next_record_counts_both_
     assert sorted(n for _, n in r["partition_stop_seconds"]) == [1, 1, 1, 1]
 
 
+def test_kip848_a_member_fenced_for_not_revoking_stopped_everything_when_it_was_asked_to():
+    """K2 owns t:0-t:3; the target moves t:2 and t:3 to K1 and K2 never revokes them (stuck in its
+    revoke callback). The broker fences it after its rebalance timeout, 30 s, on the line "failed to
+    transition from epoch 2 within 30000ms": all four partitions stopped 30 s before the fence, not
+    at it; K1 gets them 0.5 s after the fence."""
+    from tests.support.machine_events import K1, K2, ev, run
+    owned = lambda *ps: {"member_epoch": 2, "state": 0, "owned": [f"t:{p}" for p in ps]}  # noqa: E731
+    evs = [ev(1000, E.CONSUMER_MEMBER_JOINED, member_id=K1, data={"protocol": "consumer"}),
+           ev(1000, E.CONSUMER_MEMBER_JOINED, member_id=K2, data={"protocol": "consumer"}),
+           ev(1001, E.GROUP_EPOCH_BUMPED, 2),
+           ev(1002, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data=owned()),
+           ev(1003, E.CG_MEMBER_ASSIGNMENT, member_id=K2, data=owned(0, 1, 2, 3)),
+           ev(10_000, E.GROUP_EPOCH_BUMPED, 3),
+           ev(10_001, E.CG_MEMBER_ASSIGNMENT, member_id=K2, data={**owned(0, 1, 2, 3), "state": 1}),
+           ev(40_001, E.CONSUMER_MEMBER_FENCED, member_id=K2,
+              data={"fence_reason": "rebalance", "member_epoch": 2, "timeout_ms": 30_000}),
+           ev(40_001, E.GROUP_EPOCH_BUMPED, 4),
+           ev(40_002, E.CG_MEMBER_ASSIGNMENT, member_id=K2, data={"tombstone": True}),
+           ev(40_501, E.CG_MEMBER_ASSIGNMENT, member_id=K1, data={**owned(0, 1, 2, 3), "member_epoch": 4})]
+    machine = run(evs)
+    last = [r for k, r in machine.outputs if k == OutputKind.REBALANCE and r["outcome"] == "stable"][-1]
+    assert last["partitions_stopped"] == 4
+    # each partition from 10,001 (the fence minus 30 s) to K1's record at 40,501: 30.5 s; from the
+    # fence it would have been 0.5 s each
+    assert last["partition_seconds_stopped"] == pytest.approx(4 * 30.5)
+    assert last["partition_seconds_by_departed_member"] == {K2: pytest.approx(4 * 30.5)}
+
+
 def test_a_new_groups_first_generation_stops_nothing_without_its_record():
     """Kafka 2.8+ logs "Assignment received" before the offsets topic has the generation's record,
     and the monitor of a group it has seen no offsets of yet does not wait for it (a real-Kafka bed

@@ -5,7 +5,6 @@ key, and every group's records, snapshots and stored state are what one key per 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -13,7 +12,8 @@ from state import events as E
 from state.model import unpack
 from state.outputs import OutputKind
 from streaming.app.local import capture_events
-from streaming.spark.state_bucket import BUCKET_STATE_VERSION, bucket_groups, bucket_text
+from state.commit_digest import CommitDigest
+from streaming.spark.state_bucket import BUCKET_STATE_VERSION, BucketEntry, bucket_groups, bucket_text
 from streaming.spark.stateful import settled_group_state
 from streaming.spark.state_layout import (
     checkpoint_shuffle_partitions, checkpoint_state_buckets, shuffle_partitions_note, state_buckets_for,
@@ -97,7 +97,7 @@ def test_a_bucket_calls_only_the_groups_whose_timeout_passed():
     """A bucket called for one group's timeout leaves the others' stored state as it was."""
     from tests.support.stateful_driver import FakeGroupState
     from streaming.spark.stateful import process_bucket
-    idle = ["model-of-b", "[]", 5_000_000, None]
+    idle = BucketEntry("model-of-b", "[]", 5_000_000)
     state = FakeGroupState(watermark_ms=1_000_000, value=(bucket_text({"b": idle}),))
     frames = list(process_bucket(("c", 0), iter([]), state))
     assert [row[0] for row in frames[0].itertuples(index=False, name=None)] == [str(OutputKind.CLOCK)]
@@ -308,12 +308,13 @@ def test_a_bucket_of_version_1_or_2_loads_and_its_groups_fold_after_one_turn(ver
     state = driver.states[("default", 0)]
     assert state.value is not None
     entry = bucket_groups(state.value[0])["a"]
-    old = json.dumps({"v": version, "groups": {"a": entry[:3] if version == 1 else entry[:3] + [None]}})
+    stored = [entry.model_json, entry.held_json, entry.timeout_ms]
+    old = json.dumps({"v": version, "groups": {"a": stored if version == 1 else stored + [None]}})
     state.value = (old,)
     now = t0 + 60_000
     assert _turns_and_folds(driver.batch([_commit("a", now, 0)])) == (1, 0)
     assert state.value[0].startswith("v4\n") and BUCKET_STATE_VERSION == 4
-    assert bucket_groups(state.value[0])["a"][3] is not None      # the digest
+    assert bucket_groups(state.value[0])["a"].digest is not None
     assert _turns_and_folds(driver.batch([_commit("a", now + 1000, 0)])) == (0, 1)
 
 
@@ -323,15 +324,15 @@ def _as_version_3(text: str) -> str:
     from state.model import pack
     groups = bucket_groups(text)
     for entry in groups.values():
-        model = json.loads(unpack(entry[0]))
+        model = json.loads(unpack(entry.model_json))
         model["schema_version"] = 3
-        entry[0] = pack(json.dumps(model))
-        held = json.loads(unpack(entry[1]))
+        entry.model_json = pack(json.dumps(model))
+        held = json.loads(unpack(entry.held_json))
         for row in held:
             if isinstance(row[-1], dict):
                 row[-1] = json.dumps(row[-1])
-        entry[1] = pack(json.dumps(held)) if held else "[]"
-        for fields in (entry[3] or {}).get("w", []):
+        entry.held_json = pack(json.dumps(held)) if held else "[]"
+        for fields in entry.waiting_commits:
             if "data" in fields:
                 fields["data_json"] = json.dumps(fields.pop("data"))
     old = bucket_text(groups)
@@ -357,7 +358,7 @@ def test_a_bucket_of_version_3_resumes_as_if_never_stopped():
             driver.batch(batch) if batch or i != 1 else driver.tick(t0 + 60_000)
     state = drivers[1].states[("default", 0)]
     held = bucket_groups(state.get[0])
-    assert json.loads(unpack(held["a"][1])) and all((held[g][3] or {}).get("w") for g in names)
+    assert json.loads(unpack(held["a"].held_json)) and all(held[g].waiting_commits for g in names)
     state.value = (_as_version_3(state.get[0]),)
     assert state.get[0].startswith("v3\n") and "data_json" in state.get[0]
     outputs: list[list[list[str]]] = [[], []]
@@ -378,7 +379,8 @@ def test_a_bucket_decodes_only_the_groups_a_call_touches():
     """Version 3 keeps each group's line as stored until the group is used: an untouched group's
     line is written back byte for byte, a touched one is re-encoded, a dropped one leaves."""
     from streaming.spark.state_bucket import Bucket
-    groups: dict[str, list[Any]] = {"a\tb\nc": ["m1", "[]", 5, None], "b": ["m2", "h2", None, {"w": []}], "c": ["m3", "[]", 7, {}]}
+    groups = {"a\tb\nc": BucketEntry("m1", "[]", 5), "b": BucketEntry("m2", "h2", None, CommitDigest(), [{"ts": 1}]),
+              "c": BucketEntry("m3", "[]", 7, CommitDigest())}
     text = bucket_text(groups)
     assert text.count("\n") == 3 and bucket_groups(text) == groups
     bucket = Bucket.load(text)
@@ -386,12 +388,12 @@ def test_a_bucket_decodes_only_the_groups_a_call_touches():
     assert bucket._entries == {}                        # nothing decoded for the due check
     entry = bucket.get("c")
     assert entry is not None
-    entry[2] = 9
+    entry.timeout_ms = 9
     bucket.put("c", entry)
     bucket.drop("b")
     again = bucket.text()
     assert again.split("\n")[1] == text.split("\n")[1]     # "a..." as it was stored
-    assert bucket_groups(again) == {"a\tb\nc": groups["a\tb\nc"], "c": ["m3", "[]", 9, {}]}
+    assert bucket_groups(again) == {"a\tb\nc": groups["a\tb\nc"], "c": BucketEntry("m3", "[]", 9, CommitDigest())}
     assert not Bucket.load("v3\n") and Bucket.load(again)
 
 

@@ -22,7 +22,7 @@ from state.machine import GroupStateMachine
 from state.machine.base import METADATA_GRACE_MS
 from state.model import (
     CLASSIC_VALID_PREVIOUS_STATES, COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, PROTOCOL_CLASSIC, STABLE,
-    GroupModel, Member, is_legal
+    GroupModel, Member, UnattachedRemoval, is_legal
 )
 from state.outputs import CAUSES, OUTCOMES, OutputKind, client_id_from_member_id, snapshot
 from tests.support.machine_events import (
@@ -455,7 +455,7 @@ def test_pending_member_expired_removal():
     m = run(start + [pend])
     assert records(m, OutputKind.REMOVAL) == [removal(pend, C2, "pending_member_timeout", generation=1,
                                                client_id="consumer-orders-2")]
-    assert m.m.unattached_removals == [[C2, 9000, "pending_member_timeout", 9000, None]]
+    assert m.m.unattached_removals == [UnattachedRemoval(C2, 9000, "pending_member_timeout", 9000, None)]
 
 
 def test_coordinator_failover_supersedes_join_in_progress():

@@ -94,3 +94,27 @@ def test_held_rows_of_every_version_load():
     plain = json.dumps(rows, separators=(",", ":"))
     assert json.loads(unpack(plain)) == rows          # versions 1 and 2 stored plain JSON
     assert pack(plain).startswith(PACKED) and json.loads(unpack(pack(plain))) == rows
+
+
+def test_a_removal_stored_before_the_impact_fields_loads_and_is_written_back_so():
+    """Unattached removals were [member id, time, cause] before their stop time and partitions were
+    kept (state/impact.py): one loads as stopped at its removal, and keeps its three fields."""
+    from state.model import UnattachedRemoval
+    raw = json.loads(unpack(_model().to_json()))
+    raw["unattached_removals"] = [["m0", 5, "leave_group"], ["m9", 7, "heartbeat_expiry", 2, ["t:1"]]]
+    m = GroupModel.from_json(json.dumps(raw))
+    assert m.unattached_removals == [UnattachedRemoval("m0", 5, "leave_group"),
+                                     UnattachedRemoval("m9", 7, "heartbeat_expiry", 2, ["t:1"])]
+    assert [r.departure() for r in m.unattached_removals] == [[5, None], [2, ["t:1"]]]
+    assert json.loads(unpack(m.to_json()))["unattached_removals"] == raw["unattached_removals"]
+
+
+def test_recent_joins_are_stored_as_member_id_and_time():
+    """A member id created just before a rebalance without a reason (Kafka 1.1-2.0) waits as a
+    RecentJoin, stored as [member_id, at_ms] as before it had a name."""
+    from state.model import RecentJoin
+    raw = json.loads(unpack(_model().to_json()))
+    raw["recent_joins"] = [["m5", 11], ["m6", 12]]
+    m = GroupModel.from_json(json.dumps(raw))
+    assert m.recent_joins == [RecentJoin("m5", 11), RecentJoin("m6", 12)] and m.recent_joins[-1].at_ms == 12
+    assert json.loads(unpack(m.to_json()))["recent_joins"] == raw["recent_joins"]

@@ -9,7 +9,7 @@ import pyarrow as pa
 from sinks.exposition import text
 from sinks.metrics import MetricsSink
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS
-from streaming.logs.step import LogSourceSpec, log_rows_to_events, parse_log_rows
+from streaming.logs.step import LogRow, LogSourceSpec, log_rows_to_events, parse_log_rows
 from streaming.rows import EVENT_COLUMNS
 
 GC = "kafka.coordinator.group.GroupCoordinator"
@@ -67,7 +67,7 @@ def test_sample_per_logger_and_batch_with_counts():
 
 def test_without_a_sampler_every_unknown_line_is_kept():
     lines = [_line(i, GC) for i in range(25)]
-    rows = parse_log_rows([("c:b1.log", i + 1, line, line, None, None, 1, False) for i, line in enumerate(lines)],
+    rows = parse_log_rows([LogRow("c:b1.log", i + 1, line, line, None, None, 1, False) for i, line in enumerate(lines)],
                           {"c:b1.log": LogSourceSpec(cluster="c")})
     assert len(rows) == 25 and all(json.loads(r[-1])["count"] == 1 for r in rows)
 

@@ -95,3 +95,26 @@ def test_every_row_builder_gives_an_event_row() -> None:
         assert by_kind[str(kind)]["group"] is None and '"cluster":"c"' in by_kind[str(kind)]["data_json"]
     assert by_kind[str(OutputKind.QUARANTINE)]["group"] is not None
     assert by_kind[E.GROUP_LOADED]["group"] == "g"
+
+
+def _prefix_literals(source: str) -> list[str]:
+    """String literals in `source` that write the metric prefix themselves (docstrings and other
+    triple-quoted prose aside)."""
+    import io
+    import tokenize
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type == tokenize.STRING and f"{V.METRIC_PREFIX}_" in t.string
+            and not t.string.lstrip("rRbBuUfF").startswith(('"""', "'''"))]
+
+
+def test_dashboards_take_the_metric_prefix_from_the_vocabulary() -> None:
+    """The dashboards and alert rules name every metric as f"{P}_..." (P: METRIC_PREFIX), so a
+    prefix changed in state/vocabulary.py changes them too."""
+    found = {str(path.relative_to(ROOT)): literals for path in sorted((ROOT / "dashboards").glob("*.py"))
+             if (literals := _prefix_literals(path.read_text(encoding="utf-8")))}
+    assert not found
+
+
+def test_the_prefix_check_sees_a_literal() -> None:
+    assert _prefix_literals('Q = "sum(rebalance_monitor_groups)"\n') == ['"sum(rebalance_monitor_groups)"']
+    assert not _prefix_literals('Q = f"sum({P}_groups)"\n"""rebalance_monitor_groups in prose"""\n')

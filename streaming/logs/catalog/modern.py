@@ -9,11 +9,13 @@ from state.events import (
     CONSUMER_MEMBER_FENCED, CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT, GROUP_CONVERTED, GROUP_EPOCH_BUMPED,
     MEMBER_ASSIGNMENT_STATE, MEMBER_CREATED, STATIC_MEMBER_REPLACED, TARGET_ASSIGNMENT
 )
+from state.vocabulary import Protocol
 from streaming.logs.catalog.entry import DYNAMIC, GB, GEN, IID, LEAVE, CatalogEntry, M, entry
 
-CONSUMER = {"group_type": "consumer"}
-SHARE = {"group_type": "share"}
-CLASSIC_MEMBER_LEFT = {**CONSUMER, "protocol": "classic", "temporary": False}   # a classic member of a consumer group
+CONSUMER = {"group_type": Protocol.CONSUMER}
+SHARE = {"group_type": Protocol.SHARE}
+# a classic member of a consumer group
+CLASSIC_MEMBER_LEFT = {**CONSUMER, "protocol": Protocol.CLASSIC, "temporary": False}
 
 MODERN: list[CatalogEntry] = [
     entry("consumer_group_epoch_bumped", "java", "3.7-4.0", GROUP_EPOCH_BUMPED,
@@ -41,14 +43,14 @@ MODERN: list[CatalogEntry] = [
           " joins the consumer group using the ", data={**DYNAMIC, **CONSUMER}),
     entry("consumer_member_joined_3_7", "java", "3.7-3.8", CONSUMER_MEMBER_JOINED,
           rf"\[GroupId {GB}\] Member {M} joins the consumer group\.", " joins the consumer group.",
-          data={**DYNAMIC, **CONSUMER, "protocol": "consumer"}),
+          data={**DYNAMIC, **CONSUMER, "protocol": Protocol.CONSUMER}),
     entry("consumer_static_member_joined", "java", "3.9-4.4", CONSUMER_MEMBER_JOINED,
           rf"\[GroupId {GB}\] Static member {M} with instance id {IID} joins the consumer group using "
           r"the (?P<protocol>\w+) protocol\.", " joins the consumer group using the ",
           data={"static": True, **CONSUMER}),
     entry("consumer_static_member_joined_3_7", "java", "3.7-3.8", CONSUMER_MEMBER_JOINED,
           rf"\[GroupId {GB}\] Static member {M} with instance id {IID} joins the consumer group\.",
-          " joins the consumer group.", data={"static": True, **CONSUMER, "protocol": "consumer"}),
+          " joins the consumer group.", data={"static": True, **CONSUMER, "protocol": Protocol.CONSUMER}),
     entry("consumer_static_member_replaced", "java", "3.9-4.4", STATIC_MEMBER_REPLACED,
           rf"\[GroupId {GB}\] Static member with instance id {IID} re-joins the consumer group using "
           rf"the (?P<protocol>\w+) protocol\. Created a new member {M} to replace the existing member "
@@ -57,10 +59,10 @@ MODERN: list[CatalogEntry] = [
           rf"\[GroupId {GB}\] Static member with unknown member id and instance id {IID} re-joins the "
           rf"consumer group\. Created a new member {M} to replace the existing member "
           r"(?P<old_member_id>\S+)\.", " re-joins the consumer group. Created a new member ",
-          data={**CONSUMER, "protocol": "consumer"}),
+          data={**CONSUMER, "protocol": Protocol.CONSUMER}),
     entry("consumer_static_member_rejoined_3_7", "java", "3.7", STATIC_MEMBER_REPLACED,
           rf"\[GroupId {GB}\] Static member {M} with instance id {IID} re-joins the consumer group\.",
-          " re-joins the consumer group.", data={**CONSUMER, "protocol": "consumer", "old_member_id": None}),
+          " re-joins the consumer group.", data={**CONSUMER, "protocol": Protocol.CONSUMER, "old_member_id": None}),
     entry("consumer_member_left", "java", "3.7-4.4", CONSUMER_MEMBER_LEFT,
           rf"\[GroupId {GB}\] Member {M} left the consumer group\.", " left the consumer group.",
           data={**CONSUMER, "static": False, "temporary": False}),
@@ -100,15 +102,15 @@ MODERN: list[CatalogEntry] = [
           data={"fence_reason": "sync"}),
     entry("consumer_group_converted_to_consumer", "java", "4.0-4.4", GROUP_CONVERTED,
           rf"\[GroupId {GB}\] Converted the (?P<empty>empty )?classic group to a consumer group\.",
-          "group to a consumer group.", data={"to": "consumer"}),
+          "group to a consumer group.", data={"to": Protocol.CONSUMER}),
     entry("consumer_group_converted_to_classic", "java", "4.0-4.4", GROUP_CONVERTED,
           rf"\[GroupId {GB}\] Converted the (?P<empty>empty )?consumer group to a classic group\.",
-          "group to a classic group.", data={"to": "classic"}),
+          "group to a classic group.", data={"to": Protocol.CLASSIC}),
     entry("consumer_classic_new_member_id", "java", "3.8-4.4", MEMBER_CREATED,
           rf"\[GroupId {GB}\] Dynamic member with unknown member id joins the consumer group\. Created a "
           rf"new member id {M} and requesting the member to rejoin with this id\.",
           " joins the consumer group. Created a new member id ",
-          data={**DYNAMIC, **CONSUMER, "pending": True, "protocol": "classic"}),
+          data={**DYNAMIC, **CONSUMER, "pending": True, "protocol": Protocol.CLASSIC}),
     # Consumer groups print it with the revoked partitions (INFO 3.8-3.9, DEBUG from 4.0), share
     # groups without (INFO 3.9+): the only line that tells a share group's reconciliation apart.
     entry("consumer_member_assignment_state", "java", "3.8-3.9 (DEBUG from 4.0)", MEMBER_ASSIGNMENT_STATE,
@@ -123,7 +125,7 @@ MODERN: list[CatalogEntry] = [
     # --- share groups ---------------------------------------------------------------------------
     entry("share_member_joined", "java", "3.9-4.4", CONSUMER_MEMBER_JOINED,
           rf"\[GroupId {GB}\] Member {M} joins the share group using the share protocol\.",
-          " joins the share group using the share protocol.", data={**DYNAMIC, **SHARE, "protocol": "share"}),
+          " joins the share group using the share protocol.", data={**DYNAMIC, **SHARE, "protocol": Protocol.SHARE}),
     entry("share_member_left", "java", "3.9-4.4", CONSUMER_MEMBER_LEFT,
           rf"\[GroupId {GB}\] Member {M} left the share group\.", " left the share group.",
           data={**SHARE, "static": False, "temporary": False}),

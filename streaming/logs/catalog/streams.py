@@ -10,9 +10,10 @@ from state.events import (
     CONSUMER_MEMBER_FENCED, CONSUMER_MEMBER_JOINED, CONSUMER_MEMBER_LEFT, GROUP_CONVERTED, GROUP_EPOCH_BUMPED,
     MEMBER_ASSIGNMENT_STATE, REBALANCE_REQUESTED, STATIC_MEMBER_REPLACED, STREAMS_TOPOLOGY
 )
+from state.vocabulary import Protocol, Trigger
 from streaming.logs.catalog.entry import DYNAMIC, GB, GEN, IID, CatalogEntry, M, entry, no_fact
 
-STREAMS = {"group_type": "streams"}
+STREAMS = {"group_type": Protocol.STREAMS}
 _GM = rf"\[GroupId {GB}\]\[MemberId (?P<prefix_member>[^\]]+)\] "    # the heartbeat's member
 _GM_ANY = r"\[GroupId [^\]]+\]\[MemberId [^\]]+\] "
 _TOPOLOGY_EPOCH = r"(?P<topology_epoch>-?\d+)"
@@ -27,14 +28,14 @@ STREAMS_ENTRIES: list[CatalogEntry] = [
           "] Bumped streams group epoch to ", data=STREAMS),
     entry("streams_member_joined", "java", "4.1-4.4", CONSUMER_MEMBER_JOINED,
           r"\[GroupId (?P<group>[^\]]+)\]\[MemberId (?P<member_id>[^\]]+)\] Member joins the streams group\.",
-          "] Member joins the streams group.", data={**DYNAMIC, **STREAMS, "protocol": "streams"}),
+          "] Member joins the streams group.", data={**DYNAMIC, **STREAMS, "protocol": Protocol.STREAMS}),
     entry("streams_static_member_joined", "java", "4.4", CONSUMER_MEMBER_JOINED,
           rf"{_GM}Static member {M} with instance id {IID} joins the streams group\.", " joins the streams group.",
-          data={**STREAMS, "static": True, "protocol": "streams"}),
+          data={**STREAMS, "static": True, "protocol": Protocol.STREAMS}),
     entry("streams_static_member_replaced", "java", "4.4", STATIC_MEMBER_REPLACED,
           rf"{_GM}Static member with instance id {IID} re-joins the streams group using the streams protocol\. "
           rf"Created a new member {M} to replace the existing member (?P<old_member_id>\S+)\.",
-          " re-joins the streams group using the streams protocol.", data={**STREAMS, "protocol": "streams"}),
+          " re-joins the streams group using the streams protocol.", data={**STREAMS, "protocol": Protocol.STREAMS}),
     entry("streams_member_left", "java", "4.1-4.4", CONSUMER_MEMBER_LEFT,
           rf"{_GM}Member {M} left the streams group\.", " left the streams group.",
           data={**STREAMS, "static": False, "temporary": False}),
@@ -52,13 +53,13 @@ STREAMS_ENTRIES: list[CatalogEntry] = [
           "] Member's new assignment state: ", data=STREAMS),
     entry("streams_assignment_configs_changed", "java", "4.2-4.4", REBALANCE_REQUESTED,
           rf"{_GM}Assignment configurations changed to (?P<assignment_configs>.*)\. Triggering rebalance\.",
-          "] Assignment configurations changed to ", data={**STREAMS, "trigger": "metadata_change"}),
+          "] Assignment configurations changed to ", data={**STREAMS, "trigger": Trigger.METADATA_CHANGE}),
     entry("streams_member_metadata_updated", "java", "4.2-4.4 ('metdata' in 4.2)", REBALANCE_REQUESTED,
           rf"{_GM}Member updated its member meta?data to .*\.", "] Member updated its member ",
-          data={**STREAMS, "trigger": "metadata_change"}),
+          data={**STREAMS, "trigger": Trigger.METADATA_CHANGE}),
     entry("streams_member_metadata_updated_4_1", "java", "4.1 ('metdata')", REBALANCE_REQUESTED,
           rf"\[GroupId {GB}\] Member {M} updated its member metdata to .*\.", " updated its member metdata to ",
-          data={**STREAMS, "trigger": "metadata_change"}),
+          data={**STREAMS, "trigger": Trigger.METADATA_CHANGE}),
     entry("streams_topology_initialized", "java", "4.1-4.4", STREAMS_TOPOLOGY,
           rf"{_GM}Member initialized the topology with epoch {_TOPOLOGY_EPOCH}",
           "] Member initialized the topology with epoch ", data={**STREAMS, "ready": None}),
@@ -77,10 +78,10 @@ STREAMS_ENTRIES: list[CatalogEntry] = [
           data={**STREAMS, "ready": False, "not_ready_reason": "topic_configuration_failed"}),
     entry("streams_group_converted_from_classic", "java", "4.2-4.4", GROUP_CONVERTED,
           rf"\[GroupId {GB}\] Converted the empty classic group to a streams group\.", "group to a streams group.",
-          data={"to": "streams", "empty": True}),
+          data={"to": Protocol.STREAMS, "empty": True}),
     entry("streams_group_converted_to_classic", "java", "4.2-4.4", GROUP_CONVERTED,
           rf"\[GroupId {GB}\] Converted the empty streams group to a classic group\.",
-          "Converted the empty streams group to a classic group.", data={"to": "classic", "empty": True}),
+          "Converted the empty streams group to a classic group.", data={"to": Protocol.CLASSIC, "empty": True}),
 
     # --- recognised, no fact ----------------------------------------------------------------------
     no_fact("streams_topology_4_1", "java", "4.1 (InternalTopicManager)",

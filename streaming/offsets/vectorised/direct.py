@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from state import events as E
+from state.vocabulary import Protocol
 from streaming.offsets.records import (
     GROUP_TYPE_BY_TYPE, KIND_BY_TYPE, MEMBER_KEY_TYPES, MEMBER_STATE_NAMES, RECORD_TYPE_NAMES
 )
@@ -374,7 +375,7 @@ def _cg_partitions(b: bytes, p: int, epochs: bool = False, keys: list[str] | Non
 def _epoch_value(b: bytes, t: int):
     """Types 3 and 6: (epoch, data) of {Epoch int32} with no tags, or with only tag 0 (an int64:
     MetadataHash of type 3 from 4.1, AssignmentTimestamp of type 6 from 4.3); else _Bad."""
-    data: dict = {"tombstone": False, "group_type": "consumer"}
+    data: dict = {"tombstone": False, "group_type": Protocol.CONSUMER}
     if len(b) == 7 and b[6] == 0:
         return _I(b, 2)[0], data
     if len(b) == 17 and b[6] == 1 and b[7] == 0 and b[8] == 8:
@@ -475,7 +476,7 @@ def fast_consumer_group_record(key: bytes, value):
             if _no_tags(b, p) != len(b):
                 return None
             return group, E.CG_OTHER, None, None, {"type": 4, "type_name": name, "tombstone": False,
-                                                   "group_type": "consumer"}, t, 0
+                                                   "group_type": Protocol.CONSUMER}, t, 0
         if t in (3, 6):
             epoch, data = _epoch_value(b, t)
             return group, E.CG_EPOCH if t == 3 else E.CG_TARGET_EPOCH, epoch, None, data, t, 0
@@ -484,7 +485,7 @@ def fast_consumer_group_record(key: bytes, value):
             if _no_tags(b, p) != len(b):
                 return None
             return group, E.CG_TARGET_MEMBER, None, member_id, {"partitions": count, "tombstone": False,
-                                                                "group_type": "consumer"}, t, 0
+                                                                "group_type": Protocol.CONSUMER}, t, 0
         if t == 8:
             if len(b) < 11:
                 return None
@@ -499,7 +500,7 @@ def fast_consumer_group_record(key: bytes, value):
                 "member_epoch": epoch, "previous_member_epoch": prev, "state": state,
                 "state_name": MEMBER_STATE_NAMES.get(state, "UNKNOWN"), "assigned": assigned,
                 "pending_revocation": pending, "owned": sorted(owned), "tombstone": False,
-                "group_type": "consumer"}, t, 0
+                "group_type": Protocol.CONSUMER}, t, 0
         # t == 5: member metadata, with or without the classic-member tag
         instance, p = _cstr(b, 2, True)
         rack, p = _cstr(b, p, True)
@@ -526,6 +527,6 @@ def fast_consumer_group_record(key: bytes, value):
         return group, E.CG_MEMBER, None, member_id, {
             "client_id": client_id, "client_host": client_host, "instance_id": instance, "rack_id": rack,
             "rebalance_timeout_ms": rebalance, "subscribed_topics": topics, "classic": classic,
-            "session_timeout_ms": session, "tombstone": False, "group_type": "consumer"}, t, 0
+            "session_timeout_ms": session, "tombstone": False, "group_type": Protocol.CONSUMER}, t, 0
     except (_Bad, UnicodeDecodeError, struct.error):
         return None

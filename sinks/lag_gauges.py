@@ -1,5 +1,6 @@
 """Lag gauges, computed at scrape time from the lag book (state/lag.py): per group and topic the
-lag in records and in seconds, and per group the topics whose lag is unknown, by reason.
+lag in records and in seconds, per group the topics whose lag is unknown, by reason, and the
+members at risk of a poll timeout (state/at_risk.py: records waiting, no commit).
 
 Only groups with gauges of their own have lag series: a group that has a snapshot, is not Dead
 and is within max_groups (a group folded into `__other__` has none: summing lags over groups
@@ -7,16 +8,22 @@ means nothing). Labels are cluster, group, topic (or reason): never members or p
 """
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from state.at_risk import AT_RISK_FRACTION, members_at_risk
 from state.lag import LagBook
 from state.model import DEAD
 from state.vocabulary import METRIC_PREFIX as PREFIX
+
+LOG = logging.getLogger("rebalance_monitor")
 
 
 class LagCollector(Collector):
@@ -25,8 +32,13 @@ class LagCollector(Collector):
     def __init__(self, snapshots: Callable[[], Iterable[dict[str, Any]]],
                  clock: Callable[[], float] = time.time) -> None:
         self.book: LagBook | None = None      # `run` sets it; without a broker (replay) no lag
+        self.at_risk_fraction = AT_RISK_FRACTION
         self._snapshots = snapshots
         self._clock = clock
+        # (cluster, group, member id) at risk at the last scrape: a member is logged when it
+        # becomes at risk, not at every scrape
+        self._at_risk: set[tuple[str, str, str]] = set()
+        self._at_risk_lock = threading.Lock()
 
     def describe(self) -> Iterable[GaugeMetricFamily]:
         return self._families()
@@ -48,17 +60,25 @@ class LagCollector(Collector):
                 "Topics of the group whose lag is unknown (no series in the lag gauges), by reason: the end "
                 "offsets could not be had, or their last sample is older than 3 sampling intervals.",
                 labels=["cluster", "group", "reason"]),
+            GaugeMetricFamily(
+                f"{PREFIX}_group_members_at_risk",
+                "Members of the Stable group with records waiting on their partitions and no commit of them "
+                "for over lag.at_risk_fraction of their rebalance timeout (max.poll.interval.ms): heading for "
+                "a poll timeout. Classic groups' members only.",
+                labels=["cluster", "group"]),
         ]
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        records, seconds, unknown = self._families()
+        records, seconds, unknown, at_risk = self._families()
         book = self.book
         if book is None:
-            return [records, seconds, unknown]
-        shown = {(s["cluster"], s["group"]) for s in self._snapshots()
-                 if s.get("state") != DEAD and not s.get("_over_cap")}
+            return [records, seconds, unknown, at_risk]
+        now_s = self._clock()
+        snapshots = [s for s in self._snapshots() if s.get("state") != DEAD and not s.get("_over_cap")]
+        shown = {(s["cluster"], s["group"]) for s in snapshots}
+        self._members_at_risk(book, snapshots, now_s, at_risk)
         unknown_counts: dict[tuple[str, str, str], int] = {}
-        for lag in book.lags(self._clock()):
+        for lag in book.lags(now_s):
             if (lag.cluster, lag.group) not in shown:
                 continue
             if lag.unknown is not None:
@@ -70,4 +90,29 @@ class LagCollector(Collector):
             seconds.add_metric(labels, round(float(lag.seconds or 0.0), 3))
         for (cluster, group, reason), n in sorted(unknown_counts.items()):
             unknown.add_metric([cluster, group, reason], float(n))
-        return [records, seconds, unknown]
+        return [records, seconds, unknown, at_risk]
+
+    def _members_at_risk(self, book: LagBook, snapshots: list[dict[str, Any]], now_s: float,
+                         family: GaugeMetricFamily) -> None:
+        """A series per group the book has commits of; one log line per member that becomes at risk."""
+        now_ms = int(now_s * 1000)
+        found: dict[tuple[str, str, str], str] = {}
+        for snap in snapshots:
+            key = (snap["cluster"], snap["group"])
+            committed = book.committed_of(key)
+            if not committed:
+                continue
+            risks = members_at_risk(snap, committed, partial(book.fresh_end, key[0], now_s=now_s), now_ms,
+                                    self.at_risk_fraction)
+            family.add_metric(list(key), float(len(risks)))
+            for r in risks:
+                found[(*key, r.member_id)] = (
+                    f"run: member {r.member_id} (client {r.client_id}) of group {key[1]} is at risk of a poll "
+                    f"timeout: {r.waiting_partitions} of its partitions have records waiting and none was "
+                    f"committed for {r.silent_ms / 1000:.0f} s of its {r.rebalance_timeout_ms / 1000:.0f} s "
+                    f"rebalance timeout (max.poll.interval.ms)")
+        with self._at_risk_lock:
+            new = sorted(set(found) - self._at_risk)
+            self._at_risk = set(found)
+        for member in new:
+            LOG.warning("%s", found[member])

@@ -189,6 +189,21 @@ class LagBook:
             for tp, reason in errors.items():
                 self._ends.setdefault((cluster, tp), EndHistory()).failed(reason, at_s)
 
+    def committed_of(self, key: tuple[str, str]) -> dict[Partition, tuple[int, int]]:
+        """A copy of the group's (committed offset, commit time ms) per partition."""
+        with self._lock:
+            return dict(self._committed.get(key) or {})
+
+    def fresh_end(self, cluster: str, tp: Partition, now_s: float) -> int | None:
+        """The partition's newest end offset, or None when it has none within STALE_SAMPLES
+        sampling intervals (what is not current is no evidence)."""
+        with self._lock:
+            history = self._ends.get((cluster, tp))
+            newest = history.newest if history is not None else None
+        if newest is None or newest.last_s < now_s - STALE_SAMPLES * self.sample_seconds:
+            return None
+        return newest.offset
+
     def lags(self, now_s: float) -> list[TopicLag]:
         """Every group's lag per topic at `now_s` (Unix seconds)."""
         stale_before = now_s - STALE_SAMPLES * self.sample_seconds

@@ -218,6 +218,7 @@ def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: Ru
         return None
     book = LagBook(settings.lag.sample_seconds)
     errors = metrics.attach_lag(book, settings.cluster)
+    metrics.lag.at_risk_fraction = settings.lag.at_risk_fraction
     collector.lag = book
     source = KafkaEndOffsets(kafka.bootstrap_servers, client_config(kafka), settings.lag.sample_seconds)
     sampler = LagSampler(book, settings.cluster, source,

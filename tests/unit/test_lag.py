@@ -287,3 +287,50 @@ def test_the_lag_families_are_documented_and_absent_from_a_replay():
     assert names == {"rebalance_monitor_group_topic_lag", "rebalance_monitor_group_topic_lag_seconds",
                      "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors"}
     assert all(f"### {n}" in text or f"### {n}_total" in text for n in names)
+
+
+def test_a_member_with_records_waiting_and_no_commit_is_at_risk_on_metrics_and_logged_once(caplog):
+    """The lag book's commits and end offsets and the group's snapshot (state/at_risk.py): m-1
+    committed t:0 at 1,000 s and nothing since, with records waiting; its rebalance timeout is
+    30 s, so 15 s later it is at risk. m-2's partition is idle: never at risk."""
+    from sinks.metrics import MetricsSink
+    now = [1_000.0]
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    sink.lag._clock = lambda: now[0]
+    book = _book(_commits("g", ("t", 0, 100, 1_000_000), ("t", 1, 50, 900_000)))
+    sink.attach_lag(book, "c")
+    members = [{"member_id": "m-1", "client_id": "app-1", "partitions": ["t:0"], "rebalance_timeout_ms": 30_000},
+               {"member_id": "m-2", "client_id": "app-2", "partitions": ["t:1"], "rebalance_timeout_ms": 30_000}]
+    sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": "g", "state": "Stable", "protocol": "classic",
+                                       "state_since_ms": 500_000, "members": members})
+    gauge = 'rebalance_monitor_group_members_at_risk{cluster="c",group="g"}'
+
+    def scrape(at):
+        now[0] = at
+        book.note_ends("c", book.partitions("c"), {("t", 0): 180, ("t", 1): 50}, {}, at)
+        return generate_latest(sink.registry).decode()
+    with caplog.at_level(logging.WARNING, logger="rebalance_monitor"):
+        assert f"{gauge} 0.0" in scrape(1_014.0)
+        assert f"{gauge} 1.0" in scrape(1_016.0)
+        assert f"{gauge} 1.0" in scrape(1_020.0)
+    lines = [r.getMessage() for r in caplog.records if "at risk" in r.getMessage()]
+    assert lines == ["run: member m-1 (client app-1) of group g is at risk of a poll timeout: 1 of its partitions "
+                     "have records waiting and none was committed for 16 s of its 30 s rebalance timeout "
+                     "(max.poll.interval.ms)"]
+    book.note_commits(_commits("g", ("t", 0, 180, 1_021_000)))      # it committed again: caught up
+    assert f"{gauge} 0.0" in scrape(1_022.0)
+    sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": "g", "state": "PreparingRebalance",
+                                       "protocol": "classic", "state_since_ms": 1_030_000, "members": members})
+    assert f"{gauge} 0.0" in scrape(1_100.0)                          # a rebalancing group: nobody judged
+
+
+def test_lag_at_risk_fraction_is_a_checked_setting(tmp_path):
+    from streaming.app.cli import build_parser
+    from streaming.app.cli.run import run_settings
+    cfg = tmp_path / "monitor.toml"
+    cfg.write_text('checkpoint_location = "/tmp/c"\n[kafka]\nbootstrap_servers = "k:9092"\n[lag]\nat_risk_fraction = 0.8\n')
+    args = ["run", "--config", str(cfg)]
+    assert run_settings(build_parser().parse_args(args)).lag.at_risk_fraction == 0.8
+    assert run_settings(build_parser().parse_args([*args, "--lag-at-risk-fraction", "0.3"])).lag.at_risk_fraction == 0.3
+    with pytest.raises(Exception, match="at_risk_fraction"):
+        run_settings(build_parser().parse_args([*args, "--lag-at-risk-fraction", "2"]))

@@ -111,6 +111,10 @@ def _live(p: argparse.ArgumentParser) -> None:
     _setting(p, "--lag-sample-seconds", key="lag.sample_seconds", type=float, metavar="S",
              help=f"how often the end offsets are sampled for consumer lag (lag.sample_seconds, default "
                   f"{LagSettings.model_fields['sample_seconds'].default:g})")
+    _setting(p, "--lag-at-risk-fraction", key="lag.at_risk_fraction", type=float, metavar="F",
+             help=f"a member with records waiting and no commit for this fraction of its rebalance timeout is "
+                  f"at risk of a poll timeout (lag.at_risk_fraction, default "
+                  f"{LagSettings.model_fields['at_risk_fraction'].default:g})")
 
 
 CONFIG = parent(_config)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from state.at_risk import AT_RISK_FRACTION as _AT_RISK_FRACTION
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
 from streaming import defaults
 from streaming.logs.broker_config import consumer_session_timeout_ms
@@ -171,6 +172,7 @@ class KafkaSettings(BaseModel):
 
 
 LAG_SAMPLE_SECONDS = 10.0
+AT_RISK_FRACTION = _AT_RISK_FRACTION       # state/at_risk.py
 
 
 class LagSettings(BaseModel):
@@ -180,6 +182,9 @@ class LagSettings(BaseModel):
 
     sample_seconds: float = Field(default=LAG_SAMPLE_SECONDS, gt=0,
                                   description="seconds between two ListOffsets rounds of the lag sampler")
+    at_risk_fraction: float = Field(default=AT_RISK_FRACTION, gt=0, le=1,
+                                    description="a member with records waiting and no commit for this fraction of "
+                                                "its rebalance timeout is at risk of a poll timeout (state/at_risk.py)")
 
 
 _D = DIAGNOSIS_DEFAULTS

@@ -152,25 +152,33 @@ class LagSampler:
         self.book, self.cluster, self.source = book, cluster, source
         self.count_error = count_error
         self.clock = clock
-        # The groups the monitor knows (restored from the state file at a restart): those the
-        # book has no commit of get their committed offsets fetched once (seed_known_groups).
+        # The groups the monitor knows at its first round (restored from the state file at a
+        # restart): those the book has no commit of get theirs fetched once (seed_known_groups).
         self.groups = groups
-        self.seeded: set[tuple[str, str]] = set()
+        self.pending: list[tuple[str, str]] | None = None
         self.failing: dict[str, set[str]] = {}     # reason -> topics, as last logged
         self.rounds = 0
         self._thread: threading.Thread | None = None
 
     def seed_known_groups(self) -> None:
-        """After a restart the query does not read the commits of quiet groups again: the known
-        groups without a commit in the book get theirs from the cluster, once each, at most
-        SEED_PER_ROUND a round. Any decoded commit wins over a fetched offset."""
-        todo = [key for key in self.groups() if key[0] == self.cluster and key not in self.seeded
-                and not self.book.has_group(key)][:SEED_PER_ROUND]
+        """After a restart the query does not read the commits of quiet groups again: the groups
+        the monitor knew at its start (restored from the state file) that the book has no commit
+        of get theirs from the cluster, once each, at most SEED_PER_ROUND a round. Any decoded
+        commit wins over a fetched offset. Groups that show up later bring their own commits."""
+        if self.pending is None:
+            self.pending = [key for key in self.groups() if key[0] == self.cluster]
+        todo: list[tuple[str, str]] = []
+        while self.pending and len(todo) < SEED_PER_ROUND:
+            key = self.pending.pop()
+            if not self.book.has_group(key):
+                todo.append(key)
         if not todo:
             return
-        self.seeded.update(todo)
-        for group, offsets in self.source.committed([group for _, group in todo]).items():
+        fetched = self.source.committed([group for _, group in todo])
+        for group, offsets in fetched.items():
             self.book.seed((self.cluster, group), offsets)
+        LOG.info("lag: the committed offsets of %d of %d group(s) known at the start fetched from the cluster "
+                 "(%d left)", sum(1 for offsets in fetched.values() if offsets), len(todo), len(self.pending))
 
     def sample_once(self) -> None:
         """One round: ask about every partition some group committed to."""

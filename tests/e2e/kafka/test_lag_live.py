@@ -141,13 +141,22 @@ UNKNOWN_SAMPLE_S = 3.0          # short rounds: a lag is unknown after 3 of them
 UNKNOWN, ERRORS = "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors_total"
 
 
+def _produce(bootstrap: str, topic: str, n: int) -> None:
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2})
+    for i in range(n):
+        producer.produce(topic, value=str(i).encode())
+    assert producer.flush(30) == 0, f"{topic}: records not delivered"
+
+
 @pytest.mark.parametrize("kafka_bed", list(reversed(CI_VERSIONS)), indirect=True)
 def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
     """Issue 54 item 5 on real brokers: a group commits to a topic whose only replicas are on
     broker 2 and to one on broker 1, and leaves (Empty, its offsets kept). Broker 2 stops: that
     topic's lag is unknown (reason broker_unavailable, counted, one log line), the other's is still
     shown (one request per leader). The other topic is deleted: its lag goes, never shown stale.
-    Broker 2 comes back: the lag with it. The monitor neither crashes nor logs a traceback."""
+    Broker 2 comes back: the lag with it, and after a restart of the monitor too (the Empty group's
+    committed offsets fetched from the cluster). The monitor neither crashes nor logs a traceback."""
     cluster = kafka_bed.cluster
     ensure_offsets_topic(cluster)
     group = group_on(cluster, 1, "lag-unknown")        # its coordinator stays up
@@ -184,6 +193,14 @@ def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
         wait_for(lambda: _lag(monitor, group, DOWN), 6 * UNKNOWN_SAMPLE_S + 60, f"the lag of {DOWN} back", interval=0.5,
                  alive=monitor.alive)
         assert parse(monitor.scrape()).series(UNKNOWN, group=group) == []
+        # 25 records nobody consumes, then a restart: the query does not read the Empty group's
+        # commits again; its offsets come from the cluster (OffsetFetch), its lag with them
+        _produce(cluster.bootstrap, DOWN, 25)
+        wait_for(lambda: (_lag(monitor, group, DOWN) or (0, 0, ""))[0] == 25, 6 * UNKNOWN_SAMPLE_S + 30,
+                 "a lag of 25 records", interval=0.5, alive=monitor.alive)
+        monitor.restart()
+        wait_for(lambda: (_lag(monitor, group, DOWN) or (0, 0, ""))[0] == 25, 6 * UNKNOWN_SAMPLE_S + 60,
+                 "the lag of 25 records after the restart", interval=0.5, alive=monitor.alive)
     finally:
         if stopped:
             cluster.start_broker(2)
@@ -193,4 +210,5 @@ def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
     assert log.count("end offsets unavailable (broker_unavailable) for") == 1, monitor.log_tail()
     assert "end offsets unavailable (broker_unavailable) ended" in log, monitor.log_tail()
     assert "Traceback" not in log, monitor.log_tail()
+    assert "lag: the committed offsets of 1 of 1 group(s) known at the start fetched from the cluster" in log
     cluster.await_in_sync()

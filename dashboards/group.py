@@ -5,8 +5,8 @@ from typing import cast
 
 from dashboards.alert_rules import DEFAULTS
 from dashboards.panels import (
-    Dashboard, Query, Row, datasource_variable, heatmap, query_variable, stat, state_timeline, table, timeseries,
-    value_mappings
+    Dashboard, Query, Row, datasource_variable, heatmap, prometheus_annotation, query_variable, stat,
+    state_timeline, table, timeseries, value_mappings
 )
 from state.diagnosis.rules import ROOT_CAUSES
 from state.model import ALL_STATES
@@ -136,6 +136,22 @@ def build() -> Dashboard:
                 "phase is the one that grows to the rebalance timeout when a member does not rejoin.",
                 f'sum by (le) (increase({DUR}_bucket{{{CG}, phase="join"}}[$__rate_interval]))'),
     ])
+    lag = Row("Consumer lag (run only)", [
+        timeseries("Lag per topic", "Records the group has not consumed, per topic: end offsets (sampled every "
+                   "lag.sample_seconds) minus the committed offsets the monitor decoded. It keeps moving while "
+                   "the group rebalances (the rebalances are the annotations); no line while unknown "
+                   f"({P}_group_lag_unknown says why). Not in a replay.", "short",
+                   Query(f"max by (group, topic) ({P}_group_topic_lag{{{CG}}})", "{{group}} {{topic}}")),
+        timeseries("Lag in seconds per topic", "How long ago the committed offset was the end offset, on the "
+                   "group's most behind partition of the topic (interpolated between samples); 0 caught up.",
+                   "s", Query(f"max by (group, topic) ({P}_group_topic_lag_seconds{{{CG}}})",
+                              "{{group}} {{topic}}")),
+        timeseries("Members at risk of a poll timeout", "Members of the Stable group with records waiting and "
+                   "no commit of them for over lag.at_risk_fraction of their max.poll.interval.ms "
+                   "(docs/metrics.md): each is named in the monitor's log; a poll timeout comes next.", "short",
+                   Query(f"max by (group) ({P}_group_members_at_risk{{{CG}}})", "{{group}}"),
+                   width=24),
+    ])
     removals = Row("Member removals", [
         timeseries("Removals by cause", "Members removed per interval, by cause.", "short",
                    Query(f"sum by (group, cause) (increase({MR}[$__rate_interval]))", "{{group}} {{cause}}"),
@@ -155,7 +171,9 @@ def build() -> Dashboard:
                    query_variable("cluster", "Cluster", f"label_values({P}_group_state, cluster)"),
                    query_variable("group", "Group",
                                   f'label_values({P}_group_state{{cluster=~"$cluster"}}, group)')],
-        rows=[state, rebalances, cost, timeouts, phases, removals],
+        rows=[state, rebalances, cost, lag, timeouts, phases, removals],
+        annotations=[prometheus_annotation(
+            "Rebalances", f"sum by (group) (increase({RB}[1m])) > 0", "rebalance of {{group}}", "orange")],
         links=[{"title": "Fleet overview", "type": "link", "icon": "dashboard", "targetBlank": False,
                 "url": "/d/rebalance-fleet/kafka-rebalances-fleet-overview", "includeVars": True,
                 "keepTime": True, "asDropdown": False, "tags": [], "tooltip": ""}],

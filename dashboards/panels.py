@@ -170,6 +170,8 @@ class Dashboard:
     rows: list[Row]
     tags: tuple = ("kafka", "rebalance-monitor")
     links: list = field(default_factory=list)
+    # Prometheus annotations drawn on every time series panel (e.g. the group's rebalances)
+    annotations: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         panels: list[dict] = []
@@ -197,11 +199,19 @@ class Dashboard:
             "liveNow": False, "weekStart": "",
             "annotations": {"list": [{"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
                                       "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
-                                      "name": "Annotations & Alerts", "type": "dashboard"}]},
+                                      "name": "Annotations & Alerts", "type": "dashboard"},
+                                     *self.annotations]},
             "links": self.links,
             "templating": {"list": self.variables},
             "panels": panels,
         }
+
+
+def prometheus_annotation(name: str, expr: str, title: str, color: str) -> dict:
+    """An annotation at each step where `expr` has a sample (Grafana's Prometheus annotations)."""
+    return {"name": name, "enable": True, "hide": False, "iconColor": color,
+            "datasource": {"type": "prometheus", "uid": "${datasource}"}, "expr": expr, "step": "30s",
+            "titleFormat": title, "tagKeys": "group", "textFormat": "", "useValueForTime": False}
 
 
 def datasource_variable() -> dict:

@@ -156,7 +156,9 @@ def _exported_names() -> set[str]:
 
     from sinks.metrics import MetricsSink
     from streaming.app.settings import DEFAULT_DURATION_BUCKETS
+    from state.lag import LagBook
     sink = MetricsSink(DEFAULT_DURATION_BUCKETS, registry=CollectorRegistry())
+    sink.attach_lag(LagBook(10.0), "c")          # `run`'s lag families too
     names: set[str] = set()
     for family in sink.registry.collect():
         names |= {family.name} | {s.name for s in family.samples}

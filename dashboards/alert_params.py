@@ -73,4 +73,11 @@ DEFAULTS: dict[str, object] = {
     "crashLoopFor": "0s",
     # per-group removal tickets: involuntary removals (decided records) over this window
     "removalsWindow": "10m",
+    # Consumer lag (`run`): a member at risk of a poll timeout for this long (it is flagged at half
+    # its max.poll.interval.ms: 150 s before the removal at Kafka's default 300 s)
+    "atRiskFor": "30s",
+    # a group that rebalanced within the window and whose time lag stays above the threshold
+    "lagAfterRebalanceSeconds": 300,
+    "lagRebalanceWindow": "30m",
+    "lagAfterRebalanceFor": "10m",
 }

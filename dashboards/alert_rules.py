@@ -477,6 +477,37 @@ GROUP_ALERTS.append(Alert(
                  "incident that explains them pages{{ if $labels.incident }} ({{ $labels.incident }}){{ end }}."),
 ))
 
+# --- consumer lag (`run` only: sinks/lag_gauges.py) -----------------------------------------------
+_LAG_S = f'max by (cluster, group, topic) ({P}_group_topic_lag_seconds{{group!="__other__"}})'
+GROUP_ALERTS += [
+    Alert(
+        name="KafkaConsumerMemberAtRisk",
+        severity="ticket",
+        probe=f"max by (cluster, group) ({P}_group_members_at_risk)",
+        condition="> 0",
+        for_="<<atRiskFor>>",
+        summary="A member of consumer group {{ $labels.group }} is heading for a poll timeout",
+        description=("{{ $value | humanize }} member(s) of group {{ $labels.group }} on cluster {{ $labels.cluster }} "
+                     "have records waiting and have committed none of them for over half their "
+                     "max.poll.interval.ms: at its end the member is removed and the group rebalances. The "
+                     "monitor's log names each member, its client id and how long it has been silent."),
+    ),
+    Alert(
+        name="KafkaConsumerGroupLagAfterRebalance",
+        severity="ticket",
+        probe=_LAG_S,
+        condition="",
+        expr=(f"{_LAG_S} > <<lagAfterRebalanceSeconds>>\nand on (cluster, group)\n"
+              f"sum by (cluster, group) (\n  {new_in_window(_RB, '<<lagRebalanceWindow>>')}\n) > 0"),
+        for_="<<lagAfterRebalanceFor>>",
+        summary="Consumer group {{ $labels.group }} has not caught up after its rebalance",
+        description=("Group {{ $labels.group }} on cluster {{ $labels.cluster }} rebalanced in the last "
+                     "<<lagRebalanceWindow>> and its lag on topic {{ $labels.topic }} has stayed above "
+                     "<<lagAfterRebalanceSeconds>> s for <<lagAfterRebalanceFor>> ({{ $value | humanize }} s now): "
+                     "it is not catching up. The rebalance records say what stopped and why."),
+    ),
+]
+
 ALERTS = INCIDENT_ALERTS + GROUP_ALERTS + MONITOR_ALERTS
 GROUPS = [("rebalance-monitor.incidents", INCIDENT_ALERTS), ("rebalance-monitor.consumer-groups", GROUP_ALERTS),
           ("rebalance-monitor.monitor", MONITOR_ALERTS)]

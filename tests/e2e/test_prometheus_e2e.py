@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Prometheus holds only seconds of data here: the alerts' counter windows (10m/5m by default) are
 # shortened so that "growth over the window" has samples at both ends. Everything else is default.
 E2E_PARAMS = {"stormWindow": "5s", "heartbeatBurstWindow": "5s", "rebalanceTimeoutWindow": "5s", "costWindow": "5s",
-              "removalsWindow": "5s"}
+              "removalsWindow": "5s", "lagRebalanceWindow": "5s"}
 SUBSTITUTIONS = {"$storm_window": E2E_PARAMS["stormWindow"], "$timeout_window": E2E_PARAMS["rebalanceTimeoutWindow"],
                  "$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s",
                  '"$cluster"': '".*"', '"$group"': '".*"'}
@@ -143,6 +143,20 @@ def mid_rebalance_snapshots() -> list[dict]:
     return out
 
 
+def _attach_lag(sink: Any, snapshots: list[dict]) -> None:
+    """`run`'s lag families (the demo, a replay, has none): a live group 50 records and some seconds
+    behind on one partition, its end offsets sampled now (fresh for an hour: the sampling interval)."""
+    from state.lag import LagBook
+    live = next(s for s in snapshots if s["state"] not in ("Dead", "Empty"))
+    book = LagBook(3600.0)
+    sink.attach_lag(book, live["cluster"])
+    now = time.time()
+    book.note_commits({"cluster": live["cluster"], "group": live["group"],
+                       "offsets": [["orders", 0, 100, int(now * 1000)]]})
+    book.note_ends(live["cluster"], [("orders", 0)], {("orders", 0): 100}, {}, now - 60)
+    book.note_ends(live["cluster"], [("orders", 0)], {("orders", 0): 150}, {}, now)
+
+
 @pytest.fixture(scope="session")
 def monitor_mid_rebalance():
     """A /metrics endpoint whose group gauges are the mid_rebalance_snapshots.
@@ -156,6 +170,7 @@ def monitor_mid_rebalance():
     for snap in snapshots:
         sink.observe("snapshot", snap)
     sink.health.note_backlog("offsets", 1_200_000, 250_000, 10.0)
+    _attach_lag(sink, snapshots)
     server, _ = serve(sink.registry, "127.0.0.1", 0)
     yield server.server_port, snapshots
     server.shutdown()

@@ -14,6 +14,7 @@ Spark's connector (`fetch_spark_connector`) goes to `~/.cache/rebalance-monitor/
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -147,6 +148,17 @@ def _fetch(kind: str, version: str, deps: list[Dep], extra=None, home: Path | No
     marker = home / f".{kind}.complete"
     if marker.exists():
         return lib
+    home.mkdir(parents=True, exist_ok=True)
+    # Two test runs side by side (scripts/test) may want the same fetch: one does it, the other waits.
+    with open(home / f".{kind}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return lib
+        return _fetch_locked(lib, marker, deps, extra)
+
+
+def _fetch_locked(lib: Path, marker: Path, deps: list[Dep], extra) -> Path:
+    home = lib.parent
     if lib.exists():
         shutil.rmtree(lib)
     skipped = []
@@ -159,7 +171,7 @@ def _fetch(kind: str, version: str, deps: list[Dep], extra=None, home: Path | No
     copy_dependencies(wanted, lib)
     if extra:
         skipped += extra(lib)
-    (home / f"{kind}.json").write_text(json.dumps({"resolved": [d.coord for d in wanted],
+    (home / f"{lib.name}.json").write_text(json.dumps({"resolved": [d.coord for d in wanted],
                                                    "not_served": skipped}, indent=1))
     marker.touch()
     return lib

@@ -139,7 +139,7 @@ class MetricsSink:
         self._scrape_time_collectors(r)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
-            OutputKind.REBALANCE_TRIGGER: self._trigger_decided,
+            OutputKind.REBALANCE_TRIGGER: self._trigger_decided, OutputKind.REBALANCE_COST: self._rebalance_cost,
             OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self._log_stats,
@@ -181,6 +181,11 @@ class MetricsSink:
             "partition it reassigned, from when it stopped to the new owner's assignment (docs/impact.md).",
             # no protocol label: a group that converts between protocols keeps one series (the
             # series budget per group, docs/metrics.md); the histogram has the protocol
+            ["cluster", "group"])
+        self.records_delayed = self._group_series(
+            "counter", f"{PREFIX}_rebalance_records_delayed_total",
+            "Records that arrived on the partitions the group's rebalances stopped while each was "
+            "stopped (`run` only: from the sampled end offsets; measured classic rebalances).",
             ["cluster", "group"])
         self.partition_stop = Histogram(
             f"{PREFIX}_partition_stop_seconds",
@@ -318,6 +323,12 @@ class MetricsSink:
         if added:
             key = (record["cluster"], record["group"])
             self._count(self.partition_seconds, key, (record["cluster"], self._group_label(*key)), max(0.0, added))
+
+    def _rebalance_cost(self, record: dict[str, Any]) -> None:
+        delayed = record.get("records_delayed")
+        if delayed is not None:       # null: not measurable, records_delayed_unknown_reason says why
+            key = (record["cluster"], record["group"])
+            self._count(self.records_delayed, key, (record["cluster"], self._group_label(*key)), max(0, delayed))
 
     def _count_rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

@@ -28,7 +28,7 @@ VERSION = 1
 
 def _series_families(sink: MetricsSink) -> dict[str, Any]:
     return {f.name: f for f in (sink.rebalances, sink.removals, sink.rebalance_timeouts, sink.partition_seconds,
-                                sink.last_duration)}
+                                sink.last_duration, sink.records_delayed)}
 
 
 def _counters(sink: MetricsSink) -> dict[str, Any]:

@@ -46,6 +46,9 @@ EMPTIED = "the group emptied: its partitions have no consumer until a member joi
 # {member: [[partition, seconds], ...]}, for the correction of a leave decided later
 # (poll_timeout_correction); the machine takes it out before the record is emitted.
 DEPARTED_STOPS = "_departed_stops"
+# Internal too: when each partition a classic rebalance ended the stop of stopped (ms); its stops
+# all end at the rebalance's completion. Emitted as a PARTITION_STOPS row (records_delayed).
+STOPPED_AT = "_stopped_at"
 
 
 def unknown(reason: str) -> dict[str, Any]:
@@ -205,7 +208,7 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
     moved = sum(1 for mid, parts in old.items() for p in parts or () if new_owner.get(p) != mid
                 or mid in o.departures)
     m.stopped_partitions = waiting
-    return _fields(m, ended, due_to, moved)
+    return {**_fields(m, ended, due_to, moved), STOPPED_AT: dict(since)}
 
 
 def _fields(m: GroupModel, ended: dict[str, float], due_to: dict[str, str], moved: int,

@@ -42,6 +42,9 @@ REASON_STALE = "stale"                          # last sample too old (none succ
 SAMPLE_ERROR_REASONS = (REASON_TOPIC_MISSING, REASON_PARTITION_MISSING, REASON_BROKER, REASON_NOT_AUTHORIZED,
                         REASON_ERROR)
 UNKNOWN_REASONS = (REASON_NOT_SAMPLED, *SAMPLE_ERROR_REASONS, REASON_STALE)
+# Why LagBook.ends_at has no end offset at a moment (besides a sampling error).
+END_LATER = "not_sampled_since"                 # no sample at or after that moment yet
+END_BEFORE_HISTORY = "before_history"           # older than the partition's kept samples
 
 Partition = tuple[str, int]                       # (topic, partition)
 
@@ -99,6 +102,22 @@ class EndHistory:
                 return previous.last_s + share * (sample.first_s - previous.last_s)
             previous = sample
         return None      # not reached: committed < the newest offset
+
+    def offset_at(self, at_s: float) -> int | None:
+        """The end offset at `at_s` (Unix seconds), interpolated between the samples around it;
+        None when no sample is that old or none is that new yet."""
+        samples = self.samples
+        if not samples or at_s < samples[0].first_s or at_s > samples[-1].last_s:
+            return None
+        previous: EndSample | None = None
+        for sample in samples:
+            if at_s < sample.first_s and previous is not None:
+                share = (at_s - previous.last_s) / (sample.first_s - previous.last_s)
+                return round(previous.offset + share * (sample.offset - previous.offset))
+            if at_s <= sample.last_s:
+                return sample.offset
+            previous = sample
+        return None      # not reached: at_s <= the newest sample's last time
 
     def _before_history(self, committed: int) -> float:
         oldest, newest = self.samples[0], self.samples[-1]
@@ -203,6 +222,26 @@ class LagBook:
         if newest is None or newest.last_s < now_s - STALE_SAMPLES * self.sample_seconds:
             return None
         return newest.offset
+
+    def ends_at(self, cluster: str, asks: list[tuple[Partition, float]]) -> list[int | str]:
+        """The end offset of each (partition, Unix seconds) asked, interpolated between the samples
+        around it, or why there is none: END_LATER (no sample that new yet), END_BEFORE_HISTORY (the
+        history does not reach back that far), or the partition's sampling error (REASON_*)."""
+        out: list[int | str] = []
+        with self._lock:
+            for tp, at_s in asks:
+                history = self._ends.get((cluster, tp))
+                if history is None or not history.samples:
+                    out.append(history.error if history is not None and history.error else REASON_NOT_SAMPLED)
+                    continue
+                offset = history.offset_at(at_s)
+                if offset is not None:
+                    out.append(offset)
+                elif at_s > history.samples[-1].last_s:
+                    out.append(END_LATER)
+                else:
+                    out.append(END_BEFORE_HISTORY)
+        return out
 
     def lags(self, now_s: float) -> list[TopicLag]:
         """Every group's lag per topic at `now_s` (Unix seconds)."""

@@ -33,7 +33,7 @@ def run_events(events: Iterable[E.Event], settings: DiagnosisSettings = DEFAULT_
         elif ev.group is not None and ev.kind != E.END_OF_INPUT:
             by_group[(ev.cluster, ev.group)].append(ev)
     kinds = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
-             OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT)
+             OutputKind.CLOCK_SKEW, OutputKind.SNAPSHOT, OutputKind.PARTITION_STOPS)
     out: dict[str, list[dict[str, Any]]] = {str(k): [] for k in kinds}
     for (cluster, group), evs in sorted(by_group.items()):
         machine = run_turn(GroupModel(cluster=cluster, group=group), evs, settings, FAR_FUTURE_MS)

@@ -35,11 +35,18 @@ class OutputKind(StrEnum):
     # A group's newest committed offset per partition among a batch's commits (`run` only: the
     # committed half of its lag, state/lag.py); not a record, not kept.
     COMMITTED_OFFSETS = "committed_offsets"
+    # When each partition a measured classic rebalance stopped was stopped (its stops end at the
+    # rebalance's completion): `run` turns them into a rebalance_cost record once the end offsets
+    # around them are sampled (state/rebalance_cost.py); not a record, not kept.
+    PARTITION_STOPS = "partition_stops"
+    # What a rebalance cost in records (records_delayed), measured by `run` from the end offsets.
+    REBALANCE_COST = "rebalance_cost"
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
 RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
-                OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
+                OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS,
+                OutputKind.REBALANCE_COST)
 # The records that count what the parse and decode steps saw: they reach the driver in each
 # batch's progress report (streaming/rows.py, "Statistics rows"), the others as output rows.
 STATISTICS_KINDS = (OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
@@ -149,6 +156,29 @@ def trigger_decision(cluster: str, group: str, pending: ProvisionalTrigger, trig
             "outcome": pending.outcome, "trigger_member": pending.trigger_member,
             "previous_trigger": pending.trigger, "trigger": trigger, "decided_at_ms": decided_at_ms,
             "evidence": evidence}
+
+
+def partition_stops_record(rebalance: dict[str, Any], stopped_at: dict[str, int]) -> dict[str, Any]:
+    """A PARTITION_STOPS row of a measured classic rebalance: when each partition whose stop it
+    ended stopped (ms), as [topic, partition, stopped_at_ms]; every stop ends at its completion."""
+    stops = []
+    for p, at_ms in sorted(stopped_at.items()):
+        topic, _, partition = p.rpartition(":")
+        stops.append([topic, int(partition), int(at_ms)])
+    return {"cluster": rebalance["cluster"], "group": rebalance["group"], "generation": rebalance["generation"],
+            "started_at_ms": rebalance["started_at_ms"], "completed_at_ms": rebalance["completed_at_ms"],
+            "stops": stops}
+
+
+def rebalance_cost_record(stops: dict[str, Any], records_delayed: int | None, by_topic: dict[str, int],
+                          unknown_reason: str | None, measured_at_ms: int) -> dict[str, Any]:
+    """What a rebalance cost in records (rebalance_costs.jsonl; `run` only): the records that
+    arrived on its stopped partitions while each was stopped, from the sampled end offsets."""
+    return {"cluster": stops["cluster"], "group": stops["group"], "generation": stops["generation"],
+            "started_at_ms": stops["started_at_ms"], "completed_at_ms": stops["completed_at_ms"],
+            "partitions_stopped": len(stops["stops"]), "records_delayed": records_delayed,
+            "records_delayed_by_topic": dict(sorted(by_topic.items())) if records_delayed is not None else None,
+            "records_delayed_unknown_reason": unknown_reason, "measured_at_ms": measured_at_ms}
 
 
 def _decision_key(r: dict[str, Any]) -> tuple[Any, ...]:

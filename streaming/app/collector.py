@@ -26,6 +26,7 @@ from sinks.metrics_state import counter_state, load_counter_state
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.lag import LagBook
+from state.rebalance_cost import RebalanceCosts
 from state.model import DEAD
 from state.outputs import (
     OUTPUT_RECORD_KINDS, RECORD_KINDS, STATISTICS_KINDS, OutputKind, apply_trigger_decisions,
@@ -150,6 +151,8 @@ class RunCollector:
     disk: DiskWatch | None = None
     # `run`: the committed half of the lag (state/lag.py), from each batch's COMMITTED_OFFSETS rows.
     lag: LagBook | None = None
+    # `run`: the rebalances waiting for the end offsets around their stops (state/rebalance_cost.py).
+    costs: RebalanceCosts | None = None
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -208,6 +211,12 @@ class RunCollector:
             # the newest commit per partition wins: a batch Spark runs again changes nothing
             for record in by_kind.pop(OutputKind.COMMITTED_OFFSETS, None) or ():
                 self.lag.note_commits(record)
+        stops = by_kind.pop(OutputKind.PARTITION_STOPS, None) or ()
+        if self.lag is not None and self.costs is not None and batch_id > self.correlated_through:
+            for record in stops:
+                self.costs.note(record)
+            # written with this batch's records: once, whichever batch measures them
+            by_kind[OutputKind.REBALANCE_COST] = self.costs.due(self.lag, time.time())
         if batch_id <= self.correlated_through:
             # already in the sink and counters
             by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}

@@ -28,6 +28,7 @@ from sinks.event_sink import EventSink
 from sinks.files import GroupStateFile, StateFileError
 from sinks.metrics import MetricsSink
 from state.lag import LagBook
+from state.rebalance_cost import RebalanceCosts
 from state.model import DEAD
 from streaming.app.collector import RunCollector, StopGate
 from streaming.app.lag_sampler import KafkaEndOffsets, LagSampler
@@ -220,6 +221,7 @@ def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: Ru
     errors = metrics.attach_lag(book, settings.cluster)
     metrics.lag.at_risk_fraction = settings.lag.at_risk_fraction
     collector.lag = book
+    collector.costs = RebalanceCosts(settings.lag.sample_seconds)
     source = KafkaEndOffsets(kafka.bootstrap_servers, client_config(kafka), settings.lag.sample_seconds)
     sampler = LagSampler(book, settings.cluster, source,
                          count_error=lambda reason, n: errors.labels(settings.cluster, reason).inc(n),

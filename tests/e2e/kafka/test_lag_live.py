@@ -14,7 +14,11 @@ two figures. The monitor samples at the default 10 s; its commits reach it throu
 __consumer_offsets a micro-batch later, and here without the commit hold (kafka.commit_hold_seconds
 0; at its default of 5 s a group that catches up fast after a rebalance shows up to what it
 consumed in those 5 s more than Kafka: docs/metrics.md, "Consumer lag"). The time lag must keep
-growing while the group rebalances (not frozen)."""
+growing while the group rebalances (not frozen).
+
+The rebalance b's join started is eager (kafka-python's range assignor): all 4 partitions stop
+from its start to its end. Its rebalance_costs record's records_delayed must be within 5% of
+the records the producer wrote in that window, counted by their timestamps on the topic."""
 from __future__ import annotations
 
 import re
@@ -122,6 +126,7 @@ def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
             wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "Empty", 60,
                      "the monitor to show the group Empty", interval=0.5, alive=monitor.alive)
             empty = _compare(monitor, cluster, "empty", rows)
+            rebalance, cost = _cost_of_bs_join(monitor)
         page = parse(monitor.scrape())
     finally:
         code = monitor.stop()
@@ -136,6 +141,59 @@ def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
     assert lasts[0] > firsts[0] and lasts[1] > firsts[1], during
     assert empty["after"] is not None and empty["after"][0] > 0      # an Empty group keeps its lag
     assert page.total("rebalance_monitor_lag_sample_errors_total") == 0.0
+    # what b's join cost: every partition stopped for the whole rebalance (eager), and the records
+    # that arrived meanwhile, as the producer wrote them
+    start, end = rebalance["started_at_ms"], rebalance["completed_at_ms"]
+    assert rebalance["partitions_stopped"] == 4, rebalance
+    assert rebalance["partition_seconds_stopped"] == pytest.approx(4 * (end - start) / 1000, abs=0.01), rebalance
+    produced = _produced_between(cluster.bootstrap, TOPIC, start, end)
+    error = abs(cost["records_delayed"] - produced) / produced
+    print(f"records_delayed {cluster.version}: monitor {cost['records_delayed']}, producer {produced} over "
+          f"{(end - start) / 1000:.1f} s: error {error:.2%}", flush=True)
+    assert produced > RATE * 10 and error <= 0.05, (cost, produced)
+    assert page.value("rebalance_monitor_rebalance_records_delayed_total", cluster="bed", group=GROUP) == sum(
+        c["records_delayed"] or 0 for c in monitor.records("rebalance_costs", GROUP))
+
+
+def _cost_of_bs_join(monitor: MonitorProcess) -> tuple[dict, dict]:
+    """The rebalance b's join started (the newest member_join one) and its rebalance_costs record,
+    which follows once the end offsets after its completion are sampled."""
+    def found() -> tuple[dict, dict] | None:
+        joins = [r for r in monitor.records("rebalances", GROUP) if r["trigger"] == "member_join"]
+        if not joins:
+            return None
+        rebalance = max(joins, key=lambda r: r["generation"])
+        costs = [c for c in monitor.records("rebalance_costs", GROUP)
+                 if (c["generation"], c["started_at_ms"]) == (rebalance["generation"], rebalance["started_at_ms"])]
+        return (rebalance, costs[0]) if costs else None
+    wait_for(found, 60, "the rebalance_costs record of b's join", interval=0.5, alive=monitor.alive)
+    pair = found()
+    assert pair is not None
+    return pair
+
+
+def _produced_between(bootstrap: str, topic: str, start_ms: int, end_ms: int) -> int:
+    """The records of `topic` whose (producer) timestamp lies in [start_ms, end_ms]."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lag-check-counter", "enable.auto.commit": False,
+                         "log_level": 2})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        seen = dict.fromkeys(partitions, 0)
+        count = 0
+        deadline = now_ms() + 60_000
+        while any(seen[p] < ends[p] for p in partitions) and now_ms() < deadline:
+            for msg in consumer.consume(500, timeout=1.0):
+                if msg.error():
+                    continue
+                seen[msg.partition() or 0] = (msg.offset() or 0) + 1
+                count += start_ms <= msg.timestamp()[1] <= end_ms
+        assert all(seen[p] >= ends[p] for p in partitions), (seen, ends)
+        return count
+    finally:
+        consumer.close()
 
 
 DOWN, GONE = "lag-down-data", "lag-gone-data"

@@ -76,3 +76,22 @@ class RebalanceCosts:
             assert isinstance(start, int) and isinstance(end, int)
             by_topic[topic] = by_topic.get(topic, 0) + max(0, end - start)
         return rebalance_cost_record(stops, sum(by_topic.values()), by_topic, None, int(now_s * 1000))
+
+
+def _key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["cluster"], r["group"], r.get("generation"), r.get("started_at_ms"))
+
+
+def apply_rebalance_costs(rebalances: list[dict[str, Any]], costs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rebalance records with what their rebalance_costs record says (`records_delayed`, and
+    `records_delayed_unknown_reason` when null): what `report` shows of an event sink."""
+    by_key = {_key(c): c for c in costs}
+    out = []
+    for r in rebalances:
+        cost = by_key.get(_key(r))
+        if cost is not None:
+            r = {**r, "records_delayed": cost.get("records_delayed"),
+                 "records_delayed_unknown_reason": cost.get("records_delayed_unknown_reason")}
+        out.append(r)
+    return out
+

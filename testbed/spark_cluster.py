@@ -9,7 +9,6 @@ a failed test leaves no JVM behind. Waits are bounded and follow the processes' 
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import signal
 import socket
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pyspark
 
+from testbed import figures
 from testbed.bed.jars import cache_root
 from testbed.chart import Submission, spark_application
 from testbed.proc import end_group
@@ -58,11 +58,7 @@ FIGURES_ENV = "SPARK_CLUSTER_CHECK_FIGURES"
 
 
 def record_figure(name: str, value: object) -> None:
-    path = os.environ.get(FIGURES_ENV)
-    if path:
-        with open(path, "a") as handle:
-            handle.write(json.dumps({"name": name, "value": value,
-                                     "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]}) + "\n")
+    figures.record_figure(FIGURES_ENV, name, value)
 
 
 @dataclass
@@ -232,23 +228,8 @@ CHECK_WANT = {"executors": 2, "records_equal": True, "executor_kill_lost": 0, "e
 
 
 def check_summary(path: Path) -> tuple[str, bool]:
-    """(the last line, whether every figure is what it must be) from the figures the tests
-    recorded; a figure no test recorded (its test failed before measuring it) is `missing`."""
-    recorded: dict[str, list] = {}
-    lines = path.read_text().splitlines() if path.exists() else []
-    for line in lines:
-        entry = json.loads(line)
-        recorded.setdefault(entry["name"], []).append(entry["value"])
-    parts, ok = [], True
-    for name, combine in CHECK_FIGURES:
-        if name not in recorded:
-            parts.append(f"{name}=missing")
-            ok = False
-            continue
-        value = combine(recorded[name])
-        ok &= value == CHECK_WANT[name]
-        parts.append(f"{name}={str(value).lower() if isinstance(value, bool) else value}")
-    return " ".join(parts), ok
+    """(the last line, whether every figure is what it must be) from the figures the tests recorded."""
+    return figures.summary(path, [(name, combine, CHECK_WANT[name].__eq__) for name, combine in CHECK_FIGURES])
 
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ from typing import Any
 from sinks.event_sink import sink_files
 from sinks.files import GROUPS_FILE, RECORD_FILES
 from state.outputs import OutputKind, apply_trigger_decisions
+from state.rebalance_cost import apply_rebalance_costs
 from state.vocabulary import Outcome, RootCause
 
 # The record kinds the report reads (the event sink's folders / the replay's files).
 KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
-         OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW)
+         OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.REBALANCE_COST)
 
 
 class ReportInputError(ValueError):
@@ -241,8 +242,9 @@ def build_from(inputs: list[tuple[Path, dict[str, list[dict]], list[dict]]], fil
             merged[kind] += rows
         snapshots.update({(s["cluster"], s["group"]): s for s in snaps if "cluster" in s and "group" in s})
     views: dict[tuple[str, str], GroupView] = {}
-    merged[OutputKind.REBALANCE] = apply_trigger_decisions(merged[OutputKind.REBALANCE],
-                                                           merged[OutputKind.REBALANCE_TRIGGER])
+    merged[OutputKind.REBALANCE] = apply_rebalance_costs(
+        apply_trigger_decisions(merged[OutputKind.REBALANCE], merged[OutputKind.REBALANCE_TRIGGER]),
+        merged[OutputKind.REBALANCE_COST])
     for r in merged[OutputKind.REBALANCE]:
         if _keep(filters, r["cluster"], r["group"], *_rebalance_span(r)):
             views.setdefault((r["cluster"], r["group"]), GroupView(r["cluster"], r["group"])).rebalances.append(r)

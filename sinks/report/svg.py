@@ -179,6 +179,8 @@ def impact_line(r: dict) -> str:
     moved = cooperative_would_stop(r)
     if moved is not None:
         line += f"; cooperative-sticky would have stopped {moved}"
+    if r.get("records_delayed") is not None:              # `run`'s rebalance_costs (docs/impact.md)
+        line += f"; {r['records_delayed']:,} records arrived on them while stopped"
     return line
 
 

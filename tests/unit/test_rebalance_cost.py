@@ -121,3 +121,16 @@ def test_records_delayed_count_per_group_on_metrics():
     from prometheus_client import generate_latest
     page = generate_latest(sink.registry).decode()
     assert 'rebalance_monitor_rebalance_records_delayed_total{cluster="c",group="g"} 40.0' in page
+
+
+def test_the_report_says_what_a_rebalance_delayed():
+    from sinks.report.svg import impact_line
+    from state.rebalance_cost import apply_rebalance_costs
+    r = {"cluster": "c", "group": "g", "generation": 5, "started_at_ms": 1_010_000, "partitions_stopped": 4,
+         "partition_seconds_stopped": 98.0}
+    other = {**r, "generation": 6, "started_at_ms": 1_050_000}
+    cost = {"cluster": "c", "group": "g", "generation": 5, "started_at_ms": 1_010_000, "records_delayed": 1904,
+            "records_delayed_unknown_reason": None}
+    shown, untouched = apply_rebalance_costs([r, other], [cost])
+    assert impact_line(shown).endswith("; 1,904 records arrived on them while stopped")
+    assert untouched == other and "records" not in impact_line(untouched)

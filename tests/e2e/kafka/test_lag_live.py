@@ -32,6 +32,7 @@ from testbed.bed.procs import wait_for
 from testbed.bed.runner import Runner
 from testbed.bed.scenarios import LEFT
 from testbed.bed.workload import group_on
+from testbed.lag_check import checking, record_figure
 from testbed.metrics import parse
 from testbed.monitor import MonitorProcess, MonitorSettings, ensure_offsets_topic, now_ms
 
@@ -132,6 +133,7 @@ def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
         code = monitor.stop()
     assert code == 0, monitor.log_tail()
     bad = [r for r in rows if r["judged"] and not r["agrees"]]
+    record_figure("lag_agrees", not bad and len(rows) >= 8)
     assert not bad, "\n".join(f"{r['phase']}: kafka {r['kafka']}, monitor {r['before']} / {r['after']}\n{r['text']}"
                               for r in bad)
     # during the rebalance the lag went on: records and seconds grew, the group rebalancing throughout
@@ -150,6 +152,7 @@ def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
     error = abs(cost["records_delayed"] - produced) / produced
     print(f"records_delayed {cluster.version}: monitor {cost['records_delayed']}, producer {produced} over "
           f"{(end - start) / 1000:.1f} s: error {error:.2%}", flush=True)
+    record_figure("records_delayed_error_max", round(error, 4))
     assert produced > RATE * 10 and error <= 0.05, (cost, produced)
     assert page.value("rebalance_monitor_rebalance_records_delayed_total", cluster="bed", group=GROUP) == sum(
         c["records_delayed"] or 0 for c in monitor.records("rebalance_costs", GROUP))
@@ -283,7 +286,8 @@ RISK_POLL_MS = 40_000           # the slow member's max.poll.interval.ms: at ris
 LEAD_S = 10.0                   # issue 54: flagged at least this long before the poll-timeout removal
 
 
-@pytest.mark.parametrize("kafka_bed", [CI_VERSIONS[-1]], indirect=True)
+# The newest version only in CI; every version under scripts/lag-check.
+@pytest.mark.parametrize("kafka_bed", CI_VERSIONS if checking() else [CI_VERSIONS[-1]], indirect=True)
 def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_never(kafka_bed, tmp_path):
     """Issue 54 item 4 on real brokers: a kafka-python member with records waiting stops polling
     (a slow batch; its heartbeats go on) until its max.poll.interval.ms (40 s) removes it. The
@@ -330,6 +334,8 @@ def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_neve
     lead_s = left.read_ms / 1000 - flagged
     print(f"at risk {lead_s:.1f} s before the poll-timeout leave (flagged {flagged:.1f}, left "
           f"{left.read_ms / 1000:.1f})", flush=True)
+    record_figure("at_risk_lead_seconds_min", round(lead_s, 1))
+    record_figure("idle_at_risk", sum(1 for _, _, idle in seen[1:] if idle > 0))
     assert lead_s >= LEAD_S, seen
     assert all(idle == 0.0 for _, _, idle in seen[1:] if idle >= 0), seen          # never at risk
     log = monitor.log_path.read_text()

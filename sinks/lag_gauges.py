@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from functools import partial
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
@@ -99,11 +98,10 @@ class LagCollector(Collector):
         found: dict[tuple[str, str, str], str] = {}
         for snap in snapshots:
             key = (snap["cluster"], snap["group"])
-            committed = book.committed_of(key)
+            committed, ends = book.committed_and_fresh_ends(key, now_s)
             if not committed:
                 continue
-            risks = members_at_risk(snap, committed, partial(book.fresh_end, key[0], now_s=now_s), now_ms,
-                                    self.at_risk_fraction)
+            risks = members_at_risk(snap, committed, ends.get, now_ms, self.at_risk_fraction)
             family.add_metric(list(key), float(len(risks)))
             for r in risks:
                 found[(*key, r.member_id)] = (

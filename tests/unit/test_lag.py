@@ -335,3 +335,35 @@ def test_lag_at_risk_fraction_is_a_checked_setting(tmp_path):
     assert run_settings(build_parser().parse_args([*args, "--lag-at-risk-fraction", "0.3"])).lag.at_risk_fraction == 0.3
     with pytest.raises(Exception, match="at_risk_fraction"):
         run_settings(build_parser().parse_args([*args, "--lag-at-risk-fraction", "2"]))
+
+
+def test_the_partitions_asked_follow_every_groups_commits():
+    """LagBook.partitions is kept between rounds (a round of 100,000 partitions does not gather
+    and sort them again): a partition stays while some group commits to it, goes with the last."""
+    book = _book(_commits("g", ("t", 1, 5, 1), ("t", 0, 5, 1)), _commits("h", ("t", 0, 3, 1)))
+    asked = book.partitions("c")
+    assert asked == [("t", 0), ("t", 1)]
+    asked.append(("x", 0))                                   # a copy: the book's list is its own
+    assert book.partitions("c") == [("t", 0), ("t", 1)]
+    book.note_commits(_commits("g", ("t", 0, None, 2)))      # h still commits to t-0
+    assert book.partitions("c") == [("t", 0), ("t", 1)]
+    book.forget_group(("c", "h"))
+    assert book.partitions("c") == [("t", 1)]
+    book.seed(("c", "q"), {("u", 0): 4, ("t", 1): 2})
+    book.note_commits(_commits("g", ("t", 1, 6, 3)))         # a partition it had: nothing new
+    assert book.partitions("c") == [("t", 1), ("u", 0)] and book.partitions("other") == []
+    book.note_commits(_commits("g", ("t", 1, None, 4)))
+    book.forget_group(("c", "q"))
+    assert book.partitions("c") == []
+
+
+def test_a_groups_committed_offsets_and_fresh_ends_in_one_look():
+    book = _book(_commits("g", ("t", 0, 5, 1), ("t", 1, 5, 1), ("u", 0, 2, 1)), sample_seconds=10.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9, ("u", 0): 2}, {("t", 1): REASON_BROKER}, 100.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 11}, {("u", 0): REASON_BROKER}, 125.0)
+    committed, ends = book.committed_and_fresh_ends(("c", "g"), 131.0)
+    assert committed == book.committed_of(("c", "g"))
+    assert ends == {tp: book.fresh_end("c", tp, 131.0) for tp in committed if book.fresh_end("c", tp, 131.0) is not None}
+    assert ends == {("t", 0): 11}                            # u-0's last sample is older than 3 intervals
+    assert book.committed_and_fresh_ends(("c", "nobody"), 131.0) == ({}, {})
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import types
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -367,3 +368,118 @@ def test_a_groups_committed_offsets_and_fresh_ends_in_one_look():
     assert ends == {("t", 0): 11}                            # u-0's last sample is older than 3 intervals
     assert book.committed_and_fresh_ends(("c", "nobody"), 131.0) == ({}, {})
 
+
+class FakeCluster:
+    """kafka-python's ClusterMetadata as the last metadata answer left it: topic -> partition -> leader."""
+
+    def __init__(self, leaders):
+        self.leaders, self.unauthorized_topics = leaders, set()
+
+    def topics(self, exclude_internal_topics=True):
+        return set(self.leaders)
+
+    def partitions_for_topic(self, topic):
+        return set(self.leaders[topic]) if topic in self.leaders else None
+
+    def leader_for_partition(self, tp):
+        return self.leaders.get(tp.topic, {}).get(tp.partition)
+
+
+class FakeBrokers:
+    """The truth: each partition's leader and end offset, the brokers that are down; a kafka-python
+    3 consumer on them (metadata answers counted, the ListOffsets requests answered by _send)."""
+
+    def __init__(self, leaders, ends):
+        self.truth, self.ends, self.down = leaders, ends, set()
+        self.cluster = FakeCluster({})
+        self._client = types.SimpleNamespace(cluster=self.cluster)
+        self._manager = object()
+        self.metadata = 0
+        self.asked: list[tuple[int, list]] = []
+
+    def topics(self):
+        self.metadata += 1
+        self.cluster.leaders = {t: dict(ps) for t, ps in self.truth.items()}
+        return set(self.truth)
+
+    def answer(self, node, request):
+        from kafka import errors
+        asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        self.asked.append((node, asked))
+        if node in self.down:
+            return errors.KafkaConnectionError("down")
+        by_topic: dict[str, list] = {}
+        for topic, partition in asked:
+            leader = self.truth.get(topic, {}).get(partition)
+            code = 3 if leader is None else 6 if leader != node else 0
+            by_topic.setdefault(topic, []).append(types.SimpleNamespace(
+                partition_index=partition, error_code=code, offset=self.ends.get((topic, partition), -1) if code == 0 else -1))
+        return types.SimpleNamespace(API_VERSION=11, topics=[types.SimpleNamespace(name=t, partitions=ps)
+                                                             for t, ps in by_topic.items()])
+
+
+def _end_offsets(brokers, now):
+    from streaming.app.lag_sampler import KafkaEndOffsets
+
+    class Scripted(KafkaEndOffsets):
+        def _send(self, consumer, requests):
+            return {node: brokers.answer(node, request) for node, request in requests.items()}
+    source = Scripted("k:9092", {}, 10.0, clock=lambda: now[0])
+    source._consumer = brokers
+    return source
+
+
+def test_the_end_offsets_metadata_is_asked_for_again_only_when_it_may_be_out_of_date():
+    """A full metadata answer is the largest thing a round of many partitions decodes: kept
+    between rounds, asked for again for partitions it did not have, when an answer says it is out
+    of date (then those partitions are asked again at their new leader), every minute while a
+    partition asked is missing, and every 5 minutes anyway. The requests are kept with it."""
+    brokers = FakeBrokers({"t": {0: 1, 1: 2}}, {("t", 0): 5, ("t", 1): 7, ("u", 0): 3})
+    now = [1000.0]
+    source = _end_offsets(brokers, now)
+    t = [("t", 0), ("t", 1)]
+    assert source.fetch(t) == ({("t", 0): 5, ("t", 1): 7}, {})
+    requests = source._plan.requests()
+    assert source.fetch(t) == ({("t", 0): 5, ("t", 1): 7}, {}) and brokers.metadata == 1
+    assert source._plan.requests() is requests                             # made once
+    brokers.truth["u"] = {0: 1}                                            # a new topic
+    assert source.fetch([*t, ("u", 0)]) == ({("t", 0): 5, ("t", 1): 7, ("u", 0): 3}, {}) and brokers.metadata == 2
+    brokers.truth["t"][1] = 1                                              # its leader moved
+    brokers.asked.clear()
+    assert source.fetch([*t, ("u", 0)]) == ({("t", 0): 5, ("t", 1): 7, ("u", 0): 3}, {}) and brokers.metadata == 3
+    assert brokers.asked[-1] == (1, [("t", 1)])                            # asked again at the new leader
+    del brokers.truth["u"]                                                 # deleted
+    assert source.fetch([*t, ("u", 0)]) == ({("t", 0): 5, ("t", 1): 7}, {("u", 0): REASON_TOPIC_MISSING})
+    assert brokers.metadata == 4
+    now[0] += 30
+    assert source.fetch([*t, ("u", 0)])[1] == {("u", 0): REASON_TOPIC_MISSING} and brokers.metadata == 4
+    now[0] += 31                                                           # a minute: is it back?
+    source.fetch([*t, ("u", 0)])
+    assert brokers.metadata == 5
+    source.fetch(t)                                                        # fewer partitions: known
+    now[0] += 299
+    source.fetch(t)
+    assert brokers.metadata == 5
+    now[0] += 1
+    source.fetch(t)
+    assert brokers.metadata == 6
+
+
+def test_a_broker_that_does_not_answer_costs_only_its_partitions_once_a_round():
+    from kafka import errors
+
+    from streaming.app.lag_sampler import error_reason
+    brokers = FakeBrokers({"t": {0: 1, 1: 2}, "v": {0: 2}}, {("t", 0): 5, ("t", 1): 7, ("v", 0): 1})
+    source = _end_offsets(brokers, [0.0])
+    asked = [("t", 0), ("t", 1), ("v", 0)]
+    source.fetch(asked)
+    brokers.down.add(2)
+    brokers.asked.clear()
+    reason = error_reason(errors.KafkaConnectionError())
+    assert source.fetch(asked) == ({("t", 0): 5}, {("t", 1): reason, ("v", 0): reason})
+    assert sorted(node for node, _ in brokers.asked) == [1, 2] and brokers.metadata == 2   # not asked twice
+    brokers.truth["t"][1] = -1                                             # no leader now
+    assert source.fetch(asked)[1] == {("t", 1): REASON_BROKER, ("v", 0): reason} and brokers.metadata == 3
+    brokers.down.clear()
+    brokers.truth["t"][1] = 1
+    assert source.fetch(asked) == ({("t", 0): 5, ("t", 1): 7, ("v", 0): 1}, {})   # leaderless: asked again each round

@@ -31,7 +31,9 @@ cannot (more brokers, `--lag-brokers`, or fewer partitions).
 """
 from __future__ import annotations
 
+import os
 import resource
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -169,6 +171,27 @@ def create_topics(cluster: Any, topics: int, per_topic: int, timeout: float) -> 
         time.sleep(2)
 
 
+def await_logs(cluster: Any, partitions: list[tuple[str, int]], timeout: float) -> float:
+    """Until the brokers answer ListOffsets for every partition (a broker creates the logs of new
+    partitions after the metadata names it their leader: thousands take minutes); the seconds."""
+    from streaming.app.lag_sampler import KafkaEndOffsets
+    started = time.monotonic()
+    source = KafkaEndOffsets(cluster.bootstrap, {}, 10.0)
+    try:
+        while True:
+            ends, errors = source.fetch(partitions)
+            if not errors:
+                return time.monotonic() - started
+            for node in cluster.brokers.values():
+                cluster._died(node)
+            if time.monotonic() - started > timeout:
+                raise SystemExit(f"bench/cost: lag_sampler: {len(errors):,} of {len(partitions):,} partitions still "
+                                 f"without an end offset after {timeout:.0f} s, e.g. {sorted(errors.items())[:3]}")
+            time.sleep(5)
+    finally:
+        source.close()
+
+
 def produce(cluster: Any, partitions: list[tuple[str, int]], records: int) -> None:
     """`records` small records to each of `partitions` (confluent-kafka's producer), flushed."""
     from confluent_kafka import Producer
@@ -293,6 +316,11 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
         cluster.start()
         created = create_topics(cluster, args.lag_topics, args.lag_topic_partitions, args.lag_create_timeout)
         print(f"  lag_sampler: {partitions:,} partitions created with leaders in {created:.0f} s", flush=True)
+        everyone = [(topic_name(i // args.lag_topic_partitions), i % args.lag_topic_partitions)
+                    for i in range(partitions)]
+        ready = await_logs(cluster, everyone, args.lag_create_timeout)
+        print(f"  lag_sampler: every partition's end offset answered {ready:.0f} s later (the brokers create "
+              f"the logs after the metadata)", flush=True)
         every = max(1, args.lag_produce_every)
         produced = [(topic_name(i // args.lag_topic_partitions), i % args.lag_topic_partitions)
                     for i in range(0, partitions, every)]
@@ -358,6 +386,8 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
                              f"{unknown:.0f} unknown, {behind:,} behind: the sampler did not sample them all")
     finally:
         cluster.close(keep=False)
+        if not os.environ.get("KAFKABED_KEEP"):
+            shutil.rmtree(work / "lag-cluster", ignore_errors=True)     # a directory per partition
     w = rounds.window
     wall = w["wall1"] - w["wall0"]
     own, client = w["own1"] - w["own0"], w["client1"] - w["client0"]

@@ -271,28 +271,49 @@ class LagBook:
         out: list[TopicLag] = []
         with self._lock:
             for (cluster, group), book in sorted(self._committed.items()):
-                by_topic: dict[str, list[tuple[int, int]]] = {}
-                for (topic, partition), (offset, _) in book.items():
-                    by_topic.setdefault(topic, []).append((partition, offset))
+                by_topic: dict[str, list[tuple[int, EndHistory | None]]] = {}
+                for tp, (offset, _) in book.items():
+                    by_topic.setdefault(tp[0], []).append((offset, self._ends.get((cluster, tp))))
                 for topic, partitions in sorted(by_topic.items()):
-                    out.append(self._topic_lag(cluster, group, topic, partitions, now_s, stale_before))
+                    out.append(_topic_lag(cluster, group, topic, partitions, now_s, stale_before))
         return out
 
-    def _topic_lag(self, cluster: str, group: str, topic: str, partitions: list[tuple[int, int]], now_s: float,
-                   stale_before: float) -> TopicLag:
-        records, seconds = 0, 0.0
-        histories = self._ends
-        for partition, committed in partitions:
-            history = histories.get((cluster, (topic, partition)))
-            if history is None or not history.samples:
-                reason = history.error if history is not None and history.error else REASON_NOT_SAMPLED
-                return TopicLag(cluster, group, topic, None, None, reason)
-            newest = history.samples[-1]
-            if newest.last_s < stale_before:
-                return TopicLag(cluster, group, topic, None, None, history.error or REASON_STALE)
-            if committed < newest.offset:        # behind: else nothing to add (caught up)
-                records += newest.offset - committed
-                written = history.written_at(committed)
-                if written is not None:
-                    seconds = max(seconds, now_s - written)
-        return TopicLag(cluster, group, topic, records, max(0.0, seconds))
+    def group_view(self, key: tuple[str, str], now_s: float
+                   ) -> tuple[list[TopicLag], dict[Partition, tuple[int, int]], dict[Partition, int]]:
+        """One group's lag per topic (as lags), and committed_and_fresh_ends, in one look at each
+        partition: what a scrape needs of every group."""
+        cluster, group = key
+        stale_before = now_s - STALE_SAMPLES * self.sample_seconds
+        ends: dict[Partition, int] = {}
+        by_topic: dict[str, list[tuple[int, EndHistory | None]]] = {}
+        with self._lock:
+            committed = dict(self._committed.get(key) or {})
+            for tp, (offset, _) in committed.items():
+                history = self._ends.get((cluster, tp))
+                by_topic.setdefault(tp[0], []).append((offset, history))
+                if history is not None and history.samples:
+                    newest = history.samples[-1]
+                    if newest.last_s >= stale_before:
+                        ends[tp] = newest.offset
+            lags = [_topic_lag(cluster, group, topic, partitions, now_s, stale_before)
+                    for topic, partitions in sorted(by_topic.items())]
+        return lags, committed, ends
+
+
+def _topic_lag(cluster: str, group: str, topic: str, partitions: list[tuple[int, EndHistory | None]], now_s: float,
+               stale_before: float) -> TopicLag:
+    """A topic's lag from each partition's committed offset and end-offset history (the book's lock held)."""
+    records, seconds = 0, 0.0
+    for committed, history in partitions:
+        if history is None or not history.samples:
+            reason = history.error if history is not None and history.error else REASON_NOT_SAMPLED
+            return TopicLag(cluster, group, topic, None, None, reason)
+        newest = history.samples[-1]
+        if newest.last_s < stale_before:
+            return TopicLag(cluster, group, topic, None, None, history.error or REASON_STALE)
+        if committed < newest.offset:        # behind: else nothing to add (caught up)
+            records += newest.offset - committed
+            written = history.written_at(committed)
+            if written is not None:
+                seconds = max(seconds, now_s - written)
+    return TopicLag(cluster, group, topic, records, max(0.0, seconds))

@@ -483,3 +483,14 @@ def test_a_broker_that_does_not_answer_costs_only_its_partitions_once_a_round():
     brokers.down.clear()
     brokers.truth["t"][1] = 1
     assert source.fetch(asked) == ({("t", 0): 5, ("t", 1): 7, ("v", 0): 1}, {})   # leaderless: asked again each round
+
+
+def test_a_scrape_looks_at_each_group_once_and_sees_what_lags_says():
+    book = _book(_commits("g", ("t", 0, 5, 1), ("t", 1, 5, 1), ("u", 0, 2, 1)), _commits("h", ("t", 0, 9, 1)))
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9, ("t", 1): 20, ("u", 0): 2}, {}, 100.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 11, ("t", 1): 30}, {("u", 0): REASON_BROKER}, 125.0)
+    for now in (126.0, 131.0):
+        for group in ("g", "h", "nobody"):
+            lags, committed, ends = book.group_view(("c", group), now)
+            assert lags == [lag for lag in book.lags(now) if lag.group == group]
+            assert (committed, ends) == book.committed_and_fresh_ends(("c", group), now)

@@ -49,6 +49,14 @@ one run, every figure checked before it is reported.
    the chart's settings); batch p95, CPU of driver and workers (executors included), input rows/s per
    executor core, tasks per executor.
 
+8. The lag sampler (`lag_*`, only with `--only lag_sampler`, bench/lag_sampler.py; this tree only):
+   `run`'s LagSampler thread and its kafka-python client against a broker of `--lag-topics` x
+   `--lag-topic-partitions` partitions, a LagBook of `--lag-groups` groups' commits, at the default
+   `lag.sample_seconds`: CPU time of the sampler's threads over `--lag-rounds` rounds after
+   `--lag-warm-up`, in cores; round wall p95; CPU of a scrape of the lag families (LagCollector) every
+   `--lag-scrape-seconds`; sampler plus scrapes against the 0.1-core ceiling. Creating 100,000
+   partitions takes minutes: not in the default list.
+
 The base tree is `--base` or, by default, a worktree of `--base-commit` under bench/.data with its own
 .venv (made on first use). Last line:
   steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C max_steady_rows_per_second=M
@@ -56,6 +64,8 @@ The base tree is `--base` or, by default, a worktree of `--base-commit` under be
   replay_compare_rows_per_second=RC catch_up_rows_per_second=U catch_up_python_rows_per_second=UP
   catch_up_spark_rows_per_second=US catch_up_ceiling_rows_per_second=UC catch_up_peak_heap_mb=H
   long_steady_batch_p95_seconds=LP long_steady_batch_max_seconds=LM long_steady_cpu_cores=LC
+  lag_sampler_cpu_cores=S lag_round_seconds_p95=W lag_scrape_cpu_seconds=SC lag_cpu_cores=T
+  lag_within_ceiling=1|0 lag_partitions=P lag_groups=G lag_broker_cpu_cores=B
 then the base's figures with a `base_` prefix (base_catch_up_rows_per_second: the base's better source).
 """
 from __future__ import annotations
@@ -74,7 +84,9 @@ from bench.scale_inputs import check_outputs, generate, steady_commits
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_COMMIT = "7e666b9"      # issue 51's base (issue 25's figures in docs/benchmarks.md are against 44e1eeb)
-PARTS = ("steady", "max", "quiet", "replay", "catch_up", "long", "cluster")
+PARTS = ("steady", "max", "quiet", "replay", "catch_up", "long", "cluster", "lag_sampler")
+# The parts that run each tree of --trees (the others run this tree only: no base tree made for them).
+TREE_PARTS = {"steady", "max", "quiet", "replay", "catch_up", "long"}
 DEFAULT_PARTS = "steady,max,quiet,replay,catch_up"
 
 
@@ -319,7 +331,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", default=DEFAULT_PARTS,
                    help=f"of: {', '.join(PARTS)} (default {DEFAULT_PARTS}; not in it: long, the steady state "
                         "after a warm-up, 13-14 minutes a tree; cluster, the steady state on a standalone Spark "
-                        "cluster of 1 and of 2 executors, issue 26)")
+                        "cluster of 1 and of 2 executors, issue 26; lag_sampler, the lag sampler's CPU at "
+                        "10,000 groups and 100,000 partitions, this tree only, issue 54)")
     p.add_argument("--catch-up-records", type=int, default=5_000_000, help="records in the catch-up's offsets topic")
     p.add_argument("--catch-up-groups", type=int, default=10_000, help="groups of those records")
     p.add_argument("--catch-up-span", type=float, default=3_600.0,
@@ -332,6 +345,26 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--long-window", type=float, default=600.0, help="long: seconds of the window after the warm-up")
     p.add_argument("--long-final-wait", type=float, default=300.0,
                    help="long: seconds after the traffic within which every rebalance must be counted")
+    p.add_argument("--lag-topics", type=int, default=1_000, help="lag_sampler: topics of the broker")
+    p.add_argument("--lag-topic-partitions", type=int, default=100, help="lag_sampler: partitions per topic")
+    p.add_argument("--lag-brokers", type=int, default=1, help="lag_sampler: brokers holding the partitions")
+    p.add_argument("--lag-groups", type=int, default=10_000, help="lag_sampler: groups in the lag book")
+    p.add_argument("--lag-group-partitions", type=int, default=10,
+                   help="lag_sampler: partitions each group commits to (laid over all partitions in turn)")
+    p.add_argument("--lag-sample-seconds", type=float, default=0.0,
+                   help="lag_sampler: seconds between rounds (default: lag.sample_seconds's default, 10)")
+    p.add_argument("--lag-warm-up", type=int, default=2, help="lag_sampler: rounds before the measured ones")
+    p.add_argument("--lag-rounds", type=int, default=30,
+                   help="lag_sampler: measured rounds (30 at 10 s: 5 minutes, kafka-python's metadata max age)")
+    p.add_argument("--lag-scrape-seconds", type=float, default=15.0,
+                   help="lag_sampler: seconds between two scrapes of the lag families")
+    p.add_argument("--lag-produce-every", type=int, default=10,
+                   help="lag_sampler: records go to every Nth partition")
+    p.add_argument("--lag-records", type=int, default=20, help="lag_sampler: records per such partition at the start")
+    p.add_argument("--lag-trickle", type=float, default=50.0,
+                   help="lag_sampler: records a second to those partitions during the rounds")
+    p.add_argument("--lag-create-timeout", type=float, default=900.0,
+                   help="lag_sampler: seconds within which the topics must be created with leaders")
     p.add_argument("--trees", default="base,head", help="which trees to run (a development aid: the figures "
                    "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
@@ -350,6 +383,16 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     if "long" in only and (args.warm_up < 0 or args.long_window <= 0):
         p.error(f"--warm-up must be at least 0 and --long-window above 0, not {args.warm_up:g} and "
                 f"{args.long_window:g}")
+    if "lag_sampler" in only:
+        counts = {"--lag-topics": args.lag_topics, "--lag-topic-partitions": args.lag_topic_partitions,
+                  "--lag-brokers": args.lag_brokers, "--lag-groups": args.lag_groups,
+                  "--lag-group-partitions": args.lag_group_partitions, "--lag-rounds": args.lag_rounds,
+                  "--lag-produce-every": args.lag_produce_every, "--lag-records": args.lag_records}
+        for flag, value in counts.items():
+            if value < 1:
+                p.error(f"{flag} must be at least 1, not {value}")
+        if args.lag_warm_up < 0 or args.lag_scrape_seconds <= 0 or args.lag_sample_seconds < 0:
+            p.error("--lag-warm-up and --lag-sample-seconds must be at least 0, --lag-scrape-seconds above 0")
     if "catch_up" in only:
         from bench.scale_inputs import catch_up_shape_error
         if set(args.catch_up_sources) - {"python", "spark"}:
@@ -363,7 +406,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     only = args.only
-    wanted = args.trees.split(",")
+    wanted = args.trees.split(",") if only & TREE_PARTS else ["head"]
     trees = {name: tree for name, tree in (("base", args.base or ("base" in wanted and base_tree(args.base_commit))),
                                            ("head", ROOT)) if name in wanted and tree}
     trees = {name: Path(tree).resolve() for name, tree in trees.items()}
@@ -410,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
         g = long_steady(trees, args, work)
         figures.update(g.get("head", {}))
         base.update(g.get("base", {}))
+    if "lag_sampler" in only:
+        from bench.lag_sampler import lag_sampler
+        figures.update(lag_sampler(args, work))
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
     order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
              "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second",
@@ -418,12 +464,16 @@ def main(argv: list[str] | None = None) -> int:
              "long_steady_batch_p95_seconds", "long_steady_batch_max_seconds", "long_steady_cpu_cores",
              "cluster1_batch_p95_seconds", "cluster1_cpu_cores",
              "cluster1_rows_per_second_per_executor_core", "cluster2_batch_p95_seconds", "cluster2_cpu_cores",
-             "cluster2_rows_per_second_per_executor_core")
+             "cluster2_rows_per_second_per_executor_core", "lag_sampler_cpu_cores", "lag_round_seconds_p95",
+             "lag_scrape_cpu_seconds", "lag_cpu_cores", "lag_within_ceiling", "lag_partitions", "lag_groups",
+             "lag_broker_cpu_cores")
 
-    def fmt(v: float) -> str:
+    def fmt(k: str, v: float) -> str:
+        if k.startswith("lag_") and v < 100:     # fractions of a core: 3 significant digits; counts, flags whole
+            return f"{v:.0f}" if v == int(v) else f"{v:.3g}"
         return f"{v:.0f}" if v >= 100 else f"{v:.2f}"
-    print(" ".join([f"{k}={fmt(figures[k])}" for k in order if k in figures]
-                   + [f"base_{k}={fmt(base[k])}" for k in order if k in base]))
+    print(" ".join([f"{k}={fmt(k, figures[k])}" for k in order if k in figures]
+                   + [f"base_{k}={fmt(k, base[k])}" for k in order if k in base]))
     return 0
 
 

@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from functools import partial
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
@@ -75,12 +74,11 @@ class LagCollector(Collector):
             return [records, seconds, unknown, at_risk]
         now_s = self._clock()
         snapshots = [s for s in self._snapshots() if s.get("state") != DEAD and not s.get("_over_cap")]
-        shown = {(s["cluster"], s["group"]) for s in snapshots}
-        self._members_at_risk(book, snapshots, now_s, at_risk)
+        # one look at each shown group's partitions (LagBook.group_view): its lags, commits, fresh ends
+        views = {(s["cluster"], s["group"]): book.group_view((s["cluster"], s["group"]), now_s) for s in snapshots}
+        self._members_at_risk(views, snapshots, now_s, at_risk)
         unknown_counts: dict[tuple[str, str, str], int] = {}
-        for lag in book.lags(now_s):
-            if (lag.cluster, lag.group) not in shown:
-                continue
+        for lag in (lag for key in sorted(views) for lag in views[key][0]):
             if lag.unknown is not None:
                 k = (lag.cluster, lag.group, lag.unknown)
                 unknown_counts[k] = unknown_counts.get(k, 0) + 1
@@ -92,18 +90,17 @@ class LagCollector(Collector):
             unknown.add_metric([cluster, group, reason], float(n))
         return [records, seconds, unknown, at_risk]
 
-    def _members_at_risk(self, book: LagBook, snapshots: list[dict[str, Any]], now_s: float,
-                         family: GaugeMetricFamily) -> None:
+    def _members_at_risk(self, views: dict[tuple[str, str], tuple[Any, dict, dict]], snapshots: list[dict[str, Any]],
+                         now_s: float, family: GaugeMetricFamily) -> None:
         """A series per group the book has commits of; one log line per member that becomes at risk."""
         now_ms = int(now_s * 1000)
         found: dict[tuple[str, str, str], str] = {}
         for snap in snapshots:
             key = (snap["cluster"], snap["group"])
-            committed = book.committed_of(key)
+            _, committed, ends = views[key]
             if not committed:
                 continue
-            risks = members_at_risk(snap, committed, partial(book.fresh_end, key[0], now_s=now_s), now_ms,
-                                    self.at_risk_fraction)
+            risks = members_at_risk(snap, committed, ends.get, now_ms, self.at_risk_fraction)
             family.add_metric(list(key), float(len(risks)))
             for r in risks:
                 found[(*key, r.member_id)] = (

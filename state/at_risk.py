@@ -25,8 +25,9 @@ name; KIP-848 members are not judged yet).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from state.vocabulary import GroupState
@@ -48,6 +49,7 @@ class AtRisk:
     rebalance_timeout_ms: int
 
 
+@lru_cache(maxsize=1 << 18)      # a scrape reads every member's assignment: the same names each time
 def named_partition(name: str) -> Partition | None:
     """"topic:partition" of a classic member's assignment as (topic, partition); None for a name
     that is not one (a KIP-848 topic id is 22 characters of base64, still "id:partition", and is
@@ -81,8 +83,13 @@ def _member_at_risk(member: dict[str, Any], committed: dict[Partition, tuple[int
     timeout_ms = member.get("rebalance_timeout_ms")
     if not timeout_ms or not member.get("partitions"):
         return None
+    if now_ms - assigned_ms <= fraction * timeout_ms:
+        return None                        # silent at most since the assignment: not long enough
     newest_commit, waiting = assigned_ms, 0
-    for tp in _partitions(member["partitions"]):
+    for name in member["partitions"]:
+        tp = named_partition(name)
+        if tp is None:
+            continue
         offset_and_time = committed.get(tp)
         end = end_offset(tp)
         if offset_and_time is None or end is None or end <= offset_and_time[0]:
@@ -93,10 +100,3 @@ def _member_at_risk(member: dict[str, Any], committed: dict[Partition, tuple[int
     if waiting == 0 or silent_ms <= fraction * timeout_ms:
         return None
     return AtRisk(member["member_id"], member.get("client_id"), waiting, silent_ms, int(timeout_ms))
-
-
-def _partitions(names: Iterable[str]) -> Iterable[Partition]:
-    for name in names:
-        tp = named_partition(name)
-        if tp is not None:
-            yield tp

@@ -150,6 +150,31 @@ class LagBook:
         # (cluster, group) -> (topic, partition) -> (committed offset, commit time ms)
         self._committed: dict[tuple[str, str], dict[Partition, tuple[int, int]]] = {}
         self._ends: dict[tuple[str, Partition], EndHistory] = {}
+        # What each sampling round asks, kept between rounds (the set changes seldom: a round
+        # of 100,000 partitions should not sort them again): how many groups commit to each
+        # (cluster, partition), the sorted partitions of each cluster (made again when that set
+        # changes) and the partitions of each cluster's last round.
+        self._groups_of: dict[tuple[str, Partition], int] = {}
+        self._sorted: dict[str, list[Partition]] = {}
+        self._asked: dict[str, list[Partition]] = {}
+
+    def _add_partition(self, cluster: str, tp: Partition) -> None:
+        """A group commits to `tp` for the first time (the lock held)."""
+        key = (cluster, tp)
+        n = self._groups_of.get(key, 0)
+        self._groups_of[key] = n + 1
+        if n == 0:
+            self._sorted.pop(cluster, None)
+
+    def _drop_partition(self, cluster: str, tp: Partition) -> None:
+        """A group no longer commits to `tp` (the lock held)."""
+        key = (cluster, tp)
+        n = self._groups_of.get(key, 0) - 1
+        if n > 0:
+            self._groups_of[key] = n
+        else:
+            self._groups_of.pop(key, None)
+            self._sorted.pop(cluster, None)
 
     def note_commits(self, record: dict[str, Any]) -> None:
         """A COMMITTED_OFFSETS record: {"cluster", "group", "offsets": [[topic, partition,
@@ -160,11 +185,15 @@ class LagBook:
             for topic, partition, offset, commit_ms in record.get("offsets") or ():
                 tp = (str(topic), int(partition))
                 if offset is None:
-                    book.pop(tp, None)
+                    if book.pop(tp, None) is not None:
+                        self._drop_partition(key[0], tp)
                     continue
                 old = book.get(tp)
                 new = (int(offset), int(commit_ms or 0))
-                if old is None or (new[1], new[0]) >= (old[1], old[0]):
+                if old is None:
+                    book[tp] = new
+                    self._add_partition(key[0], tp)
+                elif (new[1], new[0]) >= (old[1], old[0]):
                     book[tp] = new
             if not book:
                 del self._committed[key]
@@ -180,38 +209,70 @@ class LagBook:
         with self._lock:
             book = self._committed.setdefault(key, {})
             for tp, offset in offsets.items():
-                book.setdefault((str(tp[0]), int(tp[1])), (int(offset), 0))
+                name = (str(tp[0]), int(tp[1]))
+                if name not in book:
+                    book[name] = (int(offset), 0)
+                    self._add_partition(key[0], name)
             if not book:
                 del self._committed[key]
 
     def forget_group(self, key: tuple[str, str]) -> None:
         """A group the monitor forgot (Dead past its retention): its lag goes with it."""
         with self._lock:
-            self._committed.pop(key, None)
+            for tp in self._committed.pop(key, None) or ():
+                self._drop_partition(key[0], tp)
 
     def partitions(self, cluster: str) -> list[Partition]:
-        """The partitions some group of `cluster` committed to: what the sampler asks about."""
+        """The partitions some group of `cluster` committed to, sorted: what the sampler asks about."""
         with self._lock:
-            found = {tp for (c, _), book in self._committed.items() if c == cluster for tp in book}
-        return sorted(found)
+            found = self._sorted.get(cluster)
+            if found is None:
+                found = self._sorted[cluster] = sorted(tp for c, tp in self._groups_of if c == cluster)
+            return list(found)
 
     def note_ends(self, cluster: str, asked: list[Partition], ends: dict[Partition, int], errors: dict[Partition, str],
                   at_s: float) -> None:
         """One sampling round of the partitions `asked`: the end offsets it got, and the reason for
-        each it did not. The history of a partition no group commits to any more goes."""
-        wanted = set(asked)
+        each it did not. The history of a partition no group commits to any more goes (looked for
+        when the partitions asked differ from the last round's)."""
         with self._lock:
-            for key in [k for k in self._ends if k[0] == cluster and k[1] not in wanted]:
-                del self._ends[key]
+            if asked != self._asked.get(cluster):
+                wanted = set(asked)
+                for key in [k for k in self._ends if k[0] == cluster and k[1] not in wanted]:
+                    del self._ends[key]
+                self._asked[cluster] = list(asked)
+            histories = self._ends
             for tp, offset in ends.items():
-                self._ends.setdefault((cluster, tp), EndHistory()).add(int(offset), at_s)
+                history = histories.get((cluster, tp))
+                if history is None:
+                    history = histories[(cluster, tp)] = EndHistory()
+                history.add(int(offset), at_s)
             for tp, reason in errors.items():
-                self._ends.setdefault((cluster, tp), EndHistory()).failed(reason, at_s)
+                history = histories.get((cluster, tp))
+                if history is None:
+                    history = histories[(cluster, tp)] = EndHistory()
+                history.failed(reason, at_s)
 
     def committed_of(self, key: tuple[str, str]) -> dict[Partition, tuple[int, int]]:
         """A copy of the group's (committed offset, commit time ms) per partition."""
         with self._lock:
             return dict(self._committed.get(key) or {})
+
+    def committed_and_fresh_ends(self, key: tuple[str, str], now_s: float
+                                 ) -> tuple[dict[Partition, tuple[int, int]], dict[Partition, int]]:
+        """committed_of(key) and the fresh_end of each of its partitions that has one, under one
+        lock (a scrape asks this of every group)."""
+        stale_before = now_s - STALE_SAMPLES * self.sample_seconds
+        ends: dict[Partition, int] = {}
+        with self._lock:
+            committed = dict(self._committed.get(key) or {})
+            for tp in committed:
+                history = self._ends.get((key[0], tp))
+                if history is not None and history.samples:
+                    newest = history.samples[-1]
+                    if newest.last_s >= stale_before:
+                        ends[tp] = newest.offset
+        return committed, ends
 
     def fresh_end(self, cluster: str, tp: Partition, now_s: float) -> int | None:
         """The partition's newest end offset, or None when it has none within STALE_SAMPLES
@@ -249,26 +310,49 @@ class LagBook:
         out: list[TopicLag] = []
         with self._lock:
             for (cluster, group), book in sorted(self._committed.items()):
-                by_topic: dict[str, list[tuple[int, int]]] = {}
-                for (topic, partition), (offset, _) in book.items():
-                    by_topic.setdefault(topic, []).append((partition, offset))
+                by_topic: dict[str, list[tuple[int, EndHistory | None]]] = {}
+                for tp, (offset, _) in book.items():
+                    by_topic.setdefault(tp[0], []).append((offset, self._ends.get((cluster, tp))))
                 for topic, partitions in sorted(by_topic.items()):
-                    out.append(self._topic_lag(cluster, group, topic, partitions, now_s, stale_before))
+                    out.append(_topic_lag(cluster, group, topic, partitions, now_s, stale_before))
         return out
 
-    def _topic_lag(self, cluster: str, group: str, topic: str, partitions: list[tuple[int, int]], now_s: float,
-                   stale_before: float) -> TopicLag:
-        records, seconds = 0, 0.0
-        for partition, committed in partitions:
-            history = self._ends.get((cluster, (topic, partition)))
-            newest = history.newest if history is not None else None
-            if history is None or newest is None:
-                reason = history.error if history is not None and history.error else REASON_NOT_SAMPLED
-                return TopicLag(cluster, group, topic, None, None, reason)
-            if newest.last_s < stale_before:
-                return TopicLag(cluster, group, topic, None, None, history.error or REASON_STALE)
-            records += max(0, newest.offset - committed)
+    def group_view(self, key: tuple[str, str], now_s: float
+                   ) -> tuple[list[TopicLag], dict[Partition, tuple[int, int]], dict[Partition, int]]:
+        """One group's lag per topic (as lags), and committed_and_fresh_ends, in one look at each
+        partition: what a scrape needs of every group."""
+        cluster, group = key
+        stale_before = now_s - STALE_SAMPLES * self.sample_seconds
+        ends: dict[Partition, int] = {}
+        by_topic: dict[str, list[tuple[int, EndHistory | None]]] = {}
+        with self._lock:
+            committed = dict(self._committed.get(key) or {})
+            for tp, (offset, _) in committed.items():
+                history = self._ends.get((cluster, tp))
+                by_topic.setdefault(tp[0], []).append((offset, history))
+                if history is not None and history.samples:
+                    newest = history.samples[-1]
+                    if newest.last_s >= stale_before:
+                        ends[tp] = newest.offset
+            lags = [_topic_lag(cluster, group, topic, partitions, now_s, stale_before)
+                    for topic, partitions in sorted(by_topic.items())]
+        return lags, committed, ends
+
+
+def _topic_lag(cluster: str, group: str, topic: str, partitions: list[tuple[int, EndHistory | None]], now_s: float,
+               stale_before: float) -> TopicLag:
+    """A topic's lag from each partition's committed offset and end-offset history (the book's lock held)."""
+    records, seconds = 0, 0.0
+    for committed, history in partitions:
+        if history is None or not history.samples:
+            reason = history.error if history is not None and history.error else REASON_NOT_SAMPLED
+            return TopicLag(cluster, group, topic, None, None, reason)
+        newest = history.samples[-1]
+        if newest.last_s < stale_before:
+            return TopicLag(cluster, group, topic, None, None, history.error or REASON_STALE)
+        if committed < newest.offset:        # behind: else nothing to add (caught up)
+            records += newest.offset - committed
             written = history.written_at(committed)
             if written is not None:
                 seconds = max(seconds, now_s - written)
-        return TopicLag(cluster, group, topic, records, max(0.0, seconds))
+    return TopicLag(cluster, group, topic, records, max(0.0, seconds))

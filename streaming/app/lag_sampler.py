@@ -2,11 +2,16 @@
 partitions the known groups commit to, every `lag.sample_seconds` (state/lag.py holds them).
 
 It runs beside the query, never inside the stateful step: a slow or dead broker delays only the
-next sample. kafka-python's ListOffsets (KafkaConsumer.end_offsets), one call per partition
-leader, so that a broker that does not answer costs only its own partitions. Partitions the
+next sample. ListOffsets (latest) through kafka-python, one request per partition leader sent
+together, so that a broker that does not answer costs only its own partitions. Partitions the
 metadata does not know (a deleted topic, fewer partitions) are not asked about. What could not be
 had is counted by reason (rebalance_monitor_lag_sample_errors_total) and said in one log line
 per reason when it starts, and one when it ends; it never stops the thread.
+
+What a round costs at 100,000 partitions (bench/cost --only lag_sampler) is the reason for two
+things kept between rounds (KafkaEndOffsets): the metadata of every topic (a full metadata answer
+is the largest thing the sampler decodes) is asked for again only when it may be out of date, and
+the ListOffsets requests are made again only when the partitions asked or the metadata change.
 """
 from __future__ import annotations
 
@@ -26,6 +31,13 @@ LOG = logging.getLogger("rebalance_monitor.lag")
 MAX_REQUEST_TIMEOUT_S = 10.0
 # Groups whose committed offsets a round fetches (OffsetFetch) after a restart, at most.
 SEED_PER_ROUND = 50
+# The metadata of every topic is asked for again after this long (kafka-python's metadata.max.age.ms),
+# or sooner: when the partitions asked include some it did not have (a new topic, more partitions),
+# when an answer says it is out of date (a leader moved, a topic went; then the round asks those
+# partitions once more), every round while some partition has no leader, and after
+# MISSING_RECHECK_S while some partition asked is missing (a topic deleted, maybe created again).
+METADATA_MAX_AGE_S = 300.0
+MISSING_RECHECK_S = 60.0
 
 Fetched = tuple[dict[Partition, int], dict[Partition, str]]
 
@@ -55,15 +67,118 @@ def error_reason(exc: BaseException) -> str:
     return REASON_ERROR
 
 
+def _leader_id(leader: Any) -> int:
+    return -1 if leader is None else int(leader)
+
+
+class _Plan:
+    """What a round asks: the partitions, by leader and topic, and why the others cannot be asked;
+    the ListOffsets request of each leader, made at its first use and sent again every round that
+    asks the same partitions with the same metadata."""
+
+    def __init__(self, partitions: list[Partition], by_leader: dict[int, dict[str, list[int]]],
+                 errors: dict[Partition, str]) -> None:
+        self.partitions, self.by_leader, self.errors = partitions, by_leader, errors
+        self._requests: dict[int, Any] | None = None
+
+    def fresh(self, missing: set[Partition]) -> bool:
+        """Whether the metadata answer had every partition this plan asks, but those it already
+        did not have (`missing`)."""
+        return all(tp in missing for tp, reason in self.errors.items()
+                   if reason in (REASON_TOPIC_MISSING, REASON_PARTITION_MISSING, REASON_NOT_AUTHORIZED))
+
+    def recheck_s(self) -> float:
+        """How old the metadata may be while some partitions cannot be asked."""
+        return 0.0 if REASON_BROKER in self.errors.values() else MISSING_RECHECK_S
+
+    def requests(self) -> dict[int, Any]:
+        if self._requests is None:
+            from kafka.protocol.consumer.offsets import ListOffsetsRequest
+            topic_class = ListOffsetsRequest.ListOffsetsTopic
+            partition_class = topic_class.ListOffsetsPartition
+            self._requests = {
+                leader: ListOffsetsRequest(replica_id=-1, isolation_level=0, max_version=LIST_OFFSETS_MAX_VERSION,
+                                           topics=[
+                    topic_class(name=topic, partitions=[
+                        partition_class(partition_index=p, current_leader_epoch=-1, timestamp=LATEST) for p in parts])
+                    for topic, parts in topics.items()])
+                for leader, topics in self.by_leader.items()}
+        return self._requests
+
+
+LATEST = -1        # ListOffsets' timestamp for the end offset
+# ListOffsets v5 (Kafka 2.2 on; brokers 4.x take v1 to v11) says all a latest offset needs; the
+# flexible versions after it cost kafka-python about twice the CPU to write and read per partition.
+LIST_OFFSETS_MAX_VERSION = 5
+
+
+def _read_list_offsets(response: Any, ends: dict[Partition, int], errors: dict[Partition, str],
+                       stale: dict[Partition, tuple[str, int]], leader: int) -> int:
+    """A ListOffsets answer into `ends`, `errors` and `stale` (the partitions whose error says the
+    metadata is out of date: a moved leader, an unknown topic); returns the partitions it had."""
+    from kafka import errors as kafka_errors
+    old = response.API_VERSION == 0
+    n = 0
+    for topic in response.topics:
+        name = topic.name
+        for p in topic.partitions:
+            n += 1
+            tp = (name, p.partition_index)
+            code = p.error_code
+            if code == 0:
+                offset = (p.old_style_offsets[0] if p.old_style_offsets else -1) if old else p.offset
+                if offset is None or offset < 0:
+                    errors[tp] = REASON_ERROR
+                else:
+                    ends[tp] = offset
+                continue
+            error = kafka_errors.for_code(code)
+            if getattr(error, "invalid_metadata", False):
+                stale[tp] = (error_reason(error()), leader)
+            else:
+                errors[tp] = error_reason(error())
+    return n
+
+
+def _end_offsets(consumer: Any, topics: dict[str, list[int]], timeout_ms: int) -> Fetched:
+    """One leader's partitions through KafkaConsumer.end_offsets (kafka-python 2)."""
+    from kafka import TopicPartition
+    tps = [TopicPartition(topic, p) for topic, parts in topics.items() for p in parts]
+    try:
+        got = consumer.end_offsets(tps, timeout_ms=timeout_ms)
+    except Exception as exc:
+        return {}, {(tp.topic, tp.partition): error_reason(exc) for tp in tps}
+    ends: dict[Partition, int] = {}
+    errors: dict[Partition, str] = {}
+    for tp in tps:
+        offset = got.get(tp)
+        if offset is None:
+            errors[(tp.topic, tp.partition)] = REASON_ERROR
+        else:
+            ends[(tp.topic, tp.partition)] = int(offset)
+    return ends, errors
+
+
 class KafkaEndOffsets:
     """End offsets through one long-lived kafka-python consumer (no group, no subscription)."""
 
-    def __init__(self, bootstrap_servers: str, client_config: dict[str, Any], timeout_s: float) -> None:
+    def __init__(self, bootstrap_servers: str, client_config: dict[str, Any], timeout_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.client_config = dict(client_config)
         self.timeout_ms = int(min(MAX_REQUEST_TIMEOUT_S, timeout_s) * 1000)
+        self.clock = clock
         self._consumer: Any = None
         self._admin: Any = None
+        # As of the last metadata answer: each topic's partitions and their leader (-1: none),
+        # the topics the principal may not describe, when it came; the partitions the current
+        # plan cannot ask (asking about them again needs no new answer before MISSING_RECHECK_S).
+        self._leaders: dict[str, dict[int, int]] | None = None
+        self._denied: set[str] = set()
+        self._metadata_s = 0.0
+        self._missing: set[Partition] = set()
+        self._plan: _Plan | None = None
+        self.metadata_requests = 0
 
     def _client(self) -> Any:
         if self._consumer is None:
@@ -74,44 +189,140 @@ class KafkaEndOffsets:
                                            enable_auto_commit=False, group_id=None, **config)
         return self._consumer
 
-    def fetch(self, partitions: list[Partition]) -> Fetched:
+    def _refresh(self, consumer: Any) -> None:
+        """One metadata request: every topic's partitions and leaders, kept."""
         from kafka import TopicPartition
+        consumer.topics()
+        self.metadata_requests += 1
+        cluster = consumer._client.cluster
+        leaders: dict[str, dict[int, int]] = {}
+        for topic in cluster.topics(exclude_internal_topics=False):
+            leaders[topic] = {p: _leader_id(cluster.leader_for_partition(TopicPartition(topic, p)))
+                              for p in cluster.partitions_for_topic(topic) or ()}
+        # a topic the principal may not describe is left out of the metadata: it looks missing
+        self._leaders, self._denied = leaders, set(getattr(cluster, "unauthorized_topics", ()))
+        self._metadata_s = self.clock()
+        self._plan = None
+
+    def _make_plan(self, partitions: list[Partition]) -> _Plan:
+        """The partitions by leader, by the last metadata answer, and why the others cannot be asked."""
+        leaders = self._leaders or {}
+        by_leader: dict[int, dict[str, list[int]]] = {}
         errors: dict[Partition, str] = {}
+        for tp in partitions:
+            topic, partition = tp
+            known = leaders.get(topic)
+            if known is None:
+                errors[tp] = REASON_NOT_AUTHORIZED if topic in self._denied else REASON_TOPIC_MISSING
+                continue
+            leader = known.get(partition)
+            if leader is None:
+                errors[tp] = REASON_PARTITION_MISSING
+            elif leader < 0:
+                errors[tp] = REASON_BROKER
+            else:
+                by_leader.setdefault(leader, {}).setdefault(topic, []).append(partition)
+        return _Plan(list(partitions), by_leader, errors)
+
+    def _plan_for(self, consumer: Any, partitions: list[Partition]) -> _Plan:
+        """The round's plan: the last one when it asks the same partitions, else a new one; the
+        metadata asked for again first when it may be out of date (METADATA_MAX_AGE_S)."""
+        now = self.clock()
+        if self._leaders is None or now - self._metadata_s >= METADATA_MAX_AGE_S:
+            self._refresh(consumer)
+        plan = self._plan
+        if plan is None or plan.partitions != partitions:
+            plan = self._make_plan(partitions)
+            if self._plan is not None and not plan.fresh(self._missing):
+                self._refresh(consumer)      # partitions the last answer did not have: maybe new
+                plan = self._make_plan(partitions)
+        if plan.errors and self.clock() - self._metadata_s >= plan.recheck_s():
+            self._refresh(consumer)
+            plan = self._make_plan(partitions)
+        if self._plan is not plan:
+            self._missing = set(plan.errors)
+            self._plan = plan
+        return plan
+
+    def fetch(self, partitions: list[Partition]) -> Fetched:
         try:
             consumer = self._client()
-            consumer.topics()    # one metadata request: every topic's partitions and leaders
+            plan = self._plan_for(consumer, partitions)
         except Exception as exc:
             self.close()         # a new client at the next round
             return {}, dict.fromkeys(partitions, error_reason(exc))
-        cluster = consumer._client.cluster
-        by_leader: dict[Any, list[Any]] = {}
-        for topic, partition in partitions:
-            known = cluster.partitions_for_topic(topic)
-            if known is None:
-                # a topic the principal may not describe is left out of the metadata: it looks missing
-                denied = topic in getattr(cluster, "unauthorized_topics", ())
-                errors[(topic, partition)] = REASON_NOT_AUTHORIZED if denied else REASON_TOPIC_MISSING
-            elif partition not in known:
-                errors[(topic, partition)] = REASON_PARTITION_MISSING
-            else:
-                tp = TopicPartition(topic, partition)
-                by_leader.setdefault(cluster.leader_for_partition(tp), []).append(tp)
-        ends: dict[Partition, int] = {}
-        for leader, tps in by_leader.items():
-            if leader is None or leader == -1:
-                errors.update(((tp.topic, tp.partition), REASON_BROKER) for tp in tps)
-                continue
+        ends, errors, stale = self._ask(consumer, plan)
+        if stale:
+            # The metadata is out of date for these: a new answer, then once more those whose
+            # leader changed (the others keep their reason: asking the same broker again would
+            # wait as long); a partition the new answer does not have is missing.
             try:
-                got = consumer.end_offsets(tps, timeout_ms=self.timeout_ms)
+                self._refresh(consumer)
             except Exception as exc:
-                errors.update(((tp.topic, tp.partition), error_reason(exc)) for tp in tps)
-                continue
-            for tp, offset in got.items():
-                if offset is None:
-                    errors[(tp.topic, tp.partition)] = REASON_ERROR
-                else:
-                    ends[(tp.topic, tp.partition)] = int(offset)
+                errors.update(dict.fromkeys(stale, error_reason(exc)))
+                return ends, errors
+            again = self._make_plan(sorted(stale))
+            moved = _Plan([], {}, dict(again.errors))
+            for leader, topics in again.by_leader.items():
+                for topic, parts in topics.items():
+                    for partition in parts:
+                        reason, asked = stale[(topic, partition)]
+                        if asked != leader:
+                            moved.by_leader.setdefault(leader, {}).setdefault(topic, []).append(partition)
+                        else:
+                            errors[(topic, partition)] = reason
+            more_ends, more_errors, still = self._ask(consumer, moved)
+            ends.update(more_ends)
+            errors.update(more_errors)
+            errors.update((tp, reason) for tp, (reason, _) in still.items())
         return ends, errors
+
+    def _ask(self, consumer: Any, plan: _Plan) -> tuple[dict[Partition, int], dict[Partition, str],
+                                                       dict[Partition, tuple[str, int]]]:
+        """ListOffsets of the plan's partitions: the end offsets, the reasons of those that failed
+        for good (and of those the plan cannot ask), and those whose answer says the metadata is
+        out of date, with the reason and the leader asked."""
+        errors = dict(plan.errors)
+        stale: dict[Partition, tuple[str, int]] = {}
+        ends: dict[Partition, int] = {}
+        if getattr(consumer, "_manager", None) is None:       # kafka-python 2: KafkaConsumer.end_offsets
+            for topics in plan.by_leader.values():
+                got, failed = _end_offsets(consumer, topics, self.timeout_ms)
+                ends.update(got)
+                errors.update(failed)
+            return ends, errors, stale
+        for leader, answer in self._send(consumer, plan.requests()).items():
+            asked = plan.by_leader[leader]
+            if isinstance(answer, BaseException):
+                reason = error_reason(answer)
+                for topic, parts in asked.items():
+                    stale.update(((topic, p), (reason, leader)) for p in parts)
+                continue
+            if _read_list_offsets(answer, ends, errors, stale, leader) < sum(map(len, asked.values())):
+                for topic, parts in asked.items():      # partitions the answer left out
+                    for p in parts:
+                        if (topic, p) not in ends and (topic, p) not in errors and (topic, p) not in stale:
+                            errors[(topic, p)] = REASON_ERROR
+        return ends, errors, stale
+
+    def _send(self, consumer: Any, requests: dict[int, Any]) -> dict[int, Any]:
+        """The requests to their leaders at once (kafka-python 3's IO loop): each leader's answer,
+        or the exception of its request (within the timeout)."""
+        manager, timeout_ms = consumer._manager, self.timeout_ms
+
+        async def one(node_id: int, request: Any) -> Any:
+            return await manager.wait_for(manager.send(request, node_id=node_id), timeout_ms)
+
+        async def every() -> dict[int, Any]:
+            futures = {node: manager.call_soon(one, node, request) for node, request in requests.items()}
+            answers: dict[int, Any] = {}
+            for node, future in futures.items():
+                try:
+                    answers[node] = await future
+                except Exception as exc:
+                    answers[node] = exc
+            return answers
+        return manager.run(every) if requests else {}
 
     def committed(self, groups: list[str]) -> dict[str, dict[Partition, int]]:
         """The committed offsets of `groups` (OffsetFetch, one group per request: brokers before
@@ -133,6 +344,7 @@ class KafkaEndOffsets:
         return out
 
     def close(self) -> None:
+        self._leaders, self._plan, self._missing = None, None, set()
         for client in (self._consumer, self._admin):
             if client is not None:
                 try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import types
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -335,3 +336,161 @@ def test_lag_at_risk_fraction_is_a_checked_setting(tmp_path):
     assert run_settings(build_parser().parse_args([*args, "--lag-at-risk-fraction", "0.3"])).lag.at_risk_fraction == 0.3
     with pytest.raises(Exception, match="at_risk_fraction"):
         run_settings(build_parser().parse_args([*args, "--lag-at-risk-fraction", "2"]))
+
+
+def test_the_partitions_asked_follow_every_groups_commits():
+    """LagBook.partitions is kept between rounds (a round of 100,000 partitions does not gather
+    and sort them again): a partition stays while some group commits to it, goes with the last."""
+    book = _book(_commits("g", ("t", 1, 5, 1), ("t", 0, 5, 1)), _commits("h", ("t", 0, 3, 1)))
+    asked = book.partitions("c")
+    assert asked == [("t", 0), ("t", 1)]
+    asked.append(("x", 0))                                   # a copy: the book's list is its own
+    assert book.partitions("c") == [("t", 0), ("t", 1)]
+    book.note_commits(_commits("g", ("t", 0, None, 2)))      # h still commits to t-0
+    assert book.partitions("c") == [("t", 0), ("t", 1)]
+    book.forget_group(("c", "h"))
+    assert book.partitions("c") == [("t", 1)]
+    book.seed(("c", "q"), {("u", 0): 4, ("t", 1): 2})
+    book.note_commits(_commits("g", ("t", 1, 6, 3)))         # a partition it had: nothing new
+    assert book.partitions("c") == [("t", 1), ("u", 0)] and book.partitions("other") == []
+    book.note_commits(_commits("g", ("t", 1, None, 4)))
+    book.forget_group(("c", "q"))
+    assert book.partitions("c") == []
+
+
+def test_a_groups_committed_offsets_and_fresh_ends_in_one_look():
+    book = _book(_commits("g", ("t", 0, 5, 1), ("t", 1, 5, 1), ("u", 0, 2, 1)), sample_seconds=10.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9, ("u", 0): 2}, {("t", 1): REASON_BROKER}, 100.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 11}, {("u", 0): REASON_BROKER}, 125.0)
+    committed, ends = book.committed_and_fresh_ends(("c", "g"), 131.0)
+    assert committed == book.committed_of(("c", "g"))
+    assert ends == {tp: book.fresh_end("c", tp, 131.0) for tp in committed if book.fresh_end("c", tp, 131.0) is not None}
+    assert ends == {("t", 0): 11}                            # u-0's last sample is older than 3 intervals
+    assert book.committed_and_fresh_ends(("c", "nobody"), 131.0) == ({}, {})
+
+
+class FakeCluster:
+    """kafka-python's ClusterMetadata as the last metadata answer left it: topic -> partition -> leader."""
+
+    def __init__(self, leaders):
+        self.leaders, self.unauthorized_topics = leaders, set()
+
+    def topics(self, exclude_internal_topics=True):
+        return set(self.leaders)
+
+    def partitions_for_topic(self, topic):
+        return set(self.leaders[topic]) if topic in self.leaders else None
+
+    def leader_for_partition(self, tp):
+        return self.leaders.get(tp.topic, {}).get(tp.partition)
+
+
+class FakeBrokers:
+    """The truth: each partition's leader and end offset, the brokers that are down; a kafka-python
+    3 consumer on them (metadata answers counted, the ListOffsets requests answered by _send)."""
+
+    def __init__(self, leaders, ends):
+        self.truth, self.ends, self.down = leaders, ends, set()
+        self.cluster = FakeCluster({})
+        self._client = types.SimpleNamespace(cluster=self.cluster)
+        self._manager = object()
+        self.metadata = 0
+        self.asked: list[tuple[int, list]] = []
+
+    def topics(self):
+        self.metadata += 1
+        self.cluster.leaders = {t: dict(ps) for t, ps in self.truth.items()}
+        return set(self.truth)
+
+    def answer(self, node, request):
+        from kafka import errors
+        asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        self.asked.append((node, asked))
+        if node in self.down:
+            return errors.KafkaConnectionError("down")
+        by_topic: dict[str, list] = {}
+        for topic, partition in asked:
+            leader = self.truth.get(topic, {}).get(partition)
+            code = 3 if leader is None else 6 if leader != node else 0
+            by_topic.setdefault(topic, []).append(types.SimpleNamespace(
+                partition_index=partition, error_code=code, offset=self.ends.get((topic, partition), -1) if code == 0 else -1))
+        return types.SimpleNamespace(API_VERSION=11, topics=[types.SimpleNamespace(name=t, partitions=ps)
+                                                             for t, ps in by_topic.items()])
+
+
+def _end_offsets(brokers, now):
+    from streaming.app.lag_sampler import KafkaEndOffsets
+
+    class Scripted(KafkaEndOffsets):
+        def _send(self, consumer, requests):
+            return {node: brokers.answer(node, request) for node, request in requests.items()}
+    source = Scripted("k:9092", {}, 10.0, clock=lambda: now[0])
+    source._consumer = brokers
+    return source
+
+
+def test_the_end_offsets_metadata_is_asked_for_again_only_when_it_may_be_out_of_date():
+    """A full metadata answer is the largest thing a round of many partitions decodes: kept
+    between rounds, asked for again for partitions it did not have, when an answer says it is out
+    of date (then those partitions are asked again at their new leader), every minute while a
+    partition asked is missing, and every 5 minutes anyway. The requests are kept with it."""
+    brokers = FakeBrokers({"t": {0: 1, 1: 2}}, {("t", 0): 5, ("t", 1): 7, ("u", 0): 3})
+    now = [1000.0]
+    source = _end_offsets(brokers, now)
+    t = [("t", 0), ("t", 1)]
+    assert source.fetch(t) == ({("t", 0): 5, ("t", 1): 7}, {})
+    requests = source._plan.requests()
+    assert source.fetch(t) == ({("t", 0): 5, ("t", 1): 7}, {}) and brokers.metadata == 1
+    assert source._plan.requests() is requests                             # made once
+    brokers.truth["u"] = {0: 1}                                            # a new topic
+    assert source.fetch([*t, ("u", 0)]) == ({("t", 0): 5, ("t", 1): 7, ("u", 0): 3}, {}) and brokers.metadata == 2
+    brokers.truth["t"][1] = 1                                              # its leader moved
+    brokers.asked.clear()
+    assert source.fetch([*t, ("u", 0)]) == ({("t", 0): 5, ("t", 1): 7, ("u", 0): 3}, {}) and brokers.metadata == 3
+    assert brokers.asked[-1] == (1, [("t", 1)])                            # asked again at the new leader
+    del brokers.truth["u"]                                                 # deleted
+    assert source.fetch([*t, ("u", 0)]) == ({("t", 0): 5, ("t", 1): 7}, {("u", 0): REASON_TOPIC_MISSING})
+    assert brokers.metadata == 4
+    now[0] += 30
+    assert source.fetch([*t, ("u", 0)])[1] == {("u", 0): REASON_TOPIC_MISSING} and brokers.metadata == 4
+    now[0] += 31                                                           # a minute: is it back?
+    source.fetch([*t, ("u", 0)])
+    assert brokers.metadata == 5
+    source.fetch(t)                                                        # fewer partitions: known
+    now[0] += 299
+    source.fetch(t)
+    assert brokers.metadata == 5
+    now[0] += 1
+    source.fetch(t)
+    assert brokers.metadata == 6
+
+
+def test_a_broker_that_does_not_answer_costs_only_its_partitions_once_a_round():
+    from kafka import errors
+
+    from streaming.app.lag_sampler import error_reason
+    brokers = FakeBrokers({"t": {0: 1, 1: 2}, "v": {0: 2}}, {("t", 0): 5, ("t", 1): 7, ("v", 0): 1})
+    source = _end_offsets(brokers, [0.0])
+    asked = [("t", 0), ("t", 1), ("v", 0)]
+    source.fetch(asked)
+    brokers.down.add(2)
+    brokers.asked.clear()
+    reason = error_reason(errors.KafkaConnectionError())
+    assert source.fetch(asked) == ({("t", 0): 5}, {("t", 1): reason, ("v", 0): reason})
+    assert sorted(node for node, _ in brokers.asked) == [1, 2] and brokers.metadata == 2   # not asked twice
+    brokers.truth["t"][1] = -1                                             # no leader now
+    assert source.fetch(asked)[1] == {("t", 1): REASON_BROKER, ("v", 0): reason} and brokers.metadata == 3
+    brokers.down.clear()
+    brokers.truth["t"][1] = 1
+    assert source.fetch(asked) == ({("t", 0): 5, ("t", 1): 7, ("v", 0): 1}, {})   # leaderless: asked again each round
+
+
+def test_a_scrape_looks_at_each_group_once_and_sees_what_lags_says():
+    book = _book(_commits("g", ("t", 0, 5, 1), ("t", 1, 5, 1), ("u", 0, 2, 1)), _commits("h", ("t", 0, 9, 1)))
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9, ("t", 1): 20, ("u", 0): 2}, {}, 100.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 11, ("t", 1): 30}, {("u", 0): REASON_BROKER}, 125.0)
+    for now in (126.0, 131.0):
+        for group in ("g", "h", "nobody"):
+            lags, committed, ends = book.group_view(("c", group), now)
+            assert lags == [lag for lag in book.lags(now) if lag.group == group]
+            assert (committed, ends) == book.committed_and_fresh_ends(("c", group), now)

@@ -79,6 +79,7 @@ import time
 from pathlib import Path
 
 from bench.bench_latency import toml_text
+from bench.lag_sampler import check_lag_arguments, lag_arguments
 from bench.bench_scale import DATA, PeakRss, run_replay
 from bench.scale_inputs import check_outputs, generate, steady_commits
 
@@ -345,26 +346,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--long-window", type=float, default=600.0, help="long: seconds of the window after the warm-up")
     p.add_argument("--long-final-wait", type=float, default=300.0,
                    help="long: seconds after the traffic within which every rebalance must be counted")
-    p.add_argument("--lag-topics", type=int, default=1_000, help="lag_sampler: topics of the broker")
-    p.add_argument("--lag-topic-partitions", type=int, default=100, help="lag_sampler: partitions per topic")
-    p.add_argument("--lag-brokers", type=int, default=1, help="lag_sampler: brokers holding the partitions")
-    p.add_argument("--lag-groups", type=int, default=10_000, help="lag_sampler: groups in the lag book")
-    p.add_argument("--lag-group-partitions", type=int, default=10,
-                   help="lag_sampler: partitions each group commits to (laid over all partitions in turn)")
-    p.add_argument("--lag-sample-seconds", type=float, default=0.0,
-                   help="lag_sampler: seconds between rounds (default: lag.sample_seconds's default, 10)")
-    p.add_argument("--lag-warm-up", type=int, default=2, help="lag_sampler: rounds before the measured ones")
-    p.add_argument("--lag-rounds", type=int, default=30,
-                   help="lag_sampler: measured rounds (30 at 10 s: 5 minutes, kafka-python's metadata max age)")
-    p.add_argument("--lag-scrape-seconds", type=float, default=15.0,
-                   help="lag_sampler: seconds between two scrapes of the lag families")
-    p.add_argument("--lag-produce-every", type=int, default=10,
-                   help="lag_sampler: records go to every Nth partition")
-    p.add_argument("--lag-records", type=int, default=20, help="lag_sampler: records per such partition at the start")
-    p.add_argument("--lag-trickle", type=float, default=50.0,
-                   help="lag_sampler: records a second to those partitions during the rounds")
-    p.add_argument("--lag-create-timeout", type=float, default=900.0,
-                   help="lag_sampler: seconds within which the topics must be created with leaders")
+    lag_arguments(p)
     p.add_argument("--trees", default="base,head", help="which trees to run (a development aid: the figures "
                    "of one tree alone are not this bench's comparison)")
     p.add_argument("--source", default="python", help="the live source of the steady runs: python or spark, or "
@@ -384,15 +366,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--warm-up must be at least 0 and --long-window above 0, not {args.warm_up:g} and "
                 f"{args.long_window:g}")
     if "lag_sampler" in only:
-        counts = {"--lag-topics": args.lag_topics, "--lag-topic-partitions": args.lag_topic_partitions,
-                  "--lag-brokers": args.lag_brokers, "--lag-groups": args.lag_groups,
-                  "--lag-group-partitions": args.lag_group_partitions, "--lag-rounds": args.lag_rounds,
-                  "--lag-produce-every": args.lag_produce_every, "--lag-records": args.lag_records}
-        for flag, value in counts.items():
-            if value < 1:
-                p.error(f"{flag} must be at least 1, not {value}")
-        if args.lag_warm_up < 0 or args.lag_scrape_seconds <= 0 or args.lag_sample_seconds < 0:
-            p.error("--lag-warm-up and --lag-sample-seconds must be at least 0, --lag-scrape-seconds above 0")
+        check_lag_arguments(p, args)
     if "catch_up" in only:
         from bench.scale_inputs import catch_up_shape_error
         if set(args.catch_up_sources) - {"python", "spark"}:

@@ -298,7 +298,6 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
     from streaming.app.lag_sampler import KafkaEndOffsets, LagSampler
     from streaming.app.settings.schema import LAG_SAMPLE_SECONDS
     from testbed.proc import tree_cpu_seconds
-    from testbed.stats import percentile
 
     sample_seconds = args.lag_sample_seconds or LAG_SAMPLE_SECONDS
     partitions = args.lag_topics * args.lag_topic_partitions
@@ -314,17 +313,7 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
     cluster = many_partitions_cluster(args.version, args.lag_brokers, work / "lag-cluster")
     try:
         cluster.start()
-        created = create_topics(cluster, args.lag_topics, args.lag_topic_partitions, args.lag_create_timeout)
-        print(f"  lag_sampler: {partitions:,} partitions created with leaders in {created:.0f} s", flush=True)
-        everyone = [(topic_name(i // args.lag_topic_partitions), i % args.lag_topic_partitions)
-                    for i in range(partitions)]
-        ready = await_logs(cluster, everyone, args.lag_create_timeout)
-        print(f"  lag_sampler: every partition's end offset answered {ready:.0f} s later (the brokers create "
-              f"the logs after the metadata)", flush=True)
-        every = max(1, args.lag_produce_every)
-        produced = [(topic_name(i // args.lag_topic_partitions), i % args.lag_topic_partitions)
-                    for i in range(0, partitions, every)]
-        produce(cluster, produced, args.lag_records)
+        produced = _prepare(args, cluster, partitions)
         ends = dict.fromkeys(produced, args.lag_records)
         now_ms = int(time.time() * 1000)
         book = LagBook(sample_seconds)
@@ -375,19 +364,34 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
             raise SystemExit(f"bench/cost: lag_sampler: a round failed: {rounds.error!r}")
         if counted:
             raise SystemExit(f"bench/cost: lag_sampler: end offsets the sampler could not get, by reason: {counted}")
-        # every group's topics have a figure at a scrape after the last round
-        families = {f.name: f for f in collector.collect()}
-        unknown = sum(s.value for s in families["rebalance_monitor_group_lag_unknown"].samples)
-        topics_of_groups = sum(len({t for t, _ in g}) for g in groups)
-        shown = len(families["rebalance_monitor_group_topic_lag"].samples)
-        behind = sum(1 for s in families["rebalance_monitor_group_topic_lag"].samples if s.value > 0)
-        if unknown or shown != topics_of_groups or not behind:
-            raise SystemExit(f"bench/cost: lag_sampler: {shown:,} lag series of {topics_of_groups:,} groups' topics, "
-                             f"{unknown:.0f} unknown, {behind:,} behind: the sampler did not sample them all")
+        _check_shown(collector, groups)
     finally:
         cluster.close(keep=False)
         if not os.environ.get("KAFKABED_KEEP"):
             shutil.rmtree(work / "lag-cluster", ignore_errors=True)     # a directory per partition
+    return _figures(args, rounds, scrapes, series, broker_cpu, committed)
+
+
+def _prepare(args: Any, cluster: Any, partitions: int) -> list[tuple[str, int]]:
+    """The topics created, every partition's log ready, records in every Nth partition: those."""
+    created = create_topics(cluster, args.lag_topics, args.lag_topic_partitions, args.lag_create_timeout)
+    print(f"  lag_sampler: {partitions:,} partitions created with leaders in {created:.0f} s", flush=True)
+    everyone = [(topic_name(i // args.lag_topic_partitions), i % args.lag_topic_partitions)
+                for i in range(partitions)]
+    ready = await_logs(cluster, everyone, args.lag_create_timeout)
+    print(f"  lag_sampler: every partition's end offset answered {ready:.0f} s later (the brokers create "
+          f"the logs after the metadata)", flush=True)
+    every = max(1, args.lag_produce_every)
+    produced = [(topic_name(i // args.lag_topic_partitions), i % args.lag_topic_partitions)
+                for i in range(0, partitions, every)]
+    produce(cluster, produced, args.lag_records)
+    return produced
+
+
+def _figures(args: Any, rounds: Any, scrapes: list[float], series: dict, broker_cpu: float,
+             committed: int) -> dict[str, float]:
+    """The measured rounds and scrapes: printed, and as the bench's figures."""
+    from testbed.stats import percentile
     w = rounds.window
     wall = w["wall1"] - w["wall0"]
     own, client = w["own1"] - w["own0"], w["client1"] - w["client0"]
@@ -412,5 +416,53 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
             "lag_partitions": float(committed), "lag_groups": float(args.lag_groups),
             "lag_broker_cpu_cores": broker_cpu / wall}
 
+def _check_shown(collector: Any, groups: list[list[tuple[str, int]]]) -> None:
+    # every group's topics have a figure at a scrape after the last round
+    families = {f.name: f for f in collector.collect()}
+    unknown = sum(s.value for s in families["rebalance_monitor_group_lag_unknown"].samples)
+    topics_of_groups = sum(len({t for t, _ in g}) for g in groups)
+    shown = len(families["rebalance_monitor_group_topic_lag"].samples)
+    behind = sum(1 for s in families["rebalance_monitor_group_topic_lag"].samples if s.value > 0)
+    if unknown or shown != topics_of_groups or not behind:
+        raise SystemExit(f"bench/cost: lag_sampler: {shown:,} lag series of {topics_of_groups:,} groups' topics, "
+                         f"{unknown:.0f} unknown, {behind:,} behind: the sampler did not sample them all")
+
 
 MAX_ROUND_S = 60.0        # a round longer than this stops the bench (the sampler's requests time out in 10 s)
+
+
+def lag_arguments(p: Any) -> None:
+    """bench/cost's options of this part (--only lag_sampler)."""
+    p.add_argument("--lag-topics", type=int, default=1_000, help="lag_sampler: topics of the broker")
+    p.add_argument("--lag-topic-partitions", type=int, default=100, help="lag_sampler: partitions per topic")
+    p.add_argument("--lag-brokers", type=int, default=1, help="lag_sampler: brokers holding the partitions")
+    p.add_argument("--lag-groups", type=int, default=10_000, help="lag_sampler: groups in the lag book")
+    p.add_argument("--lag-group-partitions", type=int, default=10,
+                   help="lag_sampler: partitions each group commits to (laid over all partitions in turn)")
+    p.add_argument("--lag-sample-seconds", type=float, default=0.0,
+                   help="lag_sampler: seconds between rounds (default: lag.sample_seconds's default, 10)")
+    p.add_argument("--lag-warm-up", type=int, default=2, help="lag_sampler: rounds before the measured ones")
+    p.add_argument("--lag-rounds", type=int, default=30,
+                   help="lag_sampler: measured rounds (30 at 10 s: 5 minutes, kafka-python's metadata max age)")
+    p.add_argument("--lag-scrape-seconds", type=float, default=15.0,
+                   help="lag_sampler: seconds between two scrapes of the lag families")
+    p.add_argument("--lag-produce-every", type=int, default=10,
+                   help="lag_sampler: records go to every Nth partition")
+    p.add_argument("--lag-records", type=int, default=20, help="lag_sampler: records per such partition at the start")
+    p.add_argument("--lag-trickle", type=float, default=50.0,
+                   help="lag_sampler: records a second to those partitions during the rounds")
+    p.add_argument("--lag-create-timeout", type=float, default=900.0,
+                   help="lag_sampler: seconds within which the topics must be created with leaders")
+
+
+def check_lag_arguments(p: Any, args: Any) -> None:
+    """Those options checked: one line on stderr and exit 2 (argparse's error)."""
+    counts = {"--lag-topics": args.lag_topics, "--lag-topic-partitions": args.lag_topic_partitions,
+              "--lag-brokers": args.lag_brokers, "--lag-groups": args.lag_groups,
+              "--lag-group-partitions": args.lag_group_partitions, "--lag-rounds": args.lag_rounds,
+              "--lag-produce-every": args.lag_produce_every, "--lag-records": args.lag_records}
+    for flag, value in counts.items():
+        if value < 1:
+            p.error(f"{flag} must be at least 1, not {value}")
+    if args.lag_warm_up < 0 or args.lag_scrape_seconds <= 0 or args.lag_sample_seconds < 0:
+        p.error("--lag-warm-up and --lag-sample-seconds must be at least 0, --lag-scrape-seconds above 0")

@@ -435,7 +435,9 @@ def lag_arguments(p: Any) -> None:
     """bench/cost's options of this part (--only lag_sampler)."""
     p.add_argument("--lag-topics", type=int, default=1_000, help="lag_sampler: topics of the broker")
     p.add_argument("--lag-topic-partitions", type=int, default=100, help="lag_sampler: partitions per topic")
-    p.add_argument("--lag-brokers", type=int, default=1, help="lag_sampler: brokers holding the partitions")
+    p.add_argument("--lag-brokers", type=int, default=6,
+                   help="lag_sampler: brokers holding the partitions (a broker keeps a file open per "
+                        "partition: 6 keep 100,000 under a 20,000 open-file limit)")
     p.add_argument("--lag-groups", type=int, default=10_000, help="lag_sampler: groups in the lag book")
     p.add_argument("--lag-group-partitions", type=int, default=10,
                    help="lag_sampler: partitions each group commits to (laid over all partitions in turn)")

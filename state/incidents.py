@@ -40,7 +40,7 @@ from typing import Any
 from state import events as E
 from state.diagnosis.brokers import BrokerDeath
 from state.diagnosis.rules import DEFAULT_SETTINGS, MAX_SESSION_LOOKAROUND_MS, DiagnosisSettings
-from state.vocabulary import RemovalCause, RootCause
+from state.vocabulary import GroupState, RemovalCause, RootCause
 
 KINDS = ("broker", "host", "slow_processing", "rebalance_timeout", "crash_loop")
 # An incident's root cause: a word of RootCause, or broker_death (an incident's own: the removals'
@@ -133,7 +133,7 @@ class IncidentBoard:
         self.d = diagnosis
         self.s = settings
         self._removals: dict[tuple[str, str, str, int], Removal] = {}
-        # (cluster, group) -> [(event time, coordinator)], the coordinator changes seen
+        # (cluster, group) -> [(since, coordinator)], its coordinator changes (the snapshot's)
         self._coordinators: dict[tuple[str, str], list[tuple[int, int]]] = {}
         # (cluster, group) -> the group's members now: its latest snapshot's list, as it is (no copy:
         # only a host incident without host_members reads it)
@@ -148,15 +148,23 @@ class IncidentBoard:
         cluster, group = snap["cluster"], snap["group"]
         key = (cluster, group)
         self._tick(cluster, snap.get("last_event_ms"))
-        coordinator = snap.get("coordinator")
-        if isinstance(coordinator, int):
+        changes = snap.get("coordinators")
+        if changes:
+            self._coordinators[key] = [(int(t), int(b)) for t, b in changes]
+        elif isinstance(snap.get("coordinator"), int):
+            # a snapshot without the changes (a release before them): the changes seen per batch
             history = self._coordinators.setdefault(key, [])
-            if not history or history[-1][1] != coordinator:
-                history.append((int(snap.get("last_event_ms") or 0), coordinator))
+            if not history or history[-1][1] != snap["coordinator"]:
+                history.append((int(snap.get("last_event_ms") or 0), snap["coordinator"]))
                 del history[:-4]
         self._members[key] = snap.get("members") or []
         if self._members[key] and isinstance(snap.get("last_event_ms"), int):
             self._had_members_ms[key] = max(self._had_members_ms.get(key, 0), snap["last_event_ms"])
+        elif snap.get("state") == GroupState.EMPTY and isinstance(snap.get("state_since_ms"), int) \
+                and self._had_members_ms.get(key):
+            # emptied at state_since_ms: it had members until then, though no batch's snapshot
+            # showed them after an earlier moment (its joins and leaves came in one batch)
+            self._had_members_ms[key] = max(self._had_members_ms[key], snap["state_since_ms"])
         for p in snap.get("pending_removals") or []:
             self._add(Removal.of(cluster, group, p, decided=False))
 

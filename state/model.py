@@ -308,6 +308,10 @@ class GroupModel:
     partition_prior_commits: dict[str, list[int]] = field(default_factory=dict)
     # Times the coordinator loaded/unloaded the group (last few).
     coordinator_moves: list[int] = field(default_factory=list)
+    # [since_ms, broker] per coordinator the group's lines show, in time order (the last few):
+    # who coordinated it at a moment (a broker death's groups, state/incidents.py), whichever
+    # batches its lines came in.
+    coordinators: list[list[int]] = field(default_factory=list)
     # Start times of recent rebalances (storm gauge), pruned to the storm window.
     rebalance_starts: list[int] = field(default_factory=list)
     # Partitions a classic generation left without an owner after they stopped (a cooperative

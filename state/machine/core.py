@@ -57,6 +57,7 @@ class GroupStateMachine(MachineBase):
         self._release_removals(ev.ts_ms)
         if ev.broker is not None and ev.source == E.SOURCE_LOG and ev.kind != E.GROUP_UNLOADED:
             m.coordinator = ev.broker
+            note_coordinator(m.coordinators, ev.ts_ms, ev.broker)
         handler = HANDLERS.get(ev.kind)
         if handler is not None:
             handler(self, ev)
@@ -153,3 +154,23 @@ def run_turn(model: GroupModel, events: Iterable[E.Event], settings: DiagnosisSe
     if until_ms is not None:
         machine.advance_to(until_ms)
     return machine
+
+
+COORDINATORS_KEPT = 4
+
+
+def note_coordinator(changes: list[list[int]], ts_ms: int, broker: int) -> None:
+    """A line of `broker` at `ts_ms` in the group's coordinator changes ([since_ms, broker], time
+    order). A late line of an earlier coordinator goes to its place, not to the end."""
+    if changes and changes[-1][1] == broker and changes[-1][0] <= ts_ms:
+        return
+    i = len(changes)
+    while i and changes[i - 1][0] > ts_ms:
+        i -= 1
+    if i and changes[i - 1][1] == broker:
+        return
+    if i < len(changes) and changes[i][1] == broker:
+        changes[i][0] = ts_ms        # that coordinator's lines began earlier than seen so far
+        return
+    changes.insert(i, [ts_ms, broker])
+    del changes[:-COORDINATORS_KEPT]

@@ -167,3 +167,30 @@ def test_a_group_the_dead_broker_coordinated_counts_though_its_members_left_afte
     board.note_deaths("c", [BrokerDeath("c", 1, T0 + 10_000, "broker 2 could not reach it")])
     (inc,) = board.incidents()
     assert inc.groups == {"moved"}
+
+
+def test_a_group_counts_when_one_batch_held_its_lines_of_both_coordinators():
+    """A loaded bed: the group's lines from before the kill and its load on the next coordinator
+    came in one batch, so no snapshot showed the dead coordinator; the group's changes do."""
+    board = IncidentBoard()
+    moved = snapshot("moved", [("a", "127.0.0.1"), ("b", "127.0.0.1")], coordinator=1, at_s=15)
+    moved["coordinators"] = [[T0, 2], [T0 + 14_000, 1]]
+    stayed = snapshot("stayed", [("c", "127.0.0.1")], coordinator=1, at_s=15)
+    stayed["coordinators"] = [[T0, 1]]
+    board.note_snapshot(moved)
+    board.note_snapshot(stayed)
+    board.note_deaths("c", [BrokerDeath("c", 2, T0 + 10_000, "broker 1 could not reach it")])
+    (inc,) = board.incidents()
+    assert inc.groups == {"moved"}
+
+
+def test_a_group_emptied_after_the_death_counts_though_no_snapshot_showed_it_then():
+    """Its members joined before the death and left after it, each in one batch."""
+    board = IncidentBoard()
+    board.note_snapshot(snapshot("g", [("a", "127.0.0.1")], coordinator=2, at_s=0))
+    emptied = snapshot("g", [], coordinator=2, at_s=30)
+    emptied.update(state="Empty", state_since_ms=T0 + 25_000)
+    board.note_snapshot(emptied)
+    board.note_deaths("c", [BrokerDeath("c", 2, T0 + 10_000, "broker 1 could not reach it")])
+    (inc,) = board.incidents()
+    assert inc.groups == {"g"}

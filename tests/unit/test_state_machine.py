@@ -1173,3 +1173,14 @@ def test_a_member_at_an_epoch_the_input_did_not_show_starts_it(group_type):
     assert (got[3]["outcome"], got[3]["trigger"], got[3]["trigger_member"], got[3]["started_at_ms"],
             got[3]["completed_at_ms"], got[3]["members"]) == ("stable", "heartbeat_expiry", K2, 60510, 60510, 1)
     assert m.m.state == STABLE and m.m.generation == 3
+
+
+def test_the_coordinator_changes_keep_time_order_when_an_old_coordinators_line_comes_late():
+    from state.machine.core import COORDINATORS_KEPT, note_coordinator
+    changes: list[list[int]] = []
+    for ts, broker in [(100, 2), (150, 2), (300, 1), (120, 2), (110, 2), (400, 1), (500, 3), (450, 1)]:
+        note_coordinator(changes, ts, broker)
+    assert changes == [[100, 2], [300, 1], [500, 3]]
+    note_coordinator(changes, 200, 3)      # a line of 3 between the lines of 2 and 1
+    note_coordinator(changes, 90, 1)
+    assert changes == [[90, 1], [100, 2], [200, 3], [300, 1], [500, 3]][-COORDINATORS_KEPT:]

@@ -23,6 +23,7 @@ RECORD_FILES: dict[str, str] = {
     OutputKind.DECODE_STATS: "decode_stats",
     OutputKind.LOG_STATS: "log_stats",
     OutputKind.REBALANCE_COST: "rebalance_costs",     # `run` only (state/rebalance_cost.py)
+    OutputKind.CATCH_UP: "rebalance_catch_ups",       # `run` only (state/rebalance_cost.py)
 }
 GROUPS_FILE = "groups.jsonl"       # replay: the final snapshot of every group
 METRICS_FILE = "metrics.prom"      # replay: the registry at the end of the run

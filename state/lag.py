@@ -149,6 +149,9 @@ class LagBook:
         self._lock = threading.Lock()
         # (cluster, group) -> (topic, partition) -> (committed offset, commit time ms)
         self._committed: dict[tuple[str, str], dict[Partition, tuple[int, int]]] = {}
+        # ... and the commit each newest one replaced: the offset before a rebalance's stop, when
+        # a commit on revoke came after it (committed_before)
+        self._prior: dict[tuple[str, str], dict[Partition, tuple[int, int]]] = {}
         self._ends: dict[tuple[str, Partition], EndHistory] = {}
         # What each sampling round asks, kept between rounds (the set changes seldom: a round
         # of 100,000 partitions should not sort them again): how many groups commit to each
@@ -182,9 +185,11 @@ class LagBook:
         key = (record["cluster"], record["group"])
         with self._lock:
             book = self._committed.setdefault(key, {})
+            prior = self._prior.setdefault(key, {})
             for topic, partition, offset, commit_ms in record.get("offsets") or ():
                 tp = (str(topic), int(partition))
                 if offset is None:
+                    prior.pop(tp, None)
                     if book.pop(tp, None) is not None:
                         self._drop_partition(key[0], tp)
                     continue
@@ -193,10 +198,13 @@ class LagBook:
                 if old is None:
                     book[tp] = new
                     self._add_partition(key[0], tp)
-                elif (new[1], new[0]) >= (old[1], old[0]):
+                elif (new[1], new[0]) > (old[1], old[0]):
                     book[tp] = new
+                    prior[tp] = old
             if not book:
                 del self._committed[key]
+            if not prior:
+                del self._prior[key]
 
     def has_group(self, key: tuple[str, str]) -> bool:
         with self._lock:
@@ -219,6 +227,7 @@ class LagBook:
     def forget_group(self, key: tuple[str, str]) -> None:
         """A group the monitor forgot (Dead past its retention): its lag goes with it."""
         with self._lock:
+            self._prior.pop(key, None)
             for tp in self._committed.pop(key, None) or ():
                 self._drop_partition(key[0], tp)
 
@@ -257,6 +266,21 @@ class LagBook:
         """A copy of the group's (committed offset, commit time ms) per partition."""
         with self._lock:
             return dict(self._committed.get(key) or {})
+
+    def committed_before(self, key: tuple[str, str], asks: list[tuple[Partition, int]]) -> list[int | None]:
+        """The group's committed offset of each (partition, commit time ms) asked: the newest of its
+        last two commits made at or before that time, None when both came later (or none is known)."""
+        out: list[int | None] = []
+        with self._lock:
+            book, prior = self._committed.get(key) or {}, self._prior.get(key) or {}
+            for tp, at_ms in asks:
+                found = None
+                for entry in (book.get(tp), prior.get(tp)):
+                    if entry is not None and entry[1] <= at_ms:
+                        found = entry[0]
+                        break
+                out.append(found)
+        return out
 
     def committed_and_fresh_ends(self, key: tuple[str, str], now_s: float
                                  ) -> tuple[dict[Partition, tuple[int, int]], dict[Partition, int]]:

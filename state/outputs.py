@@ -41,12 +41,15 @@ class OutputKind(StrEnum):
     PARTITION_STOPS = "partition_stops"
     # What a rebalance cost in records (records_delayed), measured by `run` from the end offsets.
     REBALANCE_COST = "rebalance_cost"
+    # How long the group took after a rebalance to be back to its lag before it (catch_up_seconds),
+    # once it is or at its deadline (state/rebalance_cost.py; `run` only).
+    CATCH_UP = "catch_up"
 
 
 # Kinds that are records of the run (event sink, counters); SNAPSHOT and CLOCK are not.
 RECORD_KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
                 OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.DECODE_STATS, OutputKind.LOG_STATS,
-                OutputKind.REBALANCE_COST)
+                OutputKind.REBALANCE_COST, OutputKind.CATCH_UP)
 # The records that count what the parse and decode steps saw: they reach the driver in each
 # batch's progress report (streaming/rows.py, "Statistics rows"), the others as output rows.
 STATISTICS_KINDS = (OutputKind.DECODE_STATS, OutputKind.LOG_STATS)
@@ -170,15 +173,32 @@ def partition_stops_record(rebalance: dict[str, Any], stopped_at: dict[str, int]
             "stops": stops}
 
 
-def rebalance_cost_record(stops: dict[str, Any], records_delayed: int | None, by_topic: dict[str, int],
-                          unknown_reason: str | None, measured_at_ms: int) -> dict[str, Any]:
-    """What a rebalance cost in records (rebalance_costs.jsonl; `run` only): the records that
-    arrived on its stopped partitions while each was stopped, from the sampled end offsets."""
+def _rebalance_key(stops: dict[str, Any]) -> dict[str, Any]:
     return {"cluster": stops["cluster"], "group": stops["group"], "generation": stops["generation"],
-            "started_at_ms": stops["started_at_ms"], "completed_at_ms": stops["completed_at_ms"],
-            "partitions_stopped": len(stops["stops"]), "records_delayed": records_delayed,
+            "started_at_ms": stops["started_at_ms"], "completed_at_ms": stops["completed_at_ms"]}
+
+
+def rebalance_cost_record(stops: dict[str, Any], records_delayed: int | None, by_topic: dict[str, int],
+                          unknown_reason: str | None, measured_at_ms: int, lag_before: int | None = None,
+                          catch_up_deadline_ms: int | None = None) -> dict[str, Any]:
+    """What a rebalance cost in records (rebalance_costs.jsonl; `run` only): the records that
+    arrived on its stopped partitions while each was stopped, from the sampled end offsets; the
+    group's lag on them when they stopped, and until when its catch-up is awaited."""
+    return {**_rebalance_key(stops), "partitions_stopped": len(stops["stops"]), "records_delayed": records_delayed,
             "records_delayed_by_topic": dict(sorted(by_topic.items())) if records_delayed is not None else None,
-            "records_delayed_unknown_reason": unknown_reason, "measured_at_ms": measured_at_ms}
+            "records_delayed_unknown_reason": unknown_reason, "lag_before": lag_before,
+            "catch_up_deadline_ms": catch_up_deadline_ms, "measured_at_ms": measured_at_ms}
+
+
+def catch_up_record(stops: dict[str, Any], lag_before: int, lag_after: int | None, caught_up_at_ms: int | None,
+                    unknown_reason: str | None, measured_at_ms: int) -> dict[str, Any]:
+    """How long after a rebalance its group's lag on the partitions it stopped was back to its
+    level before (rebalance_catch_ups.jsonl; `run` only): null with a reason when it was not by
+    the deadline."""
+    seconds = None if caught_up_at_ms is None else max(0, caught_up_at_ms - stops["completed_at_ms"]) / 1000
+    return {**_rebalance_key(stops), "lag_before": lag_before, "lag_after": lag_after,
+            "catch_up_seconds": seconds, "caught_up_at_ms": caught_up_at_ms, "catch_up_unknown_reason": unknown_reason,
+            "measured_at_ms": measured_at_ms}
 
 
 def _decision_key(r: dict[str, Any]) -> tuple[Any, ...]:

@@ -21,7 +21,7 @@ from state.vocabulary import Outcome, RootCause
 
 # The record kinds the report reads (the event sink's folders / the replay's files).
 KINDS = (OutputKind.REBALANCE, OutputKind.REMOVAL, OutputKind.REBALANCE_TRIGGER, OutputKind.ANOMALY,
-         OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.REBALANCE_COST)
+         OutputKind.QUARANTINE, OutputKind.CLOCK_SKEW, OutputKind.REBALANCE_COST, OutputKind.CATCH_UP)
 
 
 class ReportInputError(ValueError):
@@ -244,7 +244,7 @@ def build_from(inputs: list[tuple[Path, dict[str, list[dict]], list[dict]]], fil
     views: dict[tuple[str, str], GroupView] = {}
     merged[OutputKind.REBALANCE] = apply_rebalance_costs(
         apply_trigger_decisions(merged[OutputKind.REBALANCE], merged[OutputKind.REBALANCE_TRIGGER]),
-        merged[OutputKind.REBALANCE_COST])
+        merged[OutputKind.REBALANCE_COST], merged[OutputKind.CATCH_UP])
     for r in merged[OutputKind.REBALANCE]:
         if _keep(filters, r["cluster"], r["group"], *_rebalance_span(r)):
             views.setdefault((r["cluster"], r["group"]), GroupView(r["cluster"], r["group"])).rebalances.append(r)

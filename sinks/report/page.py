@@ -212,10 +212,37 @@ def group_section(view: GroupView) -> str:
             f"</div>{_rebalance_rows(view)}</section>")
 
 
+COSTLIEST_SHOWN = 10
+
+
+def costliest_table(report: Report) -> str:
+    """The rebalances that cost the most, across the input: by the records they delayed (`run`'s
+    rebalance_costs), then by the partition-seconds they stopped (docs/impact.md)."""
+    measured = [(v, r) for v in report.groups for r in v.rebalances if r.get("partition_seconds_stopped")]
+    if not measured:
+        return ""
+    ranked = sorted(measured, key=lambda vr: (vr[1].get("records_delayed") or 0,
+                                              vr[1]["partition_seconds_stopped"]), reverse=True)[:COSTLIEST_SHOWN]
+
+    def cell(value: object, fmt: str) -> str:
+        return "-" if value is None else format(value, fmt)
+    rows = "".join(
+        f'<tr class="cost-row"><td>{a(v.cluster)}</td><td><a href="#{anchor(v)}">{a(v.group)}</a></td>'
+        f"<td>{cell(r.get('generation'), '')}</td><td>{utc(rebalance_start(r))}</td>"
+        f"<td>{a(r.get('trigger') or '')}</td><td class=\"num\">{r['partition_seconds_stopped']:,.1f}</td>"
+        f"<td class=\"num\">{cell(r.get('records_delayed'), ',')}</td>"
+        f"<td class=\"num\">{cell(r.get('catch_up_seconds'), ',.1f')}</td></tr>" for v, r in ranked)
+    return ("<h2>Costliest rebalances</h2><p class=\"note\">By the records that arrived on the partitions they "
+            "stopped while stopped (<code>run</code> only), then by partition-seconds stopped; catch-up: seconds "
+            "until the group's lag was back to its level before.</p><table class=\"costs\"><tr><th>cluster</th>"
+            "<th>group</th><th>generation</th><th>start UTC</th><th>trigger</th><th>partition-seconds</th>"
+            f"<th>records delayed</th><th>catch-up s</th></tr>{rows}</table>")
+
+
 def render(report: Report) -> str:
     phase_legend = _legend(PHASE_COLORS, PHASE_NAMES)
     cause_legend = _legend({c: ROOT_CAUSE_COLORS[c] for c in ROOT_CAUSES})
-    body = [header(report), fleet(report), groups_table(report), "<h2>Groups</h2>",
+    body = [header(report), fleet(report), groups_table(report), costliest_table(report), "<h2>Groups</h2>",
             f'<p class="note">Each rebalance is drawn as its phases (classic: JOIN then SYNC; KIP-848: '
             f"assignment then reconciliation; faded: superseded, red outline: ran into the rebalance timeout) "
             f"with the generation it produced above; the line is the member count after each rebalance; "

@@ -181,6 +181,10 @@ def impact_line(r: dict) -> str:
         line += f"; cooperative-sticky would have stopped {moved}"
     if r.get("records_delayed") is not None:              # `run`'s rebalance_costs (docs/impact.md)
         line += f"; {r['records_delayed']:,} records arrived on them while stopped"
+    if r.get("catch_up_seconds") is not None:
+        line += f"; the group was back to its lag before it {r['catch_up_seconds']:,.1f} s after"
+    elif r.get("catch_up_unknown_reason"):
+        line += f"; catch-up: {r['catch_up_unknown_reason'].replace('_', ' ')}"
     return line
 
 

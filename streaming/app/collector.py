@@ -216,7 +216,7 @@ class RunCollector:
             for record in stops:
                 self.costs.note(record)
             # written with this batch's records: once, whichever batch measures them
-            by_kind[OutputKind.REBALANCE_COST] = self.costs.due(self.lag, time.time())
+            by_kind[OutputKind.REBALANCE_COST], by_kind[OutputKind.CATCH_UP] = self.costs.due(self.lag, time.time())
         if batch_id <= self.correlated_through:
             # already in the sink and counters
             by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}

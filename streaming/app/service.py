@@ -221,7 +221,7 @@ def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: Ru
     errors = metrics.attach_lag(book, settings.cluster)
     metrics.lag.at_risk_fraction = settings.lag.at_risk_fraction
     collector.lag = book
-    collector.costs = RebalanceCosts(settings.lag.sample_seconds)
+    collector.costs = RebalanceCosts(settings.lag.sample_seconds, settings.lag.catch_up_deadline_seconds)
     source = KafkaEndOffsets(kafka.bootstrap_servers, client_config(kafka), settings.lag.sample_seconds)
     sampler = LagSampler(book, settings.cluster, source,
                          count_error=lambda reason, n: errors.labels(settings.cluster, reason).inc(n),

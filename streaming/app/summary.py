@@ -135,13 +135,17 @@ def cost_lines(rebalances: list[dict], removals: list[dict], top: int = 5) -> li
             f" ({len(measured)} rebalances measured, {unmeasured} not: impact_unknown_reason says why)")
     lines = ["", *textwrap.wrap(head, WIDTH, subsequent_indent="  ")]
     members = {r["member_id"]: r for r in removals}
-    for r in sorted(measured, key=lambda r: -r["partition_seconds_stopped"])[:top]:
+    # by the records they delayed (`run`'s rebalance_costs), then by partition-seconds
+    for r in sorted(measured, key=lambda r: (-(r.get("records_delayed") or 0), -r["partition_seconds_stopped"]))[:top]:
         if r["partition_seconds_stopped"] <= 0:
             break
         lines.append(fit(f"  {utc(start_ms(r))}  {r['cluster']}  {r['group']}  {generation(r)}  {r['trigger']}"))
         why = cost_reason(r, members)
+        delayed = "" if r.get("records_delayed") is None else f", {r['records_delayed']:,} records delayed"
+        if r.get("catch_up_seconds") is not None:
+            delayed += f", caught up {r['catch_up_seconds']:,.1f} s after"
         lines += wrap(f"{r['partitions_stopped']} partitions stopped, {r['partition_seconds_stopped']:,.1f} "
-                      f"partition-seconds" + (f": {why}" if why else ""), 6)
+                      f"partition-seconds{delayed}" + (f": {why}" if why else ""), 6)
     return lines
 
 

@@ -3,12 +3,14 @@ machine reports for a measured classic rebalance, and records_delayed from the s
 offsets around them, measured once a sample after the rebalance has come."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from sinks.metrics import MetricsSink
 from state.lag import END_BEFORE_HISTORY, END_LATER, REASON_BROKER, EndHistory, LagBook
 from state.outputs import OutputKind
-from state.rebalance_cost import MAX_WAIT_SAMPLES, RebalanceCosts
+from state.rebalance_cost import MAX_WAIT_SAMPLES, REASON_NOT_CAUGHT_UP, RebalanceCosts
 from streaming.app.local import run_local
 from tests.support.capture_expectations import capture_inputs
 
@@ -52,25 +54,25 @@ def test_records_delayed_sum_each_partitions_arrivals_over_its_own_stop():
     costs = RebalanceCosts(10.0)
     # t:0 stopped at 1010 s, t:1 at 1025 s (a later departure), u:0 at 1010 s; all end at 1030 s
     costs.note(_stops(("t", 0, 1_010_000), ("t", 1, 1_025_000), ("u", 0, 1_010_000)))
-    [cost] = costs.due(book, 1041.0)
+    [cost], _ = costs.due(book, 1041.0)
     assert cost["records_delayed"] == 200 + 25 and cost["records_delayed_by_topic"] == {"t": 225, "u": 0}
     assert cost["partitions_stopped"] == 3 and cost["records_delayed_unknown_reason"] is None
     assert (cost["generation"], cost["started_at_ms"], cost["completed_at_ms"]) == (5, 1_010_000, 1_030_000)
-    assert costs.due(book, 1042.0) == [] and costs.pending == []       # once
+    assert costs.due(book, 1042.0)[0] == [] and costs.pending == []       # once
 
 
 def test_a_rebalance_waits_for_a_sample_after_its_end_then_goes_out_unmeasured():
     book = _book({("t", 0): [(0, 1000.0), (100, 1010.0)]})
     costs = RebalanceCosts(10.0)
     costs.note(_stops(("t", 0, 1_005_000), completed_ms=1_015_000))
-    assert costs.due(book, 1016.0) == [] and len(costs.pending) == 1  # the sample after 1015 s is to come
+    assert costs.due(book, 1016.0)[0] == [] and len(costs.pending) == 1  # the sample after 1015 s is to come
     book.note_ends("c", [("t", 0)], {("t", 0): 200}, {}, 1020.0)
-    [cost] = costs.due(book, 1021.0)
+    [cost], _ = costs.due(book, 1021.0)
     assert cost["records_delayed"] == 150 - 50
     # no sample after the end within MAX_WAIT_SAMPLES intervals: not measured, and said why
     costs.note(_stops(("t", 0, 1_015_000), completed_ms=1_025_000))
-    assert costs.due(book, 1025.0 + 10 * MAX_WAIT_SAMPLES) == []
-    [late] = costs.due(book, 1025.0 + 10 * MAX_WAIT_SAMPLES + 1)
+    assert costs.due(book, 1025.0 + 10 * MAX_WAIT_SAMPLES)[0] == []
+    [late], _ = costs.due(book, 1025.0 + 10 * MAX_WAIT_SAMPLES + 1)
     assert late["records_delayed"] is None and late["records_delayed_unknown_reason"] == END_LATER
 
 
@@ -78,14 +80,14 @@ def test_a_stop_older_than_the_samples_or_a_failed_partition_is_not_measured():
     book = _book({("t", 0): [(0, 1000.0), (100, 1040.0)]})
     costs = RebalanceCosts(10.0)
     costs.note(_stops(("t", 0, 990_000)))                 # a backlog's rebalance: before the history
-    [old] = costs.due(book, 1041.0)
+    [old], _ = costs.due(book, 1041.0)
     assert old["records_delayed"] is None and old["records_delayed_unknown_reason"] == END_BEFORE_HISTORY
     book.note_ends("c", [("t", 0)], {}, {("t", 0): REASON_BROKER}, 1050.0)
     book2 = LagBook(10.0)
     book2.note_commits({"cluster": "c", "group": "g", "offsets": [["t", 0, 0, 1]]})
     book2.note_ends("c", [("t", 0)], {}, {("t", 0): REASON_BROKER}, 1050.0)
     costs.note(_stops(("t", 0, 1_010_000)))
-    [failed] = costs.due(book2, 1051.0)
+    [failed], _ = costs.due(book2, 1051.0)
     assert failed["records_delayed_unknown_reason"] == REASON_BROKER
 
 
@@ -134,3 +136,90 @@ def test_the_report_says_what_a_rebalance_delayed():
     shown, untouched = apply_rebalance_costs([r, other], [cost])
     assert impact_line(shown).endswith("; 1,904 records arrived on them while stopped")
     assert untouched == other and "records" not in impact_line(untouched)
+
+
+def _commit(book, commits):
+    """commits: [(topic, partition, offset, commit time ms)] of group g."""
+    book.note_commits({"cluster": "c", "group": "g", "offsets": [list(c) for c in commits]})
+
+
+def test_the_group_catches_up_when_its_lag_on_the_stopped_partitions_is_back_to_its_level_before():
+    # 10 records a second on t:0 and t:1 from 1000 s on; the group consumed up to 50 behind
+    times = [1000.0 + 10 * i for i in range(9)]
+    book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times[:4])],
+                  ("t", 1): [(100 * i, at) for i, at in enumerate(times[:4])]})
+    _commit(book, [("t", 0, 50, 1_009_000), ("t", 1, 60, 1_009_000)])         # before the stop at 1010 s
+    _commit(book, [("t", 0, 100, 1_012_000), ("t", 1, 100, 1_012_000)])       # on revoke, after it
+    costs = RebalanceCosts(10.0, catch_up_deadline_s=60)
+    costs.note(_stops(("t", 0, 1_010_000), ("t", 1, 1_010_000)))              # completed at 1030 s
+    [cost], catch_ups = costs.due(book, 1031.0)
+    # lag before: (100 - 50) + (100 - 60), by the commits before the stop, not the revoke's
+    assert cost["lag_before"] == 90 and cost["catch_up_deadline_ms"] == 1_090_000 and catch_ups == []
+    # after it: a commit at 1035 s still 150 behind on t:0; t:1 not committed since (300 - 100)
+    _commit(book, [("t", 0, 200, 1_035_000)])
+    for i, at in enumerate(times[4:6], start=4):
+        book.note_ends("c", [("t", 0), ("t", 1)], {("t", 0): 100 * i, ("t", 1): 100 * i}, {}, at)
+    assert costs.due(book, 1051.0) == ([], []) and len(costs.catching_up) == 1
+    # both within 50 by 1048 s and 1049 s: caught up at the newer commit, 19 s after the completion
+    _commit(book, [("t", 0, 440, 1_048_000), ("t", 1, 460, 1_049_000)])
+    book.note_ends("c", [("t", 0), ("t", 1)], {("t", 0): 600, ("t", 1): 600}, {}, 1060.0)
+    [], [caught] = costs.due(book, 1060.5)
+    assert (caught["catch_up_seconds"], caught["caught_up_at_ms"], caught["lag_before"]) == (19.0, 1_049_000, 90)
+    assert caught["lag_after"] == (480 - 440) + (490 - 460) and caught["catch_up_unknown_reason"] is None
+    assert costs.due(book, 1061.0) == ([], []) and costs.catching_up == []    # once
+
+
+def test_a_group_that_does_not_catch_up_by_the_deadline_is_reported_so():
+    times = [1000.0 + 10 * i for i in range(5)]
+    book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)]})
+    _commit(book, [("t", 0, 90, 1_009_000)])
+    costs = RebalanceCosts(10.0, catch_up_deadline_s=20)
+    costs.note(_stops(("t", 0, 1_010_000)))
+    [cost], [] = costs.due(book, 1041.0)
+    assert cost["lag_before"] == 10
+    _commit(book, [("t", 0, 300, 1_045_000)])          # 150 behind at its commit, never better
+    book.note_ends("c", [("t", 0)], {("t", 0): 500}, {}, 1050.0)
+    assert costs.due(book, 1049.9) == ([], [])
+    [], [late] = costs.due(book, 1050.0)
+    assert late["catch_up_seconds"] is None and late["catch_up_unknown_reason"] == REASON_NOT_CAUGHT_UP
+    assert late["lag_after"] == 150
+
+
+def test_an_idle_partition_catches_up_at_the_completion_and_an_unknown_commit_is_not_awaited():
+    times = [1000.0 + 10 * i for i in range(5)]
+    book = _book({("u", 0): [(7, at) for at in times]})
+    _commit(book, [("u", 0, 7, 1_005_000)])             # nothing waiting, no commit since (librdkafka)
+    costs = RebalanceCosts(10.0)
+    costs.note(_stops(("u", 0, 1_010_000)))
+    [cost], [caught] = costs.due(book, 1041.0)
+    assert cost["lag_before"] == 0 and caught["catch_up_seconds"] == 0.0
+    # a group whose only commits came after the stop: its lag before is not known, nothing awaited
+    other = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)]})
+    _commit(other, [("t", 0, 150, 1_012_000), ("t", 0, 160, 1_013_000)])
+    costs.note(_stops(("t", 0, 1_010_000)))
+    [cost], [] = costs.due(other, 1041.0)
+    assert cost["records_delayed"] == 200 and cost["lag_before"] is None and cost["catch_up_deadline_ms"] is None
+    assert costs.catching_up == []
+
+
+def test_the_report_ranks_rebalances_by_records_delayed_and_says_the_catch_up():
+    from sinks.report.page import costliest_table
+    from sinks.report.data import GroupView
+    from sinks.report.svg import impact_line
+    from state.rebalance_cost import apply_rebalance_costs
+    base = {"cluster": "c", "group": "g", "partitions_stopped": 4, "trigger": "member_join", "outcome": "stable"}
+    cheap = {**base, "generation": 5, "started_at_ms": 1_010_000, "partition_seconds_stopped": 98.0}
+    costly = {**base, "generation": 6, "started_at_ms": 1_050_000, "partition_seconds_stopped": 12.0}
+    costs = [{"cluster": "c", "group": "g", "generation": g, "started_at_ms": t, "records_delayed": n,
+              "records_delayed_unknown_reason": None} for g, t, n in ((5, 1_010_000, 10), (6, 1_050_000, 900))]
+    catch_ups = [{"cluster": "c", "group": "g", "generation": 6, "started_at_ms": 1_050_000, "catch_up_seconds": 12.5,
+                  "catch_up_unknown_reason": None},
+                 {"cluster": "c", "group": "g", "generation": 5, "started_at_ms": 1_010_000, "catch_up_seconds": None,
+                  "catch_up_unknown_reason": REASON_NOT_CAUGHT_UP}]
+    first, second = apply_rebalance_costs([cheap, costly], costs, catch_ups)
+    assert impact_line(second).endswith("; the group was back to its lag before it 12.5 s after")
+    assert impact_line(first).endswith("; catch-up: not caught up")
+    view = GroupView("c", "g")
+    view.rebalances += [first, second]
+    table = costliest_table(SimpleNamespace(groups=[view]))       # type: ignore[arg-type]
+    assert table.index(">900<") < table.index(">10<") and ">12.5<" in table

@@ -53,7 +53,16 @@ def test_the_stored_text_reads_back_and_is_written_again_byte_for_byte():
 
 def _outputs(driver: StatefulDriver, batches: list) -> list[list[str]]:
     per_batch = [driver.batch(b) for b in batches] + [driver.tick(FAR_FUTURE), driver.batch([])]
-    return [sorted(json.dumps([k, r], sort_keys=True) for k, r in out) for out in per_batch]
+    return [sorted(json.dumps([k, _without_later_fields(k, r)], sort_keys=True) for k, r in out) for out in per_batch]
+
+
+def _without_later_fields(kind: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's `coordinators` came after this checkpoint: its state knows no coordinator
+    line from before it, so a resumed run lists only the later ones (state/incidents.py then
+    falls back to the coordinator of the group's first line seen)."""
+    if kind == "snapshot":
+        return {k: v for k, v in record.items() if k != "coordinators"}
+    return record
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))

@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from state.at_risk import AT_RISK_FRACTION as _AT_RISK_FRACTION
 from state.diagnosis.rules import DEFAULT_SETTINGS as DIAGNOSIS_DEFAULTS
+from state.rebalance_cost import DEFAULT_CATCH_UP_DEADLINE_S
 from streaming import defaults
 from streaming.logs.broker_config import consumer_session_timeout_ms
 from streaming.logs.envelope import ENVELOPE_AUTO, parse_field_path
@@ -185,6 +186,10 @@ class LagSettings(BaseModel):
     at_risk_fraction: float = Field(default=AT_RISK_FRACTION, gt=0, le=1,
                                     description="a member with records waiting and no commit for this fraction of "
                                                 "its rebalance timeout is at risk of a poll timeout (state/at_risk.py)")
+    catch_up_deadline_seconds: float = Field(default=DEFAULT_CATCH_UP_DEADLINE_S, gt=0,
+                                             description="a rebalance whose group's lag is not back to its level "
+                                                         "before it this long after it is reported as not caught "
+                                                         "up (state/rebalance_cost.py)")
 
 
 _D = DIAGNOSIS_DEFAULTS

@@ -267,19 +267,17 @@ class LagBook:
         with self._lock:
             return dict(self._committed.get(key) or {})
 
-    def committed_before(self, key: tuple[str, str], asks: list[tuple[Partition, int]]) -> list[int | None]:
-        """The group's committed offset of each (partition, commit time ms) asked: the newest of its
-        last two commits made at or before that time, None when both came later (or none is known)."""
-        out: list[int | None] = []
+    def committed_before(self, key: tuple[str, str], asks: list[tuple[Partition, int]]
+                         ) -> list[tuple[int, int] | None]:
+        """The group's (committed offset, commit time ms) of each (partition, time ms) asked: the
+        newest of its last two commits made at or before that time, None when both came later
+        (or none is known)."""
+        out: list[tuple[int, int] | None] = []
         with self._lock:
             book, prior = self._committed.get(key) or {}, self._prior.get(key) or {}
             for tp, at_ms in asks:
-                found = None
-                for entry in (book.get(tp), prior.get(tp)):
-                    if entry is not None and entry[1] <= at_ms:
-                        found = entry[0]
-                        break
-                out.append(found)
+                out.append(next((e for e in (book.get(tp), prior.get(tp)) if e is not None and e[1] <= at_ms),
+                                None))
         return out
 
     def committed_and_fresh_ends(self, key: tuple[str, str], now_s: float

@@ -11,18 +11,21 @@ sample at or after its completion has come (about one sampling interval), then i
 rebalance_cost record goes out, once:
 
 - measured: `records_delayed` and the figure per topic; `lag_before`, the group's lag on those
-  partitions when each stopped (its end offset then minus the offset committed at or before the
-  stop), and `catch_up_deadline_ms`;
+  partitions when each stopped (its end offset then minus the offset committed when a batch first
+  showed the group rebalancing, note_rebalancing), and `catch_up_deadline_ms`;
 - not measurable: null, and `records_delayed_unknown_reason` says why (a stop older than the
   kept samples, such as a backlog read long after; a partition whose end offsets could not be
   had; no sample after the completion within MAX_WAIT_SAMPLES intervals).
 
-Then the catch-up is awaited: each micro-batch takes each stopped partition's newest commit. One
-made after the completion counts with the end offset at its commit time (lag at that moment),
-one from before with the newest sample (nobody consumed it since). The group has caught up when
-that lag, summed over the partitions, is at most `lag_before`: `catch_up_seconds` runs from the
-completion to the newest of those commits. Its catch_up record goes out then, or at the deadline
-(`lag.catch_up_deadline_seconds` after the completion) with null and `not_caught_up`.
+Then the catch-up is awaited. From the PARTITION_STOPS row on, each micro-batch notes each
+stopped partition's newest commit when it is a new one after the completion. The group's lag on
+the stopped partitions is judged at the completion and at each of those commits, in time order,
+as soon as the samples reach that moment: a partition committed since counts its lag at its own
+newest commit by then, one not committed since its end offset then minus the offset committed by
+the completion (nobody consumed it). The first moment that lag is at most `lag_before` is when
+the group caught up: `catch_up_seconds` from the completion. Its catch_up record goes out then,
+or at the deadline (`lag.catch_up_deadline_seconds` after the completion) with null and
+`not_caught_up`.
 
 Not measured: consumer (KIP-848) groups, whose partitions stop and resume at moments of their
 own, and what a later poll-timeout decision adds to a leave's stops (rebalance_trigger records).
@@ -32,26 +35,67 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from state.lag import END_LATER, REASON_STALE, LagBook
+from state.lag import END_LATER, LagBook
 from state.outputs import catch_up_record, rebalance_cost_record
+from state.vocabulary import Protocol
 
 # A rebalance waits at most this many sampling intervals after its completion for a sample.
 MAX_WAIT_SAMPLES = 3
 # Rebalances waiting at most, for their records or their catch-up (a burst beyond it: the oldest
 # go out unmeasured).
 MAX_PENDING = 10_000
+# Commits after the completion kept per partition until their samples come (the oldest go first).
+MAX_COMMITS_SEEN = 64
 REASON_TOO_MANY = "too_many_waiting"
 REASON_NOT_CAUGHT_UP = "not_caught_up"            # its lag was still above lag_before at the deadline
-REASON_COMMITTED_UNKNOWN = "committed_unknown"    # no commit of some partition at or before its stop
+REASON_COMMITTED_UNKNOWN = "committed_unknown"    # no commit of some partition by the completion
 DEFAULT_CATCH_UP_DEADLINE_S = 600.0
+
+Partition = tuple[str, int]
 
 
 @dataclass
-class CatchUp:
-    """A measured rebalance whose group has not caught up yet."""
+class Tracked:
+    """A measured classic rebalance's stops, from its PARTITION_STOPS row until its catch-up."""
     stops: dict[str, Any]
-    lag_before: int
-    deadline_ms: int
+    partitions: list[Partition]
+    stopped_at: list[list[int] | None]           # [offset, commit ms] each partition stopped at
+    at_completion: list[int | None]              # the offset committed by the completion
+    seen: list[list[tuple[int, int]]]            # (commit ms, offset) after the completion, per batch
+    lag_before: int | None = None
+    deadline_ms: int | None = None
+    lag_last: int | None = None                  # the lag at the last moment judged
+    judged_ms: int = -1                          # the last moment judged (not caught up then)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.stops["cluster"], self.stops["group"]
+
+    def observe(self, book: LagBook) -> None:
+        """The newest commit of each partition, when it is one after the completion not seen yet."""
+        committed = book.committed_of(self.key)
+        for tp, seen in zip(self.partitions, self.seen):
+            entry = committed.get(tp)
+            if entry is not None and entry[1] > self.stops["completed_at_ms"] and (not seen or seen[-1][0] < entry[1]):
+                seen.append((entry[1], entry[0]))
+                del seen[:-MAX_COMMITS_SEEN]
+
+
+@dataclass
+class Watch:
+    """A classic group seen rebalancing: its committed offsets then, and each newer commit of
+    each partition seen since (per batch, the last MAX_COMMITS_SEEN)."""
+    before: dict[Partition, tuple[int, int]]
+    seen: dict[Partition, list[tuple[int, int]]]       # (commit ms, offset)
+    since_s: float
+
+    def observe(self, book: LagBook, key: tuple[str, str]) -> None:
+        for tp, (offset, ms) in book.committed_of(key).items():
+            seen = self.seen.setdefault(tp, [])
+            last = seen[-1][0] if seen else self.before.get(tp, (0, -1))[1]
+            if ms > last:
+                seen.append((ms, offset))
+                del seen[:-MAX_COMMITS_SEEN]
 
 
 class RebalanceCosts:
@@ -61,11 +105,46 @@ class RebalanceCosts:
     def __init__(self, sample_seconds: float, catch_up_deadline_s: float = DEFAULT_CATCH_UP_DEADLINE_S) -> None:
         self.max_wait_s = MAX_WAIT_SAMPLES * sample_seconds
         self.catch_up_deadline_ms = int(catch_up_deadline_s * 1000)
-        self.pending: list[dict[str, Any]] = []
-        self.catching_up: list[CatchUp] = []
+        self.pending: list[Tracked] = []
+        self.catching_up: list[Tracked] = []
+        # (cluster, group, rebalance start) -> its commits from the first batch that showed it
+        # rebalancing on, until its PARTITION_STOPS row
+        self.watching: dict[tuple[str, str, int], Watch] = {}
 
-    def note(self, stops: dict[str, Any]) -> None:
-        self.pending.append(stops)
+    def note_rebalancing(self, snapshots: list[dict[str, Any]], book: LagBook, now_s: float) -> None:
+        """The group snapshots of a batch: a classic group first seen rebalancing is watched. Its
+        committed offsets then are the ones its stops began at (a consumer's commit on revoke
+        comes after the stop); its commits from then on are noted each batch, for the catch-up
+        (its PARTITION_STOPS row comes a few seconds after the completion)."""
+        for snap in snapshots:
+            o = snap.get("rebalance_in_progress")
+            if o is None or snap.get("protocol") != Protocol.CLASSIC or o.get("started_at_ms") is None:
+                continue
+            key = (snap["cluster"], snap["group"], o["started_at_ms"])
+            if key not in self.watching:
+                self.watching[key] = Watch(book.committed_of((snap["cluster"], snap["group"])), {}, now_s)
+                while len(self.watching) > MAX_PENDING:
+                    del self.watching[next(iter(self.watching))]
+
+    def note(self, stops: dict[str, Any], book: LagBook) -> None:
+        """A PARTITION_STOPS row: the offset each stopped partition's consumption stopped at (as
+        the group's watch kept it, else the newest of its last two commits made by the completion:
+        a rebalance that began and ended within one micro-batch), the offset committed by the
+        completion, and the commits seen after it."""
+        cluster, group, completed = stops["cluster"], stops["group"], stops["completed_at_ms"]
+        watch = self.watching.pop((cluster, group, stops["started_at_ms"]), None) or Watch({}, {}, 0.0)
+        partitions = [(t, p) for t, p, _ in stops["stops"]]
+        newest = book.committed_before((cluster, group), [(tp, completed) for tp in partitions])
+        stopped_at, at_completion, seen = [], [], []
+        for tp, c in zip(partitions, newest):
+            kept = watch.before.get(tp)
+            stopped_at.append(list(kept) if kept is not None else (None if c is None else list(c)))
+            commits = watch.seen.get(tp, [])
+            by_end = [o for ms, o in commits if ms <= completed]
+            at_completion.append(by_end[-1] if by_end else c[0] if c is not None else
+                                 kept[0] if kept is not None else None)
+            seen.append([(ms, o) for ms, o in commits if ms > completed])
+        self.pending.append(Tracked(stops, partitions, stopped_at, at_completion, seen))
 
     def due(self, book: LagBook, now_s: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The rebalance_cost and catch_up records that can be had at `now_s` (Unix seconds); the
@@ -73,22 +152,32 @@ class RebalanceCosts:
         out: list[dict[str, Any]] = []
         now_ms = int(now_s * 1000)
         while len(self.pending) > MAX_PENDING:
-            out.append(rebalance_cost_record(self.pending.pop(0), None, {}, REASON_TOO_MANY, now_ms))
+            out.append(rebalance_cost_record(self.pending.pop(0).stops, None, {}, REASON_TOO_MANY, now_ms))
+        for key, watch in list(self.watching.items()):
+            if now_s - watch.since_s > self.catch_up_deadline_ms / 1000:
+                del self.watching[key]        # no row came (no partition stopped, or superseded)
+            else:
+                watch.observe(book, key[:2])
         waiting = []
-        for stops in self.pending:
-            record = self._measure(book, stops, now_s)
+        for t in self.pending:
+            t.observe(book)
+            record = self._measure(book, t, now_s)
             if record is None:
-                waiting.append(stops)
+                waiting.append(t)
             else:
                 out.append(record)
         self.pending = waiting
         return out, self._catch_ups(book, now_s)
 
-    def _measure(self, book: LagBook, stops: dict[str, Any], now_s: float) -> dict[str, Any] | None:
+    def _measure(self, book: LagBook, t: Tracked, now_s: float) -> dict[str, Any] | None:
+        stops = t.stops
         end_s = stops["completed_at_ms"] / 1000
         asks = []
-        for topic, partition, stopped_at_ms in stops["stops"]:
-            asks += [((topic, partition), min(stopped_at_ms / 1000, end_s)), ((topic, partition), end_s)]
+        for (tp, (_, _, stopped_at_ms)), c in zip(zip(t.partitions, stops["stops"]), t.stopped_at):
+            stop_s = min(stopped_at_ms / 1000, end_s)
+            # the lag before: at the stop, or at the commit that came after it (on revoke)
+            before_s = stop_s if c is None else min(max(stop_s, c[1] / 1000), end_s)
+            asks += [(tp, stop_s), (tp, end_s), (tp, before_s)]
         ends = book.ends_at(stops["cluster"], asks)
         reason = next((e for e in ends if isinstance(e, str) and e != END_LATER), None)
         if reason is None and END_LATER in ends:
@@ -98,77 +187,81 @@ class RebalanceCosts:
         if reason is not None:
             return rebalance_cost_record(stops, None, {}, reason, int(now_s * 1000))
         by_topic: dict[str, int] = {}
-        for i, (topic, _, _) in enumerate(stops["stops"]):
-            start, end = ends[2 * i], ends[2 * i + 1]
+        for i, (topic, _) in enumerate(t.partitions):
+            start, end = ends[3 * i], ends[3 * i + 1]
             assert isinstance(start, int) and isinstance(end, int)
             by_topic[topic] = by_topic.get(topic, 0) + max(0, end - start)
-        lag_before = self._lag_before(book, stops, [e for e in ends[::2] if isinstance(e, int)])
-        deadline = None
-        if lag_before is not None:
-            deadline = stops["completed_at_ms"] + self.catch_up_deadline_ms
-            self.catching_up.append(CatchUp(stops, lag_before, deadline))
+        t.lag_before = _lag_before(t.stopped_at, [e for e in ends[2::3] if isinstance(e, int)])
+        if t.lag_before is not None:
+            t.deadline_ms = stops["completed_at_ms"] + self.catch_up_deadline_ms
+            self.catching_up.append(t)
         return rebalance_cost_record(stops, sum(by_topic.values()), by_topic, None, int(now_s * 1000),
-                                     lag_before, deadline)
-
-    @staticmethod
-    def _lag_before(book: LagBook, stops: dict[str, Any], ends_at_stop: list[int]) -> int | None:
-        """The group's lag on the stopped partitions when each stopped, None when a partition's
-        committed offset then is not known."""
-        committed = book.committed_before((stops["cluster"], stops["group"]),
-                                          [((t, p), at_ms) for t, p, at_ms in stops["stops"]])
-        if any(c is None for c in committed):
-            return None
-        return sum(max(0, end - c) for end, c in zip(ends_at_stop, committed) if c is not None)
+                                     t.lag_before, t.deadline_ms)
 
     def _catch_ups(self, book: LagBook, now_s: float) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         now_ms = int(now_s * 1000)
         while len(self.catching_up) > MAX_PENDING:
             c = self.catching_up.pop(0)
-            out.append(catch_up_record(c.stops, c.lag_before, None, None, REASON_TOO_MANY, now_ms))
+            out.append(catch_up_record(c.stops, c.lag_before or 0, None, None, REASON_TOO_MANY, now_ms))
         waiting = []
-        for c in self.catching_up:
-            lag, at_ms, reason = _lag_since(book, c.stops, now_s)
-            if lag is not None and at_ms is not None and lag <= c.lag_before:
-                out.append(catch_up_record(c.stops, c.lag_before, lag, at_ms, None, now_ms))
-            elif now_ms >= c.deadline_ms:
+        for t in self.catching_up:
+            t.observe(book)
+            at_ms, reason = _caught_up_at(book, t)
+            assert t.lag_before is not None and t.deadline_ms is not None
+            if at_ms is not None:
+                out.append(catch_up_record(t.stops, t.lag_before, t.lag_last, at_ms, None, now_ms))
+            elif now_ms >= t.deadline_ms:
                 why = REASON_NOT_CAUGHT_UP if reason in (None, END_LATER) else reason
-                out.append(catch_up_record(c.stops, c.lag_before, lag, None, why, now_ms))
+                out.append(catch_up_record(t.stops, t.lag_before, t.lag_last, None, why, now_ms))
             else:
-                waiting.append(c)
+                waiting.append(t)
         self.catching_up = waiting
         return out
 
 
-def _lag_since(book: LagBook, stops: dict[str, Any], now_s: float) -> tuple[int | None, int | None, str | None]:
-    """The group's lag on the stopped partitions by their newest commits (see above), the newest
-    commit time after the completion among them (the completion when none), or why there is none
-    (a sampler's reason; END_LATER while the sample after a commit is awaited)."""
-    cluster, completed = stops["cluster"], stops["completed_at_ms"]
-    committed = book.committed_of((cluster, stops["group"]))
-    since: list[tuple[tuple[str, int], float]] = []      # (partition, commit time): committed after the completion
-    lag, at_ms = 0, completed
-    for topic, partition, _ in stops["stops"]:
-        tp = (topic, partition)
-        entry = committed.get(tp)
-        if entry is None:
-            return None, None, REASON_COMMITTED_UNKNOWN
-        offset, commit_ms = entry
-        if commit_ms > completed:
-            since.append((tp, commit_ms / 1000))
-            at_ms = max(at_ms, commit_ms)
+def _lag_before(committed: list[list[int] | None], ends_before: list[int]) -> int | None:
+    """The group's lag on the stopped partitions when each stopped: the end offset then minus
+    the offset committed; None when a partition's is not known."""
+    if any(c is None for c in committed):
+        return None
+    return sum(max(0, end - c[0]) for end, c in zip(ends_before, committed) if c is not None)
+
+
+def _caught_up_at(book: LagBook, t: Tracked) -> tuple[int | None, str | None]:
+    """The first moment, from the completion on, at which the group's lag on the stopped
+    partitions is at most lag_before (see above), judged at the completion and at each commit seen
+    since, in time order, as far as the samples reach; or None and why not yet (END_LATER: the
+    samples do not reach the next moment yet). Moments judged and not caught up are dropped."""
+    completed = t.stops["completed_at_ms"]
+    moments = sorted({completed, *(ms for seen in t.seen for ms, _ in seen)})
+    for moment in moments:
+        if moment <= t.judged_ms:
             continue
-        end = book.fresh_end(cluster, tp, now_s)
-        if end is None:
-            return None, None, REASON_STALE
-        lag += max(0, end - offset)
-    ends = book.ends_at(cluster, since)
-    reason = next((e for e in ends if isinstance(e, str)), None)
-    if reason is not None:
-        return None, None, reason
-    for (tp, _), at_commit in zip(since, ends):
-        lag += max(0, int(at_commit) - committed[tp][0])
-    return lag, at_ms, None
+        asks: list[tuple[Partition, float]] = []
+        offsets: list[int] = []
+        for tp, seen, before in zip(t.partitions, t.seen, t.at_completion):
+            last = next((c for c in reversed(seen) if c[0] <= moment), None)
+            if last is not None:
+                asks.append((tp, last[0] / 1000))      # its lag at its own commit
+                offsets.append(last[1])
+            elif before is None:
+                return None, REASON_COMMITTED_UNKNOWN
+            else:
+                asks.append((tp, moment / 1000))       # not committed since: nobody consumed it
+                offsets.append(before)
+        ends = book.ends_at(t.stops["cluster"], asks)
+        reason = next((e for e in ends if isinstance(e, str)), None)
+        if reason is not None:
+            return None, reason
+        t.lag_last = sum(max(0, int(e) - o) for e, o in zip(ends, offsets))
+        if t.lag_last <= (t.lag_before or 0):
+            return moment, None
+        t.judged_ms = moment
+        for seen in t.seen:                            # keep each partition's newest commit up to it
+            while len(seen) > 1 and seen[1][0] <= moment:
+                seen.pop(0)
+    return None, None
 
 
 def _key(r: dict[str, Any]) -> tuple[Any, ...]:

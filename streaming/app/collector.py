@@ -213,10 +213,12 @@ class RunCollector:
                 self.lag.note_commits(record)
         stops = by_kind.pop(OutputKind.PARTITION_STOPS, None) or ()
         if self.lag is not None and self.costs is not None and batch_id > self.correlated_through:
+            now_s = time.time()
+            self.costs.note_rebalancing(by_kind.get(OutputKind.SNAPSHOT) or [], self.lag, now_s)
             for record in stops:
-                self.costs.note(record)
+                self.costs.note(record, self.lag)
             # written with this batch's records: once, whichever batch measures them
-            by_kind[OutputKind.REBALANCE_COST], by_kind[OutputKind.CATCH_UP] = self.costs.due(self.lag, time.time())
+            by_kind[OutputKind.REBALANCE_COST], by_kind[OutputKind.CATCH_UP] = self.costs.due(self.lag, now_s)
         if batch_id <= self.correlated_through:
             # already in the sink and counters
             by_kind = {OutputKind.SNAPSHOT: by_kind.get(OutputKind.SNAPSHOT) or []}

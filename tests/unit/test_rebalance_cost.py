@@ -53,7 +53,7 @@ def test_records_delayed_sum_each_partitions_arrivals_over_its_own_stop():
                   ("u", 0): [(7, at) for at in times]})
     costs = RebalanceCosts(10.0)
     # t:0 stopped at 1010 s, t:1 at 1025 s (a later departure), u:0 at 1010 s; all end at 1030 s
-    costs.note(_stops(("t", 0, 1_010_000), ("t", 1, 1_025_000), ("u", 0, 1_010_000)))
+    costs.note(_stops(("t", 0, 1_010_000), ("t", 1, 1_025_000), ("u", 0, 1_010_000)), book)
     [cost], _ = costs.due(book, 1041.0)
     assert cost["records_delayed"] == 200 + 25 and cost["records_delayed_by_topic"] == {"t": 225, "u": 0}
     assert cost["partitions_stopped"] == 3 and cost["records_delayed_unknown_reason"] is None
@@ -64,13 +64,13 @@ def test_records_delayed_sum_each_partitions_arrivals_over_its_own_stop():
 def test_a_rebalance_waits_for_a_sample_after_its_end_then_goes_out_unmeasured():
     book = _book({("t", 0): [(0, 1000.0), (100, 1010.0)]})
     costs = RebalanceCosts(10.0)
-    costs.note(_stops(("t", 0, 1_005_000), completed_ms=1_015_000))
+    costs.note(_stops(("t", 0, 1_005_000), completed_ms=1_015_000), book)
     assert costs.due(book, 1016.0)[0] == [] and len(costs.pending) == 1  # the sample after 1015 s is to come
     book.note_ends("c", [("t", 0)], {("t", 0): 200}, {}, 1020.0)
     [cost], _ = costs.due(book, 1021.0)
     assert cost["records_delayed"] == 150 - 50
     # no sample after the end within MAX_WAIT_SAMPLES intervals: not measured, and said why
-    costs.note(_stops(("t", 0, 1_015_000), completed_ms=1_025_000))
+    costs.note(_stops(("t", 0, 1_015_000), completed_ms=1_025_000), book)
     assert costs.due(book, 1025.0 + 10 * MAX_WAIT_SAMPLES)[0] == []
     [late], _ = costs.due(book, 1025.0 + 10 * MAX_WAIT_SAMPLES + 1)
     assert late["records_delayed"] is None and late["records_delayed_unknown_reason"] == END_LATER
@@ -79,14 +79,14 @@ def test_a_rebalance_waits_for_a_sample_after_its_end_then_goes_out_unmeasured()
 def test_a_stop_older_than_the_samples_or_a_failed_partition_is_not_measured():
     book = _book({("t", 0): [(0, 1000.0), (100, 1040.0)]})
     costs = RebalanceCosts(10.0)
-    costs.note(_stops(("t", 0, 990_000)))                 # a backlog's rebalance: before the history
+    costs.note(_stops(("t", 0, 990_000)), book)                 # a backlog's rebalance: before the history
     [old], _ = costs.due(book, 1041.0)
     assert old["records_delayed"] is None and old["records_delayed_unknown_reason"] == END_BEFORE_HISTORY
     book.note_ends("c", [("t", 0)], {}, {("t", 0): REASON_BROKER}, 1050.0)
     book2 = LagBook(10.0)
     book2.note_commits({"cluster": "c", "group": "g", "offsets": [["t", 0, 0, 1]]})
     book2.note_ends("c", [("t", 0)], {}, {("t", 0): REASON_BROKER}, 1050.0)
-    costs.note(_stops(("t", 0, 1_010_000)))
+    costs.note(_stops(("t", 0, 1_010_000)), book2)
     [failed], _ = costs.due(book2, 1051.0)
     assert failed["records_delayed_unknown_reason"] == REASON_BROKER
 
@@ -149,11 +149,22 @@ def test_the_group_catches_up_when_its_lag_on_the_stopped_partitions_is_back_to_
     book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times[:4])],
                   ("t", 1): [(100 * i, at) for i, at in enumerate(times[:4])]})
     _commit(book, [("t", 0, 50, 1_009_000), ("t", 1, 60, 1_009_000)])         # before the stop at 1010 s
-    _commit(book, [("t", 0, 100, 1_012_000), ("t", 1, 100, 1_012_000)])       # on revoke, after it
     costs = RebalanceCosts(10.0, catch_up_deadline_s=60)
-    costs.note(_stops(("t", 0, 1_010_000), ("t", 1, 1_010_000)))              # completed at 1030 s
+    # a batch shows the group rebalancing (its rebalance began at 1010 s): its offsets are kept
+    costs.note_rebalancing([{"cluster": "c", "group": "g", "protocol": "classic",
+                             "rebalance_in_progress": {"started_at_ms": 1_010_000}}], book, 1011.0)
+    _commit(book, [("t", 0, 100, 1_012_000), ("t", 1, 100, 1_012_000)])       # the next ones came after
+    assert costs.due(book, 1012.5) == ([], [])
+    _commit(book, [("t", 0, 102, 1_031_000), ("t", 1, 102, 1_031_000)])       # (new owners: after the end)
+    assert costs.due(book, 1031.2) == ([], [])
+    _commit(book, [("t", 0, 103, 1_031_300)])
+    # its row comes a few seconds after the completion: the watch saw the commits before it
+    costs.note(_stops(("t", 0, 1_010_000), ("t", 1, 1_010_000)), book)              # completed at 1030 s
+    assert costs.pending[0].seen == [[(1_031_000, 102)], [(1_031_000, 102)]]
+    assert costs.pending[0].at_completion == [100, 100] and costs.watching == {}
+    _commit(book, [("t", 0, 105, 1_031_500)])
     [cost], catch_ups = costs.due(book, 1031.0)
-    # lag before: (100 - 50) + (100 - 60), by the commits before the stop, not the revoke's
+    # lag before: (100 - 50) + (100 - 60), by the offsets kept while it rebalanced
     assert cost["lag_before"] == 90 and cost["catch_up_deadline_ms"] == 1_090_000 and catch_ups == []
     # after it: a commit at 1035 s still 150 behind on t:0; t:1 not committed since (300 - 100)
     _commit(book, [("t", 0, 200, 1_035_000)])
@@ -174,7 +185,7 @@ def test_a_group_that_does_not_catch_up_by_the_deadline_is_reported_so():
     book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)]})
     _commit(book, [("t", 0, 90, 1_009_000)])
     costs = RebalanceCosts(10.0, catch_up_deadline_s=20)
-    costs.note(_stops(("t", 0, 1_010_000)))
+    costs.note(_stops(("t", 0, 1_010_000)), book)
     [cost], [] = costs.due(book, 1041.0)
     assert cost["lag_before"] == 10
     _commit(book, [("t", 0, 300, 1_045_000)])          # 150 behind at its commit, never better
@@ -190,13 +201,14 @@ def test_an_idle_partition_catches_up_at_the_completion_and_an_unknown_commit_is
     book = _book({("u", 0): [(7, at) for at in times]})
     _commit(book, [("u", 0, 7, 1_005_000)])             # nothing waiting, no commit since (librdkafka)
     costs = RebalanceCosts(10.0)
-    costs.note(_stops(("u", 0, 1_010_000)))
+    costs.note(_stops(("u", 0, 1_010_000)), book)
     [cost], [caught] = costs.due(book, 1041.0)
     assert cost["lag_before"] == 0 and caught["catch_up_seconds"] == 0.0
-    # a group whose only commits came after the stop: its lag before is not known, nothing awaited
+    # not seen rebalancing, and its last two commits came after the completion: its lag before is
+    # not known, nothing awaited
     other = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)]})
-    _commit(other, [("t", 0, 150, 1_012_000), ("t", 0, 160, 1_013_000)])
-    costs.note(_stops(("t", 0, 1_010_000)))
+    _commit(other, [("t", 0, 150, 1_031_000), ("t", 0, 160, 1_032_000)])
+    costs.note(_stops(("t", 0, 1_010_000)), other)
     [cost], [] = costs.due(other, 1041.0)
     assert cost["records_delayed"] == 200 and cost["lag_before"] is None and cost["catch_up_deadline_ms"] is None
     assert costs.catching_up == []
@@ -223,3 +235,34 @@ def test_the_report_ranks_rebalances_by_records_delayed_and_says_the_catch_up():
     view.rebalances += [first, second]
     table = costliest_table(SimpleNamespace(groups=[view]))       # type: ignore[arg-type]
     assert table.index(">900<") < table.index(">10<") and ">12.5<" in table
+
+
+def test_without_a_batch_that_saw_it_rebalancing_the_commit_on_revoke_gives_the_lag_before():
+    """A rebalance within one micro-batch: the newest commit by the completion, a commit on revoke
+    after the stop, counts with the end offset at its own time (the consumer stopped there)."""
+    times = [1000.0 + 10 * i for i in range(5)]
+    book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)]})
+    _commit(book, [("t", 0, 50, 1_009_000)])
+    _commit(book, [("t", 0, 115, 1_012_000)])          # on revoke: 2 s after the stop, 5 behind
+    costs = RebalanceCosts(10.0)
+    costs.note(_stops(("t", 0, 1_010_000)), book)
+    [cost], _ = costs.due(book, 1041.0)
+    assert cost["lag_before"] == 120 - 115 and costs.watching == {}
+
+
+def test_the_catch_up_is_the_first_commit_that_brought_the_lag_back_though_later_ones_came_first():
+    """Commits come each micro-batch, end-offset samples every 10 s: the moments between two
+    samples are judged once the later sample comes, each at its own commit."""
+    times = [1000.0 + 10 * i for i in range(4)]
+    book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)]})
+    _commit(book, [("t", 0, 95, 1_009_500)])                       # 5 behind at the stop (1010 s)
+    costs = RebalanceCosts(10.0)
+    costs.note(_stops(("t", 0, 1_010_000)), book)
+    [cost], [] = costs.due(book, 1030.5)
+    assert cost["lag_before"] == 100 - 95
+    for offset, at_ms in ((310, 1_032_000), (330, 1_033_000), (338, 1_034_000)):
+        _commit(book, [("t", 0, offset, at_ms)])     # 10, 0 and 2 behind at their commits
+        assert costs.due(book, at_ms / 1000 + 0.1) == ([], [])      # no sample after them yet
+    book.note_ends("c", [("t", 0)], {("t", 0): 400}, {}, 1040.0)
+    [], [caught] = costs.due(book, 1040.5)
+    assert (caught["catch_up_seconds"], caught["lag_after"]) == (3.0, 0)

@@ -16,13 +16,19 @@ __consumer_offsets a micro-batch later, and here without the commit hold (kafka.
 consumed in those 5 s more than Kafka: docs/metrics.md, "Consumer lag"). The time lag must keep
 growing while the group rebalances (not frozen).
 
+The same phases with a KIP-848 consumer group (4.4.0, librdkafka): while a does not poll, its
+revocation waits and the group is Reconciling.
+
 The rebalance b's join started is eager (kafka-python's range assignor): all 4 partitions stop
 from its start to its end. Its rebalance_costs record's records_delayed must be within 5% of
 the records the producer wrote in that window, counted by their timestamps on the topic."""
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -58,11 +64,12 @@ def _lag(monitor: MonitorProcess, group: str, topic: str) -> tuple[float, float,
     return records, seconds, states[0] if states else "none"
 
 
-def _compare(monitor: MonitorProcess, cluster, phase: str, rows: list[dict], judged: bool = True) -> dict:
-    before = _lag(monitor, GROUP, TOPIC)
-    described = describe_group(cluster, GROUP)
-    after = _lag(monitor, GROUP, TOPIC)
-    kafka = described.lag.get(TOPIC)
+def _compare(monitor: MonitorProcess, cluster, phase: str, rows: list[dict], judged: bool = True,
+             group: str = GROUP, topic: str = TOPIC) -> dict:
+    before = _lag(monitor, group, topic)
+    described = describe_group(cluster, group)
+    after = _lag(monitor, group, topic)
+    kafka = described.lag.get(topic)
     row = {"phase": phase, "judged": judged, "kafka": kafka, "before": before, "after": after, "describe_s":
            round(described.ended_s - described.started_s, 1), "text": described.text}
     if kafka is not None and before is not None and after is not None:
@@ -77,59 +84,64 @@ def _compare(monitor: MonitorProcess, cluster, phase: str, rows: list[dict], jud
     return row
 
 
-@pytest.mark.parametrize("kafka_bed", list(reversed(CI_VERSIONS)), indirect=True)
-def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
+def _agreement_run(kafka_bed, tmp_path, group: str, topic: str, a_spec: MemberSpec, b_spec: MemberSpec,
+                   rebalancing: str, a_after: str = "assigned",
+                   after_empty: Callable[[MonitorProcess], Any] = lambda monitor: None) -> dict:
+    """The phases above for one group: member a (slower than the producer) alone, then a stops
+    polling and b joins (the group `rebalancing` until a polls again and prints `a_after`), both,
+    and Empty. Its rows,
+    the `during` rows, the `empty` row, the sink's rebalance_costs records, /metrics at the end and
+    what `after_empty` found before the monitor stopped."""
     cluster = kafka_bed.cluster
     ensure_offsets_topic(cluster)
     monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
                              extra_toml="commit_hold_seconds = 0\n")
     rows: list[dict] = []
+    lag = partial(_lag, monitor, group, topic)
+    compare = partial(_compare, monitor, cluster, rows=rows, group=group, topic=topic)
     try:
         monitor.start()
         with Runner(cluster, tmp_path / "runner", kafka_bed.shipper) as runner:
-            runner.topic(TOPIC, 4, 1, rate=RATE)
-            a = runner.start(MemberSpec("kafka-python", GROUP, [TOPIC], "lag-a", slow_ms=1000,
-                                        extra={"max_poll_records": 20}, max_poll_interval_ms=120000))
-            wait_for(lambda: _lag(monitor, GROUP, TOPIC), 90, "the group's lag on /metrics", interval=0.5,
-                     alive=monitor.alive)
-            # the lag builds up (a consumes half of what comes) to more than the tolerance
-            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[0] > TOLERANCE, 120,
+            runner.topic(topic, 4, 1, rate=RATE)
+            a = runner.start(a_spec)
+            wait_for(lag, 90, "the group's lag on /metrics", interval=0.5, alive=monitor.alive)
+            # the lag builds up (a consumes about half of what comes) to more than the tolerance
+            wait_for(lambda: (lag() or (0, 0, ""))[0] > TOLERANCE, 120,
                      "the group's lag to build up", interval=0.5, alive=monitor.alive)
             for _ in range(2):
-                _compare(monitor, cluster, "before", rows)
+                compare("before")
             # a rebalance that waits for a: it stops polling (its heartbeats go on), b joins
             runner.stop_polling(a)
             mark_a = a.mark()
-            b = runner.start(MemberSpec("kafka-python", GROUP, [TOPIC], "lag-b", max_poll_interval_ms=120000),
-                             wait=False)
-            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "PreparingRebalance", 60,
+            b = runner.start(b_spec, wait=False)
+            wait_for(lambda: (lag() or (0, 0, ""))[2] == rebalancing, 60,
                      "the monitor to show the rebalance", interval=0.5, alive=monitor.alive)
-            during = [_compare(monitor, cluster, "during", rows)]
+            during = [compare("during")]
             for _ in range(2):      # each after a new sample: the lag moves while nobody consumes
-                wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[0] > during[-1]["after"][0],
+                wait_for(lambda: (lag() or (0, 0, ""))[0] > during[-1]["after"][0],
                          3 * SAMPLE_S, "a new end-offset sample", interval=0.5, alive=monitor.alive)
-                during.append(_compare(monitor, cluster, "during", rows))
+                during.append(compare("during"))
             runner.resume_polling(a)
             runner.wait_joined(b, 60)
-            runner.wait_reassigned([a], [mark_a], 60)
-            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "Stable", 60,
+            a.wait_event(a_after, 60, mark_a)
+            wait_for(lambda: (lag() or (0, 0, ""))[2] == "Stable", 60,
                      "the monitor to show the group Stable", interval=0.5, alive=monitor.alive)
             # Right after it, b catches up faster than records come while its commits are still on
             # their way to the monitor (a micro-batch): the monitor shows more lag than Kafka by
             # what b consumed meanwhile. Measured, not judged; judged once the monitor has read them.
-            _compare(monitor, cluster, "catching up", rows, judged=False)
-            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (1e9, 0, ""))[0] < during[-1]["after"][0] - TOLERANCE,
+            compare("catching up", judged=False)
+            wait_for(lambda: (lag() or (1e9, 0, ""))[0] < during[-1]["after"][0] - TOLERANCE,
                      60, "the monitor to read the commits after the rebalance", interval=0.5, alive=monitor.alive)
             for _ in range(2):
-                _compare(monitor, cluster, "after", rows)
+                compare("after")
             runner.leave(b)
             runner.leave(a)
-            wait_for(lambda: (_lag(monitor, GROUP, TOPIC) or (0, 0, ""))[2] == "Empty", 60,
+            wait_for(lambda: (lag() or (0, 0, ""))[2] == "Empty", 60,
                      "the monitor to show the group Empty", interval=0.5, alive=monitor.alive)
-            empty = _compare(monitor, cluster, "empty", rows)
-            rebalance, cost = _cost_of_bs_join(monitor)
+            empty = compare("empty")
+            found = after_empty(monitor)
         # the sink's records first: the counter counts each one when it is written, so it has them all
-        costs = monitor.records("rebalance_costs", GROUP)
+        costs = monitor.records("rebalance_costs", group)
         page = parse(monitor.scrape())
     finally:
         code = monitor.stop()
@@ -140,11 +152,23 @@ def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
                               for r in bad)
     # during the rebalance the lag went on: records and seconds grew, the group rebalancing throughout
     states = [r[k][2] for r in during for k in ("before", "after")]
-    assert set(states) == {"PreparingRebalance"}, states
+    assert set(states) == {rebalancing}, states
     firsts, lasts = during[0]["before"], during[-1]["after"]
     assert lasts[0] > firsts[0] and lasts[1] > firsts[1], during
     assert empty["after"] is not None and empty["after"][0] > 0      # an Empty group keeps its lag
     assert page.total("rebalance_monitor_lag_sample_errors_total") == 0.0
+    return {"costs": costs, "page": page, "found": found}
+
+
+@pytest.mark.parametrize("kafka_bed", list(reversed(CI_VERSIONS)), indirect=True)
+def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
+    a = MemberSpec("kafka-python", GROUP, [TOPIC], "lag-a", slow_ms=1000, extra={"max_poll_records": 20},
+                   max_poll_interval_ms=120000)
+    b = MemberSpec("kafka-python", GROUP, [TOPIC], "lag-b", max_poll_interval_ms=120000)
+    run = _agreement_run(kafka_bed, tmp_path, GROUP, TOPIC, a, b, "PreparingRebalance",
+                         after_empty=_cost_of_bs_join)
+    rebalance, cost = run["found"]
+    costs, page, cluster = run["costs"], run["page"], kafka_bed.cluster
     # what b's join cost: every partition stopped for the whole rebalance (eager), and the records
     # that arrived meanwhile, as the producer wrote them
     start, end = rebalance["started_at_ms"], rebalance["completed_at_ms"]
@@ -158,6 +182,20 @@ def test_lag_agrees_with_kafka_consumer_groups(kafka_bed, tmp_path):
     assert produced > RATE * 10 and error <= 0.05, (cost, produced)
     counted = page.value("rebalance_monitor_rebalance_records_delayed_total", cluster="bed", group=GROUP)
     assert counted is not None and counted >= sum(c["records_delayed"] or 0 for c in costs), costs
+
+
+# KIP-848 groups exist from 4.0 on: the newest version. librdkafka (confluent-kafka) with
+# group.protocol=consumer; a takes up to 100 records a poll and sleeps 5 s after each (20 a second,
+# half of RATE). When b joins, the coordinator asks a to revoke half its partitions, which waits
+# for a's next poll (its revoke callback): the group is Reconciling, nobody consumes, the end
+# offsets grow. a gets nothing new: it prints "revoked", not "assigned".
+@pytest.mark.parametrize("kafka_bed", [CI_VERSIONS[-1]], indirect=True)
+def test_lag_agrees_with_kafka_consumer_groups_for_a_kip848_group(kafka_bed, tmp_path):
+    group, topic = "lag-check-848", "lag-check-848-data"
+    a = MemberSpec("confluent", group, [topic], "lag848-a", protocol="consumer", slow_ms=5000,
+                   max_poll_interval_ms=120000)
+    b = MemberSpec("confluent", group, [topic], "lag848-b", protocol="consumer", max_poll_interval_ms=120000)
+    _agreement_run(kafka_bed, tmp_path, group, topic, a, b, "Reconciling", a_after="revoked")
 
 
 def _cost_of_bs_join(monitor: MonitorProcess) -> tuple[dict, dict]:
@@ -179,6 +217,11 @@ def _cost_of_bs_join(monitor: MonitorProcess) -> tuple[dict, dict]:
 
 def _produced_between(bootstrap: str, topic: str, start_ms: int, end_ms: int) -> int:
     """The records of `topic` whose (producer) timestamp lies in [start_ms, end_ms]."""
+    return sum(start_ms <= t <= end_ms for t in _timestamps(bootstrap, topic))
+
+
+def _timestamps(bootstrap: str, topic: str) -> list[int]:
+    """The (producer) timestamps of every record of `topic`, sorted."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lag-check-counter", "enable.auto.commit": False,
                          "log_level": 2})
@@ -187,18 +230,101 @@ def _produced_between(bootstrap: str, topic: str, start_ms: int, end_ms: int) ->
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         seen = dict.fromkeys(partitions, 0)
-        count = 0
+        times: list[int] = []
         deadline = now_ms() + 60_000
         while any(seen[p] < ends[p] for p in partitions) and now_ms() < deadline:
             for msg in consumer.consume(500, timeout=1.0):
                 if msg.error():
                     continue
                 seen[msg.partition() or 0] = (msg.offset() or 0) + 1
-                count += start_ms <= msg.timestamp()[1] <= end_ms
+                times.append(msg.timestamp()[1])
         assert all(seen[p] >= ends[p] for p in partitions), (seen, ends)
-        return count
+        return sorted(times)
     finally:
         consumer.close()
+
+
+# Catch-up (issue 54 item 3) against the members' own consumption: two kafka-python members that
+# consume faster than RATE (committing every second); a stops polling and b joins, so an eager
+# rebalance stops all 4 partitions for about one sampling interval; then both drain what waited.
+# The truth: the group's lag is what the producer wrote (record timestamps) minus what the members
+# consumed (their own running totals, printed about every second); it caught up at the first
+# total after the completion that brings it back to its level at the rebalance's start. The
+# monitor goes by commits (one a second) and its end-offset samples: within CATCH_UP_SLACK_S.
+CATCH_UP_SLACK_S = 3.0
+
+
+@pytest.mark.parametrize("kafka_bed", [CI_VERSIONS[-1]], indirect=True)
+def test_the_catch_up_after_a_rebalance_is_the_members_own(kafka_bed, tmp_path):
+    cluster = kafka_bed.cluster
+    ensure_offsets_topic(cluster)
+    group, topic = "lag-catch-up", "lag-catch-up-data"
+    monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
+                             extra_toml="commit_hold_seconds = 0\n")
+    try:
+        monitor.start()
+        with Runner(cluster, tmp_path / "runner", kafka_bed.shipper) as runner:
+            runner.topic(topic, 4, 1, rate=RATE)
+            a = runner.start(MemberSpec("kafka-python", group, [topic], "catch-a", max_poll_interval_ms=120000))
+            wait_for(partial(_lag, monitor, group, topic), 90, "the group's lag on /metrics", interval=0.5,
+                     alive=monitor.alive)
+            runner.stop_polling(a)
+            mark_a = a.mark()
+            b = runner.start(MemberSpec("kafka-python", group, [topic], "catch-b", max_poll_interval_ms=120000),
+                             wait=False)
+            wait_for(lambda: (_lag(monitor, group, topic) or (0, 0, ""))[2] == "PreparingRebalance", 60,
+                     "the monitor to show the rebalance", interval=0.5, alive=monitor.alive)
+            for _ in range(2):      # what waits: records of at least one sampling interval
+                seen = (_lag(monitor, group, topic) or (0, 0, ""))[0]
+                wait_for(lambda seen=seen: (_lag(monitor, group, topic) or (0, 0, ""))[0] > seen, 3 * SAMPLE_S,
+                         "a new end-offset sample", interval=0.5, alive=monitor.alive)
+            runner.resume_polling(a)
+            runner.wait_joined(b, 60)
+            a.wait_event("assigned", 60, mark_a)
+
+            def found() -> tuple[dict, dict, dict] | None:
+                joins = [r for r in monitor.records("rebalances", group) if r["trigger"] == "member_join"
+                         and r.get("completed_at_ms")]
+                if not joins:
+                    return None
+                r = max(joins, key=lambda r: r["generation"])
+                key = (r["generation"], r["started_at_ms"])
+                costs = [c for c in monitor.records("rebalance_costs", group)
+                         if (c["generation"], c["started_at_ms"]) == key]
+                ups = [c for c in monitor.records("rebalance_catch_ups", group)
+                       if (c["generation"], c["started_at_ms"]) == key]
+                return (r, costs[0], ups[0]) if costs and ups else None
+            wait_for(found, 90, "the catch-up record of b's join", interval=0.5, alive=monitor.alive)
+            rebalance, cost, caught = found() or ({}, {}, {})
+            runner.leave(b)
+            runner.leave(a)
+            consumed = [(e["ts_ms"], m.spec.client_id, e["total"]) for m in (a, b) for e in m.events
+                        if e.get("event") == "consumed"]
+    finally:
+        code = monitor.stop()
+    assert code == 0, monitor.log_tail()
+    produced = _timestamps(cluster.bootstrap, topic)
+    start, end = rebalance["started_at_ms"], rebalance["completed_at_ms"]
+    truth_before = _truth_lag(produced, consumed, start)
+    truth_at = next((t for t, _, _ in sorted(consumed) if t >= end
+                     and _truth_lag(produced, consumed, t) <= truth_before), None)
+    print(f"catch-up {cluster.version}: monitor lag_before {cost['lag_before']}, {caught['catch_up_seconds']} s "
+          f"(lag after {caught['lag_after']}); members: lag {truth_before} at the start, back to it "
+          f"{None if truth_at is None else (truth_at - end) / 1000} s after the completion", flush=True)
+    assert cost["records_delayed"] > RATE * SAMPLE_S / 2, cost
+    assert abs(cost["lag_before"] - truth_before) <= 2 * RATE, (cost, truth_before)
+    assert truth_at is not None and caught["catch_up_seconds"] is not None, (caught, consumed)
+    assert abs(caught["catch_up_seconds"] - (truth_at - end) / 1000) <= CATCH_UP_SLACK_S, (caught, truth_at, end)
+
+
+def _truth_lag(produced: list[int], consumed: list[tuple[int, str, int]], at_ms: int) -> int:
+    """What the producer had written by `at_ms` minus what the members had consumed by then (each
+    member's newest running total at or before it)."""
+    totals: dict[str, int] = {}
+    for t, member, total in sorted(consumed):
+        if t <= at_ms:
+            totals[member] = total
+    return bisect.bisect_right(produced, at_ms) - sum(totals.values())
 
 
 DOWN, GONE = "lag-down-data", "lag-gone-data"

@@ -44,6 +44,9 @@ MAX_WAIT_SAMPLES = 3
 # Rebalances waiting at most, for their records or their catch-up (a burst beyond it: the oldest
 # go out unmeasured).
 MAX_PENDING = 10_000
+# A watched rebalance whose group a batch showed out of it is dropped when its PARTITION_STOPS
+# row has not come this long after (none comes when no partition stopped, or it was superseded).
+ROW_GRACE_S = 60.0
 # Commits after the completion kept per partition until their samples come (the oldest go first).
 MAX_COMMITS_SEEN = 64
 REASON_TOO_MANY = "too_many_waiting"
@@ -88,6 +91,7 @@ class Watch:
     before: dict[Partition, tuple[int, int]]
     seen: dict[Partition, list[tuple[int, int]]]       # (commit ms, offset)
     since_s: float
+    ended_s: float | None = None     # when a batch first showed the group no longer in it
 
     def observe(self, book: LagBook, key: tuple[str, str]) -> None:
         for tp, (offset, ms) in book.committed_of(key).items():
@@ -110,6 +114,7 @@ class RebalanceCosts:
         # (cluster, group, rebalance start) -> its commits from the first batch that showed it
         # rebalancing on, until its PARTITION_STOPS row
         self.watching: dict[tuple[str, str, int], Watch] = {}
+        self.watched: dict[tuple[str, str], set[tuple[str, str, int]]] = {}     # the keys of each group
 
     def note_rebalancing(self, snapshots: list[dict[str, Any]], book: LagBook, now_s: float) -> None:
         """The group snapshots of a batch: a classic group first seen rebalancing is watched. Its
@@ -117,14 +122,28 @@ class RebalanceCosts:
         comes after the stop); its commits from then on are noted each batch, for the catch-up
         (its PARTITION_STOPS row comes a few seconds after the completion)."""
         for snap in snapshots:
+            group = (snap["cluster"], snap["group"])
             o = snap.get("rebalance_in_progress")
-            if o is None or snap.get("protocol") != Protocol.CLASSIC or o.get("started_at_ms") is None:
+            start = None if o is None or snap.get("protocol") != Protocol.CLASSIC else o.get("started_at_ms")
+            for key in self.watched.get(group, ()):
+                watch = self.watching[key]
+                if key[2] != start and watch.ended_s is None:
+                    watch.ended_s = now_s
+            if start is None or (*group, start) in self.watching:
                 continue
-            key = (snap["cluster"], snap["group"], o["started_at_ms"])
-            if key not in self.watching:
-                self.watching[key] = Watch(book.committed_of((snap["cluster"], snap["group"])), {}, now_s)
-                while len(self.watching) > MAX_PENDING:
-                    del self.watching[next(iter(self.watching))]
+            self.watching[(*group, start)] = Watch(book.committed_of(group), {}, now_s)
+            self.watched.setdefault(group, set()).add((*group, start))
+            while len(self.watching) > MAX_PENDING:
+                self._unwatch(next(iter(self.watching)))
+
+    def _unwatch(self, key: tuple[str, str, int]) -> Watch | None:
+        watch = self.watching.pop(key, None)
+        keys = self.watched.get(key[:2])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.watched[key[:2]]
+        return watch
 
     def note(self, stops: dict[str, Any], book: LagBook) -> None:
         """A PARTITION_STOPS row: the offset each stopped partition's consumption stopped at (as
@@ -132,7 +151,7 @@ class RebalanceCosts:
         a rebalance that began and ended within one micro-batch), the offset committed by the
         completion, and the commits seen after it."""
         cluster, group, completed = stops["cluster"], stops["group"], stops["completed_at_ms"]
-        watch = self.watching.pop((cluster, group, stops["started_at_ms"]), None) or Watch({}, {}, 0.0)
+        watch = self._unwatch((cluster, group, stops["started_at_ms"])) or Watch({}, {}, 0.0)
         partitions = [(t, p) for t, p, _ in stops["stops"]]
         newest = book.committed_before((cluster, group), [(tp, completed) for tp in partitions])
         stopped_at, at_completion, seen = [], [], []
@@ -154,8 +173,9 @@ class RebalanceCosts:
         while len(self.pending) > MAX_PENDING:
             out.append(rebalance_cost_record(self.pending.pop(0).stops, None, {}, REASON_TOO_MANY, now_ms))
         for key, watch in list(self.watching.items()):
-            if now_s - watch.since_s > self.catch_up_deadline_ms / 1000:
-                del self.watching[key]        # no row came (no partition stopped, or superseded)
+            if (watch.ended_s is not None and now_s - watch.ended_s > ROW_GRACE_S) \
+                    or now_s - watch.since_s > self.catch_up_deadline_ms / 1000:
+                self._unwatch(key)        # no row came (no partition stopped, superseded, no news)
             else:
                 watch.observe(book, key[:2])
         waiting = []

@@ -10,7 +10,7 @@ import pytest
 from sinks.metrics import MetricsSink
 from state.lag import END_BEFORE_HISTORY, END_LATER, REASON_BROKER, EndHistory, LagBook
 from state.outputs import OutputKind
-from state.rebalance_cost import MAX_WAIT_SAMPLES, REASON_NOT_CAUGHT_UP, RebalanceCosts
+from state.rebalance_cost import MAX_WAIT_SAMPLES, REASON_NOT_CAUGHT_UP, ROW_GRACE_S, RebalanceCosts
 from streaming.app.local import run_local
 from tests.support.capture_expectations import capture_inputs
 
@@ -266,3 +266,18 @@ def test_the_catch_up_is_the_first_commit_that_brought_the_lag_back_though_later
     book.note_ends("c", [("t", 0)], {("t", 0): 400}, {}, 1040.0)
     [], [caught] = costs.due(book, 1040.5)
     assert (caught["catch_up_seconds"], caught["lag_after"]) == (3.0, 0)
+
+
+def test_a_watched_rebalance_that_stops_nothing_is_forgotten_a_grace_after_it_ended():
+    book = _book({("t", 0): [(0, 1000.0)]})
+    costs = RebalanceCosts(10.0)
+    rebalancing = {"cluster": "c", "group": "g", "protocol": "classic",
+                   "rebalance_in_progress": {"started_at_ms": 1_000_000}}
+    costs.note_rebalancing([rebalancing], book, 1000.0)
+    costs.note_rebalancing([rebalancing], book, 1001.0)          # still in it: one watch
+    assert list(costs.watching) == [("c", "g", 1_000_000)]
+    costs.note_rebalancing([{**rebalancing, "rebalance_in_progress": None}], book, 1002.0)   # a first join: no row
+    costs.due(book, 1002.0 + ROW_GRACE_S)
+    assert list(costs.watching) == [("c", "g", 1_000_000)]
+    costs.due(book, 1002.1 + ROW_GRACE_S)
+    assert costs.watching == {} and costs.watched == {}

@@ -275,9 +275,8 @@ def test_the_catch_up_after_a_rebalance_is_the_members_own(kafka_bed, tmp_path):
             wait_for(lambda: (_lag(monitor, group, topic) or (0, 0, ""))[2] == "PreparingRebalance", 60,
                      "the monitor to show the rebalance", interval=0.5, alive=monitor.alive)
             for _ in range(2):      # what waits: records of at least one sampling interval
-                seen = (_lag(monitor, group, topic) or (0, 0, ""))[0]
-                wait_for(lambda seen=seen: (_lag(monitor, group, topic) or (0, 0, ""))[0] > seen, 3 * SAMPLE_S,
-                         "a new end-offset sample", interval=0.5, alive=monitor.alive)
+                wait_for(partial(_lag_above, monitor, group, topic, (_lag(monitor, group, topic) or (0, 0, ""))[0]),
+                         3 * SAMPLE_S, "a new end-offset sample", interval=0.5, alive=monitor.alive)
             runner.resume_polling(a)
             runner.wait_joined(b, 60)
             a.wait_event("assigned", 60, mark_a)
@@ -315,6 +314,10 @@ def test_the_catch_up_after_a_rebalance_is_the_members_own(kafka_bed, tmp_path):
     assert abs(cost["lag_before"] - truth_before) <= 2 * RATE, (cost, truth_before)
     assert truth_at is not None and caught["catch_up_seconds"] is not None, (caught, consumed)
     assert abs(caught["catch_up_seconds"] - (truth_at - end) / 1000) <= CATCH_UP_SLACK_S, (caught, truth_at, end)
+
+
+def _lag_above(monitor: MonitorProcess, group: str, topic: str, records: float) -> bool:
+    return (_lag(monitor, group, topic) or (0, 0, ""))[0] > records
 
 
 def _truth_lag(produced: list[int], consumed: list[tuple[int, str, int]], at_ms: int) -> int:

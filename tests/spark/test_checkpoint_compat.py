@@ -171,7 +171,8 @@ def _check_resumed(resumed, collector, fixture) -> None:
     assert len(expected["rebalance"]) == 82 and len(expected["removal"]) == 76
     records, snapshots, metrics = resumed
     assert records == _as_written_before_the_upgrade(expected, fixture)
-    assert snapshots == sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values())
+    assert _without_coordinators(snapshots) == _without_coordinators(
+        sorted(json.dumps(s, sort_keys=True) for s in collector.snapshots.values()))
     rest, cost = _split_cost(metrics)
     assert rest == _split_cost(_group_metrics(collector.metrics.registry))[0]
     # the impact counter of the resumed run: what its records say (the ones the fixture wrote say none)
@@ -180,6 +181,13 @@ def _check_resumed(resumed, collector, fixture) -> None:
         if r["partition_seconds_stopped"] is not None:
             totals[r["group"]] = totals.get(r["group"], 0.0) + r["partition_seconds_stopped"]
     assert cost == pytest.approx(totals) and len(cost) > 10
+
+
+def _without_coordinators(snapshots: list[str]) -> list[str]:
+    """Snapshots without `coordinators`, which came after the fixture: its state knows no
+    coordinator line from before it, so a resumed run lists only the later ones."""
+    return sorted(json.dumps({k: v for k, v in json.loads(s).items() if k != "coordinators"}, sort_keys=True)
+                  for s in snapshots)
 
 
 def _group_metrics(registry) -> list[str]:

@@ -106,6 +106,15 @@ class OpenRebalance:
     # Its start line's layout wrote whole seconds: the latest time it can have started
     # (state/event_order.py), so a record of that second may have come before it.
     started_latest_ms: int | None = None
+    # Classic: it superseded a rebalance whose generation never got an assignment (a member joined
+    # while that one waited for the leader's): the generation whose assignment the members still
+    # held (None: previous_generation's).
+    assignment_generation: int | None = None
+
+    def starts_from(self, members: dict[str, Any], generation: int | None) -> bool:
+        """Whether `members`, the member list of `generation`, is the assignment it started from."""
+        basis = self.previous_generation if self.assignment_generation is None else self.assignment_generation
+        return generation == basis or (basis == 0 and not members)   # a new group has no members
 
 
 @dataclass(slots=True)

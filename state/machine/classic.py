@@ -46,8 +46,7 @@ class ClassicProtocol:
         machine, m = self.machine, self.machine.m
         if o is None or o.protocol != PROTOCOL_CLASSIC or o.previous_generation is None:
             return
-        if previous_generation != o.previous_generation \
-                and not (o.previous_generation == 0 and not previous):   # a new group has no members
+        if not o.starts_from(previous, previous_generation):
             return
         current = set(new_ids)
         join_ms = None if o.started_at_ms is None or o.join_completed_at_ms is None \
@@ -103,8 +102,8 @@ class ClassicProtocol:
             machine.close_open_as(Outcome.SUPERSEDED, ev)
             m.protocol = PROTOCOL_CLASSIC
             machine.transition_to(STABLE, ev, table=None)
-        o = m.open_rebalance
-        if o is not None:
+        superseded = m.open_rebalance
+        if superseded is not None:
             machine.close_open_as(Outcome.SUPERSEDED, ev)
         machine.transition_to(PREPARING_REBALANCE, ev)
         if ev.generation is not None:
@@ -117,6 +116,11 @@ class ClassicProtocol:
                                          ev.data.get("trigger_member"), ev.reason, ev.ts_ms)
         if downgrade and opened.trigger == Trigger.UNKNOWN:
             opened.trigger = trigger
+        if superseded is not None and superseded.protocol == PROTOCOL_CLASSIC and superseded.completed_at_ms is None \
+                and superseded.previous_generation is not None:
+            # its generation ended before the leader's assignment: the members hold the one before
+            opened.assignment_generation = superseded.assignment_generation if \
+                superseded.assignment_generation is not None else superseded.previous_generation
         if trigger == Trigger.MEMBER_JOIN and ev.data.get("trigger_member"):
             machine.observe_join(ev.data["trigger_member"], None, None, ev)
 

@@ -449,3 +449,38 @@ def test_a_removal_decided_before_its_rebalance_ends_is_not_charged_however_the_
     charged = [r for k, r in one if k == OutputKind.REBALANCE
                and stuck["member_id"] in (r["partition_seconds_by_departed_member"] or {})]
     assert charged and charged[0]["completed_at_ms"] > stuck["removed_at_ms"]
+
+
+def test_a_rebalance_that_supersedes_one_without_an_assignment_is_measured_from_the_one_before():
+    """A member joins while generation 3 waits for its leader's assignment (CompletingRebalance):
+    Kafka logs "Preparing to rebalance ... with old generation 3", but generation 3 never gets an
+    assignment or a record (a bed run of 4.4's cooperative scenario under load). The members still
+    hold generation 2's assignment, which generation 4's record replaces: that rebalance is measured."""
+    def member(mid: str, *parts: int) -> dict:
+        return {"member_id": mid, "client_id": mid, "client_host": "/h", "session_timeout_ms": 10000,
+                "rebalance_timeout_ms": 30000, "partitions": [f"t:{p}" for p in parts]}
+
+    def at(ts: int, kind: str, gen: int, source: str = E.SOURCE_LOG, **data) -> E.Event:
+        return E.Event(ts_ms=ts, source=source, source_id=source, seq=ts, broker=1, cluster="c", group="g",
+                       kind=kind, generation=gen, member_id=None, reason=data.pop("reason", None), data=data)
+
+    def record(ts: int, gen: int, *members: dict) -> E.Event:
+        return at(ts, E.GROUP_METADATA, gen, E.SOURCE_OFFSETS, protocol_type="consumer",
+                  protocol="cooperative-sticky", leader="a", current_state_ts_ms=ts, members=list(members))
+
+    machine = GroupStateMachine(GroupModel(cluster="c", group="g"))
+    machine.apply_all([
+        at(1_000, E.PREPARE_REBALANCE, 1, trigger="member_join", reason="Adding new member b"),
+        at(1_100, E.JOIN_COMPLETE, 2), at(1_200, E.ASSIGNMENT_RECEIVED, 2, members=2),
+        record(1_201, 2, member("a", 0, 1), member("b", 2, 3)),
+        at(10_000, E.PREPARE_REBALANCE, 2, trigger="member_join", reason="Adding new member c"),
+        at(10_100, E.JOIN_COMPLETE, 3),
+        at(10_200, E.PREPARE_REBALANCE, 3, trigger="member_join", reason="Adding new member d"),
+        at(10_500, E.JOIN_COMPLETE, 4), at(10_600, E.ASSIGNMENT_RECEIVED, 4, members=4),
+        record(10_601, 4, member("a", 0, 1), member("b", 2), member("c"), member("d"))])
+    records = {r["generation"]: r for k, r in machine.outputs if k == OutputKind.REBALANCE}
+    assert records[3]["outcome"] == "superseded"
+    last = records[4]
+    assert (last["outcome"], last["previous_generation"], last["impact_unknown_reason"]) == ("stable", 3, None)
+    # cooperative: b revokes t:3 at generation 4's end, for the follow-up to assign
+    assert (last["partitions_stopped"], last["partitions_unassigned"], last["partitions_moved"]) == (0, 1, 1)

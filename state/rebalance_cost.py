@@ -79,9 +79,8 @@ class Tracked:
         committed = book.committed_of(self.key)
         for tp, seen in zip(self.partitions, self.seen):
             entry = committed.get(tp)
-            if entry is not None and entry[1] > self.stops["completed_at_ms"] and (not seen or seen[-1][0] < entry[1]):
-                seen.append((entry[1], entry[0]))
-                del seen[:-MAX_COMMITS_SEEN]
+            if entry is not None:
+                _note_commit(seen, entry, self.stops["completed_at_ms"])
 
 
 @dataclass
@@ -94,12 +93,17 @@ class Watch:
     ended_s: float | None = None     # when a batch first showed the group no longer in it
 
     def observe(self, book: LagBook, key: tuple[str, str]) -> None:
-        for tp, (offset, ms) in book.committed_of(key).items():
-            seen = self.seen.setdefault(tp, [])
-            last = seen[-1][0] if seen else self.before.get(tp, (0, -1))[1]
-            if ms > last:
-                seen.append((ms, offset))
-                del seen[:-MAX_COMMITS_SEEN]
+        for tp, entry in book.committed_of(key).items():
+            _note_commit(self.seen.setdefault(tp, []), entry, self.before.get(tp, (0, -1))[1])
+
+
+def _note_commit(seen: list[tuple[int, int]], entry: tuple[int, int], after_ms: int) -> None:
+    """Adds a partition's newest commit (`entry`: offset, commit ms) to `seen` when it is newer than
+    the last one there (or, with none, than `after_ms`); keeps the last MAX_COMMITS_SEEN."""
+    offset, ms = entry
+    if ms > (seen[-1][0] if seen else after_ms):
+        seen.append((ms, offset))
+        del seen[:-MAX_COMMITS_SEEN]
 
 
 class RebalanceCosts:

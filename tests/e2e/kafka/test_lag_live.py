@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -314,6 +316,14 @@ def test_the_catch_up_after_a_rebalance_is_the_members_own(kafka_bed, tmp_path):
     assert abs(cost["lag_before"] - truth_before) <= 2 * RATE, (cost, truth_before)
     assert truth_at is not None and caught["catch_up_seconds"] is not None, (caught, consumed)
     assert abs(caught["catch_up_seconds"] - (truth_at - end) / 1000) <= CATCH_UP_SLACK_S, (caught, truth_at, end)
+    # the report made of that event sink lists the rebalance among the costliest, with both figures
+    page = tmp_path / "report.html"
+    made = subprocess.run([sys.executable, "-m", "streaming.app.cli", "report", str(monitor.events_dir), "-o",
+                           str(page)], capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr[-2000:]
+    rows = [row for row in page.read_text().split('<tr class="cost-row">')[1:] if f">{group}</a>" in row]
+    assert rows and rows[0].split("</tr>")[0].endswith(
+        f'<td class="num">{cost["records_delayed"]:,}</td><td class="num">{caught["catch_up_seconds"]:,.1f}</td>'), rows
 
 
 def _lag_above(monitor: MonitorProcess, group: str, topic: str, records: float) -> bool:

@@ -220,7 +220,9 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: Buc
         model, held = GroupModel(cluster=cluster, group=group), []
     held.extend(incoming)
     ready, waiting = _ready_rows(held, watermark)
-    new_rows = any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
+    # A group seen for the first time gets a snapshot, whatever its rows: one that only commits
+    # (assign() consumers) then has gauges, and its lag a series (sinks/lag_gauges.py).
+    new_rows = stored is None or any(r[EVENT_KIND] not in _COMMIT_KINDS for r in incoming)
     machine, unsent_commits = _run_machine(cluster, group, ready, waiting, watermark, model, diagnosis, out,
                                            new_rows, live_view)
 

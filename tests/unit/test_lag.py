@@ -494,3 +494,36 @@ def test_a_scrape_looks_at_each_group_once_and_sees_what_lags_says():
             lags, committed, ends = book.group_view(("c", group), now)
             assert lags == [lag for lag in book.lags(now) if lag.group == group]
             assert (committed, ends) == book.committed_and_fresh_ends(("c", group), now)
+
+
+def test_a_group_that_only_commits_gets_a_snapshot_once_and_so_its_lag():
+    """A group without membership records (an assign() consumer that commits, as Flink's source
+    does) has gauges, and a lag, from its first call in `run`: kafka-consumer-groups shows its
+    lag too. Its later commits send none (a replay sends its snapshot at the end)."""
+    import pandas as pd
+
+    from sinks.metrics import MetricsSink
+    from streaming.rows import PACKED_EVENT, event_row, pack_event_row
+    from streaming.spark.stateful import process_bucket, process_group
+    from tests.unit.test_stateful_call import FakeState, _commit, _frame
+
+    def snapshots(frames) -> list[dict]:
+        return [json.loads(text) for frame in frames for kind, text in zip(frame["kind"], frame["record_json"])
+                if kind == OutputKind.SNAPSHOT]
+
+    group_state = FakeState(watermark=1_000)
+    first = snapshots(process_group(("c", "g"), iter([_frame([_commit(2_000, 0)])]), group_state,
+                                    committed_offsets=True))
+    assert [(s["cluster"], s["group"]) for s in first] == [("c", "g")]
+    assert snapshots(process_group(("c", "g"), iter([_frame([_commit(3_000, 0)])]), group_state,
+                                   committed_offsets=True)) == []
+    bucket = pd.DataFrame({"group": ["g"], PACKED_EVENT: [pack_event_row(event_row(_commit(2_000, 0)))]})
+    assert len(snapshots(process_bucket(("c", 0), iter([bucket]), FakeState(watermark=1_000),
+                                        committed_offsets=True))) == 1
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    book = _book(_commits("g", ("t", 0, 5, 1)))
+    sink.attach_lag(book, "c")
+    book.note_ends("c", book.partitions("c"), {("t", 0): 9}, {}, 1e12)
+    sink.observe(OutputKind.SNAPSHOT, first[0])
+    assert 'rebalance_monitor_group_topic_lag{cluster="c",group="g",topic="t"} 4.0' in generate_latest(
+        sink.registry).decode()

@@ -9,6 +9,8 @@ one run, every figure checked before it is reported.
    lies within the window must be counted on /metrics, or the bench stops. Figures: input rows/s,
    batch time p95 (rebalance_monitor_batch_duration_seconds at each batch), CPU of the monitor's
    process tree over the window in cores, peak RSS of the driver, the JVM and the Python workers.
+   The topic the groups commit to holds records beyond their commits, so `run`'s lag sampler (on
+   by default) gives every group a lag: `steady_lag_groups`, the lag series on the last /metrics.
 2. Highest steady rate (`max_steady_rows_per_second`, this tree only): the same at up to
    `--max-steps` other commit rates (a shorter window): the commit interval halved each step
    while the batches keep up (p95 at most `--keep-up-seconds`, every rebalance counted), doubled
@@ -59,7 +61,8 @@ one run, every figure checked before it is reported.
 
 The base tree is `--base` or, by default, a worktree of `--base-commit` under bench/.data with its own
 .venv (made on first use). Last line:
-  steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C max_steady_rows_per_second=M
+  steady_rows_per_second=N steady_batch_p95_seconds=B steady_cpu_cores=C steady_lag_groups=LG
+  max_steady_rows_per_second=M
   quiet_cpu_cores=Q live_p95_seconds=L replay_rows_per_second=R read_ceiling_rows_per_second=X
   replay_compare_rows_per_second=RC catch_up_rows_per_second=U catch_up_python_rows_per_second=UP
   catch_up_spark_rows_per_second=US catch_up_ceiling_rows_per_second=UC catch_up_peak_heap_mb=H
@@ -159,19 +162,45 @@ def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]
     print(f"steady: {args.groups:,} groups, {args.partitions} partitions committed every {args.commit_every:g} s: "
           f"{len(traffic):,} rows in {args.window:.0f} s ({rate:,.0f} rows/s), {len(complete)} groups' scenarios "
           f"complete in it", flush=True)
+    topic_with_records(cluster, args.partitions)
     out = {}
     for name, tree in trees.items():
         r = run_config("new", cluster, work, traffic, complete, args.final_wait, args.groups, root=tree,
-                       label=f"-steady-{name}", rss=sampler,
+                       label=f"-steady-{name}", rss=sampler, count_series=LAG_SERIES,
                        **source_options(args.source[name], args.monitor_toml if name == "head" else ""))
         if r["found"] < r["expected"]:
             raise SystemExit(f"bench/cost: steady {name}: {r['found']} of {r['expected']} rebalances counted")
         out[name] = {"rows_per_second": rate, "batch_p95": _p95(r["batches"]), "cores": r["cpu"] / r["wall"],
-                     "rss": r["rss"], "delay_p50": _p50(r["delays"])}
+                     "rss": r["rss"], "delay_p50": _p50(r["delays"]), "lag_groups": r["series"]}
         print(f"  {name}: all {r['expected']} rebalances counted; {len(r['batches'])} batches, p95 "
               f"{out[name]['batch_p95']:.2f} s, max {max(r['batches']):.2f} s; watermark delay p50 "
-              f"{out[name]['delay_p50']:.1f} s; {out[name]['cores']:.2f} cores; peak {_mb(r['rss'])}", flush=True)
+              f"{out[name]['delay_p50']:.1f} s; {out[name]['cores']:.2f} cores; peak {_mb(r['rss'])}; "
+              f"{r['series']:,} groups with a lag on /metrics", flush=True)
     return out
+
+
+# The lag series the steady state's last /metrics is counted for (one per group: they all commit
+# to one topic).
+LAG_SERIES = "rebalance_monitor_group_topic_lag"
+
+
+def topic_with_records(cluster, partitions: int) -> None:
+    """The topic the steady groups commit to, with 100 records more than their committed offset on
+    each partition: `run` samples its end offsets (lag is on by default), so every group it
+    knows has a lag on /metrics (a base without lag shows none)."""
+    from confluent_kafka import Producer
+
+    from bench.scale_inputs import steady_topic
+    from testbed.bed.admin import create_topic
+    topic, committed = steady_topic()
+    create_topic(cluster.admin(), topic, partitions, 1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50, "acks": "1"})
+    for p in range(partitions):
+        for _ in range(committed + 100):
+            producer.produce(topic, b"x", partition=p)
+        producer.poll(0)
+    if producer.flush(60) != 0:
+        raise SystemExit(f"bench/cost: could not write the records of {topic}")
 
 
 def on_cluster(cluster, args, work: Path) -> dict[int, dict]:
@@ -393,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         with KafkaCluster(args.version, brokers=1, workdir=work / "cluster") as cluster:
             s = steady(cluster, trees, args, work)
             figures.update(steady_rows_per_second=s["head"]["rows_per_second"],
-                           steady_batch_p95_seconds=s["head"]["batch_p95"], steady_cpu_cores=s["head"]["cores"])
+                           steady_batch_p95_seconds=s["head"]["batch_p95"], steady_cpu_cores=s["head"]["cores"],
+                           steady_lag_groups=s["head"]["lag_groups"])
             if "base" in s:
                 base.update(steady_batch_p95_seconds=s["base"]["batch_p95"], steady_cpu_cores=s["base"]["cores"])
             if "max" in only:
@@ -431,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench.lag_sampler import lag_sampler
         figures.update(lag_sampler(args, work))
     print(f"bench/cost: {time.monotonic() - started:.0f} s", flush=True)
-    order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "max_steady_rows_per_second",
+    order = ("steady_rows_per_second", "steady_batch_p95_seconds", "steady_cpu_cores", "steady_lag_groups",
+             "max_steady_rows_per_second",
              "quiet_cpu_cores", "live_p95_seconds", "replay_rows_per_second", "read_ceiling_rows_per_second",
              "replay_compare_rows_per_second", "catch_up_rows_per_second", "catch_up_python_rows_per_second",
              "catch_up_spark_rows_per_second", "catch_up_ceiling_rows_per_second", "catch_up_peak_heap_mb",

@@ -159,7 +159,8 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
 
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
                groups: int, root: Path | None = None, label: str = "", rss=None, source: str = "python",
-               extra_toml: str = "", submit=None, cpu_also=None, warm_up: float | None = None) -> dict:
+               extra_toml: str = "", submit=None, cpu_also=None, warm_up: float | None = None,
+               count_series: str | None = None) -> dict:
     """`run` of `root` (default: this tree) at configuration `name` on the traffic (an iterable of
     (ms from the start, "log"|"offsets", payload) in time order, iterated once), produced in real
     time; `label` tells runs apart (topics, work folder); `rss(pid)` -> a started sampler with a
@@ -169,7 +170,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
     With `warm_up` (seconds from the traffic's start), the figures are of the window from then to
     the end of the traffic's producing only: CPU and wall, the durations and watermark delays of
     the batches that ended in it, the peak RSS (the sampler starts then); "counted" is the batches
-    of the window by the batch counter, "excluded" the durations of the warm-up left out."""
+    of the window by the batch counter, "excluded" the durations of the warm-up left out.
+    `count_series`: a sample name whose series on the last /metrics are counted ("series")."""
     trigger, lateness = CONFIGS[name]
     run = f"{name}{label}"
     log_topic, offsets_topic = f"scale-logs-{run}", f"scale-offsets-{run}"
@@ -214,6 +216,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             monitor.alive()
             time.sleep(2.0)
             found = counted_rebalances(monitor, complete)
+        series = None if count_series is None else sum(
+            1 for line in monitor.scrape(count_series).splitlines() if line.startswith(count_series + "{"))
     finally:
         if timer is not None:
             timer.cancel()
@@ -224,7 +228,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
     figures = {"batches": poller.durations, "delays": poller.delays}
     if warm_up is not None:
         figures = poller.between(marks["t"], end)
-    return {"cpu": cpu, "wall": wall, **figures, "found": found, "expected": expected, "trigger": trigger,
+    return {"cpu": cpu, "wall": wall, **figures, "found": found, "expected": expected, "series": series,
+            "trigger": trigger,
             "lateness": lateness, "rss": samplers[0].peak if samplers else None}
 
 

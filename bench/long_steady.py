@@ -57,7 +57,7 @@ class SteadyTraffic:
 def long_steady(trees: dict[str, Path], args, work: Path) -> dict[str, dict[str, float]]:
     """The long window of every tree: {"head": figures, "base": figures} (bench_cost's last-line
     names without the base_ prefix)."""
-    from bench.bench_cost import _mb, _p50, _p95, sampler, source_options
+    from bench.bench_cost import LAG_SERIES, _mb, _p50, _p95, sampler, source_options, topic_with_records
     from bench.bench_scale_live import run_config
     from testbed.bed import KafkaCluster
     total = args.warm_up + args.long_window
@@ -73,10 +73,11 @@ def long_steady(trees: dict[str, Path], args, work: Path) -> dict[str, dict[str,
                          "--warm-up or --long-window")
     out: dict[str, dict[str, float]] = {}
     with KafkaCluster(args.version, brokers=1, workdir=work / "long-cluster") as cluster:
+        topic_with_records(cluster, args.partitions)
         for name, tree in trees.items():
             label = f"-long-{name}"
             r = run_config("new", cluster, work, traffic, traffic.complete, args.long_final_wait, args.groups,
-                           root=tree, label=label, rss=sampler, warm_up=args.warm_up,
+                           root=tree, label=label, rss=sampler, warm_up=args.warm_up, count_series=LAG_SERIES,
                            **source_options(args.source[name], args.monitor_toml if name == "head" else ""))
             if r["found"] < r["expected"]:
                 raise SystemExit(f"bench/cost: long steady {name}: {r['found']} of {r['expected']} rebalances "
@@ -93,7 +94,7 @@ def long_steady(trees: dict[str, Path], args, work: Path) -> dict[str, dict[str,
                   f"{out[name]['long_steady_batch_p95_seconds']:.2f} s, max "
                   f"{out[name]['long_steady_batch_max_seconds']:.2f} s; watermark delay p50 "
                   f"{_p50(r['delays']):.1f} s; {out[name]['long_steady_cpu_cores']:.2f} cores; peak "
-                  f"{_mb(r['rss'])}", flush=True)
+                  f"{_mb(r['rss'])}; {r['series']:,} groups with a lag on /metrics", flush=True)
     # The broker's copy of the traffic; kept when a run failed (SystemExit).
     shutil.rmtree(work / "long-cluster", ignore_errors=True)
     return out

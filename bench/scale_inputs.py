@@ -204,6 +204,17 @@ def _steady_plan(groups: int, every_s: float, seed: int, partitions: int) -> tup
     return period, plan
 
 
+def steady_topic() -> tuple[str, int]:
+    """The topic steady_commits's groups commit to and the offset each commit names (sc03's first
+    commit's): the steady bench creates it with records beyond that offset, so `run`'s lag sampler
+    finds end offsets and every group has a lag."""
+    key, value = next((k, v) for _, k, v in _records() if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    group_len = struct.unpack_from(">h", key, 2)[0]
+    topic_len = struct.unpack_from(">h", key, 4 + group_len)[0]
+    assert value is not None        # the first commit of sc03 has a value
+    return key[6 + group_len:6 + group_len + topic_len].decode(), struct.unpack_from(">q", value, 2)[0]
+
+
 def steady_commit_stream(groups: int, window_s: float, every_s: float, seed: int = 15, partitions: int = 1):
     """steady_commits's records, in its order (time, then group, then partition), made as they are
     read: the memory of one commit per group (its `partitions` dicts), not of the window."""

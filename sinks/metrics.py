@@ -38,11 +38,14 @@ from sinks.log_sources import LogSourceMetrics
 from state.lag import SAMPLE_ERROR_REASONS, LagBook
 from state.model import DEAD
 from state.outputs import OutputKind
+from state.rebalance_cost import REASON_NOT_CAUGHT_UP
 from state.vocabulary import METRIC_PREFIX as PREFIX, SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS, Protocol
 from state.quarantine_reasons import BROKER_LOG_REASONS, OFFSETS_REASONS, QuarantineReason as R
 
 # The clock-skew gauge is the median of this many latest observations per (cluster, source).
 CLOCK_SKEW_WINDOW = 15
+# Catch-up after a rebalance: seconds to minutes (the deadline is lag.catch_up_deadline_seconds, 600).
+CATCH_UP_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
 # The documented reasons per quarantine source (docs/metrics.md). Their counters start at 0 for
@@ -140,7 +143,7 @@ class MetricsSink:
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             OutputKind.REBALANCE: self._rebalance, OutputKind.REMOVAL: self._removal,
             OutputKind.REBALANCE_TRIGGER: self._trigger_decided, OutputKind.REBALANCE_COST: self._rebalance_cost,
-            OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
+            OutputKind.CATCH_UP: self._catch_up, OutputKind.SNAPSHOT: self._snapshot, OutputKind.ANOMALY: self._anomaly,
             OutputKind.DECODE_STATS: self._decode_stats, OutputKind.CLOCK_SKEW: self._clock_skew,
             OutputKind.QUARANTINE: self._quarantine, OutputKind.LOG_STATS: self._log_stats,
         }
@@ -187,6 +190,16 @@ class MetricsSink:
             "Records that arrived on the partitions the group's rebalances stopped while each was "
             "stopped (`run` only: from the sampled end offsets; measured classic rebalances).",
             ["cluster", "group"])
+        self.not_caught_up = self._group_series(
+            "counter", f"{PREFIX}_rebalances_not_caught_up_total",
+            "Measured rebalances after which the group's lag on the partitions they stopped was not back "
+            "to its level before within lag.catch_up_deadline_seconds (`run` only).",
+            ["cluster", "group"])
+        self.catch_up = Histogram(
+            f"{PREFIX}_rebalance_catch_up_seconds",
+            "Seconds from a measured rebalance's end until its group's lag on the partitions it stopped was "
+            "back to its level before (`run` only; docs/impact.md, \"Records delayed and catch-up\").",
+            ["cluster"], buckets=CATCH_UP_BUCKETS, registry=r)
         self.partition_stop = Histogram(
             f"{PREFIX}_partition_stop_seconds",
             "How long each partition a rebalance reassigned had stopped being consumed (docs/impact.md).",
@@ -329,6 +342,14 @@ class MetricsSink:
         if delayed is not None:       # null: not measurable, records_delayed_unknown_reason says why
             key = (record["cluster"], record["group"])
             self._count(self.records_delayed, key, (record["cluster"], self._group_label(*key)), max(0, delayed))
+
+    def _catch_up(self, record: dict[str, Any]) -> None:
+        seconds = record.get("catch_up_seconds")
+        if seconds is not None:
+            self.catch_up.labels(record["cluster"]).observe(seconds)
+        elif record.get("catch_up_unknown_reason") == REASON_NOT_CAUGHT_UP:
+            key = (record["cluster"], record["group"])
+            self._count(self.not_caught_up, key, (record["cluster"], self._group_label(*key)))
 
     def _count_rebalance(self, record: dict[str, Any]) -> None:
         key = (record["cluster"], record["group"])

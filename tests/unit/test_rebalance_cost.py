@@ -125,6 +125,25 @@ def test_records_delayed_count_per_group_on_metrics():
     assert 'rebalance_monitor_rebalance_records_delayed_total{cluster="c",group="g"} 40.0' in page
 
 
+def test_catch_ups_on_metrics_a_histogram_per_cluster_and_the_late_ones_per_group():
+    sink = MetricsSink([1.0])
+    base = {"cluster": "c", "group": "g", "generation": 1, "started_at_ms": 1, "completed_at_ms": 2,
+            "lag_before": 10, "lag_after": 5, "measured_at_ms": 3}
+    sink.observe(OutputKind.CATCH_UP, {**base, "catch_up_seconds": 19.0, "caught_up_at_ms": 19_002,
+                                       "catch_up_unknown_reason": None})
+    sink.observe(OutputKind.CATCH_UP, {**base, "catch_up_seconds": None, "caught_up_at_ms": None,
+                                       "catch_up_unknown_reason": REASON_NOT_CAUGHT_UP})
+    sink.observe(OutputKind.CATCH_UP, {**base, "catch_up_seconds": None, "caught_up_at_ms": None,
+                                       "catch_up_unknown_reason": "committed_unknown"})
+    value = sink.registry.get_sample_value
+    assert value("rebalance_monitor_rebalance_catch_up_seconds_bucket", {"cluster": "c", "le": "15.0"}) == 0
+    assert value("rebalance_monitor_rebalance_catch_up_seconds_bucket", {"cluster": "c", "le": "30.0"}) == 1
+    assert value("rebalance_monitor_rebalance_catch_up_seconds_count", {"cluster": "c"}) == 1
+    from prometheus_client import generate_latest
+    page = generate_latest(sink.registry).decode()
+    assert 'rebalance_monitor_rebalances_not_caught_up_total{cluster="c",group="g"} 1.0' in page
+
+
 def test_the_report_says_what_a_rebalance_delayed():
     from sinks.report.svg import impact_line
     from state.rebalance_cost import apply_rebalance_costs

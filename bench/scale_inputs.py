@@ -191,7 +191,7 @@ def steady_commits(groups: int, window_s: float, every_s: float, seed: int = 15,
 def _steady_plan(groups: int, every_s: float, seed: int, partitions: int) -> tuple[int, list[tuple[int, list[dict]]]]:
     """The commit period in ms and each group's (phase in ms, its commit's records), in the order
     of `groups` (the phases drawn from random.Random(seed) in that order)."""
-    key, value = next((k, v) for _, k, v in _records() if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    key, value = _first_commit()
     rng = random.Random(seed)
     period = int(every_s * 1000)
     plan = []
@@ -204,14 +204,20 @@ def _steady_plan(groups: int, every_s: float, seed: int, partitions: int) -> tup
     return period, plan
 
 
+def _first_commit() -> tuple[bytes, bytes]:
+    """sc03's first offset commit record: its key and value."""
+    key, value = next((k, v) for _, k, v in _records() if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    assert value is not None        # the filter keeps records with a value
+    return key, value
+
+
 def steady_topic() -> tuple[str, int]:
     """The topic steady_commits's groups commit to and the offset each commit names (sc03's first
     commit's): the steady bench creates it with records beyond that offset, so `run`'s lag sampler
     finds end offsets and every group has a lag."""
-    key, value = next((k, v) for _, k, v in _records() if struct.unpack_from(">h", k, 0)[0] in (0, 1) and v)
+    key, value = _first_commit()
     group_len = struct.unpack_from(">h", key, 2)[0]
     topic_len = struct.unpack_from(">h", key, 4 + group_len)[0]
-    assert value is not None        # the first commit of sc03 has a value
     return key[6 + group_len:6 + group_len + topic_len].decode(), struct.unpack_from(">q", value, 2)[0]
 
 

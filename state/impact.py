@@ -166,8 +166,7 @@ def _measure(m: GroupModel, o: OpenRebalance, previous: dict[str, Member] | None
         return unknown(f"assignor {m.selected_protocol or 'unknown'} (protocol type "
                        f"{m.protocol_type or 'unknown'}): its revocation protocol is not known")
     if not o.starts_from(previous, previous_generation):
-        basis = o.previous_generation if o.assignment_generation is None else o.assignment_generation
-        return unknown(f"the assignment of generation {basis} was not seen")
+        return unknown(f"the assignment of generation {o.basis_generation} was not seen")
     new_owner: dict[str, str] = {}
     for mid, member in m.members.items():
         if member.partitions is None:

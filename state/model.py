@@ -111,9 +111,14 @@ class OpenRebalance:
     # held (None: previous_generation's).
     assignment_generation: int | None = None
 
+    @property
+    def basis_generation(self) -> int | None:
+        """The generation whose assignment the members held when it started."""
+        return self.previous_generation if self.assignment_generation is None else self.assignment_generation
+
     def starts_from(self, members: dict[str, Any], generation: int | None) -> bool:
         """Whether `members`, the member list of `generation`, is the assignment it started from."""
-        basis = self.previous_generation if self.assignment_generation is None else self.assignment_generation
+        basis = self.basis_generation
         return generation == basis or (basis == 0 and not members)   # a new group has no members
 
 

@@ -119,8 +119,7 @@ class ClassicProtocol:
         if superseded is not None and superseded.protocol == PROTOCOL_CLASSIC and superseded.completed_at_ms is None \
                 and superseded.previous_generation is not None:
             # its generation ended before the leader's assignment: the members hold the one before
-            opened.assignment_generation = superseded.assignment_generation if \
-                superseded.assignment_generation is not None else superseded.previous_generation
+            opened.assignment_generation = superseded.basis_generation
         if trigger == Trigger.MEMBER_JOIN and ev.data.get("trigger_member"):
             machine.observe_join(ev.data["trigger_member"], None, None, ev)
 

@@ -76,7 +76,7 @@ class LagCollector(Collector):
         snapshots = [s for s in self._snapshots() if s.get("state") != DEAD and not s.get("_over_cap")]
         # one look at each shown group's partitions (LagBook.group_view): its lags, commits, fresh ends
         views = {(s["cluster"], s["group"]): book.group_view((s["cluster"], s["group"]), now_s) for s in snapshots}
-        self._members_at_risk(views, snapshots, now_s, at_risk)
+        self._members_at_risk(book, views, snapshots, now_s, at_risk)
         unknown_counts: dict[tuple[str, str, str], int] = {}
         for lag in (lag for key in sorted(views) for lag in views[key][0]):
             if lag.unknown is not None:
@@ -90,17 +90,19 @@ class LagCollector(Collector):
             unknown.add_metric([cluster, group, reason], float(n))
         return [records, seconds, unknown, at_risk]
 
-    def _members_at_risk(self, views: dict[tuple[str, str], tuple[Any, dict, dict]], snapshots: list[dict[str, Any]],
-                         now_s: float, family: GaugeMetricFamily) -> None:
+    def _members_at_risk(self, book: LagBook, views: dict[tuple[str, str], tuple[Any, dict, dict]],
+                         snapshots: list[dict[str, Any]], now_s: float, family: GaugeMetricFamily) -> None:
         """A series per group the book has commits of; one log line per member that becomes at risk."""
-        now_ms = int(now_s * 1000)
         found: dict[tuple[str, str, str], str] = {}
         for snap in snapshots:
             key = (snap["cluster"], snap["group"])
             _, committed, ends = views[key]
             if not committed:
                 continue
-            risks = members_at_risk(snap, committed, ends.get, now_ms, self.at_risk_fraction)
+            # a silence is measured only to where the monitor has read the group's commits
+            through = book.commits_read_through(key, now_s)
+            risks = [] if through is None else members_at_risk(snap, committed, ends.get, int(through * 1000),
+                                                                self.at_risk_fraction)
             family.add_metric(list(key), float(len(risks)))
             for r in risks:
                 found[(*key, r.member_id)] = (

@@ -16,8 +16,12 @@ A member is at risk when, at once:
   so idle members are never at risk;
 - none of those partitions got a commit for more than `fraction` of its rebalance timeout (the
   Java client sends max.poll.interval.ms as its rebalance timeout in JoinGroup; the group's
-  GroupMetadata record keeps it per member), counted from the later of its newest commit on them
-  and the time the group became Stable (its assignment).
+  GroupMetadata record keeps it per member), counted from the latest of its newest commit on them,
+  the time the group became Stable (its assignment) and the time its coordinator last changed (no
+  commit can be made while the group has none: a killed coordinator's group is silent until the
+  new one has loaded it), and up to the moment the monitor has read the group's commits through
+  (the caller's `now_ms`: state/lag.py `commits_read_through`; a monitor that cannot read the
+  coordinator's partition, or is catching up, sees no commit and must not call that a silence).
 
 Not evaluated (never at risk): members without a rebalance timeout or a known assignment, and
 partitions named by topic id (consumer-protocol groups' records name topics by id, the commits by
@@ -63,12 +67,16 @@ def named_partition(name: str) -> Partition | None:
 def members_at_risk(snapshot: dict[str, Any], committed: dict[Partition, tuple[int, int]],
                     end_offset: Callable[[Partition], int | None], now_ms: int,
                     fraction: float = AT_RISK_FRACTION) -> list[AtRisk]:
-    """The members of one group (its snapshot) at risk at `now_ms`. `committed`: the group's
+    """The members of one group (its snapshot) at risk at `now_ms` (until when its commits are
+    known). `committed`: the group's
     (committed offset, commit time ms) per partition; `end_offset`: a partition's latest end
     offset, None when not sampled (or stale: the caller decides)."""
     if snapshot.get("state") != GroupState.STABLE:       # REBALANCING_STATES, Empty, Dead: nobody is judged
         return []
     assigned_ms = int(snapshot.get("state_since_ms") or 0)
+    coordinators = snapshot.get("coordinators")
+    if coordinators:
+        assigned_ms = max(assigned_ms, int(coordinators[-1][0]))
     out: list[AtRisk] = []
     for member in snapshot.get("members") or ():
         risk = _member_at_risk(member, committed, end_offset, now_ms, fraction, assigned_ms)

@@ -18,12 +18,20 @@ records written over the history, the oldest sample's time: a lower bound).
 A topic's lag is unknown (no figure, the reason said instead) when one of its partitions has no
 sample yet, or its newest sample is older than STALE_SAMPLES sampling intervals (the broker did
 not answer since, the topic was deleted): never a stale figure shown as current.
+
+The monitor is itself a consumer of `__consumer_offsets`, and the book keeps its lag there too
+(`run`: the collector notes its read positions after each batch, and the sampler samples those
+partitions): `commits_read_through` says until when every commit of a group has been read, which
+is what a silence can be measured to (state/at_risk.py). Its own reading stops when the leader of
+the group's offsets partition dies, which is also when the group's coordinator dies: a silence
+then is the monitor's, not the members'.
 """
 from __future__ import annotations
 
 import threading
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 # Distinct end offsets kept per partition (an idle partition keeps one, however long it idles).
@@ -128,6 +136,31 @@ class EndHistory:
         return oldest.first_s - (oldest.offset - committed) / rate
 
 
+@lru_cache(maxsize=1 << 16)
+def offsets_partition(group: str, partitions: int) -> int:
+    """The `__consumer_offsets` partition that holds a group's records (and whose leader is its
+    coordinator): Kafka's `Utils.abs(groupId.hashCode()) % partitions`, Java's String hash over
+    UTF-16 code units."""
+    data = group.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def read_through_at(history: EndHistory | None, position: int) -> float | None:
+    """Until when a reader at `position` of a partition has read all of it (Unix seconds): the
+    newest sample's time when it is at that end, else when the end was `position` for the last
+    time. None without a sample."""
+    if history is None or not history.samples:
+        return None
+    newest = history.samples[-1]
+    if position >= newest.offset:
+        return newest.last_s
+    return history.written_at(position)
+
+
 @dataclass(frozen=True)
 class TopicLag:
     """One group's lag on one topic: records and seconds, or why it is unknown."""
@@ -144,9 +177,16 @@ class LagBook:
     committed to. Thread-safe: the batch thread notes commits, the sampler notes end offsets,
     the scrape reads both."""
 
-    def __init__(self, sample_seconds: float) -> None:
+    def __init__(self, sample_seconds: float, read_cluster: str | None = None) -> None:
         self.sample_seconds = sample_seconds
+        # `run`: the cluster whose offsets topic the monitor reads and notes its positions in
+        # (note_read); None: no positions, commits are taken as read through any moment asked.
+        self.read_cluster = read_cluster
         self._lock = threading.Lock()
+        # The monitor's own read positions in the offsets topic (topic -> partition -> next offset),
+        # and the newest time its source said it had read every partition to its end (a caught-up marker).
+        self._read: dict[str, dict[int, int]] | None = None
+        self._read_tick_s: float | None = None
         # (cluster, group) -> (topic, partition) -> (committed offset, commit time ms)
         self._committed: dict[tuple[str, str], dict[Partition, tuple[int, int]]] = {}
         # ... and the commit each newest one replaced: the offset before a rebalance's stop, when
@@ -232,12 +272,55 @@ class LagBook:
                 self._drop_partition(key[0], tp)
 
     def partitions(self, cluster: str) -> list[Partition]:
-        """The partitions some group of `cluster` committed to, sorted: what the sampler asks about."""
+        """The partitions some group of `cluster` committed to, and those of the offsets topic the
+        monitor reads, sorted: what the sampler asks about."""
         with self._lock:
             found = self._sorted.get(cluster)
             if found is None:
-                found = self._sorted[cluster] = sorted(tp for c, tp in self._groups_of if c == cluster)
+                asked = {tp for c, tp in self._groups_of if c == cluster}
+                if cluster == self.read_cluster and self._read:
+                    asked.update((topic, p) for topic, parts in self._read.items() for p in parts)
+                found = self._sorted[cluster] = sorted(asked)
             return list(found)
+
+    def note_read(self, positions: dict[Partition, int], tick_s: float | None) -> None:
+        """After a batch: the monitor's positions in the offsets topic, and its source's caught-up
+        marker if the batch had one (every partition read to its end at that moment)."""
+        if self.read_cluster is None:
+            return
+        by_topic: dict[str, dict[int, int]] = {}
+        for (topic, partition), offset in positions.items():
+            by_topic.setdefault(topic, {})[int(partition)] = int(offset)
+        with self._lock:
+            old = self._read or {}
+            if {t: set(p) for t, p in old.items()} != {t: set(p) for t, p in by_topic.items()}:
+                self._sorted.pop(self.read_cluster, None)
+            self._read = {**old, **by_topic}
+            if tick_s is not None:
+                self._read_tick_s = max(self._read_tick_s or tick_s, tick_s)
+
+    def commits_read_through(self, key: tuple[str, str], now_s: float) -> float | None:
+        """Until when the monitor has read every commit of the group (Unix seconds, at most
+        `now_s`): the later of its source's last caught-up marker and its position in the group's
+        offsets partition against that partition's sampled end offsets. None when neither is
+        known yet (nothing can be said of a silence); `now_s` when the book notes no positions."""
+        if self.read_cluster is None:
+            return now_s
+        if key[0] != self.read_cluster:
+            return None
+        with self._lock:
+            read, through = self._read, self._read_tick_s
+            if read:
+                sampled: list[float | None] = []
+                for topic, parts in read.items():
+                    p = offsets_partition(key[1], len(parts))
+                    position = parts.get(p)
+                    sampled.append(None if position is None
+                                   else read_through_at(self._ends.get((key[0], (topic, p))), position))
+                if sampled and all(t is not None for t in sampled):
+                    low = min(t for t in sampled if t is not None)
+                    through = low if through is None else max(through, low)
+        return None if through is None else min(now_s, through)
 
     def note_ends(self, cluster: str, asked: list[Partition], ends: dict[Partition, int], errors: dict[Partition, str],
                   at_s: float) -> None:

@@ -28,11 +28,13 @@ from state.diagnosis.rules import DiagnosisSettings
 from state.lag import LagBook
 from state.rebalance_cost import RebalanceCosts
 from state.model import DEAD
+from state.vocabulary import SOURCE_KIND_OFFSETS
 from state.outputs import (
     OUTPUT_RECORD_KINDS, RECORD_KINDS, STATISTICS_KINDS, OutputKind, apply_trigger_decisions,
     in_progress_rebalance_record,
 )
 from streaming.app.batch_report import batch_report
+from streaming.app.source_offsets import topic_positions
 from streaming.spark.batch_rows import collected_rows
 from streaming.spark.sources.markers import due_ms, write_plan
 from streaming.rows import loads_json
@@ -459,10 +461,22 @@ class RunCollector:
             # Spark reports a batch once its offsets and commit are in the checkpoint
             self.disk.wrote(CHECKPOINT, report.batch_id)
         self.metrics.health.record_batch(report)
+        if self.lag is not None:
+            self.note_offsets_read(self.lag, report)
         self.note_caught_up(report)
         self.count_statistics(report)
         if self.on_progress is not None:
             self.on_progress(report)
+
+    @staticmethod
+    def note_offsets_read(book: LagBook, report: BatchReport) -> None:
+        """Where the batch left the offsets source, for the lag book's view of the monitor's own
+        reading (state/lag.py commits_read_through): a silence is measured only that far."""
+        for source in report.sources:
+            if source.kind == SOURCE_KIND_OFFSETS:
+                positions = topic_positions(source.offset)
+                if positions:
+                    book.note_read(positions, None if source.tick_ms is None else source.tick_ms / 1000.0)
 
     def count_statistics(self, report: BatchReport) -> None:
         """The parse and decode steps' statistics of a batch, which its progress report carries

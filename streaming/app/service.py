@@ -217,7 +217,7 @@ def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: Ru
     kafka = settings.kafka
     if not kafka.offsets_topic:
         return None
-    book = LagBook(settings.lag.sample_seconds)
+    book = LagBook(settings.lag.sample_seconds, read_cluster=settings.cluster)
     errors = metrics.attach_lag(book, settings.cluster)
     metrics.lag.at_risk_fraction = settings.lag.at_risk_fraction
     collector.lag = book

@@ -20,3 +20,19 @@ def source_offset(value: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def topic_positions(offset: dict[str, Any]) -> dict[tuple[str, int], int]:
+    """The next offset to read per (topic, partition) of a Kafka source's end offset: the
+    kafka-python source's `topics`, or Spark's connector's own {topic: {partition: offset}}."""
+    topics = offset.get("topics") if "source" in offset else offset
+    out: dict[tuple[str, int], int] = {}
+    for topic, parts in (topics or {}).items():
+        if not isinstance(parts, dict):
+            continue
+        for partition, position in parts.items():
+            try:
+                out[(str(topic), int(partition))] = int(position)
+            except (TypeError, ValueError):
+                continue
+    return out

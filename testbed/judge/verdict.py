@@ -236,7 +236,17 @@ def judge(version: str, scenario: str, exp: Expected, sink: dict, samples: Sampl
     if scenario in IMPACT_SCENARIOS:
         _check_stops(v, exp, sink.get("rebalances", []))
     _latencies(v, exp, reb_pairs, rem_pairs, watch)
+    _check_at_risk(v, exp, watch)
     return v.settle(known_for(version, scenario))
+
+
+def _check_at_risk(v: Verdict, exp: Expected, watch) -> None:
+    """Only a member whose poll loop the bed stopped (records waiting, no commit) heads for a poll
+    timeout: a group without one never shows a member at risk (issue 54: none over the matrix)."""
+    seen = None if watch is None else watch.most_at_risk(exp.group)
+    if seen is not None and not any(r.action == "stop_polling" for r in exp.removals):
+        v.fail("at_risk", f"{seen[0]:g} member(s) shown at risk of a poll timeout (first at {seen[1]} ms) in a "
+                          "group whose members never stopped polling")
 
 
 # How far the monitor's estimate of when a killed member's partitions stopped (its last heartbeat:

@@ -1,6 +1,7 @@
 """`MetricsWatch` scrapes a monitor's /metrics every 250 ms and remembers when each group's
-counters first reached each value (the "broker line -> /metrics" latency of the verdicts) and the
-monitor's event-time watermark (when the judging may start)."""
+counters first reached each value (the "broker line -> /metrics" latency of the verdicts), the
+monitor's event-time watermark (when the judging may start) and the members each group had at risk
+of a poll timeout."""
 from __future__ import annotations
 
 import threading
@@ -15,8 +16,9 @@ class MetricsWatch(threading.Thread):
 
     WATCHED = ("rebalance_monitor_rebalances_total", "rebalance_monitor_member_removals_total")
     # Only these series are scraped (a page of every group's series would cost more to parse).
+    AT_RISK = "rebalance_monitor_group_members_at_risk"
     SCRAPED = (*WATCHED, "rebalance_monitor_watermark_delay_seconds", "rebalance_monitor_batches_total",
-               "rebalance_monitor_late_rows_total")
+               "rebalance_monitor_late_rows_total", AT_RISK)
 
     def __init__(self, monitor: MonitorProcess, interval: float = 0.25):
         super().__init__(name="kafkabed-metrics-watch", daemon=True)
@@ -24,6 +26,7 @@ class MetricsWatch(threading.Thread):
         self._halt = threading.Event()
         self._lock = threading.Lock()
         self.reached: dict[tuple, int] = {}      # (metric, group, n) -> first scrape ms
+        self.at_risk: dict[str, tuple[float, int]] = {}     # group -> (most members at risk, first scrape ms)
         self.last = Samples()
         self.scrapes = self.errors = 0
         self._batches = 0
@@ -58,10 +61,20 @@ class MetricsWatch(threading.Thread):
                 for (name, g), total in totals.items():
                     for n in range(1, int(total) + 1):
                         self.reached.setdefault((name, g, n), t)
+                for labels, value in samples.series(self.AT_RISK):
+                    g = labels.get("group") or ""
+                    if value > self.at_risk.get(g, (0.0, 0))[0]:
+                        self.at_risk[g] = (value, self.at_risk.get(g, (0.0, t))[1])
 
     def first_reached(self, metric: str, group: str, n: int) -> int | None:
         with self._lock:
             return self.reached.get((metric, group, n))
+
+    def most_at_risk(self, group: str) -> tuple[float, int] | None:
+        """The most members of `group` a scrape counted at risk of a poll timeout, and when the first
+        scrape showed one (epoch ms); None when none did."""
+        with self._lock:
+            return self.at_risk.get(group)
 
     def watermark_ms(self) -> int:
         """The monitor's event-time watermark (epoch ms) at the last scrape."""

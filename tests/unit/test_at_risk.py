@@ -77,3 +77,13 @@ def test_partition_names():
     assert named_partition("orders:3") == ("orders", 3)
     assert named_partition("a:b:12") == ("a:b", 12)
     assert named_partition("orders") is None and named_partition(":3") is None and named_partition("t:x") is None
+
+
+def test_the_silence_counts_from_the_coordinators_last_change():
+    """No commit can be made while a group has no coordinator: a killed coordinator's group is
+    silent until the new one has loaded it (its first line, 5 s ago), and that silence is not the
+    members' poll loops'."""
+    snapshot = dict(_snapshot(), coordinators=[[NOW - 900_000, 2], [NOW - 5_000, 1]])
+    committed = {("t", 0): (100, NOW - 30_000)}
+    assert members_at_risk(snapshot, committed, _ends(t0=500), NOW) == []
+    assert members_at_risk(snapshot, committed, _ends(t0=500), NOW + 11_000)[0].silent_ms == 16_000

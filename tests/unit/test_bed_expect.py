@@ -620,3 +620,19 @@ def test_a_line_less_bump_no_member_reached_before_the_next_may_be_superseded():
     got = [(r.generation, r.trigger, r.outcomes) for r in epoch_line_rebalances(lines, g, timeline, "share")]
     assert got[3:] == [(4, "heartbeat_expiry", ("stable", "superseded")), (5, "member_join", ("stable",))]
     assert got[2] == (3, "group_epoch_bump", ("stable",))
+
+
+def test_a_member_at_risk_fails_the_verdict_unless_the_bed_stopped_its_polling():
+    """Issue 54: only a member whose poll loop stopped heads for a poll timeout; any other group the
+    watch saw with a member at risk fails its scenario."""
+    watch = SimpleNamespace(most_at_risk=lambda group: (1.0, 5000) if group == "g" else None,
+                            first_reached=lambda *a: None)
+    kill = ExpRemoval("g-a", "heartbeat_expiry", "process_crash", "kill", 1000)
+    slow = ExpRemoval("g-b", "poll_timeout", "slow_processing", "stop_polling", 1000)
+
+    def at_risk_failures(group: str, *removals: ExpRemoval) -> list:
+        exp = Expected(group, "classic", removals=list(removals))
+        return [f for f in judge("4.4.0", "kill", exp, {}, {}, watch=watch).failures if f[0] == "at_risk"]
+    assert len(at_risk_failures("g", kill)) == 1
+    assert at_risk_failures("g", kill, slow) == []
+    assert at_risk_failures("other", kill) == []

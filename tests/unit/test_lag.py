@@ -527,3 +527,106 @@ def test_a_group_that_only_commits_gets_a_snapshot_once_and_so_its_lag():
     sink.observe(OutputKind.SNAPSHOT, first[0])
     assert 'rebalance_monitor_group_topic_lag{cluster="c",group="g",topic="t"} 4.0' in generate_latest(
         sink.registry).decode()
+
+
+@pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
+def test_a_groups_offsets_partition_is_the_one_kafka_chose(capture):
+    """Every group of a real capture (offsets.topic.num.partitions=10) wrote its records to the
+    partition offsets_partition names: Kafka's abs(groupId.hashCode()) % partitions."""
+    import base64
+    import struct
+    from pathlib import Path
+
+    from state.lag import offsets_partition
+    where = {}
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / capture / "offsets-topic.jsonl"
+    for line in fixture.read_text().splitlines():
+        record = json.loads(line)
+        key = base64.b64decode(record["key_b64"])
+        (n,) = struct.unpack(">h", key[2:4])
+        where[key[4:4 + n].decode()] = record["partition"]
+    assert len(where) >= 20 and len(set(where.values())) == 10
+    assert {g: offsets_partition(g, 10) for g in where} == where
+    assert offsets_partition("", 50) == 0 and offsets_partition("é-groupe", 50) == offsets_partition("é-groupe", 50)
+
+
+OFFSETS = "__consumer_offsets"
+
+
+def _reading_book():
+    """A book of `run`: it notes the monitor's own positions in a 2-partition offsets topic; g's
+    records are in partition 1 (offsets_partition("g", 2))."""
+    from state.lag import offsets_partition
+    assert offsets_partition("g", 2) == 1
+    book = LagBook(10.0, read_cluster="c")
+    book.note_commits(_commits("g", ("t", 0, 100, 1_000_000)))
+    return book
+
+
+def test_commits_are_read_through_the_last_sample_the_monitor_had_read_to():
+    book = _reading_book()
+    assert book.commits_read_through(("c", "g"), 1_000.0) is None         # nothing known yet: no silence
+    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 40}, None)
+    assert (OFFSETS, 1) in book.partitions("c")                           # the sampler asks about them
+    book.note_ends("c", book.partitions("c"), {("t", 0): 200, (OFFSETS, 0): 7, (OFFSETS, 1): 40}, {}, 1_010.0)
+    assert book.commits_read_through(("c", "g"), 1_012.0) == 1_010.0      # at the end when sampled
+    book.note_ends("c", book.partitions("c"), {("t", 0): 200, (OFFSETS, 0): 7, (OFFSETS, 1): 60}, {}, 1_020.0)
+    # 20 records written since: the end was 40 (its position) last at 1,010
+    assert book.commits_read_through(("c", "g"), 1_025.0) == 1_010.0
+    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 50}, None)
+    assert book.commits_read_through(("c", "g"), 1_025.0) == pytest.approx(1_015.0)   # half way: interpolated
+    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 50}, 1_024.0)       # its source read every partition to its end
+    assert book.commits_read_through(("c", "g"), 1_025.0) == 1_024.0
+    assert book.commits_read_through(("c", "g"), 1_023.0) == 1_023.0      # never beyond the moment asked
+    assert book.commits_read_through(("other", "g"), 1_025.0) is None
+    assert LagBook(10.0).commits_read_through(("c", "g"), 1_025.0) == 1_025.0   # replay, tests: no positions
+
+
+def test_no_member_is_at_risk_while_the_monitor_cannot_read_its_groups_commits():
+    """The coordinator broker killed: the members' commits stop, and so does the monitor's reading
+    of the group's offsets partition (its leader is that broker). However long the wall clock runs
+    while the sampler cannot reach it and the source says no caught-up marker, no silence is
+    measured; once the monitor reads it again, a real silence still is."""
+    from sinks.metrics import MetricsSink
+    now = [1_000.0]
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    sink.lag._clock = lambda: now[0]
+    book = _reading_book()
+    sink.attach_lag(book, "c")
+    members = [{"member_id": "m-1", "client_id": "app-1", "partitions": ["t:0"], "rebalance_timeout_ms": 30_000}]
+    sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": "g", "state": "Stable", "protocol": "classic",
+                                       "state_since_ms": 500_000, "members": members})
+    gauge = 'rebalance_monitor_group_members_at_risk{cluster="c",group="g"}'
+    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 40}, 1_001.0)
+
+    def scrape(at, offsets_end=None):
+        now[0] = at
+        ends = {("t", 0): 180, (OFFSETS, 0): 7}
+        errors = {}
+        if offsets_end is None:
+            errors[(OFFSETS, 1)] = REASON_BROKER               # its leader is dead
+        else:
+            ends[(OFFSETS, 1)] = offsets_end
+        book.note_ends("c", book.partitions("c"), ends, errors, at)
+        return generate_latest(sink.registry).decode()
+    assert f"{gauge} 0.0" in scrape(1_005.0, offsets_end=40)
+    for at in (1_020.0, 1_040.0, 1_080.0):
+        assert f"{gauge} 0.0" in scrape(at), at                 # no end of the partition, no marker: not known
+    assert f"{gauge} 1.0" in scrape(1_090.0, offsets_end=40)    # read again to its end: 90 s without a commit
+
+
+@pytest.mark.parametrize("offset", [
+    {"source": "offsets", "topics": {OFFSETS: {"0": 7, "1": 40}}, "tick": 1_024_000, "error": None},   # kafka-python source
+    {OFFSETS: {"0": 7, "1": 40}},                                                                       # Spark's connector
+])
+def test_the_collector_notes_where_each_batch_left_the_offsets_source(offset):
+    from sinks.health import BatchReport, SourceBatch
+    from streaming.app.collector import RunCollector
+    book = _reading_book()
+    tick = 1_024_000.0 if "tick" in offset else None
+    report = BatchReport(sources=(SourceBatch("broker_log", 3, offset={"source": "broker_log", "lines": 3}),
+                                  SourceBatch("offsets", 2, offset=offset, tick_ms=tick)))
+    RunCollector.note_offsets_read(book, report)
+    assert {(OFFSETS, 0), (OFFSETS, 1)} <= set(book.partitions("c"))
+    book.note_ends("c", book.partitions("c"), {(OFFSETS, 0): 7, (OFFSETS, 1): 40}, {}, 1_010.0)
+    assert book.commits_read_through(("c", "g"), 1_030.0) == (1_024.0 if tick else 1_010.0)

@@ -4,11 +4,13 @@ members at risk of a poll timeout (state/at_risk.py: records waiting, no commit)
 
 Only groups with gauges of their own have lag series: a group that has a snapshot, is not Dead
 and is within max_groups (a group folded into `__other__` has none: summing lags over groups
-means nothing). Labels are cluster, group, topic (or reason): never members or partitions.
+means nothing). Labels are cluster, group, topic (or reason): never members, and partitions only
+for the groups `lag.partition_groups` names (an opt-in outside the series budget).
 """
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,6 +34,8 @@ class LagCollector(Collector):
                  clock: Callable[[], float] = time.time) -> None:
         self.book: LagBook | None = None      # `run` sets it; without a broker (replay) no lag
         self.at_risk_fraction = AT_RISK_FRACTION
+        # lag.partition_groups: the groups whose lag is also shown per partition (None: none)
+        self.partition_groups: re.Pattern[str] | None = None
         self._snapshots = snapshots
         self._clock = clock
         # (cluster, group, member id) at risk at the last scrape: a member is logged when it
@@ -63,15 +67,24 @@ class LagCollector(Collector):
                 f"{PREFIX}_group_members_at_risk",
                 "Members of the Stable group with records waiting on their partitions and no commit of them "
                 "for over lag.at_risk_fraction of their rebalance timeout (max.poll.interval.ms): heading for "
-                "a poll timeout. Classic groups' members only.",
+                "a poll timeout. Classic and consumer (KIP-848) groups' members.",
                 labels=["cluster", "group"]),
+            GaugeMetricFamily(
+                f"{PREFIX}_group_partition_lag",
+                "As group_topic_lag, per partition, for the groups lag.partition_groups names (opt-in).",
+                labels=["cluster", "group", "topic", "partition"]),
+            GaugeMetricFamily(
+                f"{PREFIX}_group_partition_lag_seconds",
+                "As group_topic_lag_seconds, per partition, for the groups lag.partition_groups names (opt-in).",
+                labels=["cluster", "group", "topic", "partition"]),
         ]
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        records, seconds, unknown, at_risk = self._families()
+        families = self._families()
+        records, seconds, unknown, at_risk, partition_records, partition_seconds = families
         book = self.book
         if book is None:
-            return [records, seconds, unknown, at_risk]
+            return families
         now_s = self._clock()
         snapshots = [s for s in self._snapshots() if s.get("state") != DEAD and not s.get("_over_cap")]
         # one look at each shown group's partitions (LagBook.group_view): its lags, commits, fresh ends
@@ -88,7 +101,13 @@ class LagCollector(Collector):
             seconds.add_metric(labels, round(float(lag.seconds or 0.0), 3))
         for (cluster, group, reason), n in sorted(unknown_counts.items()):
             unknown.add_metric([cluster, group, reason], float(n))
-        return [records, seconds, unknown, at_risk]
+        pattern = self.partition_groups
+        for key in sorted(k for k in views if pattern is not None and pattern.fullmatch(k[1])):
+            for (topic, partition), behind, behind_s in book.partition_lags(key, now_s):
+                labels = [key[0], key[1], topic, str(partition)]
+                partition_records.add_metric(labels, float(behind))
+                partition_seconds.add_metric(labels, round(behind_s, 3))
+        return families
 
     def _members_at_risk(self, book: LagBook, views: dict[tuple[str, str], tuple[Any, dict, dict]],
                          snapshots: list[dict[str, Any]], now_s: float, family: GaugeMetricFamily) -> None:
@@ -102,7 +121,7 @@ class LagCollector(Collector):
             # a silence is measured only to where the monitor has read the group's commits
             through = book.commits_read_through(key, now_s)
             risks = [] if through is None else members_at_risk(snap, committed, ends.get, int(through * 1000),
-                                                                self.at_risk_fraction)
+                                                                self.at_risk_fraction, book.topic_names(key[0]))
             family.add_metric(list(key), float(len(risks)))
             for r in risks:
                 found[(*key, r.member_id)] = (

@@ -23,18 +23,21 @@ A member is at risk when, at once:
   (the caller's `now_ms`: state/lag.py `commits_read_through`; a monitor that cannot read the
   coordinator's partition, or is catching up, sees no commit and must not call that a silence).
 
-Not evaluated (never at risk): members without a rebalance timeout or a known assignment, and
-partitions named by topic id (consumer-protocol groups' records name topics by id, the commits by
-name; KIP-848 members are not judged yet).
+Classic and consumer (KIP-848) groups' members are judged: a KIP-848 member's rebalance timeout is
+its max.poll.interval.ms too (ConsumerGroupHeartbeat's RebalanceTimeoutMs, kept in its member
+record), and its assignment names topics by id, which `topic_names` (the sampler's metadata) turns
+into the names its commits use. Not evaluated (never at risk): members without a rebalance timeout
+or a known assignment, topic ids the metadata does not name, share groups (they acknowledge
+records, they commit none) and streams groups (their assignments are tasks, not partitions).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from state.vocabulary import GroupState
+from state.vocabulary import GroupState, Protocol
 
 # A member is at risk after this fraction of its rebalance timeout without a commit (lag.at_risk_fraction).
 AT_RISK_FRACTION = 0.5
@@ -66,20 +69,23 @@ def named_partition(name: str) -> Partition | None:
 
 def members_at_risk(snapshot: dict[str, Any], committed: dict[Partition, tuple[int, int]],
                     end_offset: Callable[[Partition], int | None], now_ms: int,
-                    fraction: float = AT_RISK_FRACTION) -> list[AtRisk]:
+                    fraction: float = AT_RISK_FRACTION, topic_names: Mapping[str, str] | None = None
+                    ) -> list[AtRisk]:
     """The members of one group (its snapshot) at risk at `now_ms` (until when its commits are
     known). `committed`: the group's
     (committed offset, commit time ms) per partition; `end_offset`: a partition's latest end
-    offset, None when not sampled (or stale: the caller decides)."""
+    offset, None when not sampled (or stale: the caller decides); `topic_names`: {topic id: name}
+    for a KIP-848 group's assignments."""
     if snapshot.get("state") != GroupState.STABLE:       # REBALANCING_STATES, Empty, Dead: nobody is judged
         return []
     assigned_ms = int(snapshot.get("state_since_ms") or 0)
     coordinators = snapshot.get("coordinators")
     if coordinators:
         assigned_ms = max(assigned_ms, int(coordinators[-1][0]))
+    names = topic_names if snapshot.get("protocol") == Protocol.CONSUMER and topic_names else None
     out: list[AtRisk] = []
     for member in snapshot.get("members") or ():
-        risk = _member_at_risk(member, committed, end_offset, now_ms, fraction, assigned_ms)
+        risk = _member_at_risk(member, committed, end_offset, now_ms, fraction, assigned_ms, names)
         if risk is not None:
             out.append(risk)
     return out
@@ -87,7 +93,7 @@ def members_at_risk(snapshot: dict[str, Any], committed: dict[Partition, tuple[i
 
 def _member_at_risk(member: dict[str, Any], committed: dict[Partition, tuple[int, int]],
                     end_offset: Callable[[Partition], int | None], now_ms: int, fraction: float,
-                    assigned_ms: int) -> AtRisk | None:
+                    assigned_ms: int, names: Mapping[str, str] | None) -> AtRisk | None:
     timeout_ms = member.get("rebalance_timeout_ms")
     if not timeout_ms or not member.get("partitions"):
         return None
@@ -98,6 +104,8 @@ def _member_at_risk(member: dict[str, Any], committed: dict[Partition, tuple[int
         tp = named_partition(name)
         if tp is None:
             continue
+        if names is not None and tp[0] in names:
+            tp = (names[tp[0]], tp[1])      # a KIP-848 assignment's topic id
         offset_and_time = committed.get(tp)
         end = end_offset(tp)
         if offset_and_time is None or end is None or end <= offset_and_time[0]:

@@ -187,6 +187,9 @@ class LagBook:
         # and the newest time its source said it had read every partition to its end (a caught-up marker).
         self._read: dict[str, dict[int, int]] | None = None
         self._read_tick_s: float | None = None
+        # Per cluster, each topic's name by its id (the sampler's metadata): a KIP-848 member's
+        # assignment names its topics by id, its commits by name.
+        self._topic_names: dict[str, dict[str, str]] = {}
         # (cluster, group) -> (topic, partition) -> (committed offset, commit time ms)
         self._committed: dict[tuple[str, str], dict[Partition, tuple[int, int]]] = {}
         # ... and the commit each newest one replaced: the offset before a rebalance's stop, when
@@ -298,6 +301,14 @@ class LagBook:
             self._read = {**old, **by_topic}
             if tick_s is not None:
                 self._read_tick_s = max(self._read_tick_s or tick_s, tick_s)
+
+    def note_topic_names(self, cluster: str, names: dict[str, str]) -> None:
+        """The topics' names by id, as of the sampler's last metadata answer (replaced whole)."""
+        self._topic_names[cluster] = dict(names)
+
+    def topic_names(self, cluster: str) -> dict[str, str]:
+        """{topic id: name} of `cluster` (the sampler's last metadata answer); not to be changed."""
+        return self._topic_names.get(cluster) or {}
 
     def commits_read_through(self, key: tuple[str, str], now_s: float) -> float | None:
         """Until when the monitor has read every commit of the group (Unix seconds, at most
@@ -422,6 +433,18 @@ class LagBook:
                     out.append(_topic_lag(cluster, group, topic, partitions, now_s, stale_before))
         return out
 
+    def partition_lags(self, key: tuple[str, str], now_s: float) -> list[tuple[Partition, int, float]]:
+        """One group's lag per partition (records, seconds) at `now_s`, sorted, for the partitions
+        with a fresh end offset (the others' topics are unknown: lags says why)."""
+        stale_before = now_s - STALE_SAMPLES * self.sample_seconds
+        out: list[tuple[Partition, int, float]] = []
+        with self._lock:
+            for tp, (offset, _) in sorted((self._committed.get(key) or {}).items()):
+                history = self._ends.get((key[0], tp))
+                if history is not None and history.samples and history.samples[-1].last_s >= stale_before:
+                    out.append((tp, *_partition_lag(offset, history, now_s)))
+        return out
+
     def group_view(self, key: tuple[str, str], now_s: float
                    ) -> tuple[list[TopicLag], dict[Partition, tuple[int, int]], dict[Partition, int]]:
         """One group's lag per topic (as lags), and committed_and_fresh_ends, in one look at each
@@ -444,6 +467,15 @@ class LagBook:
         return lags, committed, ends
 
 
+def _partition_lag(offset: int, history: EndHistory, now_s: float) -> tuple[int, float]:
+    """A partition's lag (records, seconds) from its committed offset and fresh end-offset history."""
+    newest = history.samples[-1]
+    if offset >= newest.offset:
+        return 0, 0.0
+    written = history.written_at(offset)
+    return newest.offset - offset, 0.0 if written is None else max(0.0, now_s - written)
+
+
 def _topic_lag(cluster: str, group: str, topic: str, partitions: list[tuple[int, EndHistory | None]], now_s: float,
                stale_before: float) -> TopicLag:
     """A topic's lag from each partition's committed offset and end-offset history (the book's lock held)."""
@@ -455,9 +487,7 @@ def _topic_lag(cluster: str, group: str, topic: str, partitions: list[tuple[int,
         newest = history.samples[-1]
         if newest.last_s < stale_before:
             return TopicLag(cluster, group, topic, None, None, history.error or REASON_STALE)
-        if committed < newest.offset:        # behind: else nothing to add (caught up)
-            records += newest.offset - committed
-            written = history.written_at(committed)
-            if written is not None:
-                seconds = max(seconds, now_s - written)
-    return TopicLag(cluster, group, topic, records, max(0.0, seconds))
+        behind, behind_s = _partition_lag(committed, history, now_s)
+        records += behind
+        seconds = max(seconds, behind_s)
+    return TopicLag(cluster, group, topic, records, seconds)

@@ -15,6 +15,7 @@ the ListOffsets requests are made again only when the partitions asked or the me
 """
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 import time
@@ -65,6 +66,20 @@ def error_reason(exc: BaseException) -> str:
                 "BrokerNotAvailableError"):
         return REASON_BROKER
     return REASON_ERROR
+
+
+def topic_names_by_id(cluster: Any, topics: Iterable[str]) -> dict[str, str]:
+    """{topic id: name} of the topics whose metadata carried an id (kafka-python's uuid.UUID,
+    written as Kafka writes ids: base64url without padding)."""
+    topic_id: Callable[[str], Any] | None = getattr(cluster, "topic_id", None)
+    out: dict[str, str] = {}
+    if topic_id is None:
+        return out
+    for topic in topics:
+        uid = topic_id(topic)
+        if uid is not None and uid.int:          # Uuid.ZERO_UUID: no id
+            out[base64.urlsafe_b64encode(uid.bytes).rstrip(b"=").decode("ascii")] = topic
+    return out
 
 
 def _leader_id(leader: Any) -> int:
@@ -179,6 +194,9 @@ class KafkaEndOffsets:
         self._missing: set[Partition] = set()
         self._plan: _Plan | None = None
         self.metadata_requests = 0
+        # Each topic's name by its id as Kafka writes ids (Uuid.toString: base64url), from the last
+        # metadata answer (v10+, Kafka 2.8+): a KIP-848 member's assignment names topics by id.
+        self.topic_names: dict[str, str] = {}
 
     def _client(self) -> Any:
         if self._consumer is None:
@@ -201,6 +219,7 @@ class KafkaEndOffsets:
                               for p in cluster.partitions_for_topic(topic) or ()}
         # a topic the principal may not describe is left out of the metadata: it looks missing
         self._leaders, self._denied = leaders, set(getattr(cluster, "unauthorized_topics", ()))
+        self.topic_names = topic_names_by_id(cluster, leaders)
         self._metadata_s = self.clock()
         self._plan = None
 
@@ -402,6 +421,9 @@ class LagSampler:
             except Exception as exc:     # a bug of the client: counted and said, never the thread's end
                 ends, errors = {}, dict.fromkeys(partitions, error_reason(exc))
             self.book.note_ends(self.cluster, partitions, ends, errors, self.clock())
+            names = getattr(self.source, "topic_names", None)
+            if names:
+                self.book.note_topic_names(self.cluster, names)
         else:
             errors = {}
         self._note_errors(errors)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -220,6 +221,7 @@ def start_lag_sampler(settings: RunSettings, metrics: MetricsSink, collector: Ru
     book = LagBook(settings.lag.sample_seconds, read_cluster=settings.cluster)
     errors = metrics.attach_lag(book, settings.cluster)
     metrics.lag.at_risk_fraction = settings.lag.at_risk_fraction
+    metrics.lag.partition_groups = re.compile(settings.lag.partition_groups) if settings.lag.partition_groups else None
     collector.lag = book
     collector.costs = RebalanceCosts(settings.lag.sample_seconds, settings.lag.catch_up_deadline_seconds)
     source = KafkaEndOffsets(kafka.bootstrap_servers, client_config(kafka), settings.lag.sample_seconds)

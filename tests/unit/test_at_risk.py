@@ -87,3 +87,18 @@ def test_the_silence_counts_from_the_coordinators_last_change():
     committed = {("t", 0): (100, NOW - 30_000)}
     assert members_at_risk(snapshot, committed, _ends(t0=500), NOW) == []
     assert members_at_risk(snapshot, committed, _ends(t0=500), NOW + 11_000)[0].silent_ms == 16_000
+
+
+TOPIC_ID = "q1mV0tRzSQ6d3bL5xY2m8w"          # a Kafka Uuid as the offsets records write it
+
+
+def test_a_kip_848_member_is_judged_through_its_topics_names():
+    """A consumer-protocol member's assignment names its topics by id, its commits by name: with
+    the sampler's metadata ({id: name}) it is judged like a classic member; without it, not."""
+    snapshot = dict(_snapshot(partitions=[f"{TOPIC_ID}:0", f"{TOPIC_ID}:1"]), protocol="consumer")
+    committed = {("t", 0): (100, NOW - 16_000), ("t", 1): (50, NOW - 20_000)}
+    got = members_at_risk(snapshot, committed, _ends(t0=180, t1=90), NOW, topic_names={TOPIC_ID: "t"})
+    assert [(r.member_id, r.waiting_partitions, r.silent_ms) for r in got] == [("m-1", 2, 16_000)]
+    assert members_at_risk(snapshot, committed, _ends(t0=180, t1=90), NOW) == []
+    classic = dict(snapshot, protocol="classic")       # a classic group's topic names are names
+    assert members_at_risk(classic, committed, _ends(t0=180, t1=90), NOW, topic_names={TOPIC_ID: "t"}) == []

@@ -287,7 +287,8 @@ def test_the_lag_families_are_documented_and_absent_from_a_replay():
     text = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
     names = {m.name for m in sink.registry.collect() if "lag" in m.name}
     assert names == {"rebalance_monitor_group_topic_lag", "rebalance_monitor_group_topic_lag_seconds",
-                     "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors"}
+                     "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors",
+                     "rebalance_monitor_group_partition_lag", "rebalance_monitor_group_partition_lag_seconds"}
     assert all(f"### {n}" in text or f"### {n}_total" in text for n in names)
 
 
@@ -630,3 +631,60 @@ def test_the_collector_notes_where_each_batch_left_the_offsets_source(offset):
     assert {(OFFSETS, 0), (OFFSETS, 1)} <= set(book.partitions("c"))
     book.note_ends("c", book.partitions("c"), {(OFFSETS, 0): 7, (OFFSETS, 1): 40}, {}, 1_010.0)
     assert book.commits_read_through(("c", "g"), 1_030.0) == (1_024.0 if tick else 1_010.0)
+
+
+def test_the_sampler_names_the_topics_by_id_for_kip_848_assignments():
+    """The metadata (v10+) carries each topic's id: the book gets {id as Kafka writes it: name}
+    after each round, which at_risk.py needs for a consumer-protocol member's assignment."""
+    import uuid
+
+    from streaming.app.lag_sampler import LagSampler, topic_names_by_id
+    ids = {"t": uuid.UUID("ab5995d2-d473-490e-9ddd-b2f9c58da6f3"), "old": uuid.UUID(int=0)}
+    cluster = types.SimpleNamespace(topic_id=ids.get)
+    assert topic_names_by_id(cluster, ["t", "old", "none"]) == {"q1mV0tRzSQ6d3bL5xY2m8w": "t"}
+    assert topic_names_by_id(object(), ["t"]) == {}                       # kafka-python 2: no ids
+    brokers = FakeBrokers({"t": {0: 1}}, {("t", 0): 5})
+    brokers.cluster.topic_id = ids.get           # type: ignore[attr-defined]
+    book = _book(_commits("g", ("t", 0, 1, 1)))
+    LagSampler(book, "c", _end_offsets(brokers, [1000.0])).sample_once()
+    assert book.topic_names("c") == {"q1mV0tRzSQ6d3bL5xY2m8w": "t"} and book.topic_names("other") == {}
+
+
+def test_lag_per_partition_only_for_the_groups_named():
+    """lag.partition_groups (opt-in): the named groups' lag per partition, as
+    kafka-consumer-groups --describe shows it; no other group gets a partition series."""
+    import re
+
+    from sinks.metrics import MetricsSink
+    sink = MetricsSink([1.0], registry=CollectorRegistry())
+    sink.lag._clock = lambda: 1_030.0
+    book = _book(_commits("orders-app", ("t", 0, 150, 1), ("t", 1, 40, 1)), _commits("other", ("t", 0, 100, 1)))
+    sink.attach_lag(book, "c")
+    for group in ("orders-app", "other"):
+        sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": group, "state": "Stable", "protocol": "classic",
+                                           "members": []})
+    book.note_ends("c", book.partitions("c"), {("t", 0): 100, ("t", 1): 40}, {}, 1_010.0)
+    book.note_ends("c", book.partitions("c"), {("t", 0): 200, ("t", 1): 40}, {}, 1_020.0)
+    page = generate_latest(sink.registry).decode()
+    assert "_group_partition_lag{" not in page                           # none by default
+    sink.lag.partition_groups = re.compile("orders-.*")
+    page = generate_latest(sink.registry).decode()
+    lines = sorted(line for line in page.splitlines() if line.startswith("rebalance_monitor_group_partition_lag"))
+    assert lines == [
+        'rebalance_monitor_group_partition_lag_seconds{cluster="c",group="orders-app",partition="0",topic="t"} 15.0',
+        'rebalance_monitor_group_partition_lag_seconds{cluster="c",group="orders-app",partition="1",topic="t"} 0.0',
+        'rebalance_monitor_group_partition_lag{cluster="c",group="orders-app",partition="0",topic="t"} 50.0',
+        'rebalance_monitor_group_partition_lag{cluster="c",group="orders-app",partition="1",topic="t"} 0.0']
+    assert 'rebalance_monitor_group_topic_lag{cluster="c",group="orders-app",topic="t"} 50.0' in page
+
+
+def test_lag_partition_groups_is_a_checked_setting(tmp_path):
+    from streaming.app.cli import build_parser
+    from streaming.app.cli.run import run_settings
+    cfg = tmp_path / "monitor.toml"
+    cfg.write_text('checkpoint_location = "/tmp/c"\n[kafka]\nbootstrap_servers = "k:9092"\n[lag]\npartition_groups = "a.*"\n')
+    args = ["run", "--config", str(cfg)]
+    assert run_settings(build_parser().parse_args(args)).lag.partition_groups == "a.*"
+    assert run_settings(build_parser().parse_args([*args, "--lag-partition-groups", "b|c"])).lag.partition_groups == "b|c"
+    with pytest.raises(Exception, match="partition_groups"):
+        run_settings(build_parser().parse_args([*args, "--lag-partition-groups", "(unclosed"]))

@@ -115,6 +115,9 @@ def _live(p: argparse.ArgumentParser) -> None:
              help=f"a member with records waiting and no commit for this fraction of its rebalance timeout is "
                   f"at risk of a poll timeout (lag.at_risk_fraction, default "
                   f"{LagSettings.model_fields['at_risk_fraction'].default:g})")
+    _setting(p, "--lag-partition-groups", key="lag.partition_groups", metavar="REGEX",
+             help="groups whose lag is also shown per partition (lag.partition_groups, a regular expression "
+                  "matching the whole group name; default: none)")
 
 
 CONFIG = parent(_config)

@@ -190,6 +190,18 @@ class LagSettings(BaseModel):
                                              description="a rebalance whose group's lag is not back to its level "
                                                          "before it this long after it is reported as not caught "
                                                          "up (state/rebalance_cost.py)")
+    partition_groups: str = Field(default="",
+                                  description="groups (a regular expression matching the whole name) whose lag "
+                                              "is also shown per partition, 2 series per partition; empty: none")
+
+    @field_validator("partition_groups")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
 
 
 _D = DIAGNOSIS_DEFAULTS

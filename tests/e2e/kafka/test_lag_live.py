@@ -38,7 +38,7 @@ from testbed.bed.describe import describe_group
 from testbed.bed.members import MemberSpec
 from testbed.bed.procs import wait_for
 from testbed.bed.runner import Runner
-from testbed.bed.scenarios import LEFT
+from testbed.bed.scenarios import C_LEFT, LEFT
 from testbed.bed.workload import group_on
 from testbed.lag_check import checking, record_figure
 from testbed.metrics import parse
@@ -427,23 +427,29 @@ RISK_POLL_MS = 40_000           # the slow member's max.poll.interval.ms: at ris
 LEAD_S = 10.0                   # issue 54: flagged at least this long before the poll-timeout removal
 
 
-# kafka-python on the newest version in CI; under scripts/lag-check on every version, and the Java
-# client and librdkafka (which commits only changed offsets: an idle member commits nothing) on the newest.
-RISK_CASES = ([(v, "kafka-python") for v in CI_VERSIONS] + [(CI_VERSIONS[-1], lib) for lib in ("confluent", "java")]
-              if checking() else [(CI_VERSIONS[-1], "kafka-python")])
+# kafka-python and librdkafka's KIP-848 consumer on the newest version in CI; under scripts/lag-check
+# kafka-python on every version, and the Java client and librdkafka (which commits only changed
+# offsets: an idle member commits nothing) classic on the newest.
+KIP848_RISK = (CI_VERSIONS[-1], "confluent", "consumer")
+RISK_CASES = ([(v, "kafka-python", "classic") for v in CI_VERSIONS]
+              + [(CI_VERSIONS[-1], lib, "classic") for lib in ("confluent", "java")] + [KIP848_RISK]
+              if checking() else [(CI_VERSIONS[-1], "kafka-python", "classic"), KIP848_RISK])
 
 
-@pytest.mark.parametrize(("kafka_bed", "library"), RISK_CASES, indirect=["kafka_bed"])
-def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_never(kafka_bed, library, tmp_path):
+@pytest.mark.parametrize(("kafka_bed", "library", "protocol"), RISK_CASES, indirect=["kafka_bed"])
+def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_never(kafka_bed, library, protocol,
+                                                                                   tmp_path):
     """Issue 54 item 4 on real brokers: a kafka-python member with records waiting stops polling
     (a slow batch; its heartbeats go on) until its max.poll.interval.ms (40 s) removes it. The
     monitor must count it in rebalance_monitor_group_members_at_risk at least 10 s before the
     broker's line of its leave, and log it once. A member of another group on a topic nobody
-    writes to polls on and commits nothing new: never at risk."""
+    writes to polls on and commits nothing new: never at risk. A KIP-848 member's assignment names
+    its topics by id: the monitor names them from the metadata."""
     cluster = kafka_bed.cluster
     ensure_offsets_topic(cluster)
-    slow_group, idle_group = f"risk-slow-{library}", f"risk-idle-{library}"
-    data, idle_data = f"risk-data-{library}", f"risk-idle-data-{library}"
+    name = library if protocol == "classic" else f"{library}-{protocol}"
+    slow_group, idle_group = f"risk-slow-{name}", f"risk-idle-{name}"
+    data, idle_data = f"risk-data-{name}", f"risk-idle-data-{name}"
     monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
                              extra_toml="commit_hold_seconds = 0\n")
     seen: list[tuple[float, float, float]] = []       # (wall s, slow group's gauge, idle group's gauge)
@@ -459,8 +465,10 @@ def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_neve
         with Runner(cluster, tmp_path / "runner", kafka_bed.shipper, java_lib=kafka_bed.java_lib) as runner:
             runner.topic(data, 2, 1, rate=RATE)
             runner.topic(idle_data, 2, 1, rate=0)
-            slow = runner.start(MemberSpec(library, slow_group, [data], "risk-a", max_poll_interval_ms=RISK_POLL_MS))
-            runner.start(MemberSpec(library, idle_group, [idle_data], "risk-i", max_poll_interval_ms=RISK_POLL_MS))
+            slow = runner.start(MemberSpec(library, slow_group, [data], "risk-a", max_poll_interval_ms=RISK_POLL_MS,
+                                           protocol=protocol))
+            runner.start(MemberSpec(library, idle_group, [idle_data], "risk-i", max_poll_interval_ms=RISK_POLL_MS,
+                                    protocol=protocol))
             _produce(cluster.bootstrap, idle_data, 10)          # consumed once, then idle
             # both groups judged: their commits read, their end offsets sampled
             wait_for(lambda: min(gauges()) == 0.0, 120, "both groups' at-risk series at 0", interval=0.5,
@@ -469,7 +477,9 @@ def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_neve
             runner.stop_polling(slow)
             flagged = wait_for(lambda: gauges()[0] == 1.0 and seen[-1][0], RISK_POLL_MS / 1000 + 30,
                                "the slow member at risk", interval=0.5, alive=monitor.alive)
-            (left,) = runner.wait_log(LEFT.replace("{g}", slow_group), RISK_POLL_MS / 1000 + 30, since)[:1]
+            left_line = LEFT if protocol == "classic" else C_LEFT
+            (left,) = runner.wait_log(left_line.replace("{g}", re.escape(slow_group)), RISK_POLL_MS / 1000 + 30,
+                                      since)[:1]
             runner.resume_polling(slow)
             wait_for(lambda: gauges()[0] == 0.0, 60, "the slow member no longer at risk", interval=0.5,
                      alive=monitor.alive)

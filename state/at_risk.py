@@ -27,7 +27,9 @@ Classic and consumer (KIP-848) groups' members are judged: a KIP-848 member's re
 its max.poll.interval.ms too (ConsumerGroupHeartbeat's RebalanceTimeoutMs, kept in its member
 record), and its assignment names topics by id, which `topic_names` (the sampler's metadata) turns
 into the names its commits use. Not evaluated (never at risk): members without a rebalance timeout
-or a known assignment, topic ids the metadata does not name, share groups (they acknowledge
+or a known assignment, topic ids the metadata does not name, partitions whose newest commit has no
+known time (an offset fetched from the cluster after a restart, state/lag.py `seed`: the commit
+may be a second or an hour old), share groups (they acknowledge
 records, they commit none) and streams groups (their assignments are tasks, not partitions).
 """
 from __future__ import annotations
@@ -108,8 +110,8 @@ def _member_at_risk(member: dict[str, Any], committed: dict[Partition, tuple[int
             tp = (names[tp[0]], tp[1])      # a KIP-848 assignment's topic id
         offset_and_time = committed.get(tp)
         end = end_offset(tp)
-        if offset_and_time is None or end is None or end <= offset_and_time[0]:
-            continue                       # never committed, not sampled, or nothing waiting
+        if offset_and_time is None or offset_and_time[1] <= 0 or end is None or end <= offset_and_time[0]:
+            continue                       # never committed, committed when unknown, not sampled, or nothing waiting
         waiting += 1
         newest_commit = max(newest_commit, offset_and_time[1])
     silent_ms = now_ms - newest_commit

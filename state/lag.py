@@ -150,15 +150,17 @@ def offsets_partition(group: str, partitions: int) -> int:
 
 
 def read_through_at(history: EndHistory | None, position: int) -> float | None:
-    """Until when a reader at `position` of a partition has read all of it (Unix seconds): the
-    newest sample's time when it is at that end, else when the end was `position` for the last
-    time. None without a sample."""
-    if history is None or not history.samples:
+    """Until when a reader at `position` of a partition has surely read all of it (Unix seconds):
+    the last time a sample saw an end offset at or below `position`. None when no kept sample did
+    (a position older than the history, as the re-run batch of a restart leaves it): an estimate,
+    such as written_at's for a time lag, could put it too late, and a silence measured to a
+    moment not yet read is a false flag."""
+    if history is None:
         return None
-    newest = history.samples[-1]
-    if position >= newest.offset:
-        return newest.last_s
-    return history.written_at(position)
+    for sample in reversed(history.samples):
+        if sample.offset <= position:
+            return sample.last_s
+    return None
 
 
 @dataclass(frozen=True)

@@ -102,3 +102,14 @@ def test_a_kip_848_member_is_judged_through_its_topics_names():
     assert members_at_risk(snapshot, committed, _ends(t0=180, t1=90), NOW) == []
     classic = dict(snapshot, protocol="classic")       # a classic group's topic names are names
     assert members_at_risk(classic, committed, _ends(t0=180, t1=90), NOW, topic_names={TOPIC_ID: "t"}) == []
+
+
+def test_a_commit_of_unknown_time_is_no_evidence_of_a_silence():
+    """After a restart the lag book holds offsets fetched from the cluster (OffsetFetch) with commit
+    time 0 for the groups whose commits the query will not read again: how old such a commit is
+    is not known, so a partition whose newest commit is one is not judged (CI, 4.4.0 kip848: the
+    monitor killed and restarted mid-scenario flagged every member of a healthy group)."""
+    committed = {("t", 0): (100, 0), ("t", 1): (50, 0)}
+    assert members_at_risk(_snapshot(), committed, _ends(t0=180, t1=90), NOW) == []
+    committed[("t", 1)] = (50, NOW - 20_000)                    # a decoded commit again: judged
+    assert [r.waiting_partitions for r in members_at_risk(_snapshot(), committed, _ends(t0=180, t1=90), NOW)] == [1]

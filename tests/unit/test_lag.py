@@ -575,7 +575,10 @@ def test_commits_are_read_through_the_last_sample_the_monitor_had_read_to():
     # 20 records written since: the end was 40 (its position) last at 1,010
     assert book.commits_read_through(("c", "g"), 1_025.0) == 1_010.0
     book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 50}, None)
-    assert book.commits_read_through(("c", "g"), 1_025.0) == pytest.approx(1_015.0)   # half way: interpolated
+    # half way to 60: read surely through 1,010 only (when the end was last seen at or below 50)
+    assert book.commits_read_through(("c", "g"), 1_025.0) == 1_010.0
+    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 30}, None)       # older than every sample kept
+    assert book.commits_read_through(("c", "g"), 1_025.0) is None
     book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 50}, 1_024.0)       # its source read every partition to its end
     assert book.commits_read_through(("c", "g"), 1_025.0) == 1_024.0
     assert book.commits_read_through(("c", "g"), 1_023.0) == 1_023.0      # never beyond the moment asked

@@ -288,14 +288,12 @@ class LagBook:
                 found = self._sorted[cluster] = sorted(asked)
             return list(found)
 
-    def note_read(self, positions: dict[Partition, int], tick_s: float | None) -> None:
-        """After a batch: the monitor's positions in the offsets topic, and its source's caught-up
-        marker if the batch had one (every partition read to its end at that moment)."""
+    def note_read(self, by_topic: dict[str, dict[int, int]], tick_s: float | None) -> None:
+        """After a batch: the monitor's positions in the offsets topic ({topic: {partition: next
+        offset}}), and its source's caught-up marker if the batch had one (every partition read to
+        its end at that moment)."""
         if self.read_cluster is None:
             return
-        by_topic: dict[str, dict[int, int]] = {}
-        for (topic, partition), offset in positions.items():
-            by_topic.setdefault(topic, {})[int(partition)] = int(offset)
         with self._lock:
             old = self._read or {}
             if {t: set(p) for t, p in old.items()} != {t: set(p) for t, p in by_topic.items()}:

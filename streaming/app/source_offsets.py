@@ -22,17 +22,17 @@ def source_offset(value: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def topic_positions(offset: dict[str, Any]) -> dict[tuple[str, int], int]:
-    """The next offset to read per (topic, partition) of a Kafka source's end offset: the
+def topic_positions(offset: dict[str, Any]) -> dict[str, dict[int, int]]:
+    """The next offset to read, {topic: {partition: offset}}, of a Kafka source's end offset: the
     kafka-python source's `topics`, or Spark's connector's own {topic: {partition: offset}}."""
     topics = offset.get("topics") if "source" in offset else offset
-    out: dict[tuple[str, int], int] = {}
+    out: dict[str, dict[int, int]] = {}
     for topic, parts in (topics or {}).items():
         if not isinstance(parts, dict):
             continue
         for partition, position in parts.items():
             try:
-                out[(str(topic), int(partition))] = int(position)
+                out.setdefault(str(topic), {})[int(partition)] = int(position)
             except (TypeError, ValueError):
                 continue
     return out

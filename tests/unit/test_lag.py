@@ -567,19 +567,19 @@ def _reading_book():
 def test_commits_are_read_through_the_last_sample_the_monitor_had_read_to():
     book = _reading_book()
     assert book.commits_read_through(("c", "g"), 1_000.0) is None         # nothing known yet: no silence
-    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 40}, None)
+    book.note_read({OFFSETS: {0: 7, 1: 40}}, None)
     assert (OFFSETS, 1) in book.partitions("c")                           # the sampler asks about them
     book.note_ends("c", book.partitions("c"), {("t", 0): 200, (OFFSETS, 0): 7, (OFFSETS, 1): 40}, {}, 1_010.0)
     assert book.commits_read_through(("c", "g"), 1_012.0) == 1_010.0      # at the end when sampled
     book.note_ends("c", book.partitions("c"), {("t", 0): 200, (OFFSETS, 0): 7, (OFFSETS, 1): 60}, {}, 1_020.0)
     # 20 records written since: the end was 40 (its position) last at 1,010
     assert book.commits_read_through(("c", "g"), 1_025.0) == 1_010.0
-    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 50}, None)
+    book.note_read({OFFSETS: {0: 7, 1: 50}}, None)
     # half way to 60: read surely through 1,010 only (when the end was last seen at or below 50)
     assert book.commits_read_through(("c", "g"), 1_025.0) == 1_010.0
-    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 30}, None)       # older than every sample kept
+    book.note_read({OFFSETS: {0: 7, 1: 30}}, None)       # older than every sample kept
     assert book.commits_read_through(("c", "g"), 1_025.0) is None
-    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 50}, 1_024.0)       # its source read every partition to its end
+    book.note_read({OFFSETS: {0: 7, 1: 50}}, 1_024.0)       # its source read every partition to its end
     assert book.commits_read_through(("c", "g"), 1_025.0) == 1_024.0
     assert book.commits_read_through(("c", "g"), 1_023.0) == 1_023.0      # never beyond the moment asked
     assert book.commits_read_through(("other", "g"), 1_025.0) is None
@@ -601,7 +601,7 @@ def test_no_member_is_at_risk_while_the_monitor_cannot_read_its_groups_commits()
     sink.observe(OutputKind.SNAPSHOT, {"cluster": "c", "group": "g", "state": "Stable", "protocol": "classic",
                                        "state_since_ms": 500_000, "members": members})
     gauge = 'rebalance_monitor_group_members_at_risk{cluster="c",group="g"}'
-    book.note_read({(OFFSETS, 0): 7, (OFFSETS, 1): 40}, 1_001.0)
+    book.note_read({OFFSETS: {0: 7, 1: 40}}, 1_001.0)
 
     def scrape(at, offsets_end=None):
         now[0] = at

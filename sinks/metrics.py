@@ -188,7 +188,7 @@ class MetricsSink:
         self.records_delayed = self._group_series(
             "counter", f"{PREFIX}_rebalance_records_delayed_total",
             "Records that arrived on the partitions the group's rebalances stopped while each was "
-            "stopped (`run` only: from the sampled end offsets; measured classic rebalances).",
+            "stopped (`run` only: from the sampled end offsets; measured classic and consumer rebalances).",
             ["cluster", "group"])
         self.not_caught_up = self._group_series(
             "counter", f"{PREFIX}_rebalances_not_caught_up_total",

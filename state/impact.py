@@ -49,6 +49,11 @@ DEPARTED_STOPS = "_departed_stops"
 # Internal too: when each partition a classic rebalance ended the stop of stopped (ms); its stops
 # all end at the rebalance's completion. Emitted as a PARTITION_STOPS row (records_delayed).
 STOPPED_AT = "_stopped_at"
+# Internal too: a consumer group's stops, each with its own end: {partition: [[from ms, to ms], ...]}
+# (its members' assignment records end them). Emitted as a PARTITION_STOPS row as well.
+STOP_SPANS = "_stop_spans"
+# Spans kept per partition until the group's next rebalance record (superseded epochs in between).
+STOP_SPANS_KEPT = 8
 
 
 def unknown(reason: str) -> dict[str, Any]:
@@ -290,6 +295,9 @@ def note_ownership(m: GroupModel, member: Member, owned: list[str], ts_ms: int) 
         since = m.stopped_partitions.pop(p, None)
         if since is not None:
             _end_stop(m, p, round(max(0, ts_ms - since) / 1000, 3), m.stop_causes.pop(p, None))
+            spans = m.ended_stop_spans.setdefault(p, [])
+            spans.append([since, max(since, ts_ms)])
+            del spans[:-STOP_SPANS_KEPT]
     member.partitions = sorted(now)
 
 
@@ -325,10 +333,13 @@ def consumer_impact(m: GroupModel, outcome: str) -> dict[str, Any]:
     ended = {p: stop[0] for p, stop in m.ended_stops.items()}
     due_to = {p: stop[1] for p, stop in m.ended_stops.items() if stop[1] is not None}
     due_seconds = {p: stop[2] for p, stop in m.ended_stops.items() if len(stop) > 2}
-    m.ended_stops = {}
+    spans = {p: m.ended_stop_spans[p] for p in ended if p in m.ended_stop_spans}
+    m.ended_stops, m.ended_stop_spans = {}, {}
     fields = _fields(m, ended, due_to, len(ended), due_seconds)
     fields["assignor"] = None           # the server-side assignor is not in the records
     if outcome == Outcome.EMPTY:
         m.stopped_partitions, m.stop_causes = {}, {}
         fields["impact_unknown_reason"] = EMPTIED
+    elif spans:
+        fields[STOP_SPANS] = spans
     return fields

@@ -337,6 +337,9 @@ class GroupModel:
     # (state/impact.py).
     stop_causes: dict[str, str] = field(default_factory=dict)
     ended_stops: dict[str, list[Any]] = field(default_factory=dict)
+    # ...and when each of those stops began and ended: "topic id:partition" -> [[from ms, to ms], ...]
+    # (the last few), for what the rebalance cost in records (state/rebalance_cost.py).
+    ended_stop_spans: dict[str, list[list[int]]] = field(default_factory=dict)
 
     # --- serialisation (the Spark state stores this string) -----------------------------------
     def to_json(self) -> str:

@@ -35,9 +35,10 @@ class OutputKind(StrEnum):
     # A group's newest committed offset per partition among a batch's commits (`run` only: the
     # committed half of its lag, state/lag.py); not a record, not kept.
     COMMITTED_OFFSETS = "committed_offsets"
-    # When each partition a measured classic rebalance stopped was stopped (its stops end at the
-    # rebalance's completion): `run` turns them into a rebalance_cost record once the end offsets
-    # around them are sampled (state/rebalance_cost.py); not a record, not kept.
+    # When each partition a measured rebalance stopped was stopped (a classic one's stops end at
+    # its completion, a consumer group's each at its own end): `run` turns them into a
+    # rebalance_cost record once the end offsets around them are sampled (state/rebalance_cost.py);
+    # not a record, not kept.
     PARTITION_STOPS = "partition_stops"
     # What a rebalance cost in records (records_delayed), measured by `run` from the end offsets.
     REBALANCE_COST = "rebalance_cost"
@@ -161,13 +162,19 @@ def trigger_decision(cluster: str, group: str, pending: ProvisionalTrigger, trig
             "evidence": evidence}
 
 
-def partition_stops_record(rebalance: dict[str, Any], stopped_at: dict[str, int]) -> dict[str, Any]:
-    """A PARTITION_STOPS row of a measured classic rebalance: when each partition whose stop it
-    ended stopped (ms), as [topic, partition, stopped_at_ms]; every stop ends at its completion."""
-    stops = []
+def partition_stops_record(rebalance: dict[str, Any], stopped_at: dict[str, int],
+                           spans: dict[str, list[list[int]]] | None = None) -> dict[str, Any]:
+    """A PARTITION_STOPS row of a measured rebalance: when each partition whose stop it ended
+    stopped (ms), as [topic, partition, stopped_at_ms] (a classic rebalance: every stop ends at its
+    completion), or [topic, partition, stopped_at_ms, resumed_at_ms] per stop of a consumer group's
+    partition (`spans`: its members' records end each stop; the topic is its id there)."""
+    stops: list[list[Any]] = []
     for p, at_ms in sorted(stopped_at.items()):
         topic, _, partition = p.rpartition(":")
         stops.append([topic, int(partition), int(at_ms)])
+    for p, pairs in sorted((spans or {}).items()):
+        topic, _, partition = p.rpartition(":")
+        stops.extend([topic, int(partition), int(start), int(end)] for start, end in pairs)
     return {"cluster": rebalance["cluster"], "group": rebalance["group"], "generation": rebalance["generation"],
             "started_at_ms": rebalance["started_at_ms"], "completed_at_ms": rebalance["completed_at_ms"],
             "stops": stops}
@@ -184,10 +191,24 @@ def rebalance_cost_record(stops: dict[str, Any], records_delayed: int | None, by
     """What a rebalance cost in records (rebalance_costs.jsonl; `run` only): the records that
     arrived on its stopped partitions while each was stopped, from the sampled end offsets; the
     group's lag on them when they stopped, and until when its catch-up is awaited."""
-    return {**_rebalance_key(stops), "partitions_stopped": len(stops["stops"]), "records_delayed": records_delayed,
+    listed = stops["stops"]
+    return {**_rebalance_key(stops), "partitions_stopped": len({(s[0], s[1]) for s in listed}),
+            "records_delayed": records_delayed,
             "records_delayed_by_topic": dict(sorted(by_topic.items())) if records_delayed is not None else None,
             "records_delayed_unknown_reason": unknown_reason, "lag_before": lag_before,
-            "catch_up_deadline_ms": catch_up_deadline_ms, "measured_at_ms": measured_at_ms}
+            "catch_up_deadline_ms": catch_up_deadline_ms, "measured_at_ms": measured_at_ms,
+            "stops": [_stop_span(s, stops["completed_at_ms"]) for s in listed[:STOPS_LISTED]],
+            "stops_not_listed": max(0, len(listed) - STOPS_LISTED)}
+
+
+# The stops a rebalance_cost record lists (the rest are counted): a record stays small whatever the group.
+STOPS_LISTED = 200
+
+
+def _stop_span(stop: list[Any], completed_at_ms: int) -> list[Any]:
+    """[topic, partition, stopped at ms, resumed at ms] of a PARTITION_STOPS row's stop (a classic
+    one resumes at the completion; a consumer group's names its topic by id, as its records do)."""
+    return [stop[0], stop[1], stop[2], stop[3] if len(stop) > 3 else completed_at_ms]
 
 
 def catch_up_record(stops: dict[str, Any], lag_before: int, lag_after: int | None, caught_up_at_ms: int | None,

@@ -2,13 +2,16 @@
 while each was stopped, and `catch_up_seconds`, how long after it the group's lag on them was back
 to its level before (pure Python; `run` only, docs/impact.md "Records delayed and catch-up").
 
-The state machine says when each partition a measured classic rebalance ended the stop of had
-stopped (a PARTITION_STOPS row: every stop ends at the rebalance's completion); the driver's lag
-sampler knows the partitions' end offsets over the last HISTORY_SAMPLES samples (state/lag.py).
-A partition's delayed records are its end offset at the completion minus its end offset when it
-stopped, each interpolated between the samples around it. So a rebalance waits here until a
-sample at or after its completion has come (about one sampling interval), then its
-rebalance_cost record goes out, once:
+The state machine says when each partition a measured rebalance ended the stop of had stopped
+(a PARTITION_STOPS row): a classic rebalance's stops all end at its completion; a consumer
+(KIP-848) group's partition stops when its owner's assignment record releases it (or the owner
+is removed) and resumes when a member's record gains it, so each of its stops has its own end
+(and a partition may stop twice before the rebalance record, across superseded epochs). The
+driver's lag sampler knows the partitions' end offsets over the last HISTORY_SAMPLES samples
+(state/lag.py). A stop's delayed records are its partition's end offset at the stop's end minus
+its end offset when it stopped, each interpolated between the samples around it. So a rebalance
+waits here until a sample at or after its last stop's end has come (about one sampling
+interval), then its rebalance_cost record goes out, once:
 
 - measured: `records_delayed` and the figure per topic; `lag_before`, the group's lag on those
   partitions when each stopped (its end offset then minus the offset committed when a batch first
@@ -27,12 +30,12 @@ the group caught up: `catch_up_seconds` from the completion. Its catch_up record
 or at the deadline (`lag.catch_up_deadline_seconds` after the completion) with null and
 `not_caught_up`.
 
-Not measured: consumer (KIP-848) groups, whose partitions stop and resume at moments of their
-own, and what a later poll-timeout decision adds to a leave's stops (rebalance_trigger records).
+Not measured: share and streams groups (no partition stops are measured for them), and what a
+later poll-timeout decision adds to a leave's stops (rebalance_trigger records).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from state.lag import END_LATER, LagBook
@@ -55,16 +58,20 @@ REASON_COMMITTED_UNKNOWN = "committed_unknown"    # no commit of some partition 
 DEFAULT_CATCH_UP_DEADLINE_S = 600.0
 
 Partition = tuple[str, int]
+# The groups whose rebalances have PARTITION_STOPS rows (state/impact.py).
+_MEASURED = (Protocol.CLASSIC, Protocol.CONSUMER)
 
 
 @dataclass
 class Tracked:
-    """A measured classic rebalance's stops, from its PARTITION_STOPS row until its catch-up."""
+    """A measured rebalance's stops, from its PARTITION_STOPS row until its catch-up."""
     stops: dict[str, Any]
-    partitions: list[Partition]
+    partitions: list[Partition]                  # each stopped partition once (topics by name)
     stopped_at: list[list[int] | None]           # [offset, commit ms] each partition stopped at
     at_completion: list[int | None]              # the offset committed by the completion
     seen: list[list[tuple[int, int]]]            # (commit ms, offset) after the completion, per batch
+    spans: list[tuple[Partition, int, int]] = field(default_factory=list)   # each stop: from, to ms
+    first_stop_ms: list[int] = field(default_factory=list)                 # each partition's first stop
     lag_before: int | None = None
     deadline_ms: int | None = None
     lag_last: int | None = None                  # the lag at the last moment judged
@@ -121,14 +128,14 @@ class RebalanceCosts:
         self.watched: dict[tuple[str, str], set[tuple[str, str, int]]] = {}     # the keys of each group
 
     def note_rebalancing(self, snapshots: list[dict[str, Any]], book: LagBook, now_s: float) -> None:
-        """The group snapshots of a batch: a classic group first seen rebalancing is watched. Its
+        """The group snapshots of a batch: a classic or consumer group first seen rebalancing is watched. Its
         committed offsets then are the ones its stops began at (a consumer's commit on revoke
         comes after the stop); its commits from then on are noted each batch, for the catch-up
         (its PARTITION_STOPS row comes a few seconds after the completion)."""
         for snap in snapshots:
             group = (snap["cluster"], snap["group"])
             o = snap.get("rebalance_in_progress")
-            start = None if o is None or snap.get("protocol") != Protocol.CLASSIC else o.get("started_at_ms")
+            start = None if o is None or snap.get("protocol") not in _MEASURED else o.get("started_at_ms")
             for key in self.watched.get(group, ()):
                 watch = self.watching[key]
                 if key[2] != start and watch.ended_s is None:
@@ -156,18 +163,26 @@ class RebalanceCosts:
         completion, and the commits seen after it."""
         cluster, group, completed = stops["cluster"], stops["group"], stops["completed_at_ms"]
         watch = self._unwatch((cluster, group, stops["started_at_ms"])) or Watch({}, {}, 0.0)
-        partitions = [(t, p) for t, p, _ in stops["stops"]]
+        spans = stop_spans(stops, book.topic_names(cluster))
+        first: dict[Partition, int] = {}
+        for tp, start, _ in spans:
+            first[tp] = min(first.get(tp, start), start)
+        partitions = list(first)
         newest = book.committed_before((cluster, group), [(tp, completed) for tp in partitions])
+        # a consumer group's partition stopped when its owner released it, after its commit on revoke
+        own = book.committed_before((cluster, group), [(tp, first[tp]) for tp in partitions]) \
+            if any(len(stop) > 3 for stop in stops["stops"]) else [None] * len(partitions)
         stopped_at, at_completion, seen = [], [], []
-        for tp, c in zip(partitions, newest):
-            kept = watch.before.get(tp)
+        for tp, c, at_stop in zip(partitions, newest, own):
+            kept = at_stop if at_stop is not None else watch.before.get(tp)
             stopped_at.append(list(kept) if kept is not None else (None if c is None else list(c)))
             commits = watch.seen.get(tp, [])
             by_end = [o for ms, o in commits if ms <= completed]
             at_completion.append(by_end[-1] if by_end else c[0] if c is not None else
                                  kept[0] if kept is not None else None)
             seen.append([(ms, o) for ms, o in commits if ms > completed])
-        self.pending.append(Tracked(stops, partitions, stopped_at, at_completion, seen))
+        self.pending.append(Tracked(stops, partitions, stopped_at, at_completion, seen, spans,
+                                    [first[tp] for tp in partitions]))
 
     def due(self, book: LagBook, now_s: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The rebalance_cost and catch_up records that can be had at `now_s` (Unix seconds); the
@@ -195,27 +210,30 @@ class RebalanceCosts:
 
     def _measure(self, book: LagBook, t: Tracked, now_s: float) -> dict[str, Any] | None:
         stops = t.stops
-        end_s = stops["completed_at_ms"] / 1000
-        asks = []
-        for (tp, (_, _, stopped_at_ms)), c in zip(zip(t.partitions, stops["stops"]), t.stopped_at):
-            stop_s = min(stopped_at_ms / 1000, end_s)
+        completed_s = stops["completed_at_ms"] / 1000
+        asks: list[tuple[Partition, float]] = []
+        for tp, start_ms, end_ms in t.spans:        # the end offsets at each stop's two ends
+            asks += [(tp, min(start_ms, end_ms) / 1000), (tp, end_ms / 1000)]
+        for tp, first_ms, c in zip(t.partitions, t.first_stop_ms, t.stopped_at):
+            stop_s = min(first_ms / 1000, completed_s)
             # the lag before: at the stop, or at the commit that came after it (on revoke)
-            before_s = stop_s if c is None else min(max(stop_s, c[1] / 1000), end_s)
-            asks += [(tp, stop_s), (tp, end_s), (tp, before_s)]
+            asks.append((tp, stop_s if c is None else min(max(stop_s, c[1] / 1000), completed_s)))
         ends = book.ends_at(stops["cluster"], asks)
         reason = next((e for e in ends if isinstance(e, str) and e != END_LATER), None)
         if reason is None and END_LATER in ends:
-            if now_s - end_s <= self.max_wait_s:
+            last_s = max([completed_s] + [end_ms / 1000 for _, _, end_ms in t.spans])
+            if now_s - last_s <= self.max_wait_s:
                 return None
             reason = END_LATER
         if reason is not None:
             return rebalance_cost_record(stops, None, {}, reason, int(now_s * 1000))
         by_topic: dict[str, int] = {}
-        for i, (topic, _) in enumerate(t.partitions):
-            start, end = ends[3 * i], ends[3 * i + 1]
+        for i, ((topic, _), _, _) in enumerate(t.spans):
+            start, end = ends[2 * i], ends[2 * i + 1]
             assert isinstance(start, int) and isinstance(end, int)
             by_topic[topic] = by_topic.get(topic, 0) + max(0, end - start)
-        t.lag_before = _lag_before(t.stopped_at, [e for e in ends[2::3] if isinstance(e, int)])
+        befores = ends[2 * len(t.spans):]
+        t.lag_before = _lag_before(t.stopped_at, [e for e in befores if isinstance(e, int)])
         if t.lag_before is not None:
             t.deadline_ms = stops["completed_at_ms"] + self.catch_up_deadline_ms
             self.catching_up.append(t)
@@ -242,6 +260,19 @@ class RebalanceCosts:
                 waiting.append(t)
         self.catching_up = waiting
         return out
+
+
+def stop_spans(stops: dict[str, Any], topic_names: dict[str, str]) -> list[tuple[Partition, int, int]]:
+    """A PARTITION_STOPS row's stops as ((topic name, partition), from ms, to ms): a classic
+    rebalance's end at its completion; a consumer group's name their topic by id, which
+    `topic_names` ({id: name}, the sampler's metadata) turns into the name its commits carry."""
+    completed = int(stops["completed_at_ms"])
+    out = []
+    for stop in stops["stops"]:
+        topic, partition, start = stop[0], int(stop[1]), int(stop[2])
+        end = int(stop[3]) if len(stop) > 3 else completed
+        out.append(((topic_names.get(topic, topic) if len(stop) > 3 else topic, partition), start, end))
+    return out
 
 
 def _lag_before(committed: list[list[int] | None], ends_before: list[int]) -> int | None:

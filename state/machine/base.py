@@ -17,8 +17,9 @@ from state.diagnosis.holding import (
 from state.diagnosis.rules import DEFAULT_SETTINGS, DiagnosisSettings
 from state.event_order import latest_ms
 from state.impact import (
-    CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, STOPPED_AT, classic_impact, consumer_departure_ms, consumer_impact,
-    departure_ms, note_consumer_departure, note_departure, poll_timeout_correction, stopped_at_removal, unknown
+    CORRECTED_IMPACT_FIELDS, DEPARTED_STOPS, STOP_SPANS, STOPPED_AT, classic_impact, consumer_departure_ms,
+    consumer_impact, departure_ms, note_consumer_departure, note_departure, poll_timeout_correction, stopped_at_removal,
+    unknown,
 )
 from state.model import (
     DEAD, EMPTY, EPOCH_PROTOCOLS, PREPARING_REBALANCE, PROTOCOL_CLASSIC, PROTOCOL_CONSUMER, UNKNOWN, GroupModel,
@@ -229,10 +230,11 @@ class MachineBase:
         impact = self.impact_of(opened, outcome)
         departed_stops = impact.pop(DEPARTED_STOPS, {})
         stopped_at = impact.pop(STOPPED_AT, None)
+        spans = impact.pop(STOP_SPANS, None)
         record.update(impact)
         self.outputs.append((OutputKind.REBALANCE, record))
-        if stopped_at and record["completed_at_ms"] is not None:
-            self.outputs.append((OutputKind.PARTITION_STOPS, partition_stops_record(record, stopped_at)))
+        if (stopped_at or spans) and record["completed_at_ms"] is not None:
+            self.outputs.append((OutputKind.PARTITION_STOPS, partition_stops_record(record, stopped_at or {}, spans)))
         self.charge_removals(impact.get("partition_seconds_by_departed_member") or {})
         if (opened.protocol == PROTOCOL_CLASSIC and outcome == Outcome.STABLE and opened.generation is not None
                 and opened.started_at_ms is not None):

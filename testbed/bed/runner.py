@@ -21,12 +21,15 @@ def now_ms() -> int:
 
 class DataProducer(threading.Thread):
     """A steady trickle of records (`rate` per second) so members have something to consume
-    and commit (offset commits are what __consumer_offsets must show)."""
+    and commit (offset commits are what __consumer_offsets must show). The client's partitioner
+    spreads them at random; with `partitions`, they go round the partitions in turn, so each gets
+    rate / partitions a second, evenly (what a partition received over a few seconds is then
+    known, not a draw)."""
 
-    def __init__(self, bootstrap: str, topic: str, rate: float = 20.0):
+    def __init__(self, bootstrap: str, topic: str, rate: float = 20.0, partitions: int | None = None):
         super().__init__(name=f"kafkabed-data-{topic}", daemon=True)
         from confluent_kafka import Producer
-        self.topic, self.rate = topic, rate
+        self.topic, self.rate, self.partitions = topic, rate, partitions
         self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 2})
         self._halt = threading.Event()
         self.sent = 0
@@ -34,7 +37,11 @@ class DataProducer(threading.Thread):
     def run(self) -> None:
         while not self._halt.wait(1.0 / self.rate):
             try:
-                self._producer.produce(self.topic, value=f"{self.sent}".encode())
+                if self.partitions:
+                    self._producer.produce(self.topic, value=f"{self.sent}".encode(),
+                                           partition=self.sent % self.partitions)
+                else:
+                    self._producer.produce(self.topic, value=f"{self.sent}".encode())
                 self.sent += 1
             except BufferError:
                 pass
@@ -77,11 +84,12 @@ class Runner:
         return len(self.timeline)
 
     # ------------------------------------------------------------------ setup
-    def topic(self, name: str, partitions: int = 4, rf: int = 1, rate: float = 20.0) -> str:
+    def topic(self, name: str, partitions: int = 4, rf: int = 1, rate: float = 20.0, in_turn: bool = False) -> str:
+        """A topic, and (`rate`) a producer writing to it: `in_turn`, to each partition in turn."""
         self.cluster.create_topic(name, partitions, rf)
         self.record("create_topic", topic=name, partitions=partitions)
         if rate:
-            prod = DataProducer(self.cluster.bootstrap, name, rate)
+            prod = DataProducer(self.cluster.bootstrap, name, rate, partitions if in_turn else None)
             prod.start()
             self.producers.append(prod)
         return name

@@ -61,6 +61,30 @@ def test_records_delayed_sum_each_partitions_arrivals_over_its_own_stop():
     assert costs.due(book, 1042.0)[0] == [] and costs.pending == []       # once
 
 
+def test_a_consumer_groups_stops_each_count_to_their_own_end_and_name_topics_by_id():
+    """A KIP-848 group's partition stops when its owner releases it and resumes when a member's
+    record gains it: each stop its own span (t:1 twice, across a superseded epoch), topics by id in
+    the row, by name in the commits and samples (the sampler's metadata maps them)."""
+    times = [1000.0 + 10 * i for i in range(5)]
+    book = _book({("t", 0): [(100 * i, at) for i, at in enumerate(times)],
+                  ("t", 1): [(50 * i, at) for i, at in enumerate(times)]})
+    book.note_topic_names("c", {"AAAAAAAAAAAAAAAAAAAAAA": "t"})
+    _commit(book, [("t", 0, 95, 1_009_000), ("t", 1, 40, 1_009_500)])          # on revoke, before the stops
+    costs = RebalanceCosts(10.0, catch_up_deadline_s=60)
+    costs.note_rebalancing([{"cluster": "c", "group": "g", "protocol": "consumer",
+                             "rebalance_in_progress": {"started_at_ms": 1_010_000}}], book, 1011.0)
+    tid = "AAAAAAAAAAAAAAAAAAAAAA"
+    costs.note(_stops((tid, 0, 1_010_000, 1_012_000), (tid, 1, 1_010_000, 1_014_000),
+                      (tid, 1, 1_020_000, 1_025_000)), book)                      # completed at 1030 s
+    assert costs.watching == {}
+    [cost], _ = costs.due(book, 1041.0)
+    # t:0 10 a second over 2 s; t:1 5 a second over 4 s and over 5 s
+    assert cost["records_delayed"] == 20 + 20 + 25 and cost["records_delayed_by_topic"] == {"t": 65}
+    assert cost["partitions_stopped"] == 2 and cost["records_delayed_unknown_reason"] is None
+    # the lag when each first stopped, by the commits made on revoke: (100 - 95) + (50 - 40)
+    assert cost["lag_before"] == 15
+
+
 def test_a_rebalance_waits_for_a_sample_after_its_end_then_goes_out_unmeasured():
     book = _book({("t", 0): [(0, 1000.0), (100, 1010.0)]})
     costs = RebalanceCosts(10.0)
@@ -92,25 +116,38 @@ def test_a_stop_older_than_the_samples_or_a_failed_partition_is_not_measured():
 
 
 @pytest.mark.parametrize("capture", ["kafka-2.7", "kafka-4.0"])
-def test_the_machine_reports_the_stops_of_each_measured_classic_rebalance(capture):
+def test_the_machine_reports_the_stops_of_each_measured_rebalance(capture):
     """Each PARTITION_STOPS row belongs to a rebalance record, and its stops add up to that
     record's partitions and partition-seconds (state/impact.py), but for what a later poll-timeout
-    decision adds (partition_seconds_added: not in records_delayed, state/rebalance_cost.py)."""
+    decision adds (partition_seconds_added: not in records_delayed, state/rebalance_cost.py). A
+    classic rebalance's stops end at its completion; a consumer group's each at its own end, by
+    the completion."""
     out = run_local(*capture_inputs(capture))
     rebalances = {(r["group"], r["generation"], r["started_at_ms"]): r for r in out[OutputKind.REBALANCE]}
     added = {(d["group"], d["generation"], d["started_at_ms"]): d.get("partition_seconds_added") or 0.0
              for d in out[OutputKind.REBALANCE_TRIGGER]}
     rows = out[OutputKind.PARTITION_STOPS]
     assert rows
+    protocols = set()
     for row in rows:
         key = (row["group"], row["generation"], row["started_at_ms"])
         r = rebalances[key]
-        assert r["protocol"] == "classic" and r["completed_at_ms"] == row["completed_at_ms"]
-        assert len(row["stops"]) == r["partitions_stopped"]
-        seconds = sum(row["completed_at_ms"] - at for _, _, at in row["stops"]) / 1000
+        protocols.add(r["protocol"])
+        assert r["completed_at_ms"] == row["completed_at_ms"]
+        assert len({(t, p) for t, p, *_ in row["stops"]}) == r["partitions_stopped"]
+        if r["protocol"] == "classic":
+            assert all(len(stop) == 3 for stop in row["stops"])
+            seconds = sum(row["completed_at_ms"] - at for _, _, at in row["stops"]) / 1000
+        else:
+            assert r["protocol"] == "consumer" and all(len(stop) == 4 for stop in row["stops"])
+            assert all(start <= end <= row["completed_at_ms"] for _, _, start, end in row["stops"]), row
+            seconds = sum(end - start for _, _, start, end in row["stops"]) / 1000
         assert seconds + added.get(key, 0.0) == pytest.approx(r["partition_seconds_stopped"], abs=0.01)
-    measured = [r for r in rebalances.values() if r["protocol"] == "classic" and r["partitions_stopped"]]
+    # not a group that emptied: nobody resumed its partitions (no completion)
+    measured = [r for r in rebalances.values() if r["protocol"] in ("classic", "consumer") and r["partitions_stopped"]
+                and r["completed_at_ms"] is not None]
     assert len(rows) == len(measured)
+    assert protocols == ({"classic"} if capture == "kafka-2.7" else {"classic", "consumer"})
 
 
 def test_records_delayed_count_per_group_on_metrics():

@@ -17,7 +17,10 @@ consumed in those 5 s more than Kafka: docs/metrics.md, "Consumer lag"). The tim
 growing while the group rebalances (not frozen).
 
 The same phases with a KIP-848 consumer group (4.4.0, librdkafka): while a does not poll, its
-revocation waits and the group is Reconciling.
+revocation waits and the group is Reconciling. At its end b is killed instead of leaving, and
+each of the group's rebalance_costs records (b's join, b's death) is compared, stop by stop, with
+the records the producer wrote to each stopped partition over that stop (the producer writes to
+the partitions in turn, so a partition's share is not a draw).
 
 The rebalance b's join started is eager (kafka-python's range assignor): all 4 partitions stop
 from its start to its end. Its rebalance_costs record's records_delayed must be within 5% of
@@ -88,12 +91,14 @@ def _compare(monitor: MonitorProcess, cluster, phase: str, rows: list[dict], jud
 
 def _agreement_run(kafka_bed, tmp_path, group: str, topic: str, a_spec: MemberSpec, b_spec: MemberSpec,
                    rebalancing: str, a_after: str = "assigned",
-                   after_empty: Callable[[MonitorProcess], Any] = lambda monitor: None) -> dict:
+                   after_empty: Callable[[MonitorProcess], Any] = lambda monitor: None,
+                   b_goes: Callable[[Runner, Any, Any], None] | None = None) -> dict:
     """The phases above for one group: member a (slower than the producer) alone, then a stops
     polling and b joins (the group `rebalancing` until a polls again and prints `a_after`), both,
     and Empty. Its rows,
     the `during` rows, the `empty` row, the sink's rebalance_costs records, /metrics at the end and
-    what `after_empty` found before the monitor stopped."""
+    what `after_empty` found before the monitor stopped. `b_goes(runner, a, b)`: how b goes at
+    the end (default: it leaves)."""
     cluster = kafka_bed.cluster
     ensure_offsets_topic(cluster)
     monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
@@ -104,7 +109,7 @@ def _agreement_run(kafka_bed, tmp_path, group: str, topic: str, a_spec: MemberSp
     try:
         monitor.start()
         with Runner(cluster, tmp_path / "runner", kafka_bed.shipper) as runner:
-            runner.topic(topic, 4, 1, rate=RATE)
+            runner.topic(topic, 4, 1, rate=RATE, in_turn=True)     # each partition RATE / 4 evenly
             a = runner.start(a_spec)
             wait_for(lag, 90, "the group's lag on /metrics", interval=0.5, alive=monitor.alive)
             # the lag builds up (a consumes about half of what comes) to more than the tolerance
@@ -136,7 +141,7 @@ def _agreement_run(kafka_bed, tmp_path, group: str, topic: str, a_spec: MemberSp
                      60, "the monitor to read the commits after the rebalance", interval=0.5, alive=monitor.alive)
             for _ in range(2):
                 compare("after")
-            runner.leave(b)
+            (b_goes or (lambda runner, a, b: runner.leave(b)))(runner, a, b)
             runner.leave(a)
             wait_for(lambda: (lag() or (0, 0, ""))[2] == "Empty", 60,
                      "the monitor to show the group Empty", interval=0.5, alive=monitor.alive)
@@ -197,7 +202,47 @@ def test_lag_agrees_with_kafka_consumer_groups_for_a_kip848_group(kafka_bed, tmp
     a = MemberSpec("confluent", group, [topic], "lag848-a", protocol="consumer", slow_ms=5000,
                    max_poll_interval_ms=120000)
     b = MemberSpec("confluent", group, [topic], "lag848-b", protocol="consumer", max_poll_interval_ms=120000)
-    _agreement_run(kafka_bed, tmp_path, group, topic, a, b, "Reconciling", a_after="revoked")
+    run = _agreement_run(kafka_bed, tmp_path, group, topic, a, b, "Reconciling", a_after="revoked",
+                         after_empty=partial(_measured_costs, group=group, count=2), b_goes=_kill_b)
+    # What each rebalance cost, stop by stop (each its own span: from the owner's release, or its
+    # last heartbeat before its fence, until a member's record gained the partition), against the
+    # records the producer wrote to that partition in that span. b's join: a released 2 partitions
+    # and b gained them within a heartbeat (well under a second: a few records each, where one
+    # record of rounding per stop end is more than 5%); b's death: its 2 partitions stopped from its
+    # last heartbeat, 6 s (the session) before its fence, until a gained them (over 100 records).
+    by_partition = _timestamps_by_partition(kafka_bed.cluster.bootstrap, topic)
+    long_stops = 0
+    for cost in run["found"]:
+        produced = sum(bisect.bisect_right(by_partition[p], end) - bisect.bisect_left(by_partition[p], start)
+                       for _, p, start, end in cost["stops"])
+        error = abs(cost["records_delayed"] - produced) / max(produced, 1)
+        print(f"records_delayed {kafka_bed.cluster.version} kip848: monitor {cost['records_delayed']}, producer "
+              f"{produced} over {len(cost['stops'])} stops ({cost['stops']}): error {error:.2%}", flush=True)
+        assert cost["stops_not_listed"] == 0 and produced > 0, (cost, produced)
+        if produced >= 100:
+            long_stops += 1
+            record_figure("records_delayed_error_max", round(error, 4))
+            assert error <= 0.05, (cost, produced)
+        else:
+            assert abs(cost["records_delayed"] - produced) <= 2 * len(cost["stops"]), (cost, produced)
+    assert long_stops >= 1, run["found"]
+
+
+def _kill_b(runner: Runner, a: Any, b: Any) -> None:
+    """b killed (-9): fenced when its session expires; a takes over its partitions."""
+    owned, mark = b.owned(), a.mark()
+    runner.kill(b)
+    runner.wait_taken_over(owned, [a], [mark], 60)
+
+
+def _measured_costs(monitor: MonitorProcess, group: str, count: int = 1) -> list[dict]:
+    """The group's rebalance_costs records with a records_delayed (they follow their rebalance by
+    about one sampling interval); at least `count`."""
+    def found() -> list[dict]:
+        return [c for c in monitor.records("rebalance_costs", group) if c["records_delayed"] is not None]
+    wait_for(lambda: len(found()) >= count, 60, f"{count} measured rebalance_costs records", interval=0.5,
+             alive=monitor.alive)
+    return found()
 
 
 def _cost_of_bs_join(monitor: MonitorProcess) -> tuple[dict, dict]:
@@ -224,6 +269,11 @@ def _produced_between(bootstrap: str, topic: str, start_ms: int, end_ms: int) ->
 
 def _timestamps(bootstrap: str, topic: str) -> list[int]:
     """The (producer) timestamps of every record of `topic`, sorted."""
+    return sorted(t for times in _timestamps_by_partition(bootstrap, topic).values() for t in times)
+
+
+def _timestamps_by_partition(bootstrap: str, topic: str) -> dict[int, list[int]]:
+    """The (producer) timestamps of every record of `topic`, per partition."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lag-check-counter", "enable.auto.commit": False,
                          "log_level": 2})
@@ -232,16 +282,16 @@ def _timestamps(bootstrap: str, topic: str) -> list[int]:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         seen = dict.fromkeys(partitions, 0)
-        times: list[int] = []
+        times: dict[int, list[int]] = {p: [] for p in partitions}
         deadline = now_ms() + 60_000
         while any(seen[p] < ends[p] for p in partitions) and now_ms() < deadline:
             for msg in consumer.consume(500, timeout=1.0):
                 if msg.error():
                     continue
                 seen[msg.partition() or 0] = (msg.offset() or 0) + 1
-                times.append(msg.timestamp()[1])
+                times[msg.partition() or 0].append(msg.timestamp()[1])
         assert all(seen[p] >= ends[p] for p in partitions), (seen, ends)
-        return sorted(times)
+        return times
     finally:
         consumer.close()
 

@@ -175,7 +175,8 @@ def steady(cluster, trees: dict[str, Path], args, work: Path) -> dict[str, dict]
         print(f"  {name}: all {r['expected']} rebalances counted; {len(r['batches'])} batches, p95 "
               f"{out[name]['batch_p95']:.2f} s, max {max(r['batches']):.2f} s; watermark delay p50 "
               f"{out[name]['delay_p50']:.1f} s; {out[name]['cores']:.2f} cores; peak {_mb(r['rss'])}; "
-              f"{r['series']:,} groups with a lag on /metrics", flush=True)
+              f"{r['series']:,} groups with a lag on /metrics; stateful step: {r['calls']:,.0f} calls, "
+              f"{r['turns']:,.0f} group turns, {r['folds']:,.0f} commit folds", flush=True)
     return out
 
 

@@ -157,6 +157,11 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
                if labels.get("group") in groups)
 
 
+# The stateful step's work over a run (sinks/health.py): calls, state-machine turns, commit folds.
+WORK_FAMILIES_BY_KEY = (("calls", "stateful_calls"), ("turns", "group_turns"), ("folds", "commit_folds"))
+WORK_FAMILIES = tuple(f"rebalance_monitor_{name}_total" for _, name in WORK_FAMILIES_BY_KEY)
+
+
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
                groups: int, root: Path | None = None, label: str = "", rss=None, source: str = "python",
                extra_toml: str = "", submit=None, cpu_also=None, warm_up: float | None = None,
@@ -218,6 +223,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             found = counted_rebalances(monitor, complete)
         series = None if count_series is None else sum(
             1 for line in monitor.scrape(count_series).splitlines() if line.startswith(count_series + "{"))
+        work_page = parse(monitor.scrape(*WORK_FAMILIES, timeout=60))
+        work_done = {key: work_page.total(f"rebalance_monitor_{name}_total") for key, name in WORK_FAMILIES_BY_KEY}
     finally:
         if timer is not None:
             timer.cancel()
@@ -228,7 +235,7 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
     figures = {"batches": poller.durations, "delays": poller.delays}
     if warm_up is not None:
         figures = poller.between(marks["t"], end)
-    return {"cpu": cpu, "wall": wall, **figures, "found": found, "expected": expected, "series": series,
+    return {"cpu": cpu, "wall": wall, **figures, "found": found, "expected": expected, "series": series, **work_done,
             "trigger": trigger,
             "lateness": lateness, "rss": samplers[0].peak if samplers else None}
 

@@ -395,12 +395,18 @@ UNKNOWN_SAMPLE_S = 3.0          # short rounds: a lag is unknown after 3 of them
 UNKNOWN, ERRORS = "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors_total"
 
 
-def _produce(bootstrap: str, topic: str, n: int) -> None:
+def _produce(bootstrap: str, topic: str, n: int, partition: int | None = None) -> None:
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2})
     for i in range(n):
-        producer.produce(topic, value=str(i).encode())
+        if partition is None:
+            producer.produce(topic, value=str(i).encode())
+        else:
+            producer.produce(topic, value=str(i).encode(), partition=partition)
     assert producer.flush(30) == 0, f"{topic}: records not delivered"
+
+
+PARTITION_LAG = "rebalance_monitor_group_partition_lag"
 
 
 # The newest version only in CI (45 minutes in all); both passed on 2.8.2 and 4.4.0 (KAFKABED_VERSIONS).
@@ -411,22 +417,44 @@ def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
     topic's lag is unknown (reason broker_unavailable, counted, one log line), the other's is still
     shown (one request per leader). The other topic is deleted: its lag goes, never shown stale.
     Broker 2 comes back: the lag with it, and after a restart of the monitor too (the Empty group's
-    committed offsets fetched from the cluster). The monitor neither crashes nor logs a traceback."""
+    committed offsets fetched from the cluster). Before all that, 2 partitions are added to the
+    first topic while the member consumes it (placed by the cluster, on either broker): their lag appears (per partition, opted in) as the
+    member commits them, and matches what the producer wrote. The monitor neither crashes nor logs
+    a traceback."""
     cluster = kafka_bed.cluster
     ensure_offsets_topic(cluster)
     group = group_on(cluster, 1, "lag-unknown")        # its coordinator stays up
     monitor = MonitorProcess(cluster.bootstrap, kafka_bed.shipper.topic, tmp_path / "monitor", MonitorSettings(),
-                             extra_toml=f"\n[lag]\nsample_seconds = {UNKNOWN_SAMPLE_S}\n")
+                             extra_toml=f"\n[lag]\nsample_seconds = {UNKNOWN_SAMPLE_S}\n"
+                                        f"partition_groups = '^{re.escape(group)}$'\n")
     stopped = False
     try:
         monitor.start()
         with Runner(cluster, tmp_path / "runner", kafka_bed.shipper) as runner:
             cluster.create_topic(DOWN, 2, assignment=[[2], [2]])
             cluster.create_topic(GONE, 2, assignment=[[1], [1]])
-            member = runner.start(MemberSpec("kafka-python", group, [DOWN, GONE], "lag-u"))
+            # the member looks for new partitions every 2 s (kafka-python's default: 5 minutes)
+            member = runner.start(MemberSpec("kafka-python", group, [DOWN, GONE], "lag-u",
+                                             extra={"metadata_max_age_ms": 2000}))
             for topic in (DOWN, GONE):
                 wait_for(partial(_lag, monitor, group, topic), 90, f"the lag of {topic}", interval=0.5,
                          alive=monitor.alive)
+            # partitions added: 7 records on the new partition 2 before the member has it (it starts
+            # new partitions at their end: a lag of 0), then 9 on it and 4 on 3 that it consumes
+            mark = member.mark()
+            runner.add_partitions(DOWN, 4, [group])
+            _produce(cluster.bootstrap, DOWN, 7, partition=2)
+            runner.wait_given(member, mark, 60)
+            _produce(cluster.bootstrap, DOWN, 9, partition=2)
+            _produce(cluster.bootstrap, DOWN, 4, partition=3)
+
+            def new_partitions() -> dict[str, float]:
+                page = parse(monitor.scrape())
+                return {labels["partition"]: value for labels, value in page.series(PARTITION_LAG, group=group, topic=DOWN)}
+            wait_for(lambda: {"2", "3"} <= set(new_partitions()) and not any(new_partitions().values()),
+                     6 * UNKNOWN_SAMPLE_S + 60, "the lag of the added partitions, consumed", interval=0.5,
+                     alive=monitor.alive)
+            assert set(new_partitions()) == {"0", "1", "2", "3"}, new_partitions()
             runner.leave(member)
         cluster.stop_broker(2)
         stopped = True

@@ -295,12 +295,22 @@ class MeasuredRounds:
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
+def _run_book(cluster: Any, sample_seconds: float) -> tuple[Any, int]:
+    """A lag book as `run` has it: the monitor's own positions in __consumer_offsets are sampled
+    beside the groups' partitions (state/lag.py commits_read_through). And how many there are."""
+    from state.lag import LagBook
+    from testbed.monitor import ensure_offsets_topic
+    ensure_offsets_topic(cluster)
+    partitions = cluster.admin().list_topics(OFFSETS_TOPIC, timeout=30).topics[OFFSETS_TOPIC].partitions
+    book = LagBook(sample_seconds, read_cluster=CLUSTER)
+    book.note_read({OFFSETS_TOPIC: dict.fromkeys(partitions, 0)}, None)
+    return book, len(partitions)
+
+
 def lag_sampler(args: Any, work: Path) -> dict[str, float]:
     from sinks.lag_gauges import LagCollector
-    from state.lag import LagBook
     from streaming.app.lag_sampler import KafkaEndOffsets, LagSampler
     from streaming.app.settings.schema import LAG_SAMPLE_SECONDS
-    from testbed.monitor import ensure_offsets_topic
     from testbed.proc import tree_cpu_seconds
 
     sample_seconds = args.lag_sample_seconds or LAG_SAMPLE_SECONDS
@@ -320,19 +330,14 @@ def lag_sampler(args: Any, work: Path) -> dict[str, float]:
         produced = _prepare(args, cluster, partitions)
         ends = dict.fromkeys(produced, args.lag_records)
         now_ms = int(time.time() * 1000)
-        # as in `run`: the monitor's own positions in __consumer_offsets are sampled beside the
-        # groups' partitions (state/lag.py commits_read_through)
-        ensure_offsets_topic(cluster)
-        offsets_partitions = cluster.admin().list_topics(OFFSETS_TOPIC, timeout=30).topics[OFFSETS_TOPIC].partitions
-        book = LagBook(sample_seconds, read_cluster=CLUSTER)
-        book.note_read({OFFSETS_TOPIC: dict.fromkeys(offsets_partitions, 0)}, None)
+        book, offsets_partitions = _run_book(cluster, sample_seconds)
         fill_book(book, groups, ends, now_ms)
         snaps = snapshots(groups, now_ms)
         collector = LagCollector(lambda: snaps)
         collector.book = book
         print(f"  lag_sampler: {args.lag_records} records in each of {len(produced):,} partitions; the book holds "
               f"{sum(len(g) for g in groups):,} committed offsets, and the monitor's positions in the "
-              f"{len(offsets_partitions)} partitions of {OFFSETS_TOPIC}", flush=True)
+              f"{offsets_partitions} partitions of {OFFSETS_TOPIC}", flush=True)
 
         trickle = Trickle(cluster, produced, args.lag_trickle)
         trickle.start()

@@ -272,8 +272,11 @@ class IncidentBoard:
         for host, rs in by_host.items():
             for episode in _episodes(rs, self._host_window):
                 went = {r.client for r in episode}
-                groups = {r.group for r in episode}
-                stayed = sum(self._stayed(cluster, g, host, [r for r in episode if r.group == g]) for g in groups)
+                by_group: dict[str, list[Removal]] = {}
+                for r in episode:       # once: a fleet's episode holds thousands of groups
+                    by_group.setdefault(r.group, []).append(r)
+                groups = set(by_group)
+                stayed = sum(self._stayed(cluster, g, host, of_group) for g, of_group in by_group.items())
                 if stayed > len(went):
                     continue
                 together = episode[-1].removed_at_ms - episode[0].removed_at_ms <= self.d.host_wide_together_ms

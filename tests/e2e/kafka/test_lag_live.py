@@ -218,7 +218,7 @@ def test_lag_agrees_with_kafka_consumer_groups_for_a_kip848_group(kafka_bed, tmp
         error = abs(cost["records_delayed"] - produced) / max(produced, 1)
         print(f"records_delayed {kafka_bed.cluster.version} kip848: monitor {cost['records_delayed']}, producer "
               f"{produced} over {len(cost['stops'])} stops ({cost['stops']}): error {error:.2%}", flush=True)
-        assert cost["stops_not_listed"] == 0 and produced > 0, (cost, produced)
+        assert cost["stops_not_listed"] == 0, cost        # b's join's stops can be a few ms: no record
         if produced >= 100:
             long_stops += 1
             record_figure("records_delayed_error_max", round(error, 4))

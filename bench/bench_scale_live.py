@@ -158,8 +158,8 @@ def counted_rebalances(monitor: MonitorProcess, groups: set[str]) -> int:
 
 
 # The stateful step's work over a run (sinks/health.py): calls, state-machine turns, commit folds.
-WORK_FAMILIES_BY_KEY = (("calls", "stateful_calls"), ("turns", "group_turns"), ("folds", "commit_folds"))
-WORK_FAMILIES = tuple(f"rebalance_monitor_{name}_total" for _, name in WORK_FAMILIES_BY_KEY)
+WORK_FAMILIES = {"calls": "rebalance_monitor_stateful_calls_total", "turns": "rebalance_monitor_group_turns_total",
+                 "folds": "rebalance_monitor_commit_folds_total"}
 
 
 def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: set[str], final_wait: float,
@@ -223,8 +223,8 @@ def run_config(name: str, cluster: KafkaCluster, work: Path, traffic, complete: 
             found = counted_rebalances(monitor, complete)
         series = None if count_series is None else sum(
             1 for line in monitor.scrape(count_series).splitlines() if line.startswith(count_series + "{"))
-        work_page = parse(monitor.scrape(*WORK_FAMILIES, timeout=60))
-        work_done = {key: work_page.total(f"rebalance_monitor_{name}_total") for key, name in WORK_FAMILIES_BY_KEY}
+        work_page = parse(monitor.scrape(*WORK_FAMILIES.values(), timeout=60))
+        work_done = {key: work_page.total(family) for key, family in WORK_FAMILIES.items()}
     finally:
         if timer is not None:
             timer.cancel()

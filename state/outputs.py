@@ -197,7 +197,7 @@ def rebalance_cost_record(stops: dict[str, Any], records_delayed: int | None, by
             "records_delayed_by_topic": dict(sorted(by_topic.items())) if records_delayed is not None else None,
             "records_delayed_unknown_reason": unknown_reason, "lag_before": lag_before,
             "catch_up_deadline_ms": catch_up_deadline_ms, "measured_at_ms": measured_at_ms,
-            "stops": [_stop_span(s, stops["completed_at_ms"]) for s in listed[:STOPS_LISTED]],
+            "stops": [stop_span(s, stops["completed_at_ms"]) for s in listed[:STOPS_LISTED]],
             "stops_not_listed": max(0, len(listed) - STOPS_LISTED)}
 
 
@@ -205,7 +205,7 @@ def rebalance_cost_record(stops: dict[str, Any], records_delayed: int | None, by
 STOPS_LISTED = 200
 
 
-def _stop_span(stop: list[Any], completed_at_ms: int) -> list[Any]:
+def stop_span(stop: list[Any], completed_at_ms: int) -> list[Any]:
     """[topic, partition, stopped at ms, resumed at ms] of a PARTITION_STOPS row's stop (a classic
     one resumes at the completion; a consumer group's names its topic by id, as its records do)."""
     return [stop[0], stop[1], stop[2], stop[3] if len(stop) > 3 else completed_at_ms]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from state.lag import END_LATER, LagBook
-from state.outputs import catch_up_record, rebalance_cost_record
+from state.outputs import catch_up_record, rebalance_cost_record, stop_span
 from state.vocabulary import Protocol
 
 # A rebalance waits at most this many sampling intervals after its completion for a sample.
@@ -71,7 +71,6 @@ class Tracked:
     at_completion: list[int | None]              # the offset committed by the completion
     seen: list[list[tuple[int, int]]]            # (commit ms, offset) after the completion, per batch
     spans: list[tuple[Partition, int, int]] = field(default_factory=list)   # each stop: from, to ms
-    first_stop_ms: list[int] = field(default_factory=list)                 # each partition's first stop
     lag_before: int | None = None
     deadline_ms: int | None = None
     lag_last: int | None = None                  # the lag at the last moment judged
@@ -164,9 +163,7 @@ class RebalanceCosts:
         cluster, group, completed = stops["cluster"], stops["group"], stops["completed_at_ms"]
         watch = self._unwatch((cluster, group, stops["started_at_ms"])) or Watch({}, {}, 0.0)
         spans = stop_spans(stops, book.topic_names(cluster))
-        first: dict[Partition, int] = {}
-        for tp, start, _ in spans:
-            first[tp] = min(first.get(tp, start), start)
+        first = first_stops(spans)
         partitions = list(first)
         newest = book.committed_before((cluster, group), [(tp, completed) for tp in partitions])
         # a consumer group's partition stopped when its owner released it, after its commit on revoke
@@ -181,8 +178,7 @@ class RebalanceCosts:
             at_completion.append(by_end[-1] if by_end else c[0] if c is not None else
                                  kept[0] if kept is not None else None)
             seen.append([(ms, o) for ms, o in commits if ms > completed])
-        self.pending.append(Tracked(stops, partitions, stopped_at, at_completion, seen, spans,
-                                    [first[tp] for tp in partitions]))
+        self.pending.append(Tracked(stops, partitions, stopped_at, at_completion, seen, spans))
 
     def due(self, book: LagBook, now_s: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The rebalance_cost and catch_up records that can be had at `now_s` (Unix seconds); the
@@ -214,8 +210,9 @@ class RebalanceCosts:
         asks: list[tuple[Partition, float]] = []
         for tp, start_ms, end_ms in t.spans:        # the end offsets at each stop's two ends
             asks += [(tp, min(start_ms, end_ms) / 1000), (tp, end_ms / 1000)]
-        for tp, first_ms, c in zip(t.partitions, t.first_stop_ms, t.stopped_at):
-            stop_s = min(first_ms / 1000, completed_s)
+        first = first_stops(t.spans)
+        for tp, c in zip(t.partitions, t.stopped_at):
+            stop_s = min(first[tp] / 1000, completed_s)
             # the lag before: at the stop, or at the commit that came after it (on revoke)
             asks.append((tp, stop_s if c is None else min(max(stop_s, c[1] / 1000), completed_s)))
         ends = book.ends_at(stops["cluster"], asks)
@@ -266,13 +263,19 @@ def stop_spans(stops: dict[str, Any], topic_names: dict[str, str]) -> list[tuple
     """A PARTITION_STOPS row's stops as ((topic name, partition), from ms, to ms): a classic
     rebalance's end at its completion; a consumer group's name their topic by id, which
     `topic_names` ({id: name}, the sampler's metadata) turns into the name its commits carry."""
-    completed = int(stops["completed_at_ms"])
     out = []
     for stop in stops["stops"]:
-        topic, partition, start = stop[0], int(stop[1]), int(stop[2])
-        end = int(stop[3]) if len(stop) > 3 else completed
-        out.append(((topic_names.get(topic, topic) if len(stop) > 3 else topic, partition), start, end))
+        topic, partition, start, end = stop_span(stop, stops["completed_at_ms"])
+        out.append(((topic_names.get(topic, topic) if len(stop) > 3 else topic, int(partition)), int(start), int(end)))
     return out
+
+
+def first_stops(spans: list[tuple[Partition, int, int]]) -> dict[Partition, int]:
+    """Each stopped partition's first stop (ms), in the order the spans name them."""
+    first: dict[Partition, int] = {}
+    for tp, start, _ in spans:
+        first[tp] = min(first.get(tp, start), start)
+    return first
 
 
 def _lag_before(committed: list[list[int] | None], ends_before: list[int]) -> int | None:

@@ -37,11 +37,9 @@ class DataProducer(threading.Thread):
     def run(self) -> None:
         while not self._halt.wait(1.0 / self.rate):
             try:
-                if self.partitions:
-                    self._producer.produce(self.topic, value=f"{self.sent}".encode(),
-                                           partition=self.sent % self.partitions)
-                else:
-                    self._producer.produce(self.topic, value=f"{self.sent}".encode())
+                # -1: the client's partitioner picks (produce's own default)
+                partition = self.sent % self.partitions if self.partitions else -1
+                self._producer.produce(self.topic, value=f"{self.sent}".encode(), partition=partition)
                 self.sent += 1
             except BufferError:
                 pass

@@ -28,7 +28,7 @@ VERSION = 1
 
 def _series_families(sink: MetricsSink) -> dict[str, Any]:
     return {f.name: f for f in (sink.rebalances, sink.removals, sink.rebalance_timeouts, sink.partition_seconds,
-                                sink.last_duration, sink.records_delayed)}
+                                sink.last_duration, sink.records_delayed, sink.not_caught_up)}
 
 
 def _counters(sink: MetricsSink) -> dict[str, Any]:
@@ -36,8 +36,13 @@ def _counters(sink: MetricsSink) -> dict[str, Any]:
                                  sink.source_mismatches, sink.offsets_records, sink.log_sources.lines)}
 
 
-def _histograms(sink: MetricsSink) -> dict[str, Any]:
+def _duration_histograms(sink: MetricsSink) -> dict[str, Any]:
+    """The histograms whose buckets are the duration_buckets setting."""
     return {h._name: h for h in (sink.rebalance_duration, sink.group_rebalance_duration, sink.partition_stop)}
+
+
+def _histograms(sink: MetricsSink) -> dict[str, Any]:
+    return {**_duration_histograms(sink), sink.catch_up._name: sink.catch_up}
 
 
 def counter_state(sink: MetricsSink) -> dict[str, Any]:
@@ -98,12 +103,14 @@ def _load(sink: MetricsSink, doc: dict[str, Any]) -> None:
 
 def _load_histograms(sink: MetricsSink, doc: dict[str, Any]) -> None:
     bounds = list(sink.rebalance_duration._upper_bounds)
-    if [float(b) for b in doc["buckets"]] != bounds:
+    durations_kept = [float(b) for b in doc["buckets"]] == bounds
+    if not durations_kept:
         LOG.warning("events_dir: duration_buckets changed since the counters' snapshot; the duration "
                     "histograms start again from 0")
-        return
     histograms = _histograms(sink)
     for name, rows in doc["histograms"].items():
+        if not durations_kept and name in _duration_histograms(sink):
+            continue
         histogram = histograms[name]
         for *labels, buckets, total in rows:
             labels = tuple(labels)

@@ -19,6 +19,7 @@ from sinks.event_sink import COUNTERS_FILE, EventSink, sink_files, statistics_to
 from sinks.files import GroupStateFile
 from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
+from state.rebalance_cost import REASON_NOT_CAUGHT_UP
 from streaming.app.collector import RunCollector
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS
 from tests.support.report_pages import records as golden
@@ -32,7 +33,9 @@ RESTORED = ("rebalance_monitor_rebalances_total", "rebalance_monitor_member_remo
             "rebalance_monitor_rebalance_timeouts_total", "rebalance_monitor_quarantined_records_total",
             "rebalance_monitor_offsets_records_total", "rebalance_monitor_log_lines_total",
             "rebalance_monitor_log_clock_skew_seconds", "rebalance_monitor_invalid_transitions_total",
-            "rebalance_monitor_source_mismatches_total", "rebalance_monitor_log_layout_info")
+            "rebalance_monitor_source_mismatches_total", "rebalance_monitor_log_layout_info",
+            "rebalance_monitor_rebalance_records_delayed_total", "rebalance_monitor_rebalances_not_caught_up_total",
+            "rebalance_monitor_rebalance_catch_up_seconds")
 KINDS = {OutputKind.REBALANCE: "rebalances.jsonl", OutputKind.REMOVAL: "member_removals.jsonl",
          OutputKind.REBALANCE_TRIGGER: "rebalance_triggers.jsonl", OutputKind.CLOCK_SKEW: "clock_skew.jsonl"}
 
@@ -41,7 +44,13 @@ def _rows(batch: int) -> list[tuple[str, str]]:
     """Batch `batch` of the golden records (every BATCHES-th), and a clock row that decides removals."""
     rows = [(str(kind), json.dumps(r)) for kind, name in KINDS.items() for r in golden(name)[batch::BATCHES]]
     clock = {"watermark_ms": 2 ** 50, "turns": 1, "folds": 0, "cluster": "c", "key": None}
-    return rows + [(str(OutputKind.CLOCK), json.dumps(clock))]
+    # what `run` measures (the lag's end offsets): records delayed, a catch-up or none in time
+    cost = {"cluster": "c", "group": f"g{batch % 3}", "records_delayed": 7 * batch}
+    catch_up = ({"cluster": "c", "group": f"g{batch % 3}", "catch_up_seconds": 1.5 * batch} if batch % 2 else
+                {"cluster": "c", "group": f"g{batch % 3}", "catch_up_seconds": None,
+                 "catch_up_unknown_reason": REASON_NOT_CAUGHT_UP})
+    return rows + [(str(OutputKind.CLOCK), json.dumps(clock)), (str(OutputKind.REBALANCE_COST), json.dumps(cost)),
+                   (str(OutputKind.CATCH_UP), json.dumps(catch_up))]
 
 
 def _progress(batch: int) -> dict[str, Any]:
@@ -84,6 +93,8 @@ def test_a_restart_from_the_snapshot_shows_what_an_uninterrupted_run_shows(tmp_p
     expected = _uninterrupted(tmp_path)
     assert any("rebalance_duration_seconds_bucket" in line for line in expected)
     assert any(line.startswith("rebalance_monitor_offsets_records_total") for line in expected)
+    assert any(line.startswith("rebalance_monitor_rebalances_not_caught_up_total{") for line in expected)
+    assert any(line.startswith("rebalance_monitor_rebalance_catch_up_seconds_count{") for line in expected)
     first = _collector(tmp_path, roll=True)
     _run(first, range(7))
     events = tmp_path / "events"

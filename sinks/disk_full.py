@@ -5,7 +5,7 @@ snapshot) and the checkpoint (`checkpoint_location`: Spark's offsets and commits
 store, and the monitor's group state file). When a write there fails for want of space (ENOSPC,
 or EDQUOT for a quota), nothing is lost as long as the micro-batch is not committed: Spark runs it
 again from the checkpoint. So the collector retries its own writes in place, every
-`retry_seconds`, inside the uncommitted batch (streaming/app/collector.py), and `run` restarts a
+`retry_seconds`, inside the uncommitted batch (streaming/app/batch_gate.py durably), and `run` restarts a
 query that Spark's own checkpoint writes stopped (streaming/app/service.py). /metrics keeps
 serving meanwhile.
 

@@ -12,7 +12,7 @@ Layout, one folder per record kind (sinks/files.py RECORD_FILES):
                                       per cluster, or per cluster and log source). Its mtime is that of
                                       its newest part (retention by age).
     <kind>/unreadable-<first>-<last>.txt  lines of those parts that were not JSON objects, kept for a look
-    counters.json                     the snapshot (RunCollector.restore; sinks/metrics_state.py)
+    counters.json                     the snapshot (streaming/app/restart.py; sinks/metrics_state.py)
 
 A roll writes the rolled file, then deletes its parts. A crash in between leaves parts that a
 rolled file covers: readers skip them and the next start deletes them, so a record is read once
@@ -179,7 +179,7 @@ class EventSink:
 
         Every kind's temp file is written before any is renamed: a write that fails (a full
         disk) leaves none of the batch's new parts behind, so a restart never counts part of a
-        batch as in the sink (RunCollector.restore) and then the rest of it not at all."""
+        batch as in the sink (streaming/app/restart.py) and then the rest of it not at all."""
         written: list[tuple[str, Path, Path]] = []      # (kind, temp file, part)
         empty: list[tuple[str, Path]] = []
         try:

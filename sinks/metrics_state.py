@@ -13,41 +13,43 @@ and after a round trip, which fails if prometheus_client changes them.
 from __future__ import annotations
 
 import logging
-import statistics
-from collections import deque
 from typing import Any
 
 from sinks.event_sink import SinkError
 from sinks.exposition import OTHER_GROUPS
 from sinks.health import LogSourceLines
-from sinks.metrics import CLOCK_SKEW_WINDOW, MetricsSink
+from sinks.metrics import MetricsSink
 
 LOG = logging.getLogger("rebalance_monitor.events")
 VERSION = 1
 
 
 def _series_families(sink: MetricsSink) -> dict[str, Any]:
-    return {f.name: f for f in (sink.rebalances, sink.removals, sink.rebalance_timeouts, sink.partition_seconds,
-                                sink.last_duration, sink.records_delayed, sink.not_caught_up)}
+    rebalance, impact = sink.rebalance, sink.impact
+    return {f.name: f for f in (rebalance.rebalances, sink.removal.removals, rebalance.rebalance_timeouts,
+                                impact.partition_seconds, rebalance.last_duration, impact.records_delayed,
+                                impact.not_caught_up)}
 
 
 def _counters(sink: MetricsSink) -> dict[str, Any]:
-    return {c._name: c for c in (sink.quarantined, sink.unknown_lines, sink.invalid_transitions,
-                                 sink.source_mismatches, sink.offsets_records, sink.log_sources.lines)}
+    inputs = sink.inputs
+    return {c._name: c for c in (inputs.quarantined, inputs.unknown_lines, inputs.invalid_transitions,
+                                 inputs.source_mismatches, inputs.offsets_records, sink.log_sources.lines)}
 
 
 def _duration_histograms(sink: MetricsSink) -> dict[str, Any]:
     """The histograms whose buckets are the duration_buckets setting."""
-    return {h._name: h for h in (sink.rebalance_duration, sink.group_rebalance_duration, sink.partition_stop)}
+    return {h._name: h for h in (sink.rebalance.rebalance_duration, sink.rebalance.group_rebalance_duration,
+                                 sink.impact.partition_stop)}
 
 
 def _histograms(sink: MetricsSink) -> dict[str, Any]:
-    return {**_duration_histograms(sink), sink.catch_up._name: sink.catch_up}
+    return {**_duration_histograms(sink), sink.impact.catch_up._name: sink.impact.catch_up}
 
 
 def counter_state(sink: MetricsSink) -> dict[str, Any]:
     """The sink's counters and histograms now (call it where no record is being counted)."""
-    with sink._lock:
+    with sink.book.lock:
         families = {name: [[*labels, value] for labels, value in f._values.items()]
                     for name, f in _series_families(sink).items()}
         counters = {name: [[*labels, child._value.get()] for labels, child in list(c._metrics.items())]
@@ -55,10 +57,10 @@ def counter_state(sink: MetricsSink) -> dict[str, Any]:
         histograms = {name: [[*labels, [b.get() for b in child._buckets], child._sum.get()]
                              for labels, child in list(h._metrics.items())]
                       for name, h in _histograms(sink).items()}
-        skews = [[c, s, list(window)] for (c, s), window in sink._skews.items()]
+        skews = [[c, s, list(window)] for (c, s), window in sink.skew.windows.items()]
         layouts = [[c, s, src.layout] for (c, s), src in sink.log_sources._sources.items()]
-        return {"version": VERSION, "buckets": list(sink.rebalance_duration._upper_bounds),
-                "clusters": sorted(sink._clusters), "families": families, "counters": counters,
+        return {"version": VERSION, "buckets": list(sink.rebalance.rebalance_duration._upper_bounds),
+                "clusters": sorted(sink.inputs.clusters), "families": families, "counters": counters,
                 "histograms": histograms, "clock_skew": skews, "layouts": layouts}
 
 
@@ -70,7 +72,7 @@ def load_counter_state(sink: MetricsSink, doc: Any) -> None:
         version = doc.get("version") if isinstance(doc, dict) else None
         raise SinkError(f"counters snapshot version {version!r} (this release reads {VERSION})")
     try:
-        _load(MetricsSink(sink.rebalance_duration._upper_bounds[:-1]), doc)
+        _load(MetricsSink(sink.rebalance.rebalance_duration._upper_bounds[:-1]), doc)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SinkError(f"counters snapshot unreadable ({type(exc).__name__}: {exc})") from None
     _load(sink, doc)
@@ -78,31 +80,30 @@ def load_counter_state(sink: MetricsSink, doc: Any) -> None:
 
 def _load(sink: MetricsSink, doc: dict[str, Any]) -> None:
     for cluster in doc["clusters"]:
-        sink._cluster_seen(cluster)
+        sink.inputs.cluster_seen(cluster)
     families = _series_families(sink)
     for name, rows in doc["families"].items():
         family = families[name]
         for *labels, value in rows:
             labels = tuple(labels)
             if labels[1] != OTHER_GROUPS:
-                sink._group_label(labels[0], labels[1])      # takes its place under max_groups
-            (sink._count if family.kind == "counter" else sink._set)(family, (labels[0], labels[1]), labels, value)
+                sink.book.label(labels[0], labels[1])      # takes its place under max_groups
+            (sink.book.count if family.kind == "counter" else sink.book.set)(family, (labels[0], labels[1]), labels,
+                                                                             value)
     counters = _counters(sink)
     for name, rows in doc["counters"].items():
         for *labels, value in rows:
             counters[name].labels(*labels).inc(value)
     _load_histograms(sink, doc)
     for cluster, source, values in doc["clock_skew"]:
-        window = sink._skews[(cluster, source)] = deque(values, maxlen=CLOCK_SKEW_WINDOW)
-        if window:
-            sink.clock_skew.labels(cluster, source).set(statistics.median(window))
+        sink.skew.load(cluster, source, values)
     for cluster, source, layout in doc["layouts"]:
         # the layout reported, with no lines (the counters above have them)
         sink.log_sources.observe_lines(LogSourceLines(cluster, source, {layout: 1} if layout else {}, {}))
 
 
 def _load_histograms(sink: MetricsSink, doc: dict[str, Any]) -> None:
-    bounds = list(sink.rebalance_duration._upper_bounds)
+    bounds = list(sink.rebalance.rebalance_duration._upper_bounds)
     durations_kept = [float(b) for b in doc["buckets"]] == bounds
     if not durations_kept:
         LOG.warning("events_dir: duration_buckets changed since the counters' snapshot; the duration "
@@ -114,10 +115,10 @@ def _load_histograms(sink: MetricsSink, doc: dict[str, Any]) -> None:
         histogram = histograms[name]
         for *labels, buckets, total in rows:
             labels = tuple(labels)
-            if name == sink.group_rebalance_duration._name:
-                child = sink._child(histogram, (labels[0], labels[1]), labels)
+            if name == sink.rebalance.group_rebalance_duration._name:
+                child = sink.book.child(histogram, (labels[0], labels[1]), labels)
             else:
-                child = sink._shared_child(histogram, labels)
+                child = sink.book.shared_child(histogram, labels)
             for value, bucket in zip(buckets, child._buckets, strict=True):
                 bucket.set(value)
             child._sum.set(total)

@@ -4,6 +4,10 @@ records kept (replay) or written to the durable event sink (run), and the cross-
 Output rows are few (rebalances, removals, snapshots), so each micro-batch is collected on the
 driver. A batch id already applied is skipped: foreachBatch can run a batch again after a
 failure, and histograms must not be fed twice.
+
+Its parts by concern: the stop gate and the writes that wait for disk space (batch_gate.py), the
+state keys' timeouts and the quiet sources' marker plan (marker_planner.py), a restart's restore
+from the state file and the event sink (restart.py). This module applies a batch and counts.
 """
 from __future__ import annotations
 
@@ -11,18 +15,17 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sinks.disk_full import CHECKPOINT, SINK, DiskWatch, is_disk_full
-from sinks.event_sink import EventSink, SinkError
+from sinks.disk_full import CHECKPOINT, SINK, DiskWatch
+from sinks.event_sink import EventSink
 from sinks.files import GroupStateFile
 from sinks.health import BatchReport
 from sinks.log_sources import warning_text
 from sinks.metrics import MetricsSink
-from sinks.metrics_state import counter_state, load_counter_state
+from sinks.metrics_state import counter_state
 from state.diagnosis.correlate import Correlator
 from state.diagnosis.rules import DiagnosisSettings
 from state.lag import LagBook
@@ -33,10 +36,11 @@ from state.outputs import (
     OUTPUT_RECORD_KINDS, RECORD_KINDS, STATISTICS_KINDS, OutputKind, apply_trigger_decisions,
     in_progress_rebalance_record,
 )
+from streaming.app.batch_gate import QueryStopping, StopGate, durably
 from streaming.app.batch_report import batch_report
+from streaming.app.marker_planner import MarkerPlanner
 from streaming.app.source_offsets import topic_positions
 from streaming.spark.batch_rows import collected_rows
-from streaming.spark.sources.markers import due_ms, write_plan
 from streaming.rows import loads_json
 
 # A log source whose lines are this far from the offsets records of the same actions is reported
@@ -48,48 +52,15 @@ SNAPSHOT_SECONDS = 60.0
 LOG = logging.getLogger("rebalance_monitor.events")
 
 
+def enforce_retention(sink: EventSink) -> None:
+    """The sink's retention (events_retention_days, events_max_bytes), each deleted file logged."""
+    for path in sink.enforce_retention():
+        LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
+
+
 def _records_of(kind: OutputKind) -> Any:
     """A read-only attribute: the records of one kind the collector keeps."""
     return property(lambda self: self.records[kind])
-
-
-class QueryStopping(RuntimeError):
-    """A micro-batch reached foreachBatch after the stop request: it fails, so Spark does not
-    commit it and the next start runs it again."""
-
-
-class StopGate:
-    """Lets `run` stop the query between two foreachBatch calls.
-
-    `query.stop()` interrupts the stream thread. Inside Spark's own code that is a clean stop;
-    inside the Python foreachBatch (a py4j callback running `collect()`) the InterruptedException
-    comes back wrapped in a Python error that Spark does not recognise as a stop: it logs it,
-    and matching its long message overflowed the stream thread's stack (issue 14). Under load
-    the next micro-batch starts as soon as one ends, so waiting for "no trigger active" is not
-    enough; the gate is held for exactly the foreachBatch part.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.closed = False
-        # Set as the stop begins: a foreachBatch waiting for disk space gives up (uncommitted).
-        self.stopping = threading.Event()
-
-    @contextmanager
-    def running(self) -> Iterator[None]:
-        with self._lock:
-            if self.closed:
-                raise QueryStopping("rebalance-monitor is stopping; this micro-batch runs again at the next start")
-            yield
-
-    def close(self, timeout_s: float) -> bool:
-        """No foreachBatch runs from now on; False if the running one did not end in time."""
-        self.stopping.set()
-        acquired = self._lock.acquire(timeout=timeout_s)
-        self.closed = True
-        if acquired:
-            self._lock.release()
-        return acquired
 
 
 @dataclass
@@ -122,17 +93,8 @@ class RunCollector:
     # re-run batch at or below it neither feeds it again nor rewrites the event sink.
     correlated_through: int = -1
     gate: StopGate = field(default_factory=StopGate)
-    # The event-time timeout of every state key (the CLOCK rows: "cluster\tkey" -> ms), saved with
-    # the state file; with the correlator's next deadline they say when a quiet live source's
-    # next marker is due, which the collector writes to `marker_plan` (sources/markers.py).
-    timeouts: dict[str, int] = field(default_factory=dict)
-    marker_plan: str | None = None
-    lateness_ms: int = 0
-    planned: tuple[int | None, tuple[str, ...]] | None = None     # the plan last written (none yet: None)
-    # The input kinds whose sources read everything waiting at their last batch (their backlog
-    # 0): a capped connector's markers wait for it (sources/clock.py). Empty when a query starts.
-    caught_up: set[str] = field(default_factory=set)
-    plan_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # The state keys' timeouts and the quiet live sources' marker plan (streaming/app/marker_planner.py).
+    markers: MarkerPlanner = field(default_factory=MarkerPlanner)
     # The input kind of each topic Spark's connector reads (its offsets do not name one).
     topic_kinds: dict[str, str] = field(default_factory=dict)
     # How a batch's output rows reach this driver (streaming/spark/batch_rows.py): one Arrow
@@ -145,9 +107,8 @@ class RunCollector:
     count_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     snapshot_seconds: float = SNAPSHOT_SECONDS
     snapshot_at: float = field(default_factory=time.monotonic)
-    # What this batch changed, for the state file's journal (GroupStateFile.save).
+    # The groups this batch changed, for the state file's journal (GroupStateFile.save).
     changed_groups: set[tuple[str, str]] = field(default_factory=set)
-    changed_timeouts: set[str] = field(default_factory=set)
     # `run`: a write that fails for want of space is retried in place (sinks/disk_full.py); None
     # (replay, demo): it raises.
     disk: DiskWatch | None = None
@@ -155,6 +116,9 @@ class RunCollector:
     lag: LagBook | None = None
     # `run`: the rebalances waiting for the end offsets around their stops (state/rebalance_cost.py).
     costs: RebalanceCosts | None = None
+
+    def __post_init__(self) -> None:
+        self.markers.correlator_deadline_ms = lambda: self.correlator.next_deadline_ms()
 
     # The records kept per kind (replay, demo).
     removals = _records_of(OutputKind.REMOVAL)
@@ -234,16 +198,16 @@ class RunCollector:
         self._count_batch(by_kind, replayed=batch_id <= self.counted_through)
         self.metrics.groups.set_correlating(self.correlator.pending)
         self.note_incidents()
-        self.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
+        self.markers.note_timeouts(by_kind.get(OutputKind.CLOCK) or [])
         self.forget_dead_groups()
         if (state_file := self.state_file) is not None:
             # A failed append makes the retry write the whole file (GroupStateFile.save).
             self._durably(CHECKPOINT, batch_id, lambda: state_file.save(
-                batch_id, self.snapshots, self.correlator.to_state(), self.timeouts,
-                self.changed_groups, self.changed_timeouts))
+                batch_id, self.snapshots, self.correlator.to_state(), self.markers.timeouts,
+                self.changed_groups, self.markers.changed))
         self.changed_groups.clear()
-        self.changed_timeouts.clear()
-        self.plan_markers()
+        self.markers.changed.clear()
+        self.markers.plan()
         self.correlated_through = max(self.correlated_through, batch_id)
         self.warn_silent_sources()
         self.metrics.health.batches.inc()
@@ -253,27 +217,8 @@ class RunCollector:
             self.on_batch(self, batch_id)
 
     def _durably(self, where: str, batch_id: int, write: Callable[[], object], waits: str | None = None) -> None:
-        """`write` for uncommitted batch `batch_id`; while it fails for want of space at `where`
-        (sinks/disk_full.py), it is tried again every disk.retry_seconds, inside the batch: the
-        batch stays uncommitted, /metrics keeps serving, and it goes on where it stopped once
-        there is space. A stop meanwhile ends the batch uncommitted (QueryStopping): the next
-        start runs it again from the checkpoint. Every write retried here is idempotent."""
-        while True:
-            try:
-                write()
-            except OSError as exc:
-                if self.disk is None or not is_disk_full(exc):
-                    raise
-                waits = waits or f"batch {batch_id} waits uncommitted (nothing is lost)"
-                self.disk.failed(where, exc.strerror or str(exc), batch_id,
-                                 f"{waits}; /metrics keeps serving; retrying every {self.disk.retry_seconds:g} s")
-                if self.gate.stopping.wait(self.disk.retry_seconds):
-                    raise QueryStopping(f"rebalance-monitor is stopping while the disk is full; batch {batch_id} "
-                                        "runs again at the next start") from None
-                continue
-            if self.disk is not None:
-                self.disk.wrote(where, batch_id)
-            return
+        """`write`, waiting inside the batch while the disk is full (batch_gate.durably)."""
+        durably(self.disk, self.gate, where, batch_id, write, waits)
 
     def _count_batch(self, by_kind: dict[str, list[dict]], replayed: bool) -> None:
         """The batch's records into the metrics (a batch the restored counters hold: its snapshots only)."""
@@ -313,8 +258,7 @@ class RunCollector:
             through: dict[str, int] = {kind: committed if kind not in STATISTICS_KINDS else min(committed, statistics)
                                        for kind in RECORD_KINDS}
             self._durably(SINK, batch_id, lambda: sink.roll(through))
-            for path in sink.enforce_retention():
-                LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
+            enforce_retention(sink)
         self.note_sink_usage()
 
     def note_sink_usage(self) -> None:
@@ -330,18 +274,6 @@ class RunCollector:
         self.metrics.incidents.note_removals(self.correlator.pending, decided=False)
         self.metrics.incidents.refresh(self.correlator.brokers, self.correlator.clock_ms)
 
-    def note_timeouts(self, clocks: list[dict[str, Any]]) -> None:
-        """Each called state key's timeout after its call (CLOCK rows)."""
-        for clock in clocks:
-            if clock.get("key") is None:
-                continue
-            key = f"{clock.get('cluster')}\t{clock['key']}"
-            self.changed_timeouts.add(key)
-            if clock.get("timeout_ms") is None:
-                self.timeouts.pop(key, None)
-            else:
-                self.timeouts[key] = int(clock["timeout_ms"])
-
     def forget_dead_groups(self) -> None:
         """The live service keeps no snapshot of a group whose series the metrics dropped (Dead
         for `dead_group_retention_seconds`): groups that come and go leave the state file too. One
@@ -355,95 +287,12 @@ class RunCollector:
                 del self.snapshots[key]
                 self.changed_groups.add(key)
 
-    def plan_markers(self) -> None:
-        """When the quiet live sources' next marker is due (sources/markers.py)."""
-        if self.marker_plan is None:
-            return
-        with self.plan_lock:        # the batch thread and the progress listener both plan
-            due = due_ms(self.timeouts.values(), self.correlator.next_deadline_ms(), self.lateness_ms)
-            plan = (due, tuple(sorted(self.caught_up)))
-            if self.planned != plan:      # most batches leave it as it was: no write
-                write_plan(self.marker_plan, due, list(plan[1]))
-                self.planned = plan
-
-    def query_started(self) -> None:
-        """A (re)started query may be behind: no source counts as caught up until a batch says so."""
-        self.caught_up.clear()
-        self.plan_markers()
-
-    def note_caught_up(self, report: BatchReport) -> None:
-        """Which sources read everything waiting in this batch (their backlog after it is 0)."""
-        was = set(self.caught_up)
-        for source in report.sources:
-            if source.backlog is not None:
-                (self.caught_up.add if source.backlog == 0 else self.caught_up.discard)(source.kind)
-        if self.caught_up != was:
-            self.plan_markers()
-
     def configure(self, diagnosis: DiagnosisSettings) -> RunCollector:
         """Use the configured diagnosis thresholds (correlator, storm window of the gauges)."""
-        self.correlator = Correlator(diagnosis)
+        self.correlator = Correlator(diagnosis)      # the marker planner asks the new one (__post_init__)
         self.metrics.groups.storm_window_ms = diagnosis.storm_window_ms
         self.metrics.incidents.configure(diagnosis)
         return self
-
-    def restore(self) -> int:
-        """After a restart: group gauges from the state file, counters and histograms from the
-        event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
-        last = -1
-        if self.state_file is not None:
-            saved = self.state_file.read()
-            last = saved.batch_id
-            self.correlator.load_state(saved.correlator)
-            self.timeouts = saved.timeouts
-            self.metrics.groups.set_correlating(self.correlator.pending)
-            self.correlated_through = last
-            for key, snap in saved.groups.items():
-                self.snapshots[key] = snap
-                self.metrics.observe(OutputKind.SNAPSHOT, snap)
-        if self.event_sink is not None:
-            self.restore_counters(self.event_sink)
-            self.counted_through = max(last, self.event_sink.last_batch_id(), self.counted_through)
-            # Statistics count as counted through the last batch whose statistics the sink holds,
-            # not through counted_through: a batch whose records reached the sink but which was not
-            # committed (a crash, or a stop while the checkpoint's disk was full) runs again, and
-            # its progress report, the first for that batch, carries statistics nobody counted.
-            self.statistics_through = max(self.statistics_through, self.event_sink.last_batch_id(STATISTICS_KINDS))
-            # Retention at start too, not only after a roll: lowering events_max_bytes and
-            # restarting frees a full disk, where the next roll would first need room.
-            for path in self.event_sink.enforce_retention():
-                LOG.info("events_dir: %s deleted (events_retention_days, events_max_bytes)", path)
-            self.note_sink_usage()
-        self.note_incidents()
-        return last
-
-    def restore_counters(self, sink: EventSink) -> None:
-        """Counters and histograms from the sink's snapshot, then the records after it. A sink
-        without one (written before snapshots existed, or its snapshot unreadable) is replayed
-        whole, as before. The incident board gets the removals of the newest files too (it looks
-        at the last minutes of event time, which the snapshot does not hold)."""
-        records_through = statistics_through = -1
-        try:
-            doc = sink.load_counters()
-            if doc is not None:
-                through = int(doc["records_through"]), int(doc["statistics_through"])
-                load_counter_state(self.metrics, doc.get("metrics"))
-                records_through, statistics_through = through
-        except (KeyError, TypeError, ValueError) as exc:     # SinkError is a ValueError
-            LOG.warning("events_dir: the counters' snapshot is unusable (%s); counting every record kept instead",
-                        exc if isinstance(exc, SinkError) else f"{type(exc).__name__}: {exc}")
-        for kind in RECORD_KINDS:
-            after = statistics_through if kind in STATISTICS_KINDS else records_through
-            for record in sink.records(kind, after=after):
-                self.metrics.observe(kind, record)
-        if records_through >= 0:
-            files = sink.files(OutputKind.REMOVAL)
-            rolled = [f for f in files if f.rolled]
-            start = (rolled[-1] if rolled else files[0]).first if files else records_through + 1
-            self.metrics.incidents.note_removals(
-                sink.records(OutputKind.REMOVAL, after=start - 1, through=records_through), decided=True)
-        self.statistics_through = statistics_through
-        self.counted_through = records_through
 
     def finish(self) -> None:
         """End of a finite input: every removal still held by the correlator is decided."""
@@ -463,7 +312,7 @@ class RunCollector:
         self.metrics.health.record_batch(report)
         if self.lag is not None:
             self.note_offsets_read(self.lag, report)
-        self.note_caught_up(report)
+        self.markers.note_caught_up(report)
         self.count_statistics(report)
         if self.on_progress is not None:
             self.on_progress(report)

@@ -31,7 +31,9 @@ from sinks.metrics import MetricsSink
 from state.lag import LagBook
 from state.rebalance_cost import RebalanceCosts
 from state.model import DEAD
-from streaming.app.collector import RunCollector, StopGate
+from streaming.app.batch_gate import StopGate
+from streaming.app.collector import RunCollector
+from streaming.app.restart import restore
 from streaming.app.lag_sampler import KafkaEndOffsets, LagSampler
 from streaming.app.serving import serve_metrics
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
@@ -137,7 +139,7 @@ def build_collector(settings: RunSettings, metrics: MetricsSink, disk: DiskWatch
     collector.topic_kinds = {**dict.fromkeys(kafka.log_topics, SOURCE_KIND_LOG),
                              **({kafka.offsets_topic: SOURCE_KIND_OFFSETS} if kafka.offsets_topic else {})}
     try:
-        collector.restore()
+        restore(collector)
     except StateFileError as exc:
         raise ConfigError(f"checkpoint_location: {exc}") from None
     return collector
@@ -156,8 +158,8 @@ def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
 
 
 def _start_query(outputs: Any, settings: RunSettings, collector: RunCollector) -> Any:
-    """The live query started on its outputs; a started query may be behind (collector.query_started)."""
-    collector.query_started()
+    """The live query started on its outputs; a started query may be behind (MarkerPlanner.query_started)."""
+    collector.markers.query_started()
     return (outputs.writeStream
             .foreachBatch(collector.foreach_batch)
             .option("checkpointLocation", os.path.join(settings.checkpoint_location, "query"))
@@ -250,10 +252,10 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         # the sources plan their offsets; not in the checkpoint, which may be remote.
         if kafka.idle_markers and kafka.idle_tick_max_seconds:
             plans = tempfile.mkdtemp(prefix="rebalance-monitor-markers-")
-            collector.marker_plan = os.path.join(plans, "plan.json")
-            collector.lateness_ms = int(settings.lateness_seconds * 1000)
-            collector.plan_markers()
-        read = dataclasses.replace(kafka_read(kafka), marker_plan=collector.marker_plan)
+            collector.markers.path = os.path.join(plans, "plan.json")
+            collector.markers.lateness_ms = int(settings.lateness_seconds * 1000)
+            collector.markers.plan()
+        read = dataclasses.replace(kafka_read(kafka), marker_plan=collector.markers.path)
         if kafka.source != "spark":
             # kafka-python reads (python) or may read (auto): check with it before Spark starts.
             _wait_for_kafka(settings, metrics, stop)

@@ -72,6 +72,7 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
     from sinks.files import GroupStateFile
     from sinks.metrics import MetricsSink
     from streaming.app.collector import RunCollector
+    from streaming.app.restart import restore
     from streaming.app.settings import ReplaySettings, load
     from streaming.app.settings.wiring import diagnosis_settings, log_file, offsets_file, query_options
     from streaming.spark.query import replay_query, stage_replay
@@ -82,7 +83,7 @@ def _run(spark, workdir, state_buckets=None, stop_at_batch=None, inputs=None):
                              event_sink=EventSink(str(workdir / "events")),
                              state_file=GroupStateFile(str(workdir / "checkpoint" / "rebalance-monitor" / "groups.json"))
                              ).configure(diagnosis_settings(settings.diagnosis))
-    collector.restore()
+    restore(collector)
     logs, offsets = inputs or capture_inputs("kafka-2.7")
     # As `run` does: a checkpoint that holds state keeps the layout it was written with (the
     # fixture: one key per group).

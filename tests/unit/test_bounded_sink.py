@@ -1,5 +1,5 @@
 """The bounded event sink (sinks/event_sink.py) and the restart from its counters' snapshot
-(sinks/metrics_state.py, RunCollector.restore): rolls and retention keep every record once, and a
+(sinks/metrics_state.py, streaming/app/restart.py): rolls and retention keep every record once, and a
 restarted monitor shows what an uninterrupted one shows, reading only what came after the snapshot."""
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from state.rebalance_cost import REASON_NOT_CAUGHT_UP
 from streaming.app.collector import RunCollector
+from streaming.app.restart import restore
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS
 from tests.support.report_pages import records as golden
 
@@ -68,7 +69,7 @@ def _collector(workdir: Path, roll: bool, **sink: Any) -> RunCollector:
                              state_file=GroupStateFile(str(workdir / "groups.json")),
                              batch_rows=lambda rows, _batch: rows)
     collector.snapshot_seconds = 0.0 if roll else 1e12
-    collector.restore()
+    restore(collector)
     return collector
 
 

@@ -14,7 +14,8 @@ from collections import defaultdict
 import pytest
 
 from sinks.exposition import text
-from sinks.metrics import CLOCK_SKEW_WINDOW, MetricsSink
+from sinks.metrics import MetricsSink
+from sinks.recorders import CLOCK_SKEW_WINDOW
 from state import events as E
 from state.machine import GroupStateMachine
 from state.model import GroupModel

@@ -39,14 +39,14 @@ def test_dead_groups_go_after_the_retention_in_order_of_death():
     sink.observe(OutputKind.SNAPSHOT, _snap("g2", "Dead"))
     clock.now += 299
     sink.sweep()
-    assert set(sink._dead_since) == {("c", "g0"), ("c", "g2")}
+    assert set(sink.book.dead_since) == {("c", "g0"), ("c", "g2")}
     clock.now += 1                                                # g0 Dead for 600 s
     sink.sweep()
-    assert set(sink._dead_since) == {("c", "g2")}
+    assert set(sink.book.dead_since) == {("c", "g2")}
     assert _groups(sink) == {"g1"}                                # Dead groups have no gauges
     clock.now += 300
     sink.observe(OutputKind.SNAPSHOT, _snap("g9", "Stable"))      # a snapshot sweeps too
-    assert sink._dead_since == {}
+    assert sink.book.dead_since == {}
     assert _groups(sink) == {"g1", "g9"}
 
 

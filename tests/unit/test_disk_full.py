@@ -30,7 +30,9 @@ from sinks.event_sink import EventSink
 from sinks.files import GroupStateFile
 from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
-from streaming.app.collector import QueryStopping, RunCollector
+from streaming.app.batch_gate import QueryStopping
+from streaming.app.collector import RunCollector
+from streaming.app.restart import restore
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS
 from tests.unit.test_bounded_sink import BATCHES, RESTORED, _progress, _rows
 
@@ -97,7 +99,7 @@ def _collector(workdir: Path, disk: FullDisk | None = None, retry_seconds: float
                              state_file=GroupStateFile(str(workdir / "checkpoint" / "groups.json")),
                              batch_rows=lambda rows, _batch: rows, disk=watch)
     collector.snapshot_seconds = 0.0         # a snapshot and a roll after every batch: every write each time
-    collector.restore()
+    restore(collector)
     if disk is not None:
         disk.watch = watch
     return collector

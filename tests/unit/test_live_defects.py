@@ -196,6 +196,8 @@ def test_the_quiet_sources_marker_plan_follows_the_state_timeouts_and_held_remov
     the sources' marker plan (sources/markers.py), and saves the timeouts with the state file so a
     restarted monitor plans the same."""
     from sinks.files import GroupStateFile
+    from streaming.app.marker_planner import MarkerPlanner
+    from streaming.app.restart import restore
     from streaming.spark.sources.markers import read_plan
 
     def clock(key, timeout, watermark=1_000):
@@ -203,37 +205,38 @@ def test_the_quiet_sources_marker_plan_follows_the_state_timeouts_and_held_remov
                           "timeout_ms": timeout})
     state = GroupStateFile(str(tmp_path / "groups.json"))
     collector = RunCollector(MetricsSink([1.0]), keep_records=False, state_file=state,
-                             marker_plan=str(tmp_path / "plan.json"), lateness_ms=10_000)
+                             markers=MarkerPlanner(str(tmp_path / "plan.json"), lateness_ms=10_000))
     collector.foreach_batch(_Frame([clock("7", 50_000), clock("9", 20_000)]), 0)
-    assert read_plan(collector.marker_plan) == {"due_ms": 30_001, "caught_up": []}
+    assert read_plan(collector.markers.path) == {"due_ms": 30_001, "caught_up": []}
     collector.foreach_batch(_Frame([clock("9", None)]), 1)        # bucket 9 has nothing left waiting
-    assert read_plan(collector.marker_plan) == {"due_ms": 60_001, "caught_up": []}
+    assert read_plan(collector.markers.path) == {"due_ms": 60_001, "caught_up": []}
     removal = {"cluster": "c", "group": "g", "member_id": "m", "removed_at_ms": 2_000, "cause": "heartbeat_expiry",
                "root_cause": "process_crash", "client_host": "/10.0.0.1", "protocol": "classic"}
     collector.foreach_batch(_Frame([("removal", removal), clock("7", 500_000)]), 2)
-    assert read_plan(collector.marker_plan) == {"due_ms": 2_000 + collector.correlator.hold_ms + 10_001, "caught_up": []}
+    assert read_plan(collector.markers.path) == {"due_ms": 2_000 + collector.correlator.hold_ms + 10_001, "caught_up": []}
     restarted = RunCollector(MetricsSink([1.0]), keep_records=False, state_file=state)
-    restarted.restore()
-    assert restarted.timeouts == {"c\t7": 500_000}
+    restore(restarted)
+    assert restarted.markers.timeouts == {"c\t7": 500_000}
     collector.foreach_batch(_Frame([clock("7", None)]), 3)
     collector.correlator.pending.clear()
-    collector.plan_markers()
-    assert read_plan(collector.marker_plan) == {"due_ms": None, "caught_up": []}
+    collector.markers.plan()
+    assert read_plan(collector.markers.path) == {"due_ms": None, "caught_up": []}
 
 
 def test_the_plan_says_which_sources_read_everything_waiting(tmp_path):
     """The progress listener's reports set `caught_up` in the marker plan (a capped connector's
     clock waits for it); a (re)started query forgets it until a batch says it again."""
     from sinks.health import BatchReport, SourceBatch
+    from streaming.app.marker_planner import MarkerPlanner
     from streaming.spark.sources.markers import read_plan
-    collector = RunCollector(MetricsSink([1.0]), keep_records=False, marker_plan=str(tmp_path / "plan.json"))
-    collector.query_started()
-    assert read_plan(collector.marker_plan) == {"due_ms": None, "caught_up": []}
-    collector.note_caught_up(BatchReport(sources=(SourceBatch("offsets", 1000, backlog=4_000_000),
+    collector = RunCollector(MetricsSink([1.0]), keep_records=False, markers=MarkerPlanner(str(tmp_path / "plan.json")))
+    collector.markers.query_started()
+    assert read_plan(collector.markers.path) == {"due_ms": None, "caught_up": []}
+    collector.markers.note_caught_up(BatchReport(sources=(SourceBatch("offsets", 1000, backlog=4_000_000),
                                                   SourceBatch("broker_log", 3, backlog=0))))
-    assert (read_plan(collector.marker_plan) or {}).get("caught_up") == ["broker_log"]
-    collector.note_caught_up(BatchReport(sources=(SourceBatch("offsets", 1000, backlog=0),
+    assert (read_plan(collector.markers.path) or {}).get("caught_up") == ["broker_log"]
+    collector.markers.note_caught_up(BatchReport(sources=(SourceBatch("offsets", 1000, backlog=0),
                                                   SourceBatch("staged", 9))))        # says nothing: kept
-    assert (read_plan(collector.marker_plan) or {}).get("caught_up") == ["broker_log", "offsets"]
-    collector.query_started()
-    assert (read_plan(collector.marker_plan) or {}).get("caught_up") == []
+    assert (read_plan(collector.markers.path) or {}).get("caught_up") == ["broker_log", "offsets"]
+    collector.markers.query_started()
+    assert (read_plan(collector.markers.path) or {}).get("caught_up") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sinks.metrics import QUARANTINE_REASONS
+from sinks.recorders import QUARANTINE_REASONS
 from state.quarantine_reasons import BROKER_LOG_REASONS, OFFSETS_REASONS, QuarantineReason
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ from sinks.files import GroupStateFile, SavedState
 from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from streaming.app.collector import RunCollector
+from streaming.app.restart import restore
 
 GROUPS = 10_000
 
@@ -214,7 +215,7 @@ def test_groups_that_come_and_go_leave_the_state_file(tmp_path):
     assert collector.snapshots[("c", "g00007")]["state"] == "Empty"
     restarted = RunCollector(MetricsSink([1.0], registry=CollectorRegistry()), keep_records=False,
                              state_file=GroupStateFile(path))
-    assert restarted.restore() == 3
+    assert restore(restarted) == 3
     assert set(restarted.snapshots) == kept
     assert os.path.getsize(path) + os.path.getsize(Path(path).with_name("groups.changes.jsonl")) < 20_000
 

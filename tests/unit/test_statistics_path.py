@@ -13,6 +13,7 @@ from sinks.event_sink import EventSink
 from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from streaming.app.collector import RunCollector
+from streaming.app.restart import restore
 from streaming.app.settings import DEFAULT_DURATION_BUCKETS
 from streaming.rows import DATA_JSON
 
@@ -59,7 +60,7 @@ def test_statistics_are_counted_from_the_report_and_kept_beside_the_batchs_recor
     assert (tmp_path / "quarantine" / "batch-000000000003.jsonl").exists()
 
     restarted = _collector(tmp_path)
-    restarted.restore()
+    restore(restarted)
     assert _value(restarted, DECODED) == 30.0 and _value(restarted, COORDINATOR_LINES) == 2.0
     # the restored batch's report again (re-run after the restart): not counted twice
     restarted.count_progress(copy.deepcopy(PROGRESS))

@@ -8,7 +8,7 @@ read everything should add one only when something waits for the watermark:
 - every group's timeout (its oldest held event, its machine's next deadline: stateful.py) is
   reported by the stateful step's clock rows; the driver's correlator holds removal records until
   the watermark passes them by its hold;
-- the driver (streaming/app/collector.py) keeps the earliest of them and writes the wall-clock
+- the driver (streaming/app/marker_planner.py) keeps the earliest of them and writes the wall-clock
   time from which a marker would fire it (that time plus the lateness) to a small file, the plan;
 - the sources run their `latestOffset` in another process on the driver's host; they read the
   plan and add a marker per slot of `idle_tick_ms` once it is due, and otherwise only every

@@ -1,0 +1,76 @@
+"""A restarted `run` (or a test's second collector) picks up where the last one stopped: group
+gauges and snapshots, the correlator and the state keys' timeouts from the state file; counters
+and histograms from the event sink's snapshot and the records after it. /metrics then shows what
+an uninterrupted run would, and batches Spark runs again are not counted twice
+(RunCollector.counted_through, correlated_through, statistics_through)."""
+from __future__ import annotations
+
+import logging
+
+from sinks.event_sink import EventSink, SinkError
+from sinks.metrics_state import load_counter_state
+from state.outputs import RECORD_KINDS, STATISTICS_KINDS, OutputKind
+from streaming.app.collector import RunCollector, enforce_retention
+
+LOG = logging.getLogger("rebalance_monitor.events")
+
+
+def restore(collector: RunCollector) -> int:
+    """After a restart: group gauges from the state file, counters and histograms from the
+    event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
+    last = -1
+    if collector.state_file is not None:
+        saved = collector.state_file.read()
+        last = saved.batch_id
+        collector.correlator.load_state(saved.correlator)
+        collector.markers.timeouts = saved.timeouts
+        collector.metrics.groups.set_correlating(collector.correlator.pending)
+        collector.correlated_through = last
+        for key, snap in saved.groups.items():
+            collector.snapshots[key] = snap
+            collector.metrics.observe(OutputKind.SNAPSHOT, snap)
+    if collector.event_sink is not None:
+        restore_counters(collector, collector.event_sink)
+        collector.counted_through = max(last, collector.event_sink.last_batch_id(), collector.counted_through)
+        # Statistics count as counted through the last batch whose statistics the sink holds,
+        # not through counted_through: a batch whose records reached the sink but which was not
+        # committed (a crash, or a stop while the checkpoint's disk was full) runs again, and
+        # its progress report, the first for that batch, carries statistics nobody counted.
+        collector.statistics_through = max(collector.statistics_through,
+                                           collector.event_sink.last_batch_id(STATISTICS_KINDS))
+        # Retention at start too, not only after a roll: lowering events_max_bytes and
+        # restarting frees a full disk, where the next roll would first need room.
+        enforce_retention(collector.event_sink)
+        collector.note_sink_usage()
+    collector.note_incidents()
+    return last
+
+
+def restore_counters(collector: RunCollector, sink: EventSink) -> None:
+    """Counters and histograms from the sink's snapshot, then the records after it. A sink
+    without one (written before snapshots existed, or its snapshot unreadable) is replayed
+    whole, as before. The incident board gets the removals of the newest files too (it looks
+    at the last minutes of event time, which the snapshot does not hold)."""
+    records_through = statistics_through = -1
+    try:
+        doc = sink.load_counters()
+        if doc is not None:
+            through = int(doc["records_through"]), int(doc["statistics_through"])
+            load_counter_state(collector.metrics, doc.get("metrics"))
+            records_through, statistics_through = through
+    except (KeyError, TypeError, ValueError) as exc:     # SinkError is a ValueError
+        LOG.warning("events_dir: the counters' snapshot is unusable (%s); counting every record kept instead",
+                    exc if isinstance(exc, SinkError) else f"{type(exc).__name__}: {exc}")
+    for kind in RECORD_KINDS:
+        after = statistics_through if kind in STATISTICS_KINDS else records_through
+        for record in sink.records(kind, after=after):
+            collector.metrics.observe(kind, record)
+    if records_through >= 0:
+        files = sink.files(OutputKind.REMOVAL)
+        rolled = [f for f in files if f.rolled]
+        start = (rolled[-1] if rolled else files[0]).first if files else records_through + 1
+        collector.metrics.incidents.note_removals(
+            sink.records(OutputKind.REMOVAL, after=start - 1, through=records_through), decided=True)
+    collector.statistics_through = statistics_through
+    collector.counted_through = records_through
+

@@ -190,6 +190,7 @@ class KafkaEndOffsets:
         # plan cannot ask (asking about them again needs no new answer before MISSING_RECHECK_S).
         self._leaders: dict[str, dict[int, int]] | None = None
         self._denied: set[str] = set()
+        self._named: set[str] = set()         # missing topics asked by name since the last answer
         self._metadata_s = 0.0
         self._missing: set[Partition] = set()
         self._plan: _Plan | None = None
@@ -217,8 +218,10 @@ class KafkaEndOffsets:
         for topic in cluster.topics(exclude_internal_topics=False):
             leaders[topic] = {p: _leader_id(cluster.leader_for_partition(TopicPartition(topic, p)))
                               for p in cluster.partitions_for_topic(topic) or ()}
-        # a topic the principal may not describe is left out of the metadata: it looks missing
+        # A topic the principal may not describe is left out of an all-topics answer: it looks
+        # missing until asked by name (_name_missing_topics).
         self._leaders, self._denied = leaders, set(getattr(cluster, "unauthorized_topics", ()))
+        self._named = set()
         self.topic_names = topic_names_by_id(cluster, leaders)
         self._metadata_s = self.clock()
         self._plan = None
@@ -258,10 +261,34 @@ class KafkaEndOffsets:
         if plan.errors and self.clock() - self._metadata_s >= plan.recheck_s():
             self._refresh(consumer)
             plan = self._make_plan(partitions)
+        if self._name_missing_topics(consumer, plan):
+            plan = self._make_plan(partitions)
         if self._plan is not plan:
             self._missing = set(plan.errors)
             self._plan = plan
         return plan
+
+    def _name_missing_topics(self, consumer: Any, plan: _Plan) -> bool:
+        """The topics the last metadata answer lacked, asked by name once per answer: Kafka answers
+        TOPIC_AUTHORIZATION_FAILED for one the principal may not describe (ACLs), which an
+        all-topics answer leaves out, and UNKNOWN_TOPIC_OR_PARTITION for one that is gone. True
+        when some are refused (not_authorized, not topic_missing)."""
+        missing = sorted({tp[0] for tp, reason in plan.errors.items() if reason == REASON_TOPIC_MISSING} - self._named)
+        if not missing or getattr(consumer, "_manager", None) is None:     # kafka-python 2: as the answer says
+            return False
+        from kafka.errors import TopicAuthorizationFailedError
+        from kafka.protocol.metadata import MetadataRequest
+        self._named.update(missing)
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in missing],
+                                  allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                                  include_topic_authorized_operations=False)
+        node = consumer._manager.least_loaded_node()
+        answer = self._send(consumer, {node: request}).get(node) if node is not None else None
+        if answer is None or isinstance(answer, BaseException):
+            return False
+        refused = {t.name for t in answer.topics if t.error_code == TopicAuthorizationFailedError.errno}
+        self._denied |= refused
+        return bool(refused)
 
     def fetch(self, partitions: list[Partition]) -> Fetched:
         try:

@@ -66,7 +66,7 @@ class KafkaCluster:
                  layout: str = "default", rotate_bytes: int | None = None,
                  overrides: dict | None = None, offsets_retention_minutes: int | None = None,
                  features: dict | None = None, sasl: SaslSsl | None = None,
-                 start_timeout: float = 120.0, extra_layouts: tuple[str, ...] = ()):
+                 start_timeout: float = 120.0, extra_layouts: tuple[str, ...] = (), authorizer: bool = False):
         self.version = version
         self.kraft = jars.is_kraft(version)
         self.family = jars.log4j_family(version)
@@ -79,6 +79,7 @@ class KafkaCluster:
         self.offsets_retention_minutes = offsets_retention_minutes
         self.features = dict(features or {})
         self.sasl = sasl                 # tls.SaslSsl or None
+        self.authorizer = authorizer     # ACLs checked (settings.authorizer_properties)
         self.start_timeout = start_timeout
         self.cluster_id = new_cluster_id()
         self.lib: Path | None = None

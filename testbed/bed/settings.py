@@ -53,6 +53,17 @@ TOPIC_DEFAULTS = {"num.partitions": 1, "default.replication.factor": 1}
 # 4.0's share groups are early access (not enabled here).
 
 
+def authorizer_properties(cluster) -> dict:
+    """An ACL authorizer (`KafkaCluster(authorizer=True)`) that allows what no ACL names, so that
+    a test's one DENY binding is the only refusal; the PLAINTEXT and CONTROLLER listeners'
+    principal (ANONYMOUS: brokers, controller, the bed's clients) is a super user."""
+    if not cluster.authorizer:
+        return {}
+    name = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer" if cluster.kraft
+            else "kafka.security.authorizer.AclAuthorizer")
+    return {"authorizer.class.name": name, "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS"}
+
+
 def broker_properties(cluster, node) -> dict:
     rf = min(2, cluster.n)
     props = {
@@ -91,6 +102,7 @@ def broker_properties(cluster, node) -> dict:
     props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in proto.items())
     if cluster.sasl is not None:
         props.update(cluster.sasl.broker_properties(node))
+    props.update(authorizer_properties(cluster))
     props.update(cluster.overrides)
     return props
 
@@ -105,7 +117,7 @@ def node_properties(cluster, node) -> dict:
                 "controller.listener.names": "CONTROLLER",
                 "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
                 "log.dirs": str(node.home / "data"), "num.io.threads": 2, "num.network.threads": 2,
-                **TOPIC_DEFAULTS}
+                **TOPIC_DEFAULTS, **authorizer_properties(cluster)}    # KRaft: ACLs are the controller's too
     return {"dataDir": str(node.home / "data"), "clientPort": node.port, "clientPortAddress": "127.0.0.1",
             "tickTime": 500, "maxClientCnxns": 0, "admin.enableServer": "false",
             "4lw.commands.whitelist": "ruok,srvr"}

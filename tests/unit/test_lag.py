@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from state import events as E
-from state.lag import HISTORY_SAMPLES, REASON_BROKER, REASON_NOT_SAMPLED, REASON_STALE, REASON_TOPIC_MISSING, LagBook
+from state.lag import HISTORY_SAMPLES, REASON_BROKER, REASON_NOT_AUTHORIZED, REASON_NOT_SAMPLED, REASON_STALE, REASON_TOPIC_MISSING, LagBook
 from state.outputs import OutputKind
 
 
@@ -392,19 +392,27 @@ class FakeBrokers:
 
     def __init__(self, leaders, ends):
         self.truth, self.ends, self.down = leaders, ends, set()
+        self.denied: set[str] = set()     # topics the principal may not describe (ACLs)
         self.cluster = FakeCluster({})
         self._client = types.SimpleNamespace(cluster=self.cluster)
-        self._manager = object()
+        self._manager = types.SimpleNamespace(least_loaded_node=lambda: 1)
         self.metadata = 0
         self.asked: list[tuple[int, list]] = []
+        self.named: list[list[str]] = []  # metadata requests by topic name
 
     def topics(self):
+        """An all-topics metadata answer: it leaves out the denied topics."""
         self.metadata += 1
-        self.cluster.leaders = {t: dict(ps) for t, ps in self.truth.items()}
-        return set(self.truth)
+        self.cluster.leaders = {t: dict(ps) for t, ps in self.truth.items() if t not in self.denied}
+        return set(self.cluster.leaders)
 
     def answer(self, node, request):
         from kafka import errors
+        if type(request).__name__ == "MetadataRequest":
+            names = [t.name for t in request.topics]
+            self.named.append(names)
+            return types.SimpleNamespace(topics=[types.SimpleNamespace(
+                name=t, error_code=29 if t in self.denied else 0 if t in self.truth else 3) for t in names])
         asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         self.asked.append((node, asked))
         if node in self.down:
@@ -464,6 +472,26 @@ def test_the_end_offsets_metadata_is_asked_for_again_only_when_it_may_be_out_of_
     now[0] += 1
     source.fetch(t)
     assert brokers.metadata == 6
+
+
+def test_a_topic_the_principal_may_not_describe_is_not_authorized_and_a_deleted_one_missing():
+    """An all-topics metadata answer leaves out a topic the monitor's principal may not describe
+    (ACLs) as it leaves out a deleted one. Asked by name, once per answer, Kafka refuses the first
+    (TOPIC_AUTHORIZATION_FAILED: not_authorized) and does not know the second (topic_missing)."""
+    brokers = FakeBrokers({"t": {0: 1}, "secret": {0: 1}}, {("t", 0): 5, ("secret", 0): 9})
+    brokers.denied.add("secret")
+    now = [0.0]
+    source = _end_offsets(brokers, now)
+    asked = [("t", 0), ("secret", 0), ("gone", 0)]
+    expected = ({("t", 0): 5}, {("secret", 0): REASON_NOT_AUTHORIZED, ("gone", 0): REASON_TOPIC_MISSING})
+    assert source.fetch(asked) == expected
+    assert brokers.named == [["gone", "secret"]]
+    assert source.fetch(asked) == expected and len(brokers.named) == 1        # the same answer: not asked again
+    now[0] += 61                                                                # a new answer: asked again
+    assert source.fetch(asked) == expected and len(brokers.named) == 2
+    brokers.denied.clear()                                                      # an ACL lifted
+    now[0] += 61
+    assert source.fetch(asked) == ({("t", 0): 5, ("secret", 0): 9}, {("gone", 0): REASON_TOPIC_MISSING})
 
 
 def test_a_broker_that_does_not_answer_costs_only_its_partitions_once_a_round():

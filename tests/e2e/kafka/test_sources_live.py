@@ -71,7 +71,8 @@ class Bed:
 def bed(tmp_path_factory):
     out = tmp_path_factory.mktemp("sources")
     sasl = SaslSsl({USER: PASSWORD})
-    cluster = KafkaCluster(NEWEST_4X, workdir=out / "cluster", sasl=sasl)
+    # ACLs checked (allowed where none is set): test_lag_unknown_when_acls_refuse_the_monitor's DENY
+    cluster = KafkaCluster(NEWEST_4X, workdir=out / "cluster", sasl=sasl, authorizer=True)
     shipper = None
     try:
         cluster.start()
@@ -290,3 +291,70 @@ def test_a_connector_maven_does_not_serve_is_one_error_naming_it(tmp_path, monke
                                          r".*spark-sql-kafka-0-10_2\.13:jar:0\.0\.1"):
         fetch_spark_connector("0.0.1")
     assert not (tmp_path / "spark-connector" / "0.0.1" / ".lib.complete").exists()
+
+
+LAG, UNKNOWN = "rebalance_monitor_group_topic_lag", "rebalance_monitor_group_lag_unknown"
+SAMPLE_ERRORS = "rebalance_monitor_lag_sample_errors_total"
+
+
+def _produce(bootstrap: str, topic: str, n: int) -> None:
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2})
+    for i in range(n):
+        producer.produce(topic, value=str(i).encode())
+    assert producer.flush(30) == 0, f"{topic}: records not delivered"
+
+
+def _consume_and_commit(bootstrap: str, group: str, topics: list[str], records: int) -> None:
+    """A member of `group` reads `records` records of `topics`, commits them and leaves (Empty)."""
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "log_level": 2})
+    consumer.subscribe(topics)
+    read = 0
+    try:
+        deadline = time.monotonic() + 60
+        while read < records and time.monotonic() < deadline:
+            read += sum(m.error() is None for m in consumer.consume(num_messages=100, timeout=0.5))
+        assert read == records, f"{group}: read {read} of {records} records"
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_lag_unknown_when_acls_refuse_the_monitor(bed, tmp_path):
+    """Issue 54 item 5, ACLs, on real brokers: the monitor's principal may not describe one of the
+    two topics a group committed to (a DENY binding; the bed's members are super users). Its lag is
+    unknown (reason not_authorized, counted, one log line), never shown; the other topic's lag is
+    shown and right. The monitor neither crashes nor logs a traceback."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+    cluster = bed.cluster
+    open_topic, denied_topic, group = "acl-open", "acl-denied", "acl-lag"
+    for topic in (open_topic, denied_topic):
+        cluster.create_topic(topic, 1)
+    deny = AclBinding(ResourceType.TOPIC, denied_topic, ResourcePatternType.LITERAL, f"User:{USER}", "*",
+                      AclOperation.DESCRIBE, AclPermissionType.DENY)
+    cluster.admin().create_acls([deny])[deny].result(30)
+    for topic in (open_topic, denied_topic):
+        _produce(cluster.bootstrap, topic, 5)
+    _consume_and_commit(cluster.bootstrap, group, [open_topic, denied_topic], 10)
+    for topic in (open_topic, denied_topic):
+        _produce(cluster.bootstrap, topic, 3)        # a lag of 3 on each
+
+    def shown() -> bool:
+        page = parse(monitor.scrape())
+        return (page.value(UNKNOWN, cluster="bed", group=group, reason="not_authorized") == 1.0
+                and {labels["topic"]: value for labels, value in page.series(LAG, group=group)} == {open_topic: 3.0})
+    monitor = _monitor(bed, tmp_path / "monitor", "python", PASSWORD).launch()
+    try:
+        monitor.wait_ready(240, batches=0)
+        wait_for(shown, 120, f"the lag of {open_topic} and {denied_topic}'s unknown", interval=1.0, alive=monitor.alive)
+        page = parse(monitor.scrape())
+        assert (page.value(SAMPLE_ERRORS, cluster="bed", reason="not_authorized") or 0) > 0
+    finally:
+        code = monitor.stop()
+    log = monitor.log_path.read_text()
+    assert code == 0, monitor.log_tail()
+    assert log.count("end offsets unavailable (not_authorized) for") == 1, monitor.log_tail()
+    assert "Traceback" not in log, monitor.log_tail()
+

@@ -26,7 +26,7 @@ from testbed.bed.shipper import LogShipper
 from testbed.judge import faults
 from testbed.judge.live_run import LiveRun, LiveScenario, Phases
 from testbed.judge.verdict import Verdict
-from testbed.monitor import MonitorSettings, now_ms
+from testbed.monitor import MATRIX_LATENESS_S, MonitorSettings, now_ms
 
 MATRIX = ["2.8.2", "3.9.2", "4.0.2", "4.2.2", "4.4.0"]
 LOG_TOPIC = "kafkabed-broker-logs"
@@ -123,7 +123,8 @@ def _run_version(version, names, out_root, quick, library, with_faults, settings
         java_lib, streams_lib, notes = java_libs(version)
         info["notes"] += notes
         shipper = LogShipper(cluster, LOG_TOPIC).start()
-        run = LiveRun(cluster, shipper, out, settings or MonitorSettings(), java_lib, streams_lib)
+        run = LiveRun(cluster, shipper, out, settings or MonitorSettings(lateness_s=MATRIX_LATENESS_S), java_lib,
+                      streams_lib)
         t1 = time.monotonic()
         run.start()
         info["monitor_start_s"] = round(time.monotonic() - t1, 1)

@@ -27,7 +27,7 @@ from testbed.bed.scenarios import applicable
 from testbed.judge.live_run import Phases
 from testbed.judge.matrix import run_version
 from testbed.judge.verdict import known_for
-from testbed.monitor import MonitorSettings
+from testbed.monitor import MATRIX_LATENESS_S, MonitorSettings
 
 from .conftest import CI_VERSIONS, NEWEST_4X
 
@@ -60,7 +60,8 @@ KILL_DURING = "kip848"
 # 60 s (correlation) + 40 s of event time instead of 120 s. The expectations use the same
 # window (a member back within 40 s of its expiry was paused, not crashed; rejoin_at_once, when
 # run here, brings its frozen member back 35 s after its expiry: testbed/bed/stall.py).
-CI_SETTINGS = MonitorSettings(diagnosis={"pause_rejoin_window_seconds": 40, "poll_rejoin_min_window_seconds": 20})
+CI_SETTINGS = MonitorSettings(lateness_s=MATRIX_LATENESS_S,
+                              diagnosis={"pause_rejoin_window_seconds": 40, "poll_rejoin_min_window_seconds": 20})
 
 
 class LiveVersions:

@@ -54,7 +54,7 @@ def live_snapshot(final: GroupModel, waiting: Iterable[E.Event], settings: Diagn
     model = final
     released: list[dict[str, Any]] = []
     if events:
-        model = GroupModel.from_json(final.to_json())
+        model = final.copy()
         machine = run_turn(model, events, settings)
         released = [rec for kind, rec in machine.outputs if kind == OutputKind.REMOVAL]
     snap = snapshot(model)

@@ -345,6 +345,14 @@ class GroupModel:
     def to_json(self) -> str:
         """The stored form (version STATE_VERSION): JSON of the fields that differ from their
         defaults (members without their id, which is the key), compressed by `pack`."""
+        return pack(self._plain_json())
+
+    def copy(self) -> GroupModel:
+        """An independent copy (the live view's throwaway model: state/live_view.py), through the
+        stored form's JSON without its compression, which was most of a copy's cost."""
+        return GroupModel.from_json(self._plain_json())
+
+    def _plain_json(self) -> str:
         raw = _compact(self)
         if self.members:
             raw["members"] = {k: _compact(v, skip="member_id") for k, v in self.members.items()}
@@ -358,7 +366,7 @@ class GroupModel:
         if "unattached_removals" in raw:
             raw["unattached_removals"] = [r.stored() for r in self.unattached_removals]
         raw[VERSION_KEY] = STATE_VERSION
-        return pack(_ENCODE(raw))
+        return _ENCODE(raw)
 
     @classmethod
     def from_json(cls, text: str) -> GroupModel:

@@ -309,6 +309,16 @@ class KafkaCluster:
     def add_partitions(self, name: str, total: int) -> None:
         admin.add_partitions(self.admin(), name, total)
 
+    def produce(self, topic: str, n: int, partition: int = -1) -> None:
+        """`n` records (values "0".."n-1") to `topic`, delivered before it returns; -1: the
+        client's partitioner picks (confluent-kafka's own default)."""
+        from confluent_kafka import Producer
+        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2})
+        for i in range(n):
+            producer.produce(topic, value=str(i).encode(), partition=partition)
+        if producer.flush(30) != 0:
+            raise BedError(f"{topic}: {n} records not all delivered within 30 s")
+
     def coordinator_of(self, group: str, timeout: float = 30.0) -> int:
         live = ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.running_brokers())
         return admin.coordinator_of(live, group, timeout)

@@ -395,17 +395,6 @@ UNKNOWN_SAMPLE_S = 3.0          # short rounds: a lag is unknown after 3 of them
 UNKNOWN, ERRORS = "rebalance_monitor_group_lag_unknown", "rebalance_monitor_lag_sample_errors_total"
 
 
-def _produce(bootstrap: str, topic: str, n: int, partition: int | None = None) -> None:
-    from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2})
-    for i in range(n):
-        if partition is None:
-            producer.produce(topic, value=str(i).encode())
-        else:
-            producer.produce(topic, value=str(i).encode(), partition=partition)
-    assert producer.flush(30) == 0, f"{topic}: records not delivered"
-
-
 PARTITION_LAG = "rebalance_monitor_group_partition_lag"
 
 
@@ -436,7 +425,7 @@ def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
             # librdkafka commits only the partitions it consumed from: a record on each
             for topic in (DOWN, GONE):
                 for partition in (0, 1):
-                    _produce(cluster.bootstrap, topic, 1, partition=partition)
+                    cluster.produce(topic, 1, partition=partition)
             # the member looks for new partitions every 2 s (librdkafka's default: 5 minutes). Not
             # kafka-python: 3.0.12 once did not rejoin for the added partitions within 60 s (CI).
             member = runner.start(MemberSpec("confluent", group, [DOWN, GONE], "lag-u",
@@ -448,10 +437,10 @@ def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
             # there: it reads from the start, auto.offset.reset earliest), then 9 on it and 4 on 3
             mark = member.mark()
             runner.add_partitions(DOWN, 4, [group])
-            _produce(cluster.bootstrap, DOWN, 7, partition=2)
+            cluster.produce(DOWN, 7, partition=2)
             runner.wait_given(member, mark, 60)
-            _produce(cluster.bootstrap, DOWN, 9, partition=2)
-            _produce(cluster.bootstrap, DOWN, 4, partition=3)
+            cluster.produce(DOWN, 9, partition=2)
+            cluster.produce(DOWN, 4, partition=3)
 
             def new_partitions() -> dict[str, float]:
                 page = parse(monitor.scrape())
@@ -483,7 +472,7 @@ def test_lag_unknown_when_the_end_offsets_cannot_be_had(kafka_bed, tmp_path):
         assert parse(monitor.scrape()).series(UNKNOWN, group=group) == []
         # 25 records nobody consumes, then a restart: the query does not read the Empty group's
         # commits again; its offsets come from the cluster (OffsetFetch), its lag with them
-        _produce(cluster.bootstrap, DOWN, 25)
+        cluster.produce(DOWN, 25)
         wait_for(lambda: (_lag(monitor, group, DOWN) or (0, 0, ""))[0] == 25, 6 * UNKNOWN_SAMPLE_S + 30,
                  "a lag of 25 records", interval=0.5, alive=monitor.alive)
         monitor.restart()
@@ -552,7 +541,7 @@ def test_a_slow_consumer_is_at_risk_before_its_poll_timeout_and_an_idle_one_neve
                                            protocol=protocol))
             runner.start(MemberSpec(library, idle_group, [idle_data], "risk-i", max_poll_interval_ms=RISK_POLL_MS,
                                     protocol=protocol))
-            _produce(cluster.bootstrap, idle_data, 10)          # consumed once, then idle
+            cluster.produce(idle_data, 10)          # consumed once, then idle
             # both groups judged: their commits read, their end offsets sampled
             wait_for(lambda: min(gauges()) == 0.0, 120, "both groups' at-risk series at 0", interval=0.5,
                      alive=monitor.alive)

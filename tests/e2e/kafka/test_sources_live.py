@@ -297,14 +297,6 @@ LAG, UNKNOWN = "rebalance_monitor_group_topic_lag", "rebalance_monitor_group_lag
 SAMPLE_ERRORS = "rebalance_monitor_lag_sample_errors_total"
 
 
-def _produce(bootstrap: str, topic: str, n: int) -> None:
-    from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2})
-    for i in range(n):
-        producer.produce(topic, value=str(i).encode())
-    assert producer.flush(30) == 0, f"{topic}: records not delivered"
-
-
 def _consume_and_commit(bootstrap: str, group: str, topics: list[str], records: int) -> None:
     """A member of `group` reads `records` records of `topics`, commits them and leaves (Empty)."""
     from confluent_kafka import Consumer
@@ -336,10 +328,10 @@ def test_lag_unknown_when_acls_refuse_the_monitor(bed, tmp_path):
                       AclOperation.DESCRIBE, AclPermissionType.DENY)
     cluster.admin().create_acls([deny])[deny].result(30)
     for topic in (open_topic, denied_topic):
-        _produce(cluster.bootstrap, topic, 5)
+        cluster.produce(topic, 5)
     _consume_and_commit(cluster.bootstrap, group, [open_topic, denied_topic], 10)
     for topic in (open_topic, denied_topic):
-        _produce(cluster.bootstrap, topic, 3)        # a lag of 3 on each
+        cluster.produce(topic, 3)        # a lag of 3 on each
 
     def shown() -> bool:
         page = parse(monitor.scrape())

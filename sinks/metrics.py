@@ -63,7 +63,7 @@ class MetricsSink:
         self.inputs = InputRecorder(r)
         self.health = HealthMetrics(r)
         self.log_sources = LogSourceMetrics(r, clock, log_silence_seconds)
-        self.statistics = StatisticsRecorder(self.inputs.offsets_records, self.log_sources)
+        self.statistics = StatisticsRecorder(r, self.log_sources)
         self.groups_over_cap = Gauge(f"{PREFIX}_groups_over_cap",
                                      "Groups whose series are folded into group=\"__other__\" (max_groups).",
                                      registry=r)

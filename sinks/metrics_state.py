@@ -34,7 +34,7 @@ def _series_families(sink: MetricsSink) -> dict[str, Any]:
 def _counters(sink: MetricsSink) -> dict[str, Any]:
     inputs = sink.inputs
     return {c._name: c for c in (inputs.quarantined, inputs.unknown_lines, inputs.invalid_transitions,
-                                 inputs.source_mismatches, inputs.offsets_records, sink.log_sources.lines)}
+                                 inputs.source_mismatches, sink.statistics.offsets_records, sink.log_sources.lines)}
 
 
 def _duration_histograms(sink: MetricsSink) -> dict[str, Any]:
@@ -104,13 +104,14 @@ def _load(sink: MetricsSink, doc: dict[str, Any]) -> None:
 
 def _load_histograms(sink: MetricsSink, doc: dict[str, Any]) -> None:
     bounds = list(sink.rebalance.rebalance_duration._upper_bounds)
-    durations_kept = [float(b) for b in doc["buckets"]] == bounds
-    if not durations_kept:
+    skipped: set[str] = set()
+    if [float(b) for b in doc["buckets"]] != bounds:
         LOG.warning("events_dir: duration_buckets changed since the counters' snapshot; the duration "
                     "histograms start again from 0")
+        skipped = set(_duration_histograms(sink))
     histograms = _histograms(sink)
     for name, rows in doc["histograms"].items():
-        if not durations_kept and name in _duration_histograms(sink):
+        if name in skipped:
             continue
         histogram = histograms[name]
         for *labels, buckets, total in rows:

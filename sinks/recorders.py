@@ -209,9 +209,9 @@ class RemovalRecorder:
 
 class InputRecorder:
     """What the inputs held that could not be used or was suspect: quarantined inputs, unknown
-    coordinator lines, forbidden transitions, generations missing from one source; the offsets
-    records by version and outcome. Per cluster, never per group; the error counters start at 0
-    the first time a cluster shows up (`cluster_seen`)."""
+    coordinator lines, forbidden transitions, generations missing from one source. Per cluster,
+    never per group; the error counters start at 0 the first time a cluster shows up
+    (`cluster_seen`)."""
 
     def __init__(self, r: CollectorRegistry) -> None:
         self._lock = threading.Lock()
@@ -233,11 +233,6 @@ class InputRecorder:
             "Generations seen in one source and not the other once the grace has passed "
             "(missing_in: logs or offsets).",
             ["cluster", "protocol", "missing_in"], registry=r)
-        self.offsets_records = Counter(
-            f"{PREFIX}_offsets_records_total",
-            "__consumer_offsets records by key version (record type), value version and decode "
-            "outcome (decoded, unknown_type, unknown_version, corrupt).",
-            ["cluster", "key_version", "value_version", "outcome"], registry=r)
         self.handlers: dict[str, Handler] = {OutputKind.ANOMALY: self._anomaly,
                                              OutputKind.QUARANTINE: self._quarantine}
 
@@ -277,8 +272,12 @@ class StatisticsRecorder:
     progress report: sinks/health.py) into the offsets records' counter and the log sources'
     metrics (sinks/log_sources.py)."""
 
-    def __init__(self, offsets_records: Counter, log_sources: LogSourceMetrics) -> None:
-        self.offsets_records = offsets_records
+    def __init__(self, r: CollectorRegistry, log_sources: LogSourceMetrics) -> None:
+        self.offsets_records = Counter(
+            f"{PREFIX}_offsets_records_total",
+            "__consumer_offsets records by key version (record type), value version and decode "
+            "outcome (decoded, unknown_type, unknown_version, corrupt).",
+            ["cluster", "key_version", "value_version", "outcome"], registry=r)
         self.log_sources = log_sources
         self.handlers: dict[str, Handler] = {
             OutputKind.DECODE_STATS: lambda record: self.count((DecodeCounts.of(record),), ()),

@@ -9,8 +9,8 @@ anything the group still holds (the Spark layer's fold_commits decides when that
 
 Stored (the Spark state's bucket entries) as a dict of short keys: "pc" newest commit time per
 "topic:partition", "pp" the next newest ones (when any), "last" newest commit time, "n" commits,
-"ev" newest record time. The keys are the stored form of state version 4; `stored`/`from_stored`
-keep it.
+"ev" newest record time. The keys are the stored form since state version 4; `stored`/`from_stored`
+keep it (a bucket entry adds "w", its commits still waiting: streaming/spark/state_bucket.py).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 one stateful key, each a BucketEntry: its model, held rows, timeout and commit digest
 (streaming/spark/stateful.py says what each holds).
 
-Version 4 is text, one line per group after a `v4` header line:
+Version 5 is text, one line per group after a `v5` header line:
 
     <group as a JSON string> TAB <timeout ms, or empty> TAB <[model_json, held_json, digest] as JSON>
 
@@ -12,7 +12,10 @@ then its own groups', not its bucket's, and buckets can be large (fewer calls, e
 own cost: docs/design.md, "State buckets"). JSON escapes tabs and newlines inside strings, so
 neither a group id nor an entry can break a line.
 
-Version 3 had the same lines; its held rows and digests carry each event's data as a `data_json`
+Version 4 had the same lines, its digest's waiting commits each decoded ({packed fields}); version
+5 keeps each as `[ts_ms, its packed text]` as it came in, so that a group touched while its
+commits wait for the watermark neither decodes nor encodes them again: each is decoded when it
+folds. Version 3 had the same lines too; its held rows and digests carry each event's data as a `data_json`
 string, where version 4 may have the object (streaming/rows.py PACKED_DATA). Both load (rows.py
 event_data reads either), and the version keeps a release before 4 from misreading the objects.
 Versions 1 and 2 were one JSON document, {"v": N, "groups": {group: entry}} (version 1 without
@@ -26,32 +29,44 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from state.commit_digest import CommitDigest
-from streaming.rows import loads_json
+from streaming.rows import PACKED_TS, loads_json
 
-BUCKET_STATE_VERSION = 4
-_LINE_VERSIONS = (3, 4)     # the line form (versions 1 and 2 were one JSON document)
+BUCKET_STATE_VERSION = 5
+_LINE_VERSIONS = (3, 4, 5)  # the line form (versions 1 and 2 were one JSON document)
 _HEADER = f"v{BUCKET_STATE_VERSION}"
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
+
+
+# A commit waiting in a digest for the watermark: [its time ms, its packed fields' text
+# (streaming/rows.py PACKED_EVENT)].
+WaitingCommit = list
+
+
+def _waiting_of_version_4(fields: dict[str, Any]) -> WaitingCommit:
+    """A waiting commit as versions 3 and 4 stored it (its packed fields, decoded)."""
+    return [fields[PACKED_TS], _DUMPS(fields)]
 
 
 @dataclass(slots=True)
 class BucketEntry:
     """One group's state in its bucket. Stored as its line's timeout and
     [model_json, held_json, digest]: the digest's stored keys (state/commit_digest.py) and "w", the
-    packed fields of the commits the watermark has not passed yet, in arrival order; a null digest
-    when the group may not fold its commits (stateful.py, "commits without a turn")."""
+    commits the watermark has not passed yet, in arrival order, each [ts_ms, packed text]
+    (WaitingCommit); a null digest when the group may not fold its commits (stateful.py, "commits
+    without a turn")."""
     model_json: str
     held_json: str
     timeout_ms: int | None = None
     digest: CommitDigest | None = None
-    waiting_commits: list[dict[str, Any]] = field(default_factory=list)
+    waiting_commits: list[WaitingCommit] = field(default_factory=list)
 
     @classmethod
     def from_stored(cls, model_json: str, held_json: str, timeout_ms: int | None,
                     digest: dict[str, Any] | None) -> BucketEntry:
         if digest is None:
             return cls(model_json, held_json, timeout_ms)
-        return cls(model_json, held_json, timeout_ms, CommitDigest.from_stored(digest), digest.get("w", []))
+        waiting = [w if isinstance(w, list) else _waiting_of_version_4(w) for w in digest.get("w", ())]
+        return cls(model_json, held_json, timeout_ms, CommitDigest.from_stored(digest), waiting)
 
     def stored_digest(self) -> dict[str, Any] | None:
         if self.digest is None:
@@ -65,18 +80,19 @@ class Bucket:
     """A bucket's groups, their entries decoded on first use."""
 
     def __init__(self, lines: dict[str, tuple[int | None, str]] | None = None,
-                 entries: dict[str, BucketEntry] | None = None) -> None:
+                 entries: dict[str, BucketEntry] | None = None, raw: dict[str, str] | None = None) -> None:
         self._lines = lines or {}            # group -> (timeout, entry text) as stored, not decoded
+        self._raw = raw or {}                # group -> its stored line: written back as is while untouched
         self._entries = entries or {}        # group -> entry: decoded, or new
         self._dropped: set[str] = set()
 
     @classmethod
     def load(cls, text: str) -> Bucket:
         if text.startswith("{"):            # versions 1 and 2: one JSON document
-            raw = json.loads(text)
-            if raw.get("v", 1) > 2:
-                raise _newer(raw["v"])
-            return cls(entries={g: _entry(e) for g, e in raw["groups"].items()})
+            document = json.loads(text)
+            if document.get("v", 1) > 2:
+                raise _newer(document["v"])
+            return cls(entries={g: _entry(e) for g, e in document["groups"].items()})
         header, _, body = text.partition("\n")
         version = int(header[1:]) if header[:1] == "v" and header[1:].isdigit() else None
         if version not in _LINE_VERSIONS:
@@ -84,10 +100,14 @@ class Bucket:
                 raise _newer(version)
             raise ValueError(f"state bucket: not a stored bucket (starts {text[:20]!r})")
         lines: dict[str, tuple[int | None, str]] = {}
+        raw: dict[str, str] = {}
         for line in body.split("\n") if body else ():
-            group, timeout, entry = line.split("\t", 2)
-            lines[json.loads(group)] = (int(timeout) if timeout else None, entry)
-        return cls(lines)
+            quoted, timeout, entry = line.split("\t", 2)
+            # a name JSON wrote without an escape is itself between the quotes
+            group = json.loads(quoted) if "\\" in quoted else quoted[1:-1]
+            lines[group] = (int(timeout) if timeout else None, entry)
+            raw[group] = line
+        return cls(lines, raw=raw)
 
     def get(self, group: str) -> BucketEntry | None:
         entry = self._entries.get(group)
@@ -127,11 +147,15 @@ class Bucket:
         return {g: entry for g in self.groups() if (entry := self.get(g)) is not None}
 
     def text(self) -> str:
-        """The stored form (version 4): lines of untouched groups as they were read."""
+        """The stored form (version 5): lines of untouched groups as they were read."""
         lines = [_HEADER]
         for group in self.groups():
             entry = self._entries.get(group)
             if entry is None:
+                line = self._raw.get(group)
+                if line is not None:
+                    lines.append(line)
+                    continue
                 timeout, text = self._lines[group]
             else:
                 timeout, text = entry.timeout_ms, _DUMPS([entry.model_json, entry.held_json, entry.stored_digest()])

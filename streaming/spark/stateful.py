@@ -36,9 +36,9 @@ from state.outputs import OutputKind
 from streaming.rows import (
     COMPLETE_THROUGH, DATA_JSON, EVENT_BROKER, EVENT_DATA, EVENT_KIND, EVENT_TS, FINAL_SNAPSHOT_TS_MS,
     OUTPUT_COLUMNS, PACKED_EVENT, PACKED_KIND, PACKED_TS, QUARANTINE_GROUP, event_data, event_rows_of,
-    loads_json, packed_data, packed_fields, row_to_event, unpack_event_rows
+    loads_json, pack_event_row, packed_data, row_to_event, unpack_event_rows
 )
-from streaming.spark.state_bucket import Bucket, BucketEntry
+from streaming.spark.state_bucket import Bucket, BucketEntry, WaitingCommit
 from streaming.spark.worker_gc import freeze_worker_heap
 
 
@@ -112,15 +112,20 @@ def committed_offsets_row(cluster: str, group: str, events: Iterable[tuple[Any, 
     the group's newest committed offset per partition (by commit time; a tombstone's offset
     null), one COMMITTED_OFFSETS row, or None without offset events. As read, before the
     watermark: lag is about now, not final. Bounded by the group's partitions per batch."""
+    offset_events = [(kind, event_data(data), int(ts)) for kind, data, ts in events if kind in _OFFSET_KINDS]
+    if not offset_events:
+        return None
+    if len(offset_events) == 1 and offset_events[0][0] == E.OFFSET_COMMITS:
+        # The usual call, live: one pack, which the decoder made with one entry per partition.
+        _, data, ts = offset_events[0]
+        offsets = sorted([e[0], int(e[1]), e[2], int(e[3] or ts) if len(e) > 3 else ts]
+                         for e in data.get("commits") or () if e[0] is not None and e[1] is not None)
+        if len({(o[0], o[1]) for o in offsets}) == len(offsets):
+            return (str(OutputKind.COMMITTED_OFFSETS), cluster, group, ts,
+                    _dump({"cluster": cluster, "group": group, "offsets": offsets}))
     # (topic, partition) -> (commit time, 1 for a commit / 0 for a tombstone, offset or -1): max wins
     newest: dict[tuple[str, int], tuple[int, int, int]] = {}
-    last_ts = None
-    for kind, data, ts in events:
-        if kind not in _OFFSET_KINDS:
-            continue
-        data = event_data(data)
-        ts = int(ts)
-        last_ts = ts if last_ts is None else max(last_ts, ts)
+    for kind, data, ts in offset_events:
         if kind == E.OFFSET_COMMITS:
             entries: Iterable[Any] = ((e[0], e[1], e[2], e[3] if len(e) > 3 else None)
                                       for e in data.get("commits") or ())
@@ -134,12 +139,10 @@ def committed_offsets_row(cluster: str, group: str, events: Iterable[tuple[Any, 
             key = (topic, int(partition))
             if order >= newest.get(key, order):
                 newest[key] = order
-    if last_ts is None:
-        return None
     offsets = [[topic, partition, offset if live else None, commit_ts]
                for (topic, partition), (commit_ts, live, offset) in sorted(newest.items())]
     record = {"cluster": cluster, "group": group, "offsets": offsets}
-    return (str(OutputKind.COMMITTED_OFFSETS), cluster, group, last_ts, _dump(record))
+    return (str(OutputKind.COMMITTED_OFFSETS), cluster, group, max(ts for _, _, ts in offset_events), _dump(record))
 
 
 def _run_machine(cluster: str, group: str, ready: list[list[Any]], waiting: list[list[Any]], watermark: int,
@@ -227,12 +230,12 @@ def _step_group(cluster: str, group: str, incoming: list[list[Any]], stored: Buc
                                            new_rows, live_view)
 
     new_digest: CommitDigest | None = None
-    waiting_commits: list[dict[str, Any]] = []
+    waiting_commits: list[WaitingCommit] = []
     if may_fold and model.state != DEAD and (E.SOURCE_OFFSETS in model.seen_sources or not model.generation_checks):
         new_digest = CommitDigest()
         commits = [r for r in waiting if r[EVENT_KIND] in _COMMIT_KINDS]
         if commits:
-            waiting_commits = [packed_fields(r) for r in commits]
+            waiting_commits = [[int(r[EVENT_TS]), pack_event_row(r)] for r in commits]
             waiting = [r for r in waiting if r[EVENT_KIND] not in _COMMIT_KINDS]
             unsent_commits = True
     # Spark calls a key when the watermark is above its timeout, and a held event is ready when the
@@ -322,7 +325,7 @@ def process_bucket(key: tuple, pdfs: Iterator[pd.DataFrame], state: Any,
                 cluster, group, ((f.get(PACKED_KIND), packed_data(f), f.get(PACKED_TS)) for f in fields))) is not None:
             out.append(row)
         entry = bucket.get(group)
-        if entry is not None and fold_commits(entry, fields, watermark):
+        if entry is not None and fold_commits(entry, fields, group_texts, watermark):
             bucket.put(group, entry)
             folds += 1
             continue
@@ -372,20 +375,21 @@ def _keep(bucket: Bucket, group: str, entry: BucketEntry | None) -> None:
 # the digest into the model before any of its own events, all of which are later than the
 # watermark at the fold (fold_commits says why).
 
-def fold_commits(entry: BucketEntry, fields: list[dict[str, Any]], watermark: int) -> bool:
+def fold_commits(entry: BucketEntry, fields: list[dict[str, Any]], texts: list[str], watermark: int) -> bool:
     """Fold a group's incoming rows into its commit digest instead of giving it a turn, when that
     is the same as the turn: every row is an offset commit, the group may fold (its model has seen
     the offsets source), and nothing of the group is due (its timeout, which is at or below its
     oldest held event and its machine's next deadline, is above the watermark). Then the turn
     would apply only commits older than anything still held, before every deadline: they emit
     nothing (commits change no gauge, so they send no snapshot either) and only the commit fields
-    of the model change. False: the group takes its turn."""
+    of the model change. False: the group takes its turn. `texts`: the rows' packed texts, which
+    `fields` are decoded from (kept as they came until they fold: state_bucket.WaitingCommit)."""
     timeout = entry.timeout_ms
     if entry.digest is None or (timeout is not None and timeout <= watermark):
         return False
     if any(f.get(PACKED_KIND) not in _COMMIT_KINDS for f in fields):
         return False
-    entry.waiting_commits.extend(fields)
+    entry.waiting_commits.extend([f[PACKED_TS], text] for f, text in zip(fields, texts))
     _fold_passed(entry, entry.digest, watermark)
     if timeout is None:
         # The replay's end-of-input watermark then gives the group the turn that merges the digest
@@ -397,11 +401,13 @@ def fold_commits(entry: BucketEntry, fields: list[dict[str, Any]], watermark: in
 def _fold_passed(entry: BucketEntry, digest: CommitDigest, watermark: int) -> None:
     """Fold the entry's waiting commits that the watermark has passed into its digest."""
     still = []
-    for f in entry.waiting_commits:
-        if f[PACKED_TS] > watermark:
-            still.append(f)
+    for waiting in entry.waiting_commits:
+        ts, text = waiting
+        if ts > watermark:
+            still.append(waiting)
         else:
-            digest.fold(f[PACKED_KIND], event_data(packed_data(f)), int(f[PACKED_TS]))
+            f = loads_json(text)
+            digest.fold(f[PACKED_KIND], event_data(packed_data(f)), int(ts))
     entry.waiting_commits = still
 
 
@@ -411,7 +417,7 @@ def _merge_digest(model: GroupModel, entry: BucketEntry, cluster: str, group: st
     if entry.digest is None:
         return []
     entry.digest.merge_into(model)
-    return event_rows_of(cluster, group, entry.waiting_commits)
+    return event_rows_of(cluster, group, [loads_json(text) for _, text in entry.waiting_commits])
 
 
 def settled_group_state(cluster: str, group: str, entry: BucketEntry, watermark: int | None = None) -> tuple[str, str]:

@@ -337,9 +337,10 @@ def _as_version_3(text: str) -> str:
             if "data" in fields:
                 fields["data_json"] = json.dumps(fields.pop("data"))
         entry.waiting_commits = waiting
-    old = bucket_text(groups)
-    assert old.startswith("v5\n")
-    return "v3\n" + old[3:]
+    lines = [f"{json.dumps(g)}\t{'' if e.timeout_ms is None else e.timeout_ms}\t"       # the digest unpacked
+             f"{json.dumps([e.model_json, e.held_json, e.stored_digest()], separators=(',', ':'))}"
+             for g, e in groups.items()]
+    return "\n".join(["v3", *lines])
 
 
 def test_a_bucket_of_version_3_resumes_as_if_never_stopped():

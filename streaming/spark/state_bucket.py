@@ -16,11 +16,13 @@ Version 4 had the same lines, its digest a JSON object with its waiting commits 
 ({packed fields}). Version 5 keeps each waiting commit as `[ts_ms, its packed text]` as it came
 in, so that a group touched while its commits wait for the watermark does not decode them again
 (each is decoded when it folds), and stores the digest as its JSON text, compressed when shorter
-(state/model.py pack): 2.7 times smaller buckets in the steady state (docs/benchmarks.md). Version 3 had the same lines too; its held rows and digests carry each event's data as a `data_json`
-string, where version 4 may have the object (streaming/rows.py PACKED_DATA). Both load (rows.py
-event_data reads either), and the version keeps a release before 4 from misreading the objects.
-Versions 1 and 2 were one JSON document, {"v": N, "groups": {group: entry}} (version 1 without
-the digest); they load, and are written back as version 4.
+(state/model.py pack): 2.7 times smaller buckets in the steady state (docs/benchmarks.md).
+Version 3 had the same lines too; its held rows and digests carry each event's data as a
+`data_json` string, where version 4 may have the object (streaming/rows.py PACKED_DATA). All
+three load (rows.py event_data reads either data, `get` either digest), and an untouched line of
+version 3 or 4 is written back as it was; the version keeps an older release from misreading a
+newer line. Versions 1 and 2 were one JSON document, {"v": N, "groups": {group: entry}} (version
+1 without the digest); they load, and are written back as version 5.
 """
 from __future__ import annotations
 
@@ -82,9 +84,9 @@ class Bucket:
     """A bucket's groups, their entries decoded on first use."""
 
     def __init__(self, lines: dict[str, tuple[int | None, str]] | None = None,
-                 entries: dict[str, BucketEntry] | None = None, raw: dict[str, str] | None = None) -> None:
-        self._lines = lines or {}            # group -> (timeout, entry text) as stored, not decoded
-        self._raw = raw or {}                # group -> its stored line: written back as is while untouched
+                 entries: dict[str, BucketEntry] | None = None) -> None:
+        # group -> (timeout, its line) as stored, not decoded: written back as is while untouched
+        self._lines = lines or {}
         self._entries = entries or {}        # group -> entry: decoded, or new
         self._dropped: set[str] = set()
 
@@ -102,20 +104,18 @@ class Bucket:
                 raise _newer(version)
             raise ValueError(f"state bucket: not a stored bucket (starts {text[:20]!r})")
         lines: dict[str, tuple[int | None, str]] = {}
-        raw: dict[str, str] = {}
         for line in body.split("\n") if body else ():
-            quoted, timeout, entry = line.split("\t", 2)
+            quoted, timeout, _ = line.split("\t", 2)
             # a name JSON wrote without an escape is itself between the quotes
             group = json.loads(quoted) if "\\" in quoted else quoted[1:-1]
-            lines[group] = (int(timeout) if timeout else None, entry)
-            raw[group] = line
-        return cls(lines, raw=raw)
+            lines[group] = (int(timeout) if timeout else None, line)
+        return cls(lines)
 
     def get(self, group: str) -> BucketEntry | None:
         entry = self._entries.get(group)
         if entry is None and group in self._lines and group not in self._dropped:
-            timeout, text = self._lines[group]
-            model_json, held_json, digest = loads_json(text)
+            timeout, line = self._lines[group]
+            model_json, held_json, digest = loads_json(line.split("\t", 2)[2])
             if isinstance(digest, str):         # version 5: its JSON, packed (state/model.py pack)
                 digest = loads_json(unpack(digest))
             entry = self._entries[group] = BucketEntry.from_stored(model_json, held_json, timeout, digest)
@@ -156,14 +156,10 @@ class Bucket:
         for group in self.groups():
             entry = self._entries.get(group)
             if entry is None:
-                line = self._raw.get(group)
-                if line is not None:
-                    lines.append(line)
-                    continue
-                timeout, text = self._lines[group]
-            else:
-                timeout = entry.timeout_ms
-                text = _DUMPS([entry.model_json, entry.held_json, _packed(entry.stored_digest())])
+                lines.append(self._lines[group][1])
+                continue
+            text = _DUMPS([entry.model_json, entry.held_json, _packed(entry.stored_digest())])
+            timeout = entry.timeout_ms
             lines.append(f"{_DUMPS(group)}\t{'' if timeout is None else int(timeout)}\t{text}")
         return "\n".join(lines)
 

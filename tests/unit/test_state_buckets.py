@@ -419,3 +419,22 @@ def test_every_call_reports_the_timeout_its_key_keeps(buckets):
                 for key, state in driver.states.items()}
         assert {k: v for k, v in reported.items() if v is not None} == {k: v for k, v in held.items() if v is not None}
     assert any(v is not None for v in reported.values())
+
+
+def test_a_digest_is_stored_packed_and_a_version_4_line_reads_and_stays_as_it_was():
+    """Version 5 stores a digest with waiting commits compressed (its topic names and times repeat),
+    smaller than version 4's object; a version 4 line that no call touched is written back as it
+    was, and both read back to the same entry."""
+    from streaming.spark.state_bucket import Bucket
+    waiting: list[list] = [[1_000 + i, json.dumps({"ts_ms": 1_000 + i, "kind": E.OFFSET_COMMITS, "data": {"commits": [
+        ["orders", p, 100 + i, 1_000 + i, 1] for p in range(10)]}}, separators=(",", ":"))] for i in range(3)]
+    entry = BucketEntry("m", "[]", 5_000, CommitDigest(), waiting)
+    v5 = bucket_text({"g": entry})
+    digest_v4 = {"w": [json.loads(text) for _, text in waiting]}
+    v4 = f"v4\n\"g\"\t5000\t{json.dumps(['m', '[]', digest_v4], separators=(',', ':'))}"
+    assert '"z:' in v5 and len(v5) < len(v4) / 2
+    assert bucket_groups(v5) == bucket_groups(v4) == {"g": entry}
+    untouched = Bucket.load(v4 + "\n\"h\"\t\t[\"m2\",\"[]\",null]")
+    assert untouched.get("h") is not None
+    assert untouched.text() == "v5\n" + (v4 + "\n\"h\"\t\t[\"m2\",\"[]\",null]")[3:]
+    assert bucket_groups(untouched.text())["g"] == entry

@@ -62,15 +62,8 @@ def fold_commit_event(partitions: dict[str, int], prior: dict[str, list[int]], l
             topic, partition, _offset, commit_ts, count = (*entry, None, None, None, None, None)[:5]
         commit_ts = commit_ts or ts_ms
         if topic is not None and partition is not None:
-            key = f"{topic}:{partition}"
-            old = partitions.get(key)
-            if len(entry) <= 5 and old is not None and commit_ts > old:
-                # fold_commit_times' usual case, inline: the newest commit of a partition seen before.
-                was = prior.get(key)
-                prior[key] = [old, was[0]] if was else [old]
-                partitions[key] = commit_ts
-            else:
-                fold_commit_times(partitions, prior, key, commit_ts, tuple(entry[5:]))
+            fold_commit_times(partitions, prior, f"{topic}:{partition}", commit_ts,
+                              tuple(entry[5:]) if len(entry) > 5 else ())
         last_ms = commit_ts if last_ms is None or commit_ts > last_ms else last_ms
         total += int(count or 1)
     return last_ms, total

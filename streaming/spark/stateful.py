@@ -115,14 +115,6 @@ def committed_offsets_row(cluster: str, group: str, events: Iterable[tuple[Any, 
     offset_events = [(kind, event_data(data), int(ts)) for kind, data, ts in events if kind in _OFFSET_KINDS]
     if not offset_events:
         return None
-    if len(offset_events) == 1 and offset_events[0][0] == E.OFFSET_COMMITS:
-        # The usual call, live: one pack, which the decoder made with one entry per partition.
-        _, data, ts = offset_events[0]
-        offsets = sorted([e[0], int(e[1]), e[2], int(e[3] or ts) if len(e) > 3 else ts]
-                         for e in data.get("commits") or () if e[0] is not None and e[1] is not None)
-        if len({(o[0], o[1]) for o in offsets}) == len(offsets):
-            return (str(OutputKind.COMMITTED_OFFSETS), cluster, group, ts,
-                    _dump({"cluster": cluster, "group": group, "offsets": offsets}))
     # (topic, partition) -> (commit time, 1 for a commit / 0 for a tombstone, offset or -1): max wins
     newest: dict[tuple[str, int], tuple[int, int, int]] = {}
     for kind, data, ts in offset_events:

@@ -22,7 +22,7 @@ RECORD_FILES: dict[str, str] = {
     OutputKind.CLOCK_SKEW: "clock_skew",
     OutputKind.DECODE_STATS: "decode_stats",
     OutputKind.LOG_STATS: "log_stats",
-    OutputKind.REBALANCE_COST: "rebalance_costs",     # `run` only (state/rebalance_cost.py)
+    OutputKind.REBALANCE_COST: "rebalance_costs",     # `run`, a replay with end offsets (state/rebalance_cost.py)
     OutputKind.CATCH_UP: "rebalance_catch_ups",       # `run` only (state/rebalance_cost.py)
 }
 GROUPS_FILE = "groups.jsonl"       # replay: the final snapshot of every group
@@ -48,6 +48,8 @@ SORT_KEYS = {
     OutputKind.ANOMALY: lambda a: (a["cluster"], a["group"], a["ts_ms"], a["seq"]),
     OutputKind.CLOCK_SKEW: lambda c: (c["cluster"], c["source"], c["log_ts_ms"], c["group"], c["pair"],
                                       c["generation"]),
+    OutputKind.REBALANCE_COST: lambda c: (c["cluster"], c["group"], _null_last(c.get("started_at_ms")),
+                                          _null_last(c.get("generation"))),
 }
 
 

@@ -37,7 +37,7 @@ class LagCollector(Collector):
         # lag.partition_groups: the groups whose lag is also shown per partition (None: none)
         self.partition_groups: re.Pattern[str] | None = None
         self._snapshots = snapshots
-        self._clock = clock
+        self.clock = clock      # a replay's: the end of its end-offset samples
         # (cluster, group, member id) at risk at the last scrape: a member is logged when it
         # becomes at risk, not at every scrape
         self._at_risk: set[tuple[str, str, str]] = set()
@@ -85,7 +85,7 @@ class LagCollector(Collector):
         book = self.book
         if book is None:
             return families
-        now_s = self._clock()
+        now_s = self.clock()
         snapshots = [s for s in self._snapshots() if s.get("state") != DEAD and not s.get("_over_cap")]
         # one look at each shown group's partitions (LagBook.group_view): its lags, commits, fresh ends
         views = {(s["cluster"], s["group"]): book.group_view((s["cluster"], s["group"]), now_s) for s in snapshots}

@@ -84,10 +84,9 @@ class MetricsSink:
 
     def attach_lag(self, book: LagBook, cluster: str) -> Counter:
         """`run`: the lag families on the page, showing `book`, with their error counters at 0
-        (a replay has no lag: its page does not name the families). Returns the counter."""
-        self.lag.book = book
+        (a replay has no lag unless given end offsets: show_lag alone). Returns the counter."""
+        self.show_lag(book)
         if self.lag_sample_errors is None:
-            self.registry.register(self.lag)
             self.lag_sample_errors = Counter(
                 f"{PREFIX}_lag_sample_errors_total",
                 "Partitions whose end offset a lag sample could not get, by reason (topic_missing, "
@@ -96,6 +95,15 @@ class MetricsSink:
         for reason in SAMPLE_ERROR_REASONS:
             self.lag_sample_errors.labels(cluster, reason)
         return self.lag_sample_errors
+
+    def show_lag(self, book: LagBook, clock: Callable[[], float] | None = None) -> None:
+        """The lag families on the page, showing `book` as of `clock` (default: now; a replay's: the
+        end of its end-offset samples, and it samples nothing, so it has no sample errors to count)."""
+        if self.lag.book is None:
+            self.registry.register(self.lag)
+        self.lag.book = book
+        if clock is not None:
+            self.lag.clock = clock
 
     def observe(self, kind: str, record: dict[str, Any]) -> None:
         """Count one output record (or take a group snapshot) of the given OutputKind."""

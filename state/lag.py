@@ -29,6 +29,7 @@ then is the monitor's, not the members'.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
@@ -66,12 +67,22 @@ class EndSample:
     last_s: float
 
 
+def _offset_of(sample: EndSample) -> int:
+    return sample.offset
+
+
+def _last_s_of(sample: EndSample) -> float:
+    return sample.last_s
+
+
 class EndHistory:
-    """The last HISTORY_SAMPLES distinct end offsets of one partition, oldest first."""
+    """The last `keep` distinct end offsets of one partition, oldest first (None: all of them, a
+    replay's file of samples, which bounds them)."""
     __slots__ = ("error", "error_s", "samples")
 
-    def __init__(self) -> None:
-        self.samples: deque[EndSample] = deque(maxlen=HISTORY_SAMPLES)
+    def __init__(self, keep: int | None = HISTORY_SAMPLES) -> None:
+        # a list when unbounded: bisect looks into it in O(log n), a deque's middle costs O(n)
+        self.samples: deque[EndSample] | list[EndSample] = deque(maxlen=keep) if keep is not None else []
         self.error: str | None = None        # the reason of the last failed sample, if it failed
         self.error_s: float | None = None
 
@@ -100,16 +111,12 @@ class EndHistory:
         samples = self.samples
         if not samples or committed >= samples[-1].offset:
             return None
-        previous: EndSample | None = None
-        for sample in samples:
-            if committed < sample.offset:
-                if previous is None:
-                    return self._before_history(committed)
-                span = sample.offset - previous.offset
-                share = (committed - previous.offset) / span
-                return previous.last_s + share * (sample.first_s - previous.last_s)
-            previous = sample
-        return None      # not reached: committed < the newest offset
+        i = bisect_right(samples, committed, key=_offset_of)     # the first sample past it
+        if i == 0:
+            return self._before_history(committed)
+        previous, sample = samples[i - 1], samples[i]
+        share = (committed - previous.offset) / (sample.offset - previous.offset)
+        return previous.last_s + share * (sample.first_s - previous.last_s)
 
     def offset_at(self, at_s: float) -> int | None:
         """The end offset at `at_s` (Unix seconds), interpolated between the samples around it;
@@ -117,15 +124,13 @@ class EndHistory:
         samples = self.samples
         if not samples or at_s < samples[0].first_s or at_s > samples[-1].last_s:
             return None
-        previous: EndSample | None = None
-        for sample in samples:
-            if at_s < sample.first_s and previous is not None:
-                share = (at_s - previous.last_s) / (sample.first_s - previous.last_s)
-                return round(previous.offset + share * (sample.offset - previous.offset))
-            if at_s <= sample.last_s:
-                return sample.offset
-            previous = sample
-        return None      # not reached: at_s <= the newest sample's last time
+        i = bisect_left(samples, at_s, key=_last_s_of)           # the first sample seen at or after it
+        sample = samples[i]
+        if at_s >= sample.first_s or i == 0:
+            return sample.offset
+        previous = samples[i - 1]
+        share = (at_s - previous.last_s) / (sample.first_s - previous.last_s)
+        return round(previous.offset + share * (sample.offset - previous.offset))
 
     def _before_history(self, committed: int) -> float:
         oldest, newest = self.samples[0], self.samples[-1]
@@ -355,6 +360,15 @@ class LagBook:
                 if history is None:
                     history = histories[(cluster, tp)] = EndHistory()
                 history.failed(reason, at_s)
+
+    def load_history(self, cluster: str, samples: dict[Partition, list[tuple[float, int]]]) -> None:
+        """A replay's end-offset samples ((Unix seconds, offset) per partition, oldest first): each
+        partition's whole history, not the last HISTORY_SAMPLES (the file bounds it)."""
+        with self._lock:
+            for tp, points in samples.items():
+                history = self._ends[(cluster, tp)] = EndHistory(keep=None)
+                for at_s, offset in points:
+                    history.add(offset, at_s)
 
     def committed_of(self, key: tuple[str, str]) -> dict[Partition, tuple[int, int]]:
         """A copy of the group's (committed offset, commit time ms) per partition."""

@@ -30,6 +30,9 @@ the group caught up: `catch_up_seconds` from the completion. Its catch_up record
 or at the deadline (`lag.catch_up_deadline_seconds` after the completion) with null and
 `not_caught_up`.
 
+A replay given a file of end offsets (`replay --end-offsets`) measures records_delayed the same
+way, all its samples at hand; not lag_before nor the catch-up (`catch_up`, below).
+
 Not measured: share and streams groups (no partition stops are measured for them), and what a
 later poll-timeout decision adds to a leave's stops (rebalance_trigger records).
 """
@@ -116,9 +119,14 @@ class RebalanceCosts:
     """The PARTITION_STOPS rows waiting for the end offsets around their stops, then for their
     group to catch up."""
 
-    def __init__(self, sample_seconds: float, catch_up_deadline_s: float = DEFAULT_CATCH_UP_DEADLINE_S) -> None:
+    def __init__(self, sample_seconds: float, catch_up_deadline_s: float = DEFAULT_CATCH_UP_DEADLINE_S,
+                 catch_up: bool = True) -> None:
         self.max_wait_s = MAX_WAIT_SAMPLES * sample_seconds
         self.catch_up_deadline_ms = int(catch_up_deadline_s * 1000)
+        # False (a replay): records_delayed only. Its batches bring each partition's newest commit
+        # of a time slice, not the commits around a stop and after it that lag_before and the
+        # catch-up are judged at.
+        self.catch_up = catch_up
         self.pending: list[Tracked] = []
         self.catching_up: list[Tracked] = []
         # (cluster, group, rebalance start) -> its commits from the first batch that showed it
@@ -230,7 +238,7 @@ class RebalanceCosts:
             assert isinstance(start, int) and isinstance(end, int)
             by_topic[topic] = by_topic.get(topic, 0) + max(0, end - start)
         befores = ends[2 * len(t.spans):]
-        t.lag_before = _lag_before(t.stopped_at, [e for e in befores if isinstance(e, int)])
+        t.lag_before = _lag_before(t.stopped_at, [e for e in befores if isinstance(e, int)]) if self.catch_up else None
         if t.lag_before is not None:
             t.deadline_ms = stops["completed_at_ms"] + self.catch_up_deadline_ms
             self.catching_up.append(t)

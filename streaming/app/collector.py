@@ -116,6 +116,8 @@ class RunCollector:
     lag: LagBook | None = None
     # `run`: the rebalances waiting for the end offsets around their stops (state/rebalance_cost.py).
     costs: RebalanceCosts | None = None
+    # The moment the costs are judged at: now (`run`); a replay's, the end of its end-offset samples.
+    clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
         self.markers.correlator_deadline_ms = lambda: self.correlator.next_deadline_ms()
@@ -179,7 +181,7 @@ class RunCollector:
                 self.lag.note_commits(record)
         stops = by_kind.pop(OutputKind.PARTITION_STOPS, None) or ()
         if self.lag is not None and self.costs is not None and batch_id > self.correlated_through:
-            now_s = time.time()
+            now_s = self.clock()
             self.costs.note_rebalancing(by_kind.get(OutputKind.SNAPSHOT) or [], self.lag, now_s)
             for record in stops:
                 self.costs.note(record, self.lag)
@@ -298,6 +300,12 @@ class RunCollector:
         """End of a finite input: every removal still held by the correlator is decided."""
         for record in self.correlator.advance(2 ** 62):
             self.handle(OutputKind.REMOVAL, record)
+        if self.lag is not None and self.costs is not None:
+            # a replay's rebalances still waiting for samples that the file does not have
+            costs, catch_ups = self.costs.due(self.lag, self.clock() + self.costs.max_wait_s + 1)
+            for kind, records in ((OutputKind.REBALANCE_COST, costs), (OutputKind.CATCH_UP, catch_ups)):
+                for record in records:
+                    self.handle(kind, record)
         self.metrics.groups.set_correlating(self.correlator.pending)
         self.metrics.incidents.refresh(self.correlator.brokers)     # not the end's clock: no input is that late
         self.warn_silent_sources(final=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from typing import TYPE_CHECKING
@@ -11,10 +12,13 @@ from typing import TYPE_CHECKING
 from sinks.exposition import write_textfile
 from sinks.files import GROUPS_FILE, METRICS_FILE, SORT_KEYS, replay_file, write_jsonl
 from sinks.metrics import MetricsSink
+from state.lag import LagBook
 from state.outputs import OutputKind
+from state.rebalance_cost import RebalanceCosts, apply_rebalance_costs
 from streaming.app.collector import RunCollector
+from streaming.app.end_offsets_file import EndOffsets, EndOffsetsError, read_end_offsets
 from streaming.app.progress import ReplayProgress
-from streaming.app.settings import LogInput, OffsetsInput, ReplaySettings
+from streaming.app.settings import ConfigError, LogInput, OffsetsInput, ReplaySettings
 from streaming.app.settings.wiring import (
     diagnosis_settings,
     log_file,
@@ -30,10 +34,28 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def load_end_offsets(settings: ReplaySettings) -> EndOffsets:
+    """The samples of settings.end_offsets; a file without one is a ConfigError naming the setting,
+    and lines that are not samples are counted in one warning."""
+    assert settings.end_offsets is not None
+    try:
+        ends = read_end_offsets(settings.end_offsets, settings.cluster)
+    except EndOffsetsError as exc:
+        raise ConfigError(f"end_offsets (--end-offsets): {exc}") from None
+    if ends.skipped:
+        print(f"rebalance-monitor: warning: {settings.end_offsets}: {ends.skipped} entries are not end-offset "
+              f"samples and were skipped (first: {ends.first_skip})", file=sys.stderr)
+    return ends
+
+
 def replay_records(collector: RunCollector) -> tuple[dict[str, list[dict]], list[dict]]:
-    """(records per kind, group snapshots) as the replay's files hold them, in their order."""
+    """(records per kind, group snapshots) as the replay's files hold them, in their order; with
+    end offsets, the rebalances carry their records_delayed."""
     records = {kind: list(collector.records[kind]) for kind in SORT_KEYS}
     records[OutputKind.REBALANCE] = collector.rebalances + collector.in_progress_rebalances()
+    if records[OutputKind.REBALANCE_COST]:
+        records[OutputKind.REBALANCE] = apply_rebalance_costs(records[OutputKind.REBALANCE],
+                                                              records[OutputKind.REBALANCE_COST])
     return ({kind: sorted(rows, key=SORT_KEYS[kind]) for kind, rows in records.items()},
             [collector.snapshots[k] for k in sorted(collector.snapshots)])
 
@@ -76,13 +98,30 @@ def progress_line(label: str) -> ReplayProgress:
     return ReplayProgress(label=label)
 
 
+def attach_end_offsets(collector: RunCollector, ends: EndOffsets, cluster: str) -> None:
+    """A replay's end offsets (`--end-offsets`): lag as of the newest sample on its page, and
+    records_delayed for its rebalances (state/rebalance_cost.py; no catch-up in a replay)."""
+    interval = ends.interval_s()
+    book = LagBook(interval)
+    book.load_history(cluster, ends.samples)
+    end_s = ends.span_s[1]
+    collector.metrics.show_lag(book, lambda: end_s)
+    collector.lag = book
+    collector.costs = RebalanceCosts(interval, catch_up=False)
+    collector.clock = lambda: end_s
+
+
 def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],
            out_dir: str | None = None, collector: RunCollector | None = None,
-           progress: ReplayProgress | None = None, checkpoint_dir: str | None = None) -> RunCollector:
+           progress: ReplayProgress | None = None, checkpoint_dir: str | None = None,
+           end_offsets: EndOffsets | None = None) -> RunCollector:
     """`progress`: the progress line on stderr (streaming/app/progress.py, `progress_line`);
-    `checkpoint_dir`: the query's checkpoint, kept (default: a temporary one, removed)."""
+    `checkpoint_dir`: the query's checkpoint, kept (default: a temporary one, removed);
+    `end_offsets`: the samples of settings.end_offsets (load_end_offsets), read before Spark started."""
     if collector is None:
         collector = RunCollector(MetricsSink(settings.duration_buckets, **metrics_sink_options(settings)))
+    if settings.end_offsets is not None:
+        attach_end_offsets(collector, end_offsets or load_end_offsets(settings), settings.cluster)
     settings = settings.model_copy(update={"diagnosis": settings.diagnosis.with_broker_logs([i.path for i in logs])})
     collector.configure(diagnosis_settings(settings.diagnosis))
     options = query_options(settings)

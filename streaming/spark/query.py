@@ -37,7 +37,7 @@ class QueryOptions:
     group_allow: tuple[str, ...] = ()
     group_deny: tuple[str, ...] = ()
     live_view: bool = True      # snapshots apply the still-held events (state/live_view.py)
-    committed_offsets: bool = False     # run: groups' committed offsets to the driver (state/lag.py)
+    committed_offsets: bool = False     # run, replay --end-offsets: commits to the driver (state/lag.py)
     # Groups per stateful key: PySpark's fixed cost per call (about 1 ms) is paid per bucket, and
     # a micro-batch makes at most this many calls per cluster (0: one key per group).
     state_buckets: int = STATE_BUCKETS
@@ -117,7 +117,7 @@ def staged_events(spark: SparkSession, o: QueryOptions, staged: list[StagedKind]
 def replay_query(spark: SparkSession, o: QueryOptions, staged: list[StagedKind]) -> DataFrame:
     """Outputs of a replay over its staged events (stage_replay)."""
     return group_state_machine(staged_events(spark, o, staged), diagnosis=o.diagnosis, live_view=o.live_view,
-                               state_buckets=o.state_buckets)
+                               state_buckets=o.state_buckets, committed_offsets=o.committed_offsets)
 
 
 # ---------------------------------------------------------------------------- live (Kafka)

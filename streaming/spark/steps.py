@@ -337,7 +337,8 @@ def group_state_machine(events: DataFrame, group_allow: Sequence[str] = (), grou
                         state_buckets: int = 0, committed_offsets: bool = False) -> DataFrame:
     """The per-group state machine. `state_buckets` > 0: the groups share that many keys per
     cluster (process_bucket); 0: one key per group (process_group, checkpoints written before).
-    `committed_offsets` (run): each group's newest committed offsets of a batch come out too."""
+    `committed_offsets` (run, a replay with end offsets): each group's newest committed offsets of a
+    batch come out too."""
     # No filter before the stateful step: Spark's optimizer pushes a filter on `group` below the
     # watermark operator, and the rows it removes (end-of-input markers, denied groups) would
     # no longer move their source's event time. The function skips them instead.

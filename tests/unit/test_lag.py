@@ -299,7 +299,7 @@ def test_a_member_with_records_waiting_and_no_commit_is_at_risk_on_metrics_and_l
     from sinks.metrics import MetricsSink
     now = [1_000.0]
     sink = MetricsSink([1.0], registry=CollectorRegistry())
-    sink.lag._clock = lambda: now[0]
+    sink.lag.clock = lambda: now[0]
     book = _book(_commits("g", ("t", 0, 100, 1_000_000), ("t", 1, 50, 900_000)))
     sink.attach_lag(book, "c")
     members = [{"member_id": "m-1", "client_id": "app-1", "partitions": ["t:0"], "rebalance_timeout_ms": 30_000},
@@ -622,7 +622,7 @@ def test_no_member_is_at_risk_while_the_monitor_cannot_read_its_groups_commits()
     from sinks.metrics import MetricsSink
     now = [1_000.0]
     sink = MetricsSink([1.0], registry=CollectorRegistry())
-    sink.lag._clock = lambda: now[0]
+    sink.lag.clock = lambda: now[0]
     book = _reading_book()
     sink.attach_lag(book, "c")
     members = [{"member_id": "m-1", "client_id": "app-1", "partitions": ["t:0"], "rebalance_timeout_ms": 30_000}]
@@ -688,7 +688,7 @@ def test_lag_per_partition_only_for_the_groups_named():
 
     from sinks.metrics import MetricsSink
     sink = MetricsSink([1.0], registry=CollectorRegistry())
-    sink.lag._clock = lambda: 1_030.0
+    sink.lag.clock = lambda: 1_030.0
     book = _book(_commits("orders-app", ("t", 0, 150, 1), ("t", 1, 40, 1)), _commits("other", ("t", 0, 100, 1)))
     sink.attach_lag(book, "c")
     for group in ("orders-app", "other"):

@@ -87,6 +87,13 @@ def _rows_per_batch(p: argparse.ArgumentParser) -> None:
                   f"demo {_default(DemoSettings, 'max_rows_per_batch')})")
 
 
+def _end_offsets(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--end-offsets", key="end_offsets", metavar="FILE",
+             help="the partitions' end offsets over time, for lag and records_delayed: JSON lines "
+                  "{time_ms, topic, partition, offset} or a Prometheus query_range answer of "
+                  "kafka_topic_partition_current_offset or kminion's high water mark (docs/output.md)")
+
+
 def _serving(p: argparse.ArgumentParser) -> None:
     _setting(p, "--port", key="metrics_port", type=int, metavar="N",
              help="port of /metrics (default 9108; 0 picks a free one)")
@@ -125,6 +132,7 @@ LOG_READING = parent(_log_reading)
 BROKER_ID = parent(_broker_id)
 QUERY = parent(_query)
 ROWS_PER_BATCH = parent(_rows_per_batch)
+END_OFFSETS = parent(_end_offsets)
 SERVING = parent(_serving)
 LIVE = parent(_live)
 

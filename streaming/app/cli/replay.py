@@ -10,13 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streaming.app.cli.options import BROKER_ID, CONFIG, LOG_READING, QUERY, ROWS_PER_BATCH, broker_ids, flags_of
+from streaming.app.cli.options import (
+    BROKER_ID, CONFIG, END_OFFSETS, LOG_READING, QUERY, ROWS_PER_BATCH, broker_ids, flags_of
+)
 from streaming.app.probe import check_inputs
 from streaming.app.settings import ConfigError, LogInput, OffsetsInput, ReplaySettings, load, make_inputs
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("replay", parents=[CONFIG, LOG_READING, BROKER_ID, QUERY, ROWS_PER_BATCH],
+    p = sub.add_parser("replay", parents=[CONFIG, LOG_READING, BROKER_ID, QUERY, ROWS_PER_BATCH, END_OFFSETS],
                        help="batch run over broker logs and __consumer_offsets dumps or segments",
                        description="Replays broker server.log files and __consumer_offsets inputs through the "
                                    "streaming query, writes its outputs (docs/output.md) and report.html "
@@ -68,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     settings = load(ReplaySettings, args.config, **flags_of(args))
     logs, offsets = inputs(settings, args)
     check_out_dir(args.out)
-    from streaming.app.replay import progress_line, replay
+    from streaming.app.replay import load_end_offsets, progress_line, replay
+    end_offsets = load_end_offsets(settings) if settings.end_offsets is not None else None
     from streaming.app.summary import summary_text
     from streaming.offsets.reader import offsets_input_kind
     from streaming.spark.session import get_spark, state_store_conf
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                       conf={**state_store_conf(settings.state_store), **settings.spark_conf},
                       driver_memory=settings.driver_memory)
     started = time.monotonic()
-    collector = replay(spark, settings, logs, offsets, progress=progress_line("replay"))
+    collector = replay(spark, settings, logs, offsets, progress=progress_line("replay"), end_offsets=end_offsets)
     summary: list[str] = []
     write_outputs_and_report(args.out, collector, meanwhile=lambda: summary.append(summary_text(
         collector, outputs=where(args.out, str(report_path(args.out))), max_groups=50, max_events=40)))

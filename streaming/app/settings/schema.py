@@ -335,6 +335,11 @@ class ReplaySettings(QuerySettings):
     # changed group's model (state/live_view.py) would only cost CPU. The demo, which serves /metrics
     # while it replays, turns it on.
     live_view: bool = Field(default=False, description="snapshots include the events still held")
+    # A replay has no broker to sample end offsets from: a file of them gives it lag and
+    # records_delayed (streaming/app/end_offsets_file.py).
+    end_offsets: str | None = Field(default=None, min_length=1,
+                                    description="file of the partitions' end offsets over time (JSON lines or a "
+                                                "Prometheus query_range answer): lag and records_delayed")
 
 
 class ServingSettings(_Settings):

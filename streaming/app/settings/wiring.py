@@ -81,7 +81,8 @@ def query_options(settings: QuerySettings, **extra: Any) -> QueryOptions:
     `run`'s group filters; `extra` adds others (naming one of those twice is a TypeError)."""
     own: dict[str, Any] = {}
     if isinstance(settings, ReplaySettings):
-        own.update(max_rows_per_batch=settings.max_rows_per_batch, live_view=settings.live_view)
+        own.update(max_rows_per_batch=settings.max_rows_per_batch, live_view=settings.live_view,
+                   committed_offsets=settings.end_offsets is not None)
     if isinstance(settings, RunSettings):
         own.update(group_allow=tuple(settings.group_allow), group_deny=tuple(settings.group_deny),
                    committed_offsets=True)

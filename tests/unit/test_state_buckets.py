@@ -297,6 +297,37 @@ def test_only_groups_with_coordinator_events_or_due_deadlines_take_a_turn():
     assert snaps["b"]["last_commit_ms"] == now
 
 
+def test_a_group_committed_to_after_it_died_lives_again_and_folds_its_commits():
+    """Kafka writes a commit for a group id only while a group of that id exists: after its group
+    died (deleted, its offsets expired), a simple consumer's commit made it again, Empty. The
+    monitor follows: the first commit after the death takes a turn that brings the group back,
+    Empty at generation 0 with its snapshot, and the next ones fold. Before, a dead group kept
+    commits as held rows and took a turn in every batch for as long as the commits came (the long
+    steady bench: 2,700 turns a batch at the end, 70 % of the stateful step)."""
+    setup, t0 = _stable_groups(["a", "b"])
+    driver = _Twin(2_000, buckets=2)
+    driver.batch(setup)
+    now = t0 + 60_000
+    deleted = E.Event(group="a", ts_ms=now, source=E.SOURCE_OFFSETS, source_id="__consumer_offsets-7", seq=1,
+                      kind=E.GROUP_TOMBSTONE, cluster="default")
+    driver.batch([deleted] + [_commit("b", now, 0)])
+    driver.tick(now + 5_000)
+    now += 5_000
+    out = driver.batch([_commit(g, now + 10, 0) for g in ("a", "b")])
+    assert _turns_and_folds(out) == (1, 1)                 # "a" comes back: a turn
+    turns = []
+    for _ in range(6):
+        now += 1_000
+        turns.append(_turns_and_folds(driver.batch([_commit(g, now + 10, 0) for g in ("a", "b")])))
+    # until the watermark (2 s behind) reaches "a"'s first commit after the death, "a" is still
+    # dead and its commits wait in turns; from the turn that applies it on, both groups only fold
+    assert turns == [(1, 1)] * 3 + [(0, 2)] * 3, turns
+    out = driver.tick(FAR_FUTURE) + driver.batch([])
+    snaps = {r["group"]: r for k, r in out if k == OutputKind.SNAPSHOT}
+    assert snaps["a"]["state"] == "Empty" and snaps["a"]["generation"] == 0
+    assert snaps["a"]["last_commit_ms"] == now + 10
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_bucket_of_version_1_or_2_loads_and_its_groups_fold_after_one_turn(version):
     """Buckets written before (one JSON document; version 1 without the commit digest) resume: the

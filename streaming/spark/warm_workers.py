@@ -5,9 +5,10 @@ Spark starts its Python workers on first use, and each worker imports the monito
 function: about 1.4 s per worker on the 2-core bench machine. A micro-batch task runs its Kafka
 read and the decode as two Python steps, each in a worker of its own, so the first micro-batches
 with records paid it four times over and left a backlog that the next ones caught up with
-(docs/benchmarks.md, "Warm Python workers"). `warm_python_workers` runs, before the query starts,
-one small job with the same shape (two chained Python steps per task, one task per core); Spark
-keeps idle workers for reuse, so the query's first tasks find them ready.
+(docs/benchmarks.md, "Warm workers, plain group series, the plan ahead"). `warm_python_workers`
+runs, before the query starts, one small job with the same shape (two chained Python steps per
+task, one task per core); Spark keeps idle workers for reuse, so the query's first tasks find them
+ready.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ imports pandas, pyarrow and the monitor's steps when it unpickles its first func
 1.4 s of CPU per worker on the 2-core bench machine. Spark also ends a worker that has been idle
 for a minute (PythonWorkerFactory's idle timeout, not a setting), so a quiet monitor's next
 rebalance could start a fresh worker and wait for those imports again (bench/cost's quiet
-cluster: docs/benchmarks.md, "A warm worker daemon, plain group series, the replay's plan ahead").
+cluster: docs/benchmarks.md, "Warm workers, plain group series, the plan ahead").
 Imported once here, before any fork, every worker starts with them, and their pages are shared
 copy-on-write instead of held once per worker.
 

@@ -126,10 +126,9 @@ class CommonEvents:
     def on_offset_commit(self, ev: E.Event) -> None:
         """One commit, or a pack of one group's commits of one millisecond (OFFSET_COMMITS)."""
         m = self.machine.m
-        if m.state == DEAD:
-            # Kafka writes a commit for a group id only while a group of that id exists: one that
-            # died was created again, Empty (a simple consumer's commit, generation -1, makes it).
-            self.machine.reincarnate_if_dead(ev)
+        # Kafka writes a commit for a group id only while a group of that id exists: one that died
+        # was created again, Empty (a simple consumer's commit, generation -1, makes it).
+        self.machine.reincarnate_if_dead(ev)
         m.last_commit_ms, count = fold_commit_event(m.partition_commits, m.partition_prior_commits, m.last_commit_ms,
                                                     ev.kind, ev.data, ev.ts_ms)
         if any(h.commit_partitions for h in m.held_removals):

@@ -105,10 +105,13 @@ def attach_end_offsets(collector: RunCollector, ends: EndOffsets, cluster: str) 
     book = LagBook(interval)
     book.load_history(cluster, ends.samples)
     end_s = ends.span_s[1]
-    collector.metrics.show_lag(book, lambda: end_s)
+
+    def at_the_end() -> float:
+        return end_s
+    collector.metrics.show_lag(book, at_the_end)
     collector.lag = book
     collector.costs = RebalanceCosts(interval, catch_up=False)
-    collector.clock = lambda: end_s
+    collector.clock = at_the_end
 
 
 def replay(spark: SparkSession, settings: ReplaySettings, logs: list[LogInput], offsets: list[OffsetsInput],

@@ -352,7 +352,7 @@ TAKES_MEMBER_OUT = ("kill", "pause", "leave", "stop_polling")
 
 
 # A member's line on reaching an epoch (share and streams groups log one per member and epoch).
-EPOCH_REACHED = r"\[GroupId {g}\] Member \S+ new assignment state: epoch=(\d+),"
+EPOCH_REACHED = r"\[GroupId {g}\] Member (\S+) new assignment state: epoch=(\d+),"
 
 
 def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protocol: str,
@@ -366,6 +366,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
     unpaired_joins: list = []
     epoch: int | None = None
     lineless: set[int] = set()          # indices in `out` of the bumps a fence or leave implies
+    members_at: list[frozenset] = []    # per bump in `out`, the members the lines show in the group
     for ts, _, _, kind, m, ln in _epoch_events(lines, group):
         if kind == "join":
             members.add(m.group(1))
@@ -383,6 +384,7 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
                 why = ("the broker itself (share partitions initialised)" if protocol == "share"
                        else "the broker itself (metadata or topology changed)")
             out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch, start_line=ln.text))
+            members_at.append(frozenset(members))
             continue
         members.discard(m.group(1).rstrip(".,"))
         epoch = epoch + 1 if epoch is not None else None          # the line-less bump
@@ -394,10 +396,11 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
             trigger, why = "member_leave", _describe(_last_action(timeline, ts, group, ("leave",)))
         out.append(ExpRebalance(protocol, ts, trigger, why, generation=epoch,
                                 outcomes=("empty",) if not members else ("stable",), start_line=ln.text))
+        members_at.append(frozenset(members))
     removed = [ts for ts, _, _, kind, _, _ in _epoch_events(lines, group) if kind in ("fence", "leave")]
     reached_rx = _rx(EPOCH_REACHED, group)
-    # (when, epoch) of each member's line on reaching an epoch; none: the version logs no such lines
-    reached = [(ln.ts_ms, int(m.group(1))) for ln in lines if (m := reached_rx.search(ln.text))]
+    # (when, epoch, member) of each member's line on reaching an epoch; none: the version logs no such lines
+    reached = [(ln.ts_ms, int(m.group(2)), m.group(1)) for ln in lines if (m := reached_rx.search(ln.text))]
     for k, reb in enumerate(out):
         if reb.outcomes == ("empty",):
             continue
@@ -411,9 +414,16 @@ def epoch_line_rebalances(lines: list[GLine], group: str, timeline: list, protoc
                    and min((t for t in removed if t >= e["ts_ms"]), default=start + 1) > start for e in timeline)
         # a line-less bump (a fence or leave) no member's line shows reached before the next bump (4.2.2
         # follower_kill[sh]: the stall fenced b, which rejoined 3 s later; a went from epoch 3 to 5)
+        at_epoch = {member for ts, e, member in reached if start <= ts < (nxt or ts + 1) and e == reb.generation}
         unreached = k in lineless and nxt is not None and reb.generation is not None and bool(reached) \
-            and not any(start <= ts < nxt and at_epoch == reb.generation for ts, at_epoch in reached)
-        if (nxt is not None and nxt - start < settle_ms) or stalled or dead or unreached:
+            and not at_epoch
+        # a member the lines show in the group that reached the epoch only after the next bump, or
+        # never: its members did not all reconcile (likely 4.4.0 follower_kill[sh] in one CI run,
+        # whose lines were not kept: a join's epoch waits on its share partitions, and the bed
+        # killed a leader of some 2 s after the join)
+        lagging = nxt is not None and reb.generation is not None and bool(reached) \
+            and bool(members_at[k] - at_epoch)
+        if (nxt is not None and nxt - start < settle_ms) or stalled or dead or unreached or lagging:
             reb.outcomes = ("stable", "superseded")
     return out
 

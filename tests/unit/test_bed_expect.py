@@ -636,3 +636,36 @@ def test_a_member_at_risk_fails_the_verdict_unless_the_bed_stopped_its_polling()
     assert len(at_risk_failures("g", kill)) == 1
     assert at_risk_failures("g", kill, slow) == []
     assert at_risk_failures("other", kill) == []
+
+
+def test_a_bump_one_member_reached_only_after_the_next_may_be_superseded():
+    """4.4.0 follower_kill[sh] (lines of a matrix run, the second member's line on epoch 3 moved
+    after the next bump): a join's epoch whose members did not all reach it before the broker
+    bumped again may end superseded; the one before it, which both reached, ends stable."""
+    g = "m440-follower-kill-sh4"
+    t = 1796390658000
+
+    def line(ms, text):
+        return coordinator_line(t + ms, 2, 3, g, text)
+    lines = [line(444, "Member Of4R joins the share group using the share protocol."),
+             line(450, "Bumped group epoch to 2 with metadata hash 35."),
+             line(454, "Member Of4R new assignment state: epoch=2, previousEpoch=0, state=STABLE, assignedPartitions=[]."),
+             line(702, "Bumped group epoch to 3 with metadata hash 35."),
+             line(702, "Member V9js joins the share group using the share protocol."),
+             line(702, "Member V9js new assignment state: epoch=2, previousEpoch=0, state=STABLE, assignedPartitions=[]."),
+             line(1779, "Member Of4R new assignment state: epoch=3, previousEpoch=2, state=STABLE, assignedPartitions=[x-1]."),
+             line(17072, "Bumped group epoch to 4 with metadata hash 35."),
+             line(17073, "Member V9js new assignment state: epoch=4, previousEpoch=2, state=STABLE, assignedPartitions=[x-0]."),
+             line(17084, "Member Of4R new assignment state: epoch=4, previousEpoch=3, state=STABLE, assignedPartitions=[x-1].")]
+    timeline = [{"action": "start", "group": g, "client_id": f"{g}-{m}", "library": "java-share", "protocol": "share",
+                 "ts_ms": t} for m in "ab"] + [{"action": "kill_broker", "group": None, "groups": [g], "broker_id": 1,
+                                                 "ts_ms": t + 2592}]
+    got = [(r.generation, r.trigger, r.outcomes) for r in epoch_line_rebalances(lines, g, timeline, "share")]
+    assert got == [(2, "member_join", ("stable", "superseded")),       # the next bump 252 ms after
+                   (3, "member_join", ("stable", "superseded")),       # V9js never reached epoch 3
+                   (4, "group_epoch_bump", ("stable",))]
+    # with V9js's line on epoch 3 before the next bump, epoch 3 ends stable
+    lines.insert(7, line(1805, "Member V9js new assignment state: epoch=3, previousEpoch=2, state=STABLE, "
+                                "assignedPartitions=[x-0]."))
+    outcomes = [(r.generation, r.outcomes) for r in epoch_line_rebalances(lines, g, timeline, "share")]
+    assert outcomes[1] == (3, ("stable",))

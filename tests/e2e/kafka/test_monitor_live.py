@@ -16,6 +16,7 @@ each runs its scenarios in turn, and the waits for the removal holds (records ar
 of event time after a removal with CI_SETTINGS) overlap."""
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -111,9 +112,33 @@ def test_scenario_as_the_monitor_reports_it(live, version, scenario):
         detail = "\n  ".join(f"{c}: {t}" for c, t in v.failures)
         assert v.status == "PASS", (f"{v.scenario} on Kafka {version}: {v.status} {v.note}\n  {detail}\n"
                                     f"(monitor's late rows: {info.get('late_rows', 0):g}; records and "
-                                    f"timelines under {live.out / version})")
+                                    f"timelines under {live.out / version})\n{group_lines_of(info, v.group)}\n"
+                                    f"{bed_actions_of(live.out / version / scenario, v.group)}")
         if scenario != "(cluster)":
             assert v.rebalances_expected > 0 and v.rebalances_found == v.rebalances_expected
+
+
+# The coordinator's lines of a failed group kept in the failure's message: CI keeps no files.
+EVIDENCE_LINES = 80
+
+
+def group_lines_of(info: dict, group: str) -> str:
+    tag = f"[GroupId {group}]"
+    lines = [ln.rstrip() for log in with_rolled_files(info.get("server_logs", []))
+             for ln in Path(log).read_text(errors="replace").splitlines() if tag in ln]
+    lines.sort()          # by their timestamps: the brokers' logs interleaved
+    shown = lines[-EVIDENCE_LINES:]
+    return (f"the brokers' lines of {group} ({len(shown)} of {len(lines)}):\n  " + "\n  ".join(shown)) if lines else ""
+
+
+def bed_actions_of(scenario_dir: Path, group: str) -> str:
+    path = scenario_dir / "timeline.jsonl"
+    if not path.is_file():
+        return ""
+    entries = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    mine = [f"{e['ts_ms']} {e['action']} {e.get('client_id') or e.get('broker_id') or ''}".rstrip()
+            for e in entries if e.get("group") == group or group in (e.get("groups") or ())]
+    return "the bed's actions on it:\n  " + "\n  ".join(mine[-EVIDENCE_LINES:])
 
 
 def test_monitor_kill_lands_between_plan_and_commit(live):

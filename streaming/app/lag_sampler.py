@@ -30,8 +30,12 @@ from state.lag import (
 LOG = logging.getLogger("rebalance_monitor.lag")
 # The longest one ListOffsets (or metadata) call may wait: within a sampling interval.
 MAX_REQUEST_TIMEOUT_S = 10.0
-# Groups whose committed offsets a round fetches (OffsetFetch) after a restart, at most.
-SEED_PER_ROUND = 50
+# After a restart, the groups whose committed offsets one OffsetFetch asks (per coordinator), and
+# the seconds a round spends on them at most: then the round samples. 10,000 groups with series
+# come back in a few rounds on 3.0+ brokers (one request per coordinator and chunk); older ones
+# take a request per group, about as many as the seconds allow.
+SEED_CHUNK = 500
+SEED_SECONDS_PER_ROUND = 2.0
 # The metadata of every topic is asked for again after this long (kafka-python's metadata.max.age.ms),
 # or sooner: when the partitions asked include some it did not have (a new topic, more partitions),
 # when an answer says it is out of date (a leader moved, a topic went; then the round asks those
@@ -371,23 +375,38 @@ class KafkaEndOffsets:
         return manager.run(every) if requests else {}
 
     def committed(self, groups: list[str]) -> dict[str, dict[Partition, int]]:
-        """The committed offsets of `groups` (OffsetFetch, one group per request: brokers before
-        3.0 take one); a group that fails is left out (its lag waits for its next commit)."""
-        from kafka import KafkaAdminClient
+        """The committed offsets of `groups`: one OffsetFetch per coordinator for all of them
+        (brokers 3.0+, KIP-709; kafka-python sends one per group to older ones). A group-level
+        error fails that request whole, so then each group is asked alone; a group that still
+        fails is left out (its lag waits for its next commit)."""
         out: dict[str, dict[Partition, int]] = {}
         try:
-            if self._admin is None:
-                allowed = KafkaAdminClient.DEFAULT_CONFIG
-                config = {k: v for k, v in self.client_config.items() if k in allowed}
-                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers.split(","),
-                                               request_timeout_ms=max(self.timeout_ms, 1000), **config)
-            for group in groups:
-                found = self._admin.list_group_offsets({group: None}).get(group) or {}
-                out[group] = {(tp.topic, tp.partition): int(meta.offset) for tp, meta in found.items()
+            admin = self._admin_client()
+            try:
+                answers = admin.list_group_offsets(list(groups))
+            except Exception as exc:
+                LOG.debug("lag: fetching %d groups' committed offsets at once: %r", len(groups), exc)
+                answers = {}
+                for group in groups:
+                    try:
+                        answers.update(admin.list_group_offsets({group: None}))
+                    except Exception as exc:
+                        LOG.debug("lag: fetching the committed offsets of %s: %r", group, exc)
+            for group, found in answers.items():
+                out[group] = {(tp.topic, tp.partition): int(meta.offset) for tp, meta in (found or {}).items()
                               if meta is not None and meta.offset is not None and meta.offset >= 0}
         except Exception as exc:
             LOG.debug("lag: fetching committed offsets: %r", exc)
         return out
+
+    def _admin_client(self) -> Any:
+        from kafka import KafkaAdminClient
+        if self._admin is None:
+            allowed = KafkaAdminClient.DEFAULT_CONFIG
+            config = {k: v for k, v in self.client_config.items() if k in allowed}
+            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers.split(","),
+                                           request_timeout_ms=max(self.timeout_ms, 1000), **config)
+        return self._admin
 
     def close(self) -> None:
         self._leaders, self._plan, self._missing = None, None, set()
@@ -406,13 +425,15 @@ class LagSampler:
     def __init__(self, book: LagBook, cluster: str, source: EndOffsets,
                  count_error: Callable[[str, int], None] = lambda reason, n: None,
                  clock: Callable[[], float] = time.time,
-                 groups: Callable[[], Iterable[tuple[str, str]]] = lambda: ()) -> None:
+                 groups: Callable[[], Iterable[tuple[str, str]]] = lambda: (),
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.book, self.cluster, self.source = book, cluster, source
         self.count_error = count_error
         self.clock = clock
         # The groups the monitor knows at its first round (restored from the state file at a
         # restart): those the book has no commit of get theirs fetched once (seed_known_groups).
         self.groups = groups
+        self.monotonic = monotonic
         self.pending: list[tuple[str, str]] | None = None
         self.failing: dict[str, set[str]] = {}     # reason -> topics, as last logged
         self.rounds = 0
@@ -421,22 +442,28 @@ class LagSampler:
     def seed_known_groups(self) -> None:
         """After a restart the query does not read the commits of quiet groups again: the groups
         the monitor knew at its start (restored from the state file) that the book has no commit
-        of get theirs from the cluster, once each, at most SEED_PER_ROUND a round. Any decoded
-        commit wins over a fetched offset. Groups that show up later bring their own commits."""
+        of get theirs from the cluster, once each, SEED_CHUNK at a time for up to
+        SEED_SECONDS_PER_ROUND a round. Any decoded commit wins over a fetched offset. Groups that
+        show up later bring their own commits."""
         if self.pending is None:
             self.pending = [key for key in self.groups() if key[0] == self.cluster]
-        todo: list[tuple[str, str]] = []
-        while self.pending and len(todo) < SEED_PER_ROUND:
-            key = self.pending.pop()
-            if not self.book.has_group(key):
-                todo.append(key)
-        if not todo:
-            return
-        fetched = self.source.committed([group for _, group in todo])
-        for group, offsets in fetched.items():
-            self.book.seed((self.cluster, group), offsets)
-        LOG.info("lag: the committed offsets of %d of %d group(s) known at the start fetched from the cluster "
-                 "(%d left)", sum(1 for offsets in fetched.values() if offsets), len(todo), len(self.pending))
+        started, asked, found = self.monotonic(), 0, 0
+        while self.pending and self.monotonic() - started < SEED_SECONDS_PER_ROUND:
+            todo: list[tuple[str, str]] = []
+            while self.pending and len(todo) < SEED_CHUNK:
+                key = self.pending.pop()
+                if not self.book.has_group(key):
+                    todo.append(key)
+            if not todo:
+                continue
+            fetched = self.source.committed([group for _, group in todo])
+            for group, offsets in fetched.items():
+                self.book.seed((self.cluster, group), offsets)
+            asked += len(todo)
+            found += sum(1 for offsets in fetched.values() if offsets)
+        if asked:
+            LOG.info("lag: the committed offsets of %d of %d group(s) known at the start fetched from the cluster "
+                     "in %.1f s (%d left)", found, asked, self.monotonic() - started, len(self.pending))
 
     def sample_once(self) -> None:
         """One round: ask about every partition some group committed to."""

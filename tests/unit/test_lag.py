@@ -2,6 +2,7 @@
 stateful step sends, the sampler (streaming/app/lag_sampler.py) and the gauges (sinks/lag_gauges.py)."""
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -255,6 +256,57 @@ def test_after_a_restart_known_groups_get_their_committed_offsets_once():
     book.note_commits(_commits("quiet", ("t", 1, 8, 1)))    # any decoded commit wins
     sampler.sample_once()
     assert _lags(book, 100.0)[("quiet", "t")].records == 22
+
+
+def test_known_groups_are_fetched_in_chunks_for_at_most_the_seconds_of_a_round():
+    """10,000 groups with series come back within a few rounds: SEED_CHUNK groups an OffsetFetch,
+    as many chunks as SEED_SECONDS_PER_ROUND allows; the rest in the next rounds."""
+    from streaming.app import lag_sampler
+    book = _book()
+    source = FakeEnds()
+    known = [("c", f"g{i:05d}") for i in range(2 * lag_sampler.SEED_CHUNK + 7)]
+    source.offsets = {g: {("t", i % 4): i} for i, (_, g) in enumerate(known)}
+    source.answers = [({("t", p): 10_000 for p in range(4)}, {})] * 3
+    ticks = itertools.count(0.0, 0.9)   # each read of the clock: 0.9 s later
+    sampler = lag_sampler.LagSampler(book, "c", source, groups=lambda: known, clock=lambda: 100.0,
+                                     monotonic=lambda: float(next(ticks)))
+    assert lag_sampler.SEED_SECONDS_PER_ROUND == 2.0
+    sampler.sample_once()           # the clock reads 0, 0.9 (chunk 1), 1.8 (chunk 2), 2.7: the round's 2 s are up
+    assert [len(a) for a in source.asked] == [lag_sampler.SEED_CHUNK] * 2
+    sampler.sample_once()           # the 7 left
+    sampler.sample_once()           # nothing left: nothing asked
+    assert [len(a) for a in source.asked] == [lag_sampler.SEED_CHUNK] * 2 + [7]
+    assert sorted(g for asked in source.asked for g in asked) == [g for _, g in known]
+    assert all(book.has_group(key) for key in known)
+
+
+def test_committed_offsets_asked_group_by_group_when_the_whole_request_fails():
+    """A group-level error (a coordinator loading, a group the principal may not read) fails
+    kafka-python's request for every group: each is then asked alone, and only the failing one
+    is left out."""
+    from kafka.errors import GroupAuthorizationFailedError
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    from streaming.app.lag_sampler import KafkaEndOffsets
+
+    class Admin:
+        def __init__(self):
+            self.calls: list = []
+
+        def list_group_offsets(self, specs):
+            groups = list(specs)
+            self.calls.append(groups)
+            if "denied" in groups:
+                raise GroupAuthorizationFailedError("denied")
+            return {g: {TopicPartition("t", 0): OffsetAndMetadata(5, "", -1),
+                        TopicPartition("t", 1): OffsetAndMetadata(-1, "", -1)} for g in groups}
+    source = KafkaEndOffsets("k:9092", {}, 10.0)
+    source._admin = admin = Admin()
+    assert source.committed(["a", "denied", "b"]) == {"a": {("t", 0): 5}, "b": {("t", 0): 5}}
+    assert admin.calls == [["a", "denied", "b"], ["a"], ["denied"], ["b"]]
+    admin.calls.clear()
+    assert source.committed(["a", "b"]) == {"a": {("t", 0): 5}, "b": {("t", 0): 5}}
+    assert admin.calls == [["a", "b"]]          # one request for all
 
 
 def test_a_group_swept_by_the_metrics_leaves_the_lag_book():

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from pydantic_core import from_json
+
 from state.outputs import OutputKind
 
 # Output kind -> the name of its records: replay file `<name>.jsonl`, event sink folder `<name>/`.
@@ -100,6 +102,16 @@ VERSION_KEY = "schema_version"
 MIN_COMPACT_BYTES = 64 * 1024
 
 
+def _parse(text: str | bytes) -> Any:
+    """JSON by pydantic_core's parser: a restart reads the whole state file (160 MB at 230,000
+    groups: 1.3 s against json.load's 2.2 s). What it refuses goes to json.loads: Python's encoder
+    writes a lone surrogate escape for text that came in as undecodable bytes."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
 class StateFileError(ValueError):
     """A state file this release cannot read (written by a newer one, or not JSON)."""
 
@@ -142,8 +154,8 @@ class GroupStateFile:
         if not self.path.exists():
             return None
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                doc = json.load(handle)
+            with open(self.path, "rb") as handle:
+                doc = _parse(handle.read())
         except ValueError as exc:
             raise StateFileError(f"{self.path}: not a state file of this monitor ({exc})") from None
         version = doc.get(VERSION_KEY, 1) if isinstance(doc, dict) else None
@@ -188,7 +200,7 @@ class GroupStateFile:
         with handle:
             for line in handle:
                 try:
-                    change = json.loads(line)
+                    change = _parse(line)
                     int(change["batch_id"])
                 except (ValueError, TypeError, KeyError):
                     return

@@ -109,14 +109,28 @@ def test_deterministic_and_names_unique_at_scale() -> None:
 
 def test_verdicts_compare_the_week_after_the_retention_with_the_last() -> None:
     from bench.soak import BOUNDED, reference_week, verdicts
-    # week 1 fills the retention (grows), weeks 2-4 are flat, but for one figure in week 4
-    samples = [dict.fromkeys(BOUNDED, 50 * d + 200 if d < 7 else 800) for d in range(28)]
-    for d in range(21, 28):
-        samples[d]["series"] = 1300
+    bounds = {"memory": 1.1, "flat": 1.05, "other": 1.5}
+    # week 1 fills the retention (grows), weeks 2-4 are flat
+    samples = [dict.fromkeys(BOUNDED, 50.0 * d + 200 if d < 7 else 800.0) for d in range(28)]
+    restarts = [{"metrics_s": 6.0}, {"metrics_s": 8.0}]
     assert reference_week(4, 7, 7.0) == 1 and reference_week(2, 1, 0.5) == 0 and reference_week(4, 7, 30) == 0
-    judged = {key: ok for key, _, _, ok in verdicts(samples, [{"first_batch_s": 40.0}, {"first_batch_s": 55.0}],
-                                                    7, 1.5, 60.0, reference=1)}
-    assert judged == {**dict.fromkeys(BOUNDED, True), "series": False, "restart_first_batch_s": True}
-    # against week 1 every figure would fail: 800 > 1.5 x 500
-    assert not any(ok for key, _, _, ok in verdicts(samples, [], 7, 1.5, 60.0, reference=0))
-    assert verdicts(samples[:10], [], 7, 1.5, 60.0) == []          # fewer than two weeks
+    judged = {key: ok for key, _, _, _, ok in verdicts(samples, restarts, 7, bounds, 60.0, reference=1)}
+    assert judged == {**dict.fromkeys(BOUNDED, True), "restart_metrics_s": True}
+    # memory 9 % above week 2 in week 4: within; 11 %: not
+    samples[25]["driver_rss_mb"], samples[26]["jvm_rss_mb"] = 872, 888
+    # the series grow 6 % over week 4 though their max is week 2's: not flat
+    for d in range(21, 28):
+        samples[d]["series_without_lag"] = 750 + (d - 21) * 7.5
+    # the checkpoint falls back within week 4: flat
+    samples[21]["checkpoint_bytes"] = 900
+    # the last restart 1.6x the first, or past the ceiling
+    judged = {key: ok for key, _, _, _, ok in verdicts(samples, [{"metrics_s": 6.0}, {"metrics_s": 9.6}], 7,
+                                                       bounds, 60.0, reference=1)}
+    assert judged == {**dict.fromkeys(BOUNDED, True), "jvm_rss_mb": False, "series_without_lag": False,
+                      "restart_metrics_s": False}
+    assert not {k: ok for k, _, _, _, ok in verdicts(samples, [{"metrics_s": 50.0}, {"metrics_s": 61.0}], 7,
+                                                             bounds, 60.0, reference=1)}["restart_metrics_s"]
+    # against week 1 the memory would fail: 800 > 1.1 x 500
+    assert not any(ok for key, _, _, _, ok in verdicts(samples, [], 7, bounds, 60.0, reference=0)
+                   if key == "driver_rss_mb")
+    assert verdicts(samples[:10], [], 7, bounds, 60.0) == []          # fewer than two weeks

@@ -230,3 +230,42 @@ def test_a_replay_keeps_every_group(tmp_path):
     collector.foreach_batch(Rows((OutputKind.SNAPSHOT, _snap(2))), 1)
     assert set(collector.snapshots) == {("c", "g00001"), ("c", "g00002")}
     assert metrics.take_forgotten() == []             # taken (and ignored) by the batch
+
+
+def test_a_restart_gives_the_slots_under_max_groups_to_the_groups_that_had_them(tmp_path):
+    """max_groups 2: g00001 and g00002 take the slots with their rebalance records, g00000 is
+    folded into __other__, and the state file lists g00000 first (its snapshot came first). After
+    a restart the same two groups have their series, counters and gauges, and g00000 none: the
+    slots were not given to the state file's first groups, which left g00002 with counters beyond
+    the cap and no gauges (bench/soak after each weekly restart)."""
+    from prometheus_client import generate_latest
+
+    from sinks.event_sink import EventSink
+    from tests.support.report_pages import records as golden
+
+    def collector() -> RunCollector:
+        made = RunCollector(MetricsSink([1.0], registry=CollectorRegistry(), max_groups=2), keep_records=False,
+                            state_file=GroupStateFile(str(tmp_path / "groups.json")),
+                            event_sink=EventSink(str(tmp_path / "events"), roll_seconds=1e12),
+                            batch_rows=lambda rows, _batch: rows.rows)
+        made.snapshot_seconds = 0.0           # the counters' snapshot after every batch
+        return made
+
+    def groups_with(page: str, family: str) -> set[str]:
+        return {line.split('group="', 1)[1].split('"', 1)[0] for line in page.splitlines()
+                if line.startswith(family + "{") and 'group="' in line}
+    rebalance = golden("rebalances.jsonl")[0]
+    first = collector()
+    restore(first)
+    first.foreach_batch(Rows(*[(OutputKind.REBALANCE, dict(rebalance, cluster="c", group=f"g{i:05d}")) for i in (1, 2)],
+                             *[(OutputKind.SNAPSHOT, _snap(i)) for i in (0, 1, 2)]), 0)
+    before = generate_latest(first.metrics.registry).decode()
+    assert groups_with(before, "rebalance_monitor_rebalances_total") == {"g00001", "g00002"}
+    assert groups_with(before, "rebalance_monitor_group_state") == {"g00001", "g00002"}
+    assert next(iter(GroupStateFile(str(tmp_path / "groups.json")).read().groups)) == ("c", "g00000")
+    restarted = collector()
+    restore(restarted)
+    after = generate_latest(restarted.metrics.registry).decode()
+    assert groups_with(after, "rebalance_monitor_rebalances_total") == {"g00001", "g00002"}
+    assert groups_with(after, "rebalance_monitor_group_state") == {"g00001", "g00002"}
+    assert {line for line in after.splitlines() if 'group="g00000"' in line} == set()

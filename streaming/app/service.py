@@ -46,6 +46,7 @@ from streaming.app.settings.wiring import (
     query_options,
 )
 from state.vocabulary import SOURCE_KIND_LOG, SOURCE_KIND_OFFSETS
+from streaming.rows import loads_json
 from streaming.spark.sources.kafka import TopicsMissing, check_topics
 from streaming.spark.sources.kafka_login import KafkaLoginFailed
 
@@ -130,7 +131,8 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
 
 
 def build_collector(settings: RunSettings, metrics: MetricsSink, disk: DiskWatch | None = None) -> RunCollector:
-    state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"))
+    state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"),
+                                parse=loads_json)
     sink = (EventSink(settings.events_dir, settings.events_retention_days, settings.events_max_bytes)
             if settings.events_dir else None)
     collector = RunCollector(metrics, keep_records=False, event_sink=sink,

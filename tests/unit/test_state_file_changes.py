@@ -16,6 +16,7 @@ from sinks.metrics import MetricsSink
 from state.outputs import OutputKind
 from streaming.app.collector import RunCollector
 from streaming.app.restart import restore
+from streaming.rows import loads_json
 
 GROUPS = 10_000
 
@@ -130,6 +131,23 @@ def test_a_torn_last_line_is_the_uncommitted_batch_and_the_next_process_rewrites
     restarted.save(2, snapshots, None, {}, {("c", "g00003")}, set())   # batch 2 again: a whole file
     assert state.journal_path.read_text() == ""
     _same(GroupStateFile(str(path)).read(), 2, snapshots, None, {})
+
+
+@pytest.mark.parametrize("parse", [json.loads, loads_json], ids=["json", "loads_json"])
+def test_a_line_torn_inside_a_character_ends_the_journal_too(tmp_path, parse):
+    """A crash mid-write can cut a group name's UTF-8 bytes in two: that line is the uncommitted
+    batch's, as any torn line (read as text, it raised UnicodeDecodeError and the restart failed)."""
+    path = tmp_path / "groups.json"
+    state = GroupStateFile(str(path), parse=parse)
+    snapshots = {("c", "g00001"): _snap(1)}
+    state.save(0, snapshots, None, {}, None, None)
+    snapshots[("c", "g00002")] = dict(_snap(2), group="größe")
+    state.save(1, snapshots, None, {}, {("c", "g00002")}, set())
+    line = '{"batch_id":2,"groups":[{"cluster":"c","group":"ö'.encode()
+    with open(state.journal_path, "ab") as handle:
+        handle.write(line[:-1])                       # the crash: half of "ö"
+    saved = GroupStateFile(str(path), parse=parse).read()
+    assert saved.batch_id == 1 and set(saved.groups) == {("c", "g00001"), ("c", "größe")}
 
 
 def test_a_crash_between_the_rewrite_and_the_empty_journal_repeats_nothing(tmp_path):

@@ -377,8 +377,9 @@ class KafkaEndOffsets:
     def committed(self, groups: list[str]) -> dict[str, dict[Partition, int]]:
         """The committed offsets of `groups`: one OffsetFetch per coordinator for all of them
         (brokers 3.0+, KIP-709; kafka-python sends one per group to older ones). A group-level
-        error fails that request whole, so then each group is asked alone; a group that still
-        fails is left out (its lag waits for its next commit)."""
+        error fails that request whole, so then each group is asked alone, until a broker does not
+        answer (a timeout or a lost connection: every group after it would wait as long); a group
+        that fails, or is not asked, is left out (its lag waits for its next commit)."""
         out: dict[str, dict[Partition, int]] = {}
         try:
             admin = self._admin_client()
@@ -386,12 +387,7 @@ class KafkaEndOffsets:
                 answers = admin.list_group_offsets(list(groups))
             except Exception as exc:
                 LOG.debug("lag: fetching %d groups' committed offsets at once: %r", len(groups), exc)
-                answers = {}
-                for group in groups:
-                    try:
-                        answers.update(admin.list_group_offsets({group: None}))
-                    except Exception as exc:
-                        LOG.debug("lag: fetching the committed offsets of %s: %r", group, exc)
+                answers = {} if error_reason(exc) == REASON_BROKER else _one_by_one(admin, groups)
             for group, found in answers.items():
                 out[group] = {(tp.topic, tp.partition): int(meta.offset) for tp, meta in (found or {}).items()
                               if meta is not None and meta.offset is not None and meta.offset >= 0}
@@ -417,6 +413,19 @@ class KafkaEndOffsets:
                 except Exception as exc:      # closing a broken client: nothing more to do
                     LOG.debug("lag: closing the sampler's client: %r", exc)
         self._consumer = self._admin = None
+
+
+def _one_by_one(admin: Any, groups: list[str]) -> dict[str, Any]:
+    """Each group's committed offsets in a request of its own, until a broker does not answer."""
+    answers: dict[str, Any] = {}
+    for group in groups:
+        try:
+            answers.update(admin.list_group_offsets({group: None}))
+        except Exception as exc:
+            LOG.debug("lag: fetching the committed offsets of %s: %r", group, exc)
+            if error_reason(exc) == REASON_BROKER:
+                break
+    return answers
 
 
 class LagSampler:

@@ -309,6 +309,37 @@ def test_committed_offsets_asked_group_by_group_when_the_whole_request_fails():
     assert admin.calls == [["a", "b"]]          # one request for all
 
 
+def test_committed_offsets_not_asked_again_of_a_broker_that_does_not_answer():
+    """A timeout or a lost connection would cost as much for every group asked alone after it: the
+    request of all is not split, and the groups after a group that timed out are not asked."""
+    from kafka.errors import GroupAuthorizationFailedError, KafkaTimeoutError
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    from streaming.app.lag_sampler import KafkaEndOffsets
+
+    class Admin:
+        def __init__(self, fail_all: Exception):
+            self.calls: list = []
+            self.fail_all = fail_all
+
+        def list_group_offsets(self, specs):
+            groups = list(specs)
+            self.calls.append(groups)
+            if len(groups) > 1:
+                raise self.fail_all
+            if groups == ["denied"]:
+                raise GroupAuthorizationFailedError("denied")
+            if groups == ["slow"]:
+                raise KafkaTimeoutError("no answer")
+            return {groups[0]: {TopicPartition("t", 0): OffsetAndMetadata(5, "", -1)}}
+    source = KafkaEndOffsets("k:9092", {}, 10.0)
+    source._admin = admin = Admin(KafkaTimeoutError("no answer"))
+    assert source.committed(["a", "b"]) == {} and admin.calls == [["a", "b"]]
+    source._admin = admin = Admin(GroupAuthorizationFailedError("denied"))
+    assert source.committed(["a", "denied", "slow", "b"]) == {"a": {("t", 0): 5}}
+    assert admin.calls == [["a", "denied", "slow", "b"], ["a"], ["denied"], ["slow"]]
+
+
 def test_a_group_swept_by_the_metrics_leaves_the_lag_book():
     """The lag of a Dead group goes with its other series: hidden at once, forgotten with them
     after dead_group_retention_seconds (MetricsSink.sweep)."""

@@ -141,6 +141,21 @@ def _record(generation: int, previous: int, stopped: int, seconds: float, comple
             "partitions_stopped": stopped, "partition_seconds_stopped": seconds, "completed_at_ms": completed}
 
 
+def test_a_member_killed_in_the_millisecond_of_its_assignment_owned_it():
+    """2.8.2 kill in CI: a's assignment callback and its kill in one millisecond, the kill first in
+    the timeline (the callbacks are appended after the bed's actions). The callback ran before the
+    kill: a's partitions stopped at the kill, and the group owned all four."""
+    timeline = [
+        {"action": "kill", "client_id": "g-a", "group": "g", "ts_ms": 5_899},
+        _callback("b", 5_882, "assigned", ["t-2", "t-3"]), _callback("a", 5_899, "assigned", ["t-0", "t-1"]),
+        _callback("b", 8_902, "revoked", ["t-2", "t-3"]),
+        _callback("b", 8_925, "assigned", ["t-0", "t-1", "t-2", "t-3"]),
+    ]
+    stops = expected_stops(timeline, Ownership(timeline).gaps)
+    assert [(s.client_id, s.stopped_ms, s.partitions, s.group_partitions) for s in stops] == [
+        ("g-a", 5_899, ["t-0", "t-1"], 4)]
+
+
 def test_the_stops_are_what_the_members_callbacks_say():
     """An eager client revokes all it owns and is given its whole assignment; a cooperative one names
     only what changes. A stop runs from the owner's revocation (or its kill or leave) to the next

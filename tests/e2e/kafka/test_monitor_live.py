@@ -17,6 +17,7 @@ of event time after a removal with CI_SETTINGS) overlap."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -123,9 +124,10 @@ EVIDENCE_LINES = 80
 
 
 def group_lines_of(info: dict, group: str) -> str:
-    tag = f"[GroupId {group}]"
+    # the group's name as a whole word: `[GroupId g]` (4.x), `group g in state ...` (2.x, 3.x)
+    named = re.compile(rf"(?<![\w.-]){re.escape(group)}(?![\w.-])")
     lines = [ln.rstrip() for log in with_rolled_files(info.get("server_logs", []))
-             for ln in Path(log).read_text(errors="replace").splitlines() if tag in ln]
+             for ln in Path(log).read_text(errors="replace").splitlines() if "Group" in ln and named.search(ln)]
     lines.sort()          # by their timestamps: the brokers' logs interleaved
     shown = lines[-EVIDENCE_LINES:]
     return (f"the brokers' lines of {group} ({len(shown)} of {len(lines)}):\n  " + "\n  ".join(shown)) if lines else ""

@@ -17,15 +17,16 @@ of event time after a removal with CI_SETTINGS) overlap."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from testbed.bed import checks
 from testbed.bed.cluster import with_rolled_files
 from testbed.bed.scenarios import applicable
+from testbed.judge.expect import group_lines
 from testbed.judge.live_run import Phases
 from testbed.judge.matrix import run_version
 from testbed.judge.verdict import known_for
@@ -124,11 +125,12 @@ EVIDENCE_LINES = 80
 
 
 def group_lines_of(info: dict, group: str) -> str:
-    # the group's name as a whole word: `[GroupId g]` (4.x), `group g in state ...` (2.x, 3.x)
-    named = re.compile(rf"(?<![\w.-]){re.escape(group)}(?![\w.-])")
-    lines = [ln.rstrip() for log in with_rolled_files(info.get("server_logs", []))
-             for ln in Path(log).read_text(errors="replace").splitlines() if "Group" in ln and named.search(ln)]
-    lines.sort()          # by their timestamps: the brokers' logs interleaved
+    """The coordinator lines naming `group` in every broker's server.log, as the judge reads them
+    (testbed/judge/expect.group_lines), in time order."""
+    logs = [SimpleNamespace(text=ln.rstrip(), broker_id=None, read_ms=None)
+            for log in with_rolled_files(info.get("server_logs", []))
+            for ln in Path(log).read_text(errors="replace").splitlines()]
+    lines = [g.text for g in group_lines(logs, group)]
     shown = lines[-EVIDENCE_LINES:]
     return (f"the brokers' lines of {group} ({len(shown)} of {len(lines)}):\n  " + "\n  ".join(shown)) if lines else ""
 

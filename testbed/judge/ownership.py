@@ -23,6 +23,13 @@ class ExpGap:
 ENDS_CONSUMING = ("kill", "leave")
 
 
+def _when(e: dict) -> tuple[int, bool]:
+    """A timeline entry's place: a kill last within its millisecond, as a callback the bed logged
+    in the same one ran before it (a killed process calls nothing back; 2.8.2 kill in CI: a's
+    assignment and its kill in one millisecond, its partitions' stop then unseen)."""
+    return e["ts_ms"], e["action"] == "kill"
+
+
 class Ownership:
     """Who consumes which partition, from the members' own callbacks (Runner.record_callbacks) and
     the bed's kills and leaves. An eager client revokes everything it owns and is given its whole
@@ -33,11 +40,8 @@ class Ownership:
         self.stopped: dict[str, tuple] = {}
         self.gaps: list[ExpGap] = []          # every stop that ended
         self.first_given: dict[str, int] = {}     # partition -> when a client was first given it
-        # A kill last within its millisecond: a callback the bed logged in the same one ran
-        # before it (a killed process calls nothing back; 2.8.2 kill in CI: a's assignment and its
-        # kill in one millisecond, its partitions' stop then unseen)
-        for e in sorted(timeline, key=lambda e: (e["ts_ms"], e["action"] == "kill")):
-            if until_ms is not None and (e["ts_ms"], e["action"] == "kill") >= (until_ms, True):
+        for e in sorted(timeline, key=_when):
+            if until_ms is not None and _when(e) >= (until_ms, True):
                 break             # what came before `until_ms`, and the callbacks of its millisecond
             if e.get("client_id") is not None:
                 self._apply(e, self.owned.setdefault(e["client_id"], set()))

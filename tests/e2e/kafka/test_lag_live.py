@@ -296,6 +296,12 @@ def _timestamps_by_partition(bootstrap: str, topic: str) -> dict[int, list[int]]
         consumer.close()
 
 
+def _batches_planned_s(monitor: MonitorProcess) -> list[float]:
+    """When the monitor's micro-batches were planned (their offsets files' times), in order: a
+    batch reads what its source held then."""
+    return sorted(p.stat().st_mtime for p in (monitor.checkpoint / "query" / "offsets").glob("[0-9]*"))
+
+
 # Catch-up (issue 54 item 3) against the members' own consumption: two kafka-python members that
 # consume faster than RATE (committing every second); a stops polling and b joins, so an eager
 # rebalance stops all 4 partitions for about one sampling interval; then both drain what waited.
@@ -303,7 +309,11 @@ def _timestamps_by_partition(bootstrap: str, topic: str) -> dict[int, list[int]]
 # consumed (their own running totals, printed about every second); it caught up at the first
 # total after the completion that brings it back to its level at the rebalance's start. The
 # monitor goes by commits (one a second) and its end-offset samples: within CATCH_UP_SLACK_S.
+# It sees each partition's newest commit per micro-batch (docs/impact.md), so on a busy machine
+# it may also be as late as the first batch planned after the members' commits showed it
+# (CI at e691fc2: 4.08 s against 1.06 s, batches of a few seconds there; 1.02 s against 1.13 s here).
 CATCH_UP_SLACK_S = 3.0
+COMMIT_S = 1.0                  # the members' auto.commit.interval.ms
 
 
 @pytest.mark.parametrize("kafka_bed", [CI_VERSIONS[-1]], indirect=True)
@@ -365,7 +375,14 @@ def test_the_catch_up_after_a_rebalance_is_the_members_own(kafka_bed, tmp_path):
     assert cost["records_delayed"] > RATE * SAMPLE_S / 2, cost
     assert abs(cost["lag_before"] - truth_before) <= 2 * RATE, (cost, truth_before)
     assert truth_at is not None and caught["catch_up_seconds"] is not None, (caught, consumed)
-    assert abs(caught["catch_up_seconds"] - (truth_at - end) / 1000) <= CATCH_UP_SLACK_S, (caught, truth_at, end)
+    late_s = caught["catch_up_seconds"] - (truth_at - end) / 1000
+    planned = _batches_planned_s(monitor)
+    # the first batch planned after a commit that shows the catch-up (a commit interval and a
+    # print of the members' totals after truth_at)
+    seen_by = next((t for t in planned if t >= truth_at / 1000 + 2 * COMMIT_S), None)
+    allowed_s = max(CATCH_UP_SLACK_S, 0.0 if seen_by is None else seen_by + 0.05 - truth_at / 1000)
+    assert -CATCH_UP_SLACK_S <= late_s <= allowed_s, (caught, truth_at, end, "batches planned at",
+                                                      [t for t in planned if end / 1000 - 5 <= t <= truth_at / 1000 + 15])
     # the report made of that event sink lists the rebalance among the costliest, with both figures
     page = tmp_path / "report.html"
     made = subprocess.run([sys.executable, "-m", "streaming.app.cli", "report", str(monitor.events_dir), "-o",

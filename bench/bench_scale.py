@@ -84,14 +84,16 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-# HotSpot's perf-data counters of the heap's spaces (what `jstat -gc` adds up), in bytes.
+# HotSpot's perf-data counters of the heap's spaces (what `jstat -gc` adds up), in bytes: in use,
+# and committed (what the JVM holds of its heap, which its RSS follows).
 _HEAP_SPACE = re.compile(rb"sun\.gc\.generation\.\d+\.space\.\d+\.used")
+HEAP_COMMITTED = re.compile(rb"sun\.gc\.generation\.\d+\.capacity")
 
 
-def jvm_heap_mb(pid: int) -> float | None:
-    """The heap in use of a HotSpot JVM, read from its perf-data file (hsperfdata: the memory-mapped
-    counters jstat reads, without starting a JVM per sample as jstat would); None without one
-    (-XX:-UsePerfData, not a HotSpot JVM, gone)."""
+def jvm_heap_mb(pid: int, counters: re.Pattern[bytes] = _HEAP_SPACE) -> float | None:
+    """The heap in use of a HotSpot JVM (or the sum of other `counters`), read from its perf-data file
+    (hsperfdata: the memory-mapped counters jstat reads, without starting a JVM per sample as jstat
+    would); None without one (-XX:-UsePerfData, not a HotSpot JVM, gone)."""
     import pwd
     import struct
     try:
@@ -111,7 +113,7 @@ def jvm_heap_mb(pid: int) -> float | None:
         if length <= 0:
             return None
         name = data[position + name_at:data.find(b"\0", position + name_at)]
-        if kind == ord("J") and vector == 0 and _HEAP_SPACE.fullmatch(name):
+        if kind == ord("J") and vector == 0 and counters.fullmatch(name):
             used += struct.unpack_from(order + "q", data, position + value_at)[0]
         position += length
     return used / 2**20

@@ -26,7 +26,11 @@ Samples (one row a day in `<out>/soak-samples.jsonl` and `.csv`): peak RSS of th
 and the Python workers during the day (bench_scale.PeakRss), the event sink's bytes and files,
 the checkpoint's bytes (whole, its state store `query/state`), the group state file's bytes
 (groups.json + groups.changes.jsonl), the /metrics page's series (all, and those with a `group`
-label), `rebalance_monitor_groups` per state, `_state_rows`, `_groups_over_cap`, `_late_rows_total`.
+label), `rebalance_monitor_groups` per state, `_state_rows`, `_groups_over_cap`, `_late_rows_total`,
+and the JVM's heap in use (peak) and committed (then). Before each kill and at the end, the JVM's
+live heap after a full collection (`jcmd GC.class_histogram`; its largest classes in
+`<out>/jvm-histogram-day-N.txt`): its RSS follows the heap its collector keeps committed, mostly
+garbage between collections; the live heap is what a leak would grow.
 
 Checks before any figure: every sampled steady group's rebalances in the sink are 1 + 2 * (days - 1)
 (on /metrics only the groups that got one of `max_groups` slots have their own; reported);
@@ -40,7 +44,8 @@ within `--memory-bound` (1.10) x the max of the first week that starts after the
 when there is no such week before the last); the checkpoint's bytes and the series (the lag
 families apart: LAG_SERIES), the last full week's max within `--flat-bound` (1.05) x the week
 before's; the state file and the state store's newest snapshots within `--bound` (1.5) x, max against
-max; the last restart (kill -9 to /metrics serving) within `--bound` x the first and under
+max; the JVM's live heap at the last full week's kill within `--memory-bound` x at the reference
+week's; the last restart (kill -9 to /metrics serving) within `--bound` x the first and under
 `--restart-ceiling` s. Spark keeps `--batches-to-retain` (10) batches of state deltas, not its 100,
 and snapshots the state every `--deltas-for-snapshot` (5) deltas, not 10: live, 100 batches are a
 minute; here, 50 simulated days. Exit 1 when a bound fails, 2 when a check fails.
@@ -56,6 +61,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -64,7 +70,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.bench_scale import PeakRss
+from bench.bench_scale import HEAP_COMMITTED, PeakRss, _tree, jvm_heap_mb
 from bench.soak_inputs import DAY_MS, LOG4J, SoakTraffic, ephemeral_name, steady_name
 from testbed.bed import KafkaCluster
 from testbed.bed.admin import create_topic
@@ -170,6 +176,7 @@ class Soak:
         self.monitor: MonitorProcess | None = None
         self.days_done = 0
         self.rss: PeakRss | None = None
+        self.live_heaps: list[dict] = []      # {"day", "live_heap_mb"}: before each kill and at the end
 
     # ------------------------------------------------------------------ monitor
     def new_monitor(self, bootstrap: str) -> MonitorProcess:
@@ -208,11 +215,40 @@ class Soak:
                 raise SystemExit(f"bench/soak: the monitor read {counts} of {self.since_start} within {timeout:.0f} s")
             time.sleep(0.5)
 
+    def jvm_pid(self) -> int | None:
+        assert self.monitor is not None and self.monitor.proc is not None
+        return next((pid for pid, name, _ in _tree(self.monitor.proc.pid) if name == "java"), None)
+
+    def live_heap(self, day: int) -> None:
+        """The JVM's live heap after a full collection (`jcmd GC.class_histogram` runs one), taken just
+        before a kill -9 or the end, so that no figure after it is disturbed; its 40 largest classes go
+        to jvm-histogram-day-N.txt. What RSS cannot tell apart: objects kept (a leak) or a heap the
+        collector grew and keeps committed."""
+        pid = self.jvm_pid()
+        if pid is None:
+            return
+        try:
+            done = subprocess.run(["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True,
+                                  timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print(f"bench/soak: no class histogram of the JVM ({e})", flush=True)
+            return
+        total = next((ln.split() for ln in reversed(done.stdout.splitlines()) if ln.startswith("Total")), None)
+        if done.returncode or total is None or len(total) < 3:
+            print(f"bench/soak: no class histogram of the JVM (jcmd: {done.stderr.strip()[:200]})", flush=True)
+            return
+        lines = done.stdout.splitlines()
+        (self.out / f"jvm-histogram-day-{day}.txt").write_text("\n".join(lines[:43] + lines[-1:]) + "\n")
+        mb = int(total[2]) / 2**20
+        self.live_heaps.append({"day": day, "live_heap_mb": round(mb, 1)})
+        print(f"day {day}: the JVM's live heap after a full collection {mb:,.0f} MB", flush=True)
+
     def restart(self, bootstrap: str) -> dict:
         """kill -9, start again on the same checkpoint; the start's timings."""
         m = self.monitor
         assert m is not None
         before = max(m.committed_batches(), default=-1)
+        self.live_heap(self.days_done)
         if self.rss is not None:
             self.rss.done.set()
         m.kill9()
@@ -254,6 +290,7 @@ class Soak:
                "read_s": round(read_s, 1),
                "driver_rss_mb": round(peak["driver"], 1), "jvm_rss_mb": round(peak["jvm"], 1),
                "workers_rss_mb": round(peak["workers"], 1), "jvm_heap_mb": round(peak["heap"], 1),
+               "jvm_heap_committed_mb": round(self._heap_committed_mb(), 1),
                "sink_bytes": sink_bytes, "sink_files": sink_files, "checkpoint_bytes": cp_bytes,
                "checkpoint_files": cp_files, "state_store_bytes": state_bytes, "state_snapshot_bytes": snapshot_bytes,
                "batches": max(m.committed_batches(), default=-1) + 1, "state_file_bytes": state_file,
@@ -276,6 +313,10 @@ class Soak:
               f"({cp_files:,} files), state file {state_file / 1e6:.2f} MB, sink "
               f"{sink_bytes / 1e6:.1f} MB ({sink_files:,} files); wall {wall:.0f} s", flush=True)
         return row
+
+    def _heap_committed_mb(self) -> float:
+        pid = self.jvm_pid()
+        return (jvm_heap_mb(pid, HEAP_COMMITTED) or 0.0) if pid is not None else 0.0
 
     # ------------------------------------------------------------------ checks
     def check(self) -> list[str]:
@@ -360,10 +401,13 @@ def reference_week(weeks: int, week_days: int, retention_days: float) -> int:
 
 
 def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bounds: dict[str, float],
-             restart_ceiling: float, reference: int = 0) -> list[tuple[str, str, float, float, bool]]:
+             restart_ceiling: float, reference: int = 0, live_heaps: list[dict] | None = None
+             ) -> list[tuple[str, str, float, float, bool]]:
     """(figure, what is compared, a, b, within its bound) per judged figure; `bounds`: "memory",
     "flat", "other". The restarts (kill -9 to /metrics serving): the last within "other" x the
-    first and under `restart_ceiling` s. Empty: fewer than two weeks, not judged."""
+    first and under `restart_ceiling` s. The JVM's live heap (`live_heaps`, Soak.live_heap): at the last
+    full week's kill against at the reference week's, within "memory". Empty: fewer than two weeks, not
+    judged."""
     weeks = len(samples) // week_days
     if weeks < 2:
         return []
@@ -379,6 +423,12 @@ def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bounds: 
         for key in keys:
             a, b = max(s[key] for s in window), max(s[key] for s in last)
             out.append((key, f"week {name} max -> week {weeks} max", a, b, b <= bound * max(a, 1)))
+    # each a JVM of a week's age, killed: the end's is younger (two days in a 30-day month)
+    at = {h["day"]: h["live_heap_mb"] for h in live_heaps or ()}
+    ref_day, last_day = (reference + 1) * week_days, weeks * week_days
+    if ref_day in at and last_day in at and last_day > ref_day:
+        a, b = at[ref_day], at[last_day]
+        out.append(("jvm_live_heap_mb", f"day {ref_day} -> day {last_day}", a, b, b <= bounds["memory"] * max(a, 1)))
     timed = [r["metrics_s"] for r in restarts if r.get("metrics_s") is not None]
     if timed:
         out.append(("restart_metrics_s", "first restart -> last", timed[0], timed[-1],
@@ -395,6 +445,7 @@ def _write_samples(soak: Soak, out: Path) -> None:
         w.writeheader()
         w.writerows(soak.samples)
     (out / "soak-restarts.json").write_text(json.dumps(soak.restarts, indent=1))
+    (out / "soak-live-heap.json").write_text(json.dumps(soak.live_heaps, indent=1))
 
 
 def _last_line(soak: Soak, args: argparse.Namespace, verdict: str, wall0: float) -> list[str]:
@@ -407,6 +458,7 @@ def _last_line(soak: Soak, args: argparse.Namespace, verdict: str, wall0: float)
             f"soak_driver_rss_mb_max={max(x['driver_rss_mb'] for x in done):.0f}",
             f"soak_jvm_rss_mb_max={max(x['jvm_rss_mb'] for x in done):.0f}",
             f"soak_workers_rss_mb_max={max(x['workers_rss_mb'] for x in done):.0f}",
+            f"soak_jvm_live_heap_mb_max={max((h['live_heap_mb'] for h in soak.live_heaps), default=float('nan')):.0f}",
             f"soak_series_max={max(x['series'] for x in done)}",
             f"soak_sink_bytes_final={done[-1]['sink_bytes']}", f"soak_sink_files_final={done[-1]['sink_files']}",
             f"soak_checkpoint_bytes_final={done[-1]['checkpoint_bytes']}",
@@ -505,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
                     restart_pending["day"] = day + 1
             time.sleep(5)
             problems = soak.check()
+            soak.live_heap(soak.days_done)
         finally:
             if soak.rss is not None:
                 soak.rss.done.set()
@@ -517,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
     weeks = len(soak.samples) // args.week_days
     reference = reference_week(weeks, args.week_days, args.retention_days)
     bounds = {"memory": args.memory_bound, "flat": args.flat_bound, "other": args.bound}
-    judged = verdicts(soak.samples, soak.restarts, args.week_days, bounds, args.restart_ceiling, reference)
+    judged = verdicts(soak.samples, soak.restarts, args.week_days, bounds, args.restart_ceiling, reference,
+                      soak.live_heaps)
     for key, compared, a, b, ok in judged:
         print(f"{key}: {compared}: {a:,.1f} -> {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
               f"{'bounded' if ok else 'NOT bounded'}")

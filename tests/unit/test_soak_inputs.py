@@ -133,3 +133,21 @@ def test_verdicts_compare_the_week_after_the_retention_with_the_last() -> None:
     assert not any(ok for key, _, _, _, ok in verdicts(samples, [], 7, bounds, 60.0, reference=0)
                    if key == "driver_rss_mb")
     assert verdicts(samples[:10], [], 7, bounds, 60.0) == []          # fewer than two weeks
+
+
+def test_the_jvms_live_heap_is_judged_from_the_reference_weeks_kill_to_the_end() -> None:
+    from bench.soak import verdicts
+    bounds = {"memory": 1.1, "flat": 1.05, "other": 1.5}
+    samples = [{"driver_rss_mb": 1.0, "jvm_rss_mb": 1.0, "workers_rss_mb": 1.0, "checkpoint_bytes": 1.0,
+                "series_without_lag": 1.0, "state_file_bytes": 1.0, "state_snapshot_bytes": 1.0}] * 30
+
+    def live(heaps: list[tuple[int, float]]) -> list[tuple[str, float, float, bool]]:
+        return [(k, a, b, ok) for k, _, a, b, ok in verdicts(samples, [], 7, bounds, 60.0, 1,
+                                                               [{"day": d, "live_heap_mb": mb} for d, mb in heaps])
+                if k == "jvm_live_heap_mb"]
+    # week 1's kill (day 7) is before the retention passed: not the reference; day 14's is. The last
+    # full week's kill (day 28) is compared, not the end's JVM, two days old
+    assert live([(7, 300.0), (14, 900.0), (21, 950.0), (28, 980.0), (30, 320.0)]) == [
+        ("jvm_live_heap_mb", 900.0, 980.0, True)]
+    assert live([(7, 300.0), (14, 900.0), (21, 950.0), (28, 1000.0), (30, 320.0)])[0][3] is False
+    assert live([(7, 300.0), (28, 320.0)]) == []           # no histogram at the reference week's kill

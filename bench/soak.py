@@ -448,6 +448,19 @@ def _write_samples(soak: Soak, out: Path) -> None:
     (out / "soak-live-heap.json").write_text(json.dumps(soak.live_heaps, indent=1))
 
 
+def _judge(soak: Soak, args: argparse.Namespace) -> list[tuple[str, str, float, float, bool]]:
+    """The verdicts of the run, each printed."""
+    weeks = len(soak.samples) // args.week_days
+    reference = reference_week(weeks, args.week_days, args.retention_days)
+    bounds = {"memory": args.memory_bound, "flat": args.flat_bound, "other": args.bound}
+    judged = verdicts(soak.samples, soak.restarts, args.week_days, bounds, args.restart_ceiling, reference,
+                      soak.live_heaps)
+    for key, compared, a, b, ok in judged:
+        print(f"{key}: {compared}: {a:,.1f} -> {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
+              f"{'bounded' if ok else 'NOT bounded'}")
+    return judged
+
+
 def _last_line(soak: Soak, args: argparse.Namespace, verdict: str, wall0: float) -> list[str]:
     """The figures of the last line, in order."""
     rates = [x["rows"] / x["wall_s"] for x in soak.samples if x["wall_s"]]
@@ -567,14 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems[:30]:
             print(f"bench/soak: {problem}", file=sys.stderr)
         return 2
-    weeks = len(soak.samples) // args.week_days
-    reference = reference_week(weeks, args.week_days, args.retention_days)
-    bounds = {"memory": args.memory_bound, "flat": args.flat_bound, "other": args.bound}
-    judged = verdicts(soak.samples, soak.restarts, args.week_days, bounds, args.restart_ceiling, reference,
-                      soak.live_heaps)
-    for key, compared, a, b, ok in judged:
-        print(f"{key}: {compared}: {a:,.1f} -> {b:,.1f} ({b / max(a, 1e-9):.2f}x): "
-              f"{'bounded' if ok else 'NOT bounded'}")
+    judged = _judge(soak, args)
     lag = [x["lag_series"] for x in soak.samples]
     if lag:
         print(f"lag series (not judged: LAG_SERIES): {min(lag):,} - {max(lag):,}, last {lag[-1]:,}")

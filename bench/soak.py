@@ -233,11 +233,11 @@ class Soak:
         except (OSError, subprocess.TimeoutExpired) as e:
             print(f"bench/soak: no class histogram of the JVM ({e})", flush=True)
             return
-        total = next((ln.split() for ln in reversed(done.stdout.splitlines()) if ln.startswith("Total")), None)
+        lines = done.stdout.splitlines()
+        total = next((ln.split() for ln in reversed(lines) if ln.startswith("Total")), None)
         if done.returncode or total is None or len(total) < 3:
             print(f"bench/soak: no class histogram of the JVM (jcmd: {done.stderr.strip()[:200]})", flush=True)
             return
-        lines = done.stdout.splitlines()
         (self.out / f"jvm-histogram-day-{day}.txt").write_text("\n".join(lines[:43] + lines[-1:]) + "\n")
         mb = int(total[2]) / 2**20
         self.live_heaps.append({"day": day, "live_heap_mb": round(mb, 1)})

@@ -336,5 +336,13 @@ class MonitorProcess:
     def committed_batches(self) -> set:
         return {int(p.name) for p in (self.checkpoint / "query" / "commits").glob("[0-9]*")}
 
+    def _offsets_log(self) -> list[Path]:
+        return list((self.checkpoint / "query" / "offsets").glob("[0-9]*"))
+
     def planned_batches(self) -> set:
-        return {int(p.name) for p in (self.checkpoint / "query" / "offsets").glob("[0-9]*")}
+        return {int(p.name) for p in self._offsets_log()}
+
+    def planned_at_s(self) -> list[float]:
+        """When the micro-batches were planned (their offsets log files' times), in order: a batch
+        reads what its source held then."""
+        return sorted(p.stat().st_mtime for p in self._offsets_log())

@@ -135,7 +135,7 @@ def test_verdicts_compare_the_week_after_the_retention_with_the_last() -> None:
     assert verdicts(samples[:10], [], 7, bounds, 60.0) == []          # fewer than two weeks
 
 
-def test_the_jvms_live_heap_is_judged_from_the_reference_weeks_kill_to_the_end() -> None:
+def test_the_jvms_live_heap_is_judged_from_the_reference_weeks_kill_to_the_last_full_weeks() -> None:
     from bench.soak import verdicts
     bounds = {"memory": 1.1, "flat": 1.05, "other": 1.5}
     samples = [{"driver_rss_mb": 1.0, "jvm_rss_mb": 1.0, "workers_rss_mb": 1.0, "checkpoint_bytes": 1.0,

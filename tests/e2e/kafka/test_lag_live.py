@@ -296,12 +296,6 @@ def _timestamps_by_partition(bootstrap: str, topic: str) -> dict[int, list[int]]
         consumer.close()
 
 
-def _batches_planned_s(monitor: MonitorProcess) -> list[float]:
-    """When the monitor's micro-batches were planned (their offsets files' times), in order: a
-    batch reads what its source held then."""
-    return sorted(p.stat().st_mtime for p in (monitor.checkpoint / "query" / "offsets").glob("[0-9]*"))
-
-
 # Catch-up (issue 54 item 3) against the members' own consumption: two kafka-python members that
 # consume faster than RATE (committing every second); a stops polling and b joins, so an eager
 # rebalance stops all 4 partitions for about one sampling interval; then both drain what waited.
@@ -376,7 +370,7 @@ def test_the_catch_up_after_a_rebalance_is_the_members_own(kafka_bed, tmp_path):
     assert abs(cost["lag_before"] - truth_before) <= 2 * RATE, (cost, truth_before)
     assert truth_at is not None and caught["catch_up_seconds"] is not None, (caught, consumed)
     late_s = caught["catch_up_seconds"] - (truth_at - end) / 1000
-    planned = _batches_planned_s(monitor)
+    planned = monitor.planned_at_s()
     # the first batch planned after a commit that shows the catch-up (a commit interval and a
     # print of the members' totals after truth_at)
     seen_by = next((t for t in planned if t >= truth_at / 1000 + 2 * COMMIT_S), None)

@@ -64,28 +64,35 @@ STREAMS_TOPOLOGY = "streams_topology"                # data: topology_epoch, rea
 
 # --- kinds from __consumer_offsets -------------------------------------------------------------
 OFFSET_COMMIT = "offset_commit"            # data: topic, partition, offset, commit_ts_ms, count
-                                           #   [, previous_ts_ms[, before_previous_ts_ms]]
+                                           #   [, earlier_ts_ms]
 # The decode step packs the commits of one group written in the same millisecond to one source
 # partition (an OffsetCommit request: every partition of an auto-commit) into one event, after
-# reducing them per partition: data.commits = [[topic, partition, offset, commit_ts_ms, count
-# (, previous_ts_ms(, before_previous_ts_ms))], ...] sorted by topic and partition (COMMIT_FIELDS);
-# seq is the latest record's. previous_ts_ms and before_previous_ts_ms: the next two newest
-# distinct commit times of that partition among the reduced commits, when there were more
-# (left out when absent): a partition's last commits tell a consumer's close, which commits off
-# its schedule, from its crash (state/diagnosis/holding.py).
+# reducing them per partition: data.commits = [[topic, partition, offset, commit_ts_ms, count,
+# *earlier], ...] sorted by topic and partition (COMMIT_FIELDS, then the earlier times); seq is
+# the latest record's. The earlier times (earlier_ts_ms of a single commit): the next newest
+# distinct commit times of that partition among the reduced commits, newest first, up to
+# COMMIT_TIMES_CARRIED in all (none when there was one): a partition's last commits tell a
+# consumer's close, which commits off its schedule, from its crash (state/diagnosis/holding.py).
 OFFSET_COMMITS = "offset_commits"
-COMMIT_FIELDS = ("topic", "partition", "offset", "commit_ts_ms", "count", "previous_ts_ms",
-                 "before_previous_ts_ms")
-# The commit times an entry keeps, newest first.
-COMMIT_TIME_FIELDS = ("commit_ts_ms", "previous_ts_ms", "before_previous_ts_ms")
-# How many of a partition's newest distinct commit times are kept (the event's and the model's).
+COMMIT_FIELDS = ("topic", "partition", "offset", "commit_ts_ms", "count")
+EARLIER_COMMIT_TIMES = "earlier_ts_ms"
+# How many of a partition's newest distinct commit times the model keeps.
 COMMIT_TIMES_KEPT = 3
+# How many a reduced commit carries: more than the model keeps, because one micro-batch may hold a
+# static member's last commits and, after its removal, its replacement's; the removal reads the
+# KEPT newest before it. 8 leaves room for 5 after it (25 s of 5 s auto-commits in one batch).
+COMMIT_TIMES_CARRIED = 8
 
 
-def newest_commit_times(times: Iterable[int | None]) -> list[int]:
-    """The COMMIT_TIMES_KEPT newest distinct commit times of `times`, newest first. Commutative
-    and idempotent, so reductions and folds in any order (or again) give the same."""
-    return sorted({t for t in times if t is not None}, reverse=True)[:COMMIT_TIMES_KEPT]
+def newest_commit_times(times: Iterable[int | None], keep: int = COMMIT_TIMES_KEPT) -> list[int]:
+    """The `keep` newest distinct commit times of `times`, newest first. Commutative and
+    idempotent, so reductions and folds in any order (or again) give the same."""
+    return sorted({t for t in times if t is not None}, reverse=True)[:keep]
+
+
+def earlier_commit_times(commit: dict[str, Any]) -> tuple[int, ...]:
+    """A single commit's (OFFSET_COMMIT data's) earlier commit times, newest first."""
+    return tuple(commit.get(EARLIER_COMMIT_TIMES) or ())
 OFFSET_TOMBSTONE = "offset_tombstone"      # data: topic, partition
 GROUP_METADATA = "group_metadata"          # generation; data: protocol_type, protocol, leader,
                                            #   current_state_ts_ms, members[...]
@@ -104,8 +111,15 @@ TRIGGERS = tuple(Trigger)
 def commit_entries(kind: str, data: dict[str, Any]) -> list[dict[str, Any]]:
     """The per-partition commits of an OFFSET_COMMIT or OFFSET_COMMITS event's data, as OFFSET_COMMIT data."""
     if kind == OFFSET_COMMITS:
-        return [dict(zip(COMMIT_FIELDS, entry)) for entry in data.get("commits") or []]
+        return [_commit_of_entry(entry) for entry in data.get("commits") or []]
     return [data]
+
+
+def _commit_of_entry(entry: list[Any]) -> dict[str, Any]:
+    commit = dict(zip(COMMIT_FIELDS, entry))
+    if len(entry) > len(COMMIT_FIELDS):
+        commit[EARLIER_COMMIT_TIMES] = list(entry[len(COMMIT_FIELDS):])
+    return commit
 
 
 def commits_of(ev: Event) -> list[dict[str, Any]]:

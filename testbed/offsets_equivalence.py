@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import collections
 
-from state.events import COMMIT_TIME_FIELDS, commits_of, newest_commit_times
+from state.events import (COMMIT_TIMES_CARRIED, EARLIER_COMMIT_TIMES, commits_of, earlier_commit_times,
+                          newest_commit_times)
 from state.outputs import OutputKind
 from streaming.rows import EVENT_COLUMNS, row_to_event
 
@@ -30,10 +31,11 @@ def normalise(rows) -> tuple[dict, collections.Counter]:
                     c["count"] += data["count"]
                     c["offset"] = max(c["offset"], data["offset"])
                     c["pos"] = max(c["pos"], pos)
-                c["times"] = newest_commit_times([*c["times"], *(data.get(f) for f in COMMIT_TIME_FIELDS)])
+                c["times"] = newest_commit_times([*c["times"], data.get("commit_ts_ms"), *earlier_commit_times(data)],
+                                                 COMMIT_TIMES_CARRIED)
         elif d["kind"] != OutputKind.DECODE_STATS:
             other[tuple(r)] += 1
     for c in commits.values():
-        for f in COMMIT_TIME_FIELDS:
+        for f in ("commit_ts_ms", EARLIER_COMMIT_TIMES):
             c.pop(f, None)
     return commits, other

@@ -43,7 +43,7 @@ def fold_commit(partitions: dict[str, int], prior: dict[str, list[int]], last_ms
     commit_ts = data.get("commit_ts_ms") or ts_ms
     if data.get("topic") is not None and data.get("partition") is not None:
         fold_commit_times(partitions, prior, f"{data['topic']}:{data['partition']}", commit_ts,
-                          (data.get("previous_ts_ms"), data.get("before_previous_ts_ms")))
+                          E.earlier_commit_times(data))
     return (commit_ts if last_ms is None else max(last_ms, commit_ts)), int(data.get("count") or 1)
 
 
@@ -135,8 +135,7 @@ class CommonEvents:
             for c in E.commits_of(ev):
                 if c.get("topic") is not None and c.get("partition") is not None:
                     note_commit_times(m, f"{c['topic']}:{c['partition']}",
-                                      (c.get("commit_ts_ms") or ev.ts_ms,
-                                       *(c.get(f) for f in E.COMMIT_TIME_FIELDS[1:])))
+                                      (c.get("commit_ts_ms") or ev.ts_ms, *E.earlier_commit_times(c)))
         m.commits_total += count
 
     def on_offset_tombstone(self, ev: E.Event) -> None:

@@ -99,9 +99,7 @@ def pack_commits(commits: Iterable[E.Event]) -> list[E.Event]:
     packs: dict[tuple, E.Event] = {}
     for ev in commits:
         key = (ev.cluster, ev.group, ev.source_id, ev.ts_ms)
-        entry = [ev.data.get(name) for name in E.COMMIT_FIELDS]
-        while entry[-1] is None and len(entry) > 5:     # the earlier times only when there were any
-            entry.pop()
+        entry = [ev.data.get(name) for name in E.COMMIT_FIELDS] + list(E.earlier_commit_times(ev.data))
         pack = packs.get(key)
         if pack is None:
             packs[key] = E.Event(group=ev.group, ts_ms=ev.ts_ms, source=ev.source, source_id=ev.source_id,
@@ -116,19 +114,21 @@ def pack_commits(commits: Iterable[E.Event]) -> list[E.Event]:
 
 def _merge_commit(commits: dict[tuple, E.Event], ev: E.Event) -> None:
     """Keep one commit per (cluster, group, topic, partition): count summed, offset maxed, the
-    newest distinct commit times kept (commit_ts_ms, then previous_ts_ms and before_previous_ts_ms
-    when there are more: E.COMMIT_FIELDS), position of the latest record (by the event ordering key)."""
+    newest distinct commit times kept (commit_ts_ms, then earlier_ts_ms when there are more, up to
+    E.COMMIT_TIMES_CARRIED), position of the latest record (by the event ordering key)."""
     key = (ev.cluster, ev.group, ev.data.get("topic"), ev.data.get("partition"))
     seen = commits.get(key)
     if seen is None:
-        ev.data = {k: ev.data[k] for k in ("topic", "partition", "offset", "commit_ts_ms", "count")}
+        ev.data = {k: ev.data[k] for k in E.COMMIT_FIELDS}
         commits[key] = ev
         return
     seen.data["count"] += ev.data["count"]
     seen.data["offset"] = max(seen.data["offset"], ev.data["offset"])
-    times = E.newest_commit_times([ev.data["commit_ts_ms"], *(seen.data.get(k) for k in E.COMMIT_TIME_FIELDS)])
-    for name, t in zip(E.COMMIT_TIME_FIELDS, times):
-        seen.data[name] = t
+    times = E.newest_commit_times([ev.data["commit_ts_ms"], seen.data["commit_ts_ms"],
+                                   *E.earlier_commit_times(seen.data)], E.COMMIT_TIMES_CARRIED)
+    seen.data["commit_ts_ms"] = times[0] if times else None
+    if len(times) > 1:
+        seen.data[E.EARLIER_COMMIT_TIMES] = times[1:]
     if ev.sort_key() > seen.sort_key():
         seen.ts_ms, seen.source_id, seen.seq = ev.ts_ms, ev.source_id, ev.seq
 

@@ -432,3 +432,28 @@ def test_a_static_members_commits_packed_after_its_removal_still_count():
     from state.diagnosis.holding import release_removals
     release_removals(m, held.decide_at + 1, DEFAULT_SETTINGS)
     assert (rec["root_cause"], rec["root_cause_confidence"]) == ("process_crash", "low")
+
+
+def test_a_static_members_schedule_survives_its_replacements_commits_in_the_same_pack():
+    """CI on 4.4.0 (static_within): a slow micro-batch held the killed member's commits and five
+    of its replacement's, after the replacement (04.532). The pack carries 8 times, so the removal
+    still reads the member's last three: on schedule (1 s apart), then none: a crash."""
+    from state import events as E
+    from state.diagnosis.holding import release_removals
+    from state.diagnosis.rules import DEFAULT_SETTINGS
+    from state.machine import GroupStateMachine
+    from state.model import GroupModel, Member
+    machine = GroupStateMachine(GroupModel(cluster="c", group="g"))
+    m = machine.m
+    m.partition_commits = {"t:0": 1_000}
+    rec = {"member_id": "m1", "client_id": "c1", "client_host": "/h", "group_instance_id": "i1",
+           "cause": "static_member_fenced", "removed_at_ms": 4_532, "protocol": "classic"}
+    machine.hold(rec, Member(member_id="m1", partitions=["t:0"]))
+    entry = ["t", 0, 9, 9_600, 9, 8_600, 7_600, 6_600, 5_600, 4_600, 3_000, 2_000]
+    machine.apply(E.Event(group="g", ts_ms=9_600, source=E.SOURCE_OFFSETS, source_id="o-0", seq=1,
+                          kind=E.OFFSET_COMMITS, data={"commits": [entry]}, cluster="c"))
+    [held] = m.held_removals
+    assert held.commit_times == [3_000, 2_000, 1_000]
+    assert m.partition_commits["t:0"] == 9_600 and m.partition_prior_commits["t:0"] == [8_600, 7_600]
+    release_removals(m, held.decide_at + 1, DEFAULT_SETTINGS)
+    assert (rec["root_cause"], rec["root_cause_confidence"]) == ("process_crash", "low")

@@ -172,6 +172,21 @@ def test_vectorised_decoder_equals_the_reference_on_awkward_records():
     assert outcomes == {"decoded", "corrupt", "unknown_type", "unknown_version"}
 
 
+def test_a_partitions_many_commits_in_one_batch_carry_its_eight_newest_times():
+    """A static member's 3 commits, then 6 of its replacement's, in one batch (the test bed's 1 s
+    auto-commits in a slow micro-batch): the entry carries the 8 newest distinct times (a repeat
+    counts once), so the 2 newest of the member's survive for its removal to read; both paths."""
+    times = [1_000, 2_000, 3_000, 4_600, 5_600, 6_600, 6_600, 7_600, 8_600, 9_600]
+    rows = [("a", i, 0, 1000 + i, t, _key("g", "t", 0), _v(3, i, t), None, False, None)
+            for i, t in enumerate(times)]
+    rows.append(("a", 50, 0, 1050, 9_700, _key("g", "t", 1), _v(3, 1, 9_700), None, False, None))
+    ref, fast, _, _ = _both(rows, len(rows))
+    for out in (ref, fast):
+        entries = {tuple(e[:2]): e for r in out if r[6] == "offset_commits" for e in json.loads(r[-1])["commits"]}
+        assert entries[("t", 0)] == ["t", 0, 9, 9_600, 10, 8_600, 7_600, 6_600, 5_600, 4_600, 3_000, 2_000]
+        assert entries[("t", 1)] == ["t", 1, 1, 9_700, 1]          # one commit: no earlier times
+
+
 @pytest.mark.parametrize("capture,seed", [("kafka-4.0", 7), ("offsets-4x/4.4.0", 7), ("offsets-4x/4.4.0", 8),
                                           ("offsets-4x/4.2.2", 9)])
 def test_vectorised_decoder_equals_the_reference_on_mutated_real_records(capture, seed):

@@ -126,8 +126,9 @@ def commit_rows(view: BatchView) -> pa.RecordBatch | None:
 
 def _earlier_times(keys: list[Any], cts: np.ndarray, first: np.ndarray, count: np.ndarray) -> list[pa.Array]:
     """The entry's optional fields after its count (E.COMMIT_FIELDS): per aggregated key (its first
-    row `first`), ",<previous>" and ",<before previous>", its next newest distinct commit times, or
-    "" where it has none; nothing when no key had two commits (the usual live batch)."""
+    row `first`), ",<time>" for each of its next newest distinct commit times (up to
+    E.COMMIT_TIMES_CARRIED in all), as one column: "" where it has no more; no column when no key
+    had two commits (the usual live batch)."""
     if len(count) == 0 or int(count.max()) < 2:
         return []
     gid = np.zeros(len(cts), dtype=np.int64)
@@ -146,15 +147,19 @@ def _earlier_times(keys: list[Any], cts: np.ndarray, first: np.ndarray, count: n
         keep = np.ones(len(g), dtype=bool)
         keep[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
         g, c = g[keep], c[keep]
-    newest = np.flatnonzero(np.r_[g[1:] != g[:-1], True])      # each group's newest time
-    at = newest[np.searchsorted(g[newest], gid[first])]         # ... for each aggregated key
-    out = []
-    for back in (1, 2):
-        before = np.maximum(at - back, 0)
-        has = (at >= back) & (g[before] == g[at])
-        text = pc.binary_join_element_wise(",", pc.cast(pa.array(c[before]), pa.string()), "")
-        out.append(pc.if_else(pa.array(has), text, ""))
-    return out
+    # Newest first: each group's times run from its newest down; its earlier times are the next
+    # up to COMMIT_TIMES_CARRIED - 1 of its run, kept as one list per group, joined in one pass.
+    g, c = g[::-1], c[::-1]
+    start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])        # each group's newest time
+    length = np.diff(np.r_[start, len(g)])
+    back = np.arange(len(g)) - np.repeat(start, length)        # 0 at the newest
+    kept = np.minimum(length - 1, E.COMMIT_TIMES_CARRIED - 1)
+    times = pa.ListArray.from_arrays(pa.array(np.r_[0, np.cumsum(kept)], pa.int32()),
+                                     pc.cast(pa.array(c[(back >= 1) & (back < E.COMMIT_TIMES_CARRIED)]), pa.string()))
+    # ... for each aggregated key (groups run in descending order here)
+    run = len(start) - 1 - np.searchsorted(g[start][::-1], gid[first])
+    text = pc.binary_join_element_wise(",", pc.binary_join(times, ","), "").take(pa.array(run))
+    return [pc.if_else(pa.array(kept[run] > 0), text, "")]
 
 
 def _packed(cluster: Any, single: str | None, group: pa.Array, ts: np.ndarray, source: np.ndarray, seq: np.ndarray,

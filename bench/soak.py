@@ -18,9 +18,11 @@ since its start reach what was produced since), and samples. `run` reads the top
 simulated clock) and `dead_group_retention_seconds = --dead-retention` (wall seconds: the default
 600 s would be 10 simulated days here). At the end of every `--week-days` days but the last, the
 monitor is killed (kill -9 of its process group) and started again on the same checkpoint and
-sink; its restart is timed: launch to /metrics serving (`restart_metrics_s`) and to the first
-micro-batch committed in the checkpoint (`restart_first_batch_s`; the next day's producing starts
-right after /metrics serves, so that batch reads new records).
+sink; its restart is timed: launch to /metrics serving the restored counters (`restart_metrics_s`;
+the rebalances they count are printed), to the groups' gauges back from the state file
+(`rebalance_monitor_restoring_groups` 0: `groups_s`), and to the first micro-batch committed in
+the checkpoint (`restart_first_batch_s`; the next day's producing starts right after the groups
+are back, so that batch reads new records).
 
 Samples (one row a day in `<out>/soak-samples.jsonl` and `.csv`): peak RSS of the driver, the JVM
 and the Python workers during the day (bench_scale.PeakRss), the event sink's bytes and files,
@@ -72,6 +74,7 @@ from pathlib import Path
 
 from bench.bench_scale import HEAP_COMMITTED, PeakRss, _tree, jvm_heap_mb
 from bench.soak_inputs import DAY_MS, LOG4J, SoakTraffic, ephemeral_name, steady_name
+from bench.soak_verdicts import reference_week, verdicts
 from testbed.bed import KafkaCluster
 from testbed.bed.admin import create_topic
 from testbed.metrics import parse
@@ -80,6 +83,8 @@ from testbed.monitor import MonitorProcess, MonitorSettings
 LOG_TOPIC, OFFSETS_TOPIC = "soak-logs", "soak-offsets"
 INPUT = "rebalance_monitor_input_records_total"
 RESTARTS = "rebalance_monitor_query_restarts_total"
+REBALANCES = "rebalance_monitor_rebalances_total"
+RESTORING = "rebalance_monitor_restoring_groups"
 
 
 def _stamp_cache():
@@ -256,9 +261,21 @@ class Soak:
         m.launch()
         m.wait_ready(timeout=600, batches=0)
         served = time.monotonic() - t0
+        # served with the counters back (a restart's first page, whole: the rebalance counters are
+        # a collector of their own, which a `name[]` scrape leaves out), then the groups' gauges
+        first = parse(m.scrape(timeout=60))
+        counted = sum(v for _, v in first.series(REBALANCES))
+        while (parse(m.scrape(RESTORING, timeout=60)).value(RESTORING) or 0) > 0:
+            if time.monotonic() - t0 > 600:
+                raise SystemExit("soak: the restarted monitor did not load its groups within 600 s")
+            time.sleep(0.1)
+        groups_s = time.monotonic() - t0
         self.since_start = {"broker_log": 0, "offsets": 0}
         self.start_rss()
-        result = {"metrics_s": served, "first_batch_s": None, "before": before}
+        print(f"day {self.days_done}: restarted: /metrics served in {served:.1f} s with {counted:,.0f} "
+              f"rebalances counted; the groups' gauges back in {groups_s:.1f} s", flush=True)
+        result = {"metrics_s": served, "groups_s": groups_s, "rebalances_counted": counted, "first_batch_s": None,
+                  "before": before}
 
         def first_batch() -> None:
             while time.monotonic() - t0 < 900 and m.proc is not None and m.proc.poll() is None:
@@ -377,63 +394,11 @@ class Soak:
         return problems
 
 
-# How each figure is judged (issue 50, "Done means"): memory, the last full week's max against the
-# reference week's (`--memory-bound`, 1.10: growth under 10 %); the checkpoint and the series
-# (those of the lag families apart, below), growth into the last full week, its max over the
-# week before's (`--flat-bound`, 1.05); the group state file and the state store's newest snapshots,
-# max against max (`--bound`).
-GROWTH_BETWEEN_WEEKS = ("driver_rss_mb", "jvm_rss_mb", "workers_rss_mb")
-FLAT_IN_LAST_WEEK = ("checkpoint_bytes", "series_without_lag")
-WITHIN_BOUND = ("state_file_bytes", "state_snapshot_bytes")
-BOUNDED = GROWTH_BETWEEN_WEEKS + FLAT_IN_LAST_WEEK + WITHIN_BOUND
 # Lag series (`group_topic_lag`, `_seconds`) are reported, not judged: the soak's groups exist only
 # in its own offsets topic (`offsets_topic`) and commit to topics its broker does not hold, so
 # their lag is unknown (no lag series in the runs of 2026-12-04).
 LAG_SERIES = ("rebalance_monitor_group_topic_lag{", "rebalance_monitor_group_topic_lag_seconds{")
 
-
-def reference_week(weeks: int, week_days: int, retention_days: float) -> int:
-    """The week (0-based) the last one is compared with: the first that starts once the offsets
-    retention has passed (week 2 at 7 days): before it the Empty groups waiting for their expiry
-    are still piling up, by design. Week 1 when there is no such week before the last."""
-    k = math.ceil(retention_days / week_days)
-    return k if k < weeks - 1 else 0
-
-
-def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bounds: dict[str, float],
-             restart_ceiling: float, reference: int = 0, live_heaps: list[dict] | None = None
-             ) -> list[tuple[str, str, float, float, bool]]:
-    """(figure, what is compared, a, b, within its bound) per judged figure; `bounds`: "memory",
-    "flat", "other". The restarts (kill -9 to /metrics serving): the last within "other" x the
-    first and under `restart_ceiling` s. The JVM's live heap (`live_heaps`, Soak.live_heap): at the last
-    full week's kill against at the reference week's, within "memory". Empty: fewer than two weeks, not
-    judged."""
-    weeks = len(samples) // week_days
-    if weeks < 2:
-        return []
-    ref = samples[reference * week_days:(reference + 1) * week_days]
-    last = samples[(weeks - 1) * week_days:weeks * week_days]
-    before = samples[(weeks - 2) * week_days:(weeks - 1) * week_days]
-    out = []
-    # max against max; the checkpoint and series against the week before (Spark deletes state files a
-    # few batches at a time: a sawtooth)
-    for keys, window, name, bound in ((GROWTH_BETWEEN_WEEKS, ref, reference + 1, bounds["memory"]),
-                                      (FLAT_IN_LAST_WEEK, before, weeks - 1, bounds["flat"]),
-                                      (WITHIN_BOUND, ref, reference + 1, bounds["other"])):
-        for key in keys:
-            a, b = max(s[key] for s in window), max(s[key] for s in last)
-            out.append((key, f"week {name} max -> week {weeks} max", a, b, b <= bound * max(a, 1)))
-    # each a JVM of a week's age, killed: the end's is younger (two days in a 30-day month)
-    at = {h["day"]: h["live_heap_mb"] for h in live_heaps or ()}
-    ref_day, last_day = (reference + 1) * week_days, weeks * week_days
-    if ref_day in at and last_day in at and last_day > ref_day:
-        a, b = at[ref_day], at[last_day]
-        out.append(("jvm_live_heap_mb", f"day {ref_day} -> day {last_day}", a, b, b <= bounds["memory"] * max(a, 1)))
-    timed = [r["metrics_s"] for r in restarts if r.get("metrics_s") is not None]
-    if timed:
-        out.append(("restart_metrics_s", "first restart -> last", timed[0], timed[-1],
-                    timed[-1] <= min(bounds["other"] * timed[0], restart_ceiling)))
-    return out
 
 
 def _write_samples(soak: Soak, out: Path) -> None:
@@ -468,6 +433,8 @@ def _last_line(soak: Soak, args: argparse.Namespace, verdict: str, wall0: float)
     last = [f"soak_days={soak.days_done}", f"soak_ephemeral_groups={sum(soak.traffic.per_day[:soak.days_done])}",
             f"soak_restart_seconds_first={r[0]:.1f}" if r else "soak_restart_seconds_first=nan",
             f"soak_restart_seconds_max={max(r):.1f}" if r else "soak_restart_seconds_max=nan",
+            f"soak_restart_metrics_seconds_max={max((x['metrics_s'] for x in soak.restarts), default=math.nan):.1f}",
+            f"soak_restart_groups_seconds_max={max((x['groups_s'] for x in soak.restarts), default=math.nan):.1f}",
             f"soak_driver_rss_mb_max={max(x['driver_rss_mb'] for x in done):.0f}",
             f"soak_jvm_rss_mb_max={max(x['jvm_rss_mb'] for x in done):.0f}",
             f"soak_workers_rss_mb_max={max(x['workers_rss_mb'] for x in done):.0f}",
@@ -554,7 +521,8 @@ def main(argv: list[str] | None = None) -> int:
                     restart_pending.pop("watcher")
                     soak.restarts.append(restart_pending)
                     print(f"restart {len(soak.restarts)} (after day {restart_pending['day']}): /metrics in "
-                          f"{restart_pending['metrics_s']:.1f} s, first batch committed at "
+                          f"{restart_pending['metrics_s']:.1f} s, the groups' gauges in "
+                          f"{restart_pending['groups_s']:.1f} s, first batch committed at "
                           f"{restart_pending['first_batch_s'] or float('nan'):.1f} s", flush=True)
                     restart_pending = None
                 if day == args.days:

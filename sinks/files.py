@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,7 @@ def write_jsonl(path: str, records: Iterable[dict]) -> int:
 # or the journal's lines) bumps it and reads every older version.
 STATE_FILE_VERSION = 3
 VERSION_KEY = "schema_version"
+_HEAD_VERSION = re.compile(rb'\s*\{\s*"schema_version"\s*:\s*(\d+)')
 # A journal smaller than this is never compacted: rewriting a small file saves nothing.
 MIN_COMPACT_BYTES = 64 * 1024
 
@@ -143,6 +145,21 @@ class GroupStateFile:
         self._journal_bytes = 0
         self._rewrite = True            # first save of this process: the whole file
 
+    def check_version(self) -> None:
+        """The file's version from its first bytes (the key written first), before it is read:
+        `run` refuses a newer release's file before it serves /metrics, and reads the file after."""
+        try:
+            with open(self.path, "rb") as handle:
+                head = _HEAD_VERSION.match(handle.read(256))
+        except FileNotFoundError:
+            return
+        if head is not None and int(head.group(1)) > STATE_FILE_VERSION:
+            raise StateFileError(self._newer(int(head.group(1))))
+
+    def _newer(self, version: object) -> str:
+        return (f"{self.path}: state file version {version} was written by a newer release "
+                f"(this one reads versions 1-{STATE_FILE_VERSION})")
+
     def _read(self) -> dict | None:
         if not self.path.exists():
             return None
@@ -153,8 +170,7 @@ class GroupStateFile:
             raise StateFileError(f"{self.path}: not a state file of this monitor ({exc})") from None
         version = doc.get(VERSION_KEY, 1) if isinstance(doc, dict) else None
         if not isinstance(version, int) or version > STATE_FILE_VERSION:
-            raise StateFileError(f"{self.path}: state file version {version} was written by a newer release "
-                                 f"(this one reads versions 1-{STATE_FILE_VERSION})")
+            raise StateFileError(self._newer(version))
         return doc
 
     def read(self) -> SavedState:

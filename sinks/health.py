@@ -182,6 +182,10 @@ class HealthMetrics:
         self.catching_up = Gauge(f"{PREFIX}_source_catching_up",
                                  "1 while a source is further behind than it reads in one trigger, "
                                  "0 once it is back at the head.", ["source"], registry=r)
+        # `run` serves /metrics with the counters restored, then loads the state file's groups.
+        self.restoring_groups = Gauge(f"{PREFIX}_restoring_groups",
+                                      "1 while a starting run loads its groups from the checkpoint's state "
+                                      "file (their gauges are not all there yet), 0 otherwise.", registry=r)
 
     def record_batch(self, report: BatchReport) -> None:
         """The health metrics of one micro-batch's report."""

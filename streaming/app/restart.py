@@ -1,6 +1,6 @@
-"""A restarted `run` (or a test's second collector) picks up where the last one stopped: group
-gauges and snapshots, the correlator and the state keys' timeouts from the state file; counters
-and histograms from the event sink's snapshot and the records after it. /metrics then shows what
+"""A restarted `run` (or a test's second collector) picks up where the last one stopped: counters
+and histograms from the event sink's snapshot and the records after it; group gauges and
+snapshots, the correlator and the state keys' timeouts from the state file. /metrics then shows what
 an uninterrupted run would, and batches Spark runs again are not counted twice
 (RunCollector.counted_through, correlated_through, statistics_through)."""
 from __future__ import annotations
@@ -16,8 +16,40 @@ LOG = logging.getLogger("rebalance_monitor.events")
 
 
 def restore(collector: RunCollector) -> int:
-    """After a restart: group gauges from the state file, counters and histograms from the
-    event sink, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
+    """After a restart: counters and histograms from the event sink, then the groups from the
+    state file, so /metrics shows what an uninterrupted run would. Returns the last batch id."""
+    restore_sink(collector)
+    return restore_groups(collector)
+
+
+def restore_sink(collector: RunCollector) -> None:
+    """The first half of a restart, which `run` does before it serves /metrics: counters and
+    histograms from the event sink's snapshot (their size does not grow with the groups'), and
+    the sink's retention. Their groups are those that held the `max_groups` slots before the
+    restart, and take them again; restore_groups then gives those groups their gauges. The other
+    way round, the state file's first groups (the oldest) took the slots, the counters' groups got
+    series beyond the cap, and most groups had counters without gauges or gauges without counters
+    (bench/soak: gauges of 65 groups instead of 10,000 a batch later)."""
+    sink = collector.event_sink
+    if sink is None:
+        return
+    restore_counters(collector, sink)
+    collector.counted_through = max(sink.last_batch_id(), collector.counted_through)
+    # Statistics count as counted through the last batch whose statistics the sink holds, not
+    # through counted_through: a batch whose records reached the sink but which was not committed
+    # (a crash, or a stop while the checkpoint's disk was full) runs again, and its progress
+    # report, the first for that batch, carries statistics nobody counted.
+    collector.statistics_through = max(collector.statistics_through, sink.last_batch_id(STATISTICS_KINDS))
+    # Retention at start too, not only after a roll: lowering events_max_bytes and restarting
+    # frees a full disk, where the next roll would first need room.
+    enforce_retention(sink)
+    collector.note_sink_usage()
+
+
+def restore_groups(collector: RunCollector) -> int:
+    """The second half, which `run` does while it already serves /metrics: the group snapshots
+    (their gauges), the correlator and the state keys' timeouts from the state file, which grows
+    with the groups (7 s at 250,000 groups: docs/benchmarks.md). Returns the last batch id."""
     last = -1
     saved = collector.state_file.read() if collector.state_file is not None else None
     if saved is not None:
@@ -26,30 +58,13 @@ def restore(collector: RunCollector) -> int:
         collector.markers.timeouts = saved.timeouts
         collector.metrics.groups.set_correlating(collector.correlator.pending)
         collector.correlated_through = last
-    if collector.event_sink is not None:
-        # The counters first: their groups are those that held the `max_groups` slots before the
-        # restart, and take them again; the snapshots then give those groups their gauges. The
-        # other way round, the state file's first groups (the oldest) took the slots, the counters'
-        # groups got series beyond the cap, and most groups had counters without gauges or gauges
-        # without counters (bench/soak: gauges of 65 groups instead of 10,000 a batch later).
-        restore_counters(collector, collector.event_sink)
-    if saved is not None:
         for key, snap in saved.groups.items():
             collector.snapshots[key] = snap
             collector.metrics.observe(OutputKind.SNAPSHOT, snap)
-    if collector.event_sink is not None:
-        collector.counted_through = max(last, collector.event_sink.last_batch_id(), collector.counted_through)
-        # Statistics count as counted through the last batch whose statistics the sink holds,
-        # not through counted_through: a batch whose records reached the sink but which was not
-        # committed (a crash, or a stop while the checkpoint's disk was full) runs again, and
-        # its progress report, the first for that batch, carries statistics nobody counted.
-        collector.statistics_through = max(collector.statistics_through,
-                                           collector.event_sink.last_batch_id(STATISTICS_KINDS))
-        # Retention at start too, not only after a roll: lowering events_max_bytes and
-        # restarting frees a full disk, where the next roll would first need room.
-        enforce_retention(collector.event_sink)
-        collector.note_sink_usage()
+        if collector.event_sink is not None:
+            collector.counted_through = max(last, collector.counted_through)
     collector.note_incidents()
+    collector.metrics.health.restoring_groups.set(0)
     return last
 
 

@@ -4,8 +4,9 @@
   or the connector's own Kafka client in Spark's JVM): a missing topic is a clear error (exit 2),
   so is a refused login or certificate (one line naming the settings to check); an unreachable
   broker is retried with backoff (logged, and source_up=0 on /metrics) instead of a crash loop;
-- serves /metrics from the start, with group gauges restored from the checkpoint's state file
-  and counters rebuilt from the event sink, then runs the query;
+- serves /metrics from the start, with counters rebuilt from the event sink, then restores the
+  group gauges from the checkpoint's state file (rebalance_monitor_restoring_groups 1 meanwhile),
+  then runs the query;
 - restarts a failed query from its checkpoint with backoff (rebalance_monitor_query_restarts_total);
 - waits out a full disk under the event sink or the checkpoint (sinks/disk_full.py): the collector
   retries its own writes inside the uncommitted batch; a query that Spark's checkpoint writes
@@ -33,7 +34,7 @@ from state.rebalance_cost import RebalanceCosts
 from state.model import DEAD
 from streaming.app.batch_gate import StopGate
 from streaming.app.collector import RunCollector
-from streaming.app.restart import restore
+from streaming.app.restart import restore_groups, restore_sink
 from streaming.app.lag_sampler import KafkaEndOffsets, LagSampler
 from streaming.app.serving import serve_metrics
 from streaming.app.settings import ConfigError, KafkaSettings, RunSettings, StartupError
@@ -131,6 +132,8 @@ def _wait_for_kafka(settings: RunSettings, metrics: MetricsSink, stop: threading
 
 
 def build_collector(settings: RunSettings, metrics: MetricsSink, disk: DiskWatch | None = None) -> RunCollector:
+    """`run`'s collector as it serves /metrics first: its counters and histograms back from the
+    event sink; its groups come next (restore_groups_or_fail)."""
     state_file = GroupStateFile(os.path.join(settings.checkpoint_location, "rebalance-monitor", "groups.json"),
                                 parse=loads_json)
     sink = (EventSink(settings.events_dir, settings.events_retention_days, settings.events_max_bytes)
@@ -141,10 +144,25 @@ def build_collector(settings: RunSettings, metrics: MetricsSink, disk: DiskWatch
     collector.topic_kinds = {**dict.fromkeys(kafka.log_topics, SOURCE_KIND_LOG),
                              **({kafka.offsets_topic: SOURCE_KIND_OFFSETS} if kafka.offsets_topic else {})}
     try:
-        restore(collector)
+        state_file.check_version()      # a newer release's file: refused before /metrics is served
     except StateFileError as exc:
         raise ConfigError(f"checkpoint_location: {exc}") from None
+    restore_sink(collector)
+    metrics.health.restoring_groups.set(1)  # until restore_groups_or_fail
     return collector
+
+
+def restore_groups_or_fail(collector: RunCollector) -> None:
+    """The state file's groups into a collector whose /metrics is already served (restart.py):
+    an unreadable file is a start-up error naming the setting."""
+    started = time.monotonic()
+    try:
+        restore_groups(collector)
+    except StateFileError as exc:
+        raise ConfigError(f"checkpoint_location: {exc}") from None
+    if collector.snapshots:
+        LOG.info("run: %d groups restored from the state file in %.1f s", len(collector.snapshots),
+                 time.monotonic() - started)
 
 
 def choose_kafka_source(spark_kafka_available: bool, kafka: KafkaSettings,
@@ -243,13 +261,14 @@ def run(settings: RunSettings, stop: threading.Event | None = None,
         metrics: MetricsSink | None = None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or MetricsSink(settings.duration_buckets, **metrics_sink_options(settings))
-    disk = disk_watch(settings, metrics)
-    # Counters and gauges come back from the checkpoint's files (unreadable: a start-up error).
-    collector = build_collector(settings, metrics, disk)
+    # Counters come back from the event sink before /metrics is served, the groups' gauges from
+    # the state file (which grows with the groups) while it is (unreadable: a start-up error).
+    collector = build_collector(settings, metrics, disk := disk_watch(settings, metrics))
     server = serve_metrics(settings, metrics.registry)
     LOG.info("run: serving http://%s:%d/metrics", settings.metrics_host, server.server_port)
     kafka, plans, lag_stop = settings.kafka, None, threading.Event()
     try:
+        restore_groups_or_fail(collector)
         # The quiet sources' marker plan (sources/markers.py): a file on the driver's host, where
         # the sources plan their offsets; not in the checkpoint, which may be remote.
         if kafka.idle_markers and kafka.idle_tick_max_seconds:

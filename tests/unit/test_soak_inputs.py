@@ -108,7 +108,7 @@ def test_deterministic_and_names_unique_at_scale() -> None:
 
 
 def test_verdicts_compare_the_week_after_the_retention_with_the_last() -> None:
-    from bench.soak import BOUNDED, reference_week, verdicts
+    from bench.soak_verdicts import BOUNDED, reference_week, verdicts
     bounds = {"memory": 1.1, "flat": 1.05, "other": 1.5}
     # week 1 fills the retention (grows), weeks 2-4 are flat
     samples = [dict.fromkeys(BOUNDED, 50.0 * d + 200 if d < 7 else 800.0) for d in range(28)]
@@ -136,7 +136,7 @@ def test_verdicts_compare_the_week_after_the_retention_with_the_last() -> None:
 
 
 def test_the_jvms_live_heap_is_judged_from_the_reference_weeks_kill_to_the_last_full_weeks() -> None:
-    from bench.soak import verdicts
+    from bench.soak_verdicts import verdicts
     bounds = {"memory": 1.1, "flat": 1.05, "other": 1.5}
     samples = [{"driver_rss_mb": 1.0, "jvm_rss_mb": 1.0, "workers_rss_mb": 1.0, "checkpoint_bytes": 1.0,
                 "series_without_lag": 1.0, "state_file_bytes": 1.0, "state_snapshot_bytes": 1.0}] * 30

@@ -287,3 +287,46 @@ def test_a_restart_gives_the_slots_under_max_groups_to_the_groups_that_had_them(
     assert groups_with(after, "rebalance_monitor_rebalances_total") == {"g00001", "g00002"}
     assert groups_with(after, "rebalance_monitor_group_state") == {"g00001", "g00002"}
     assert {line for line in after.splitlines() if 'group="g00000"' in line} == set()
+
+
+def test_run_serves_the_counters_before_it_loads_the_groups(tmp_path):
+    """`run` serves /metrics once the counters are back from the event sink (a size that does not
+    grow with the groups), then loads the state file's groups (which does): the page in between
+    has the counters, restoring_groups 1 and no group gauges; after it, the gauges and 0. A newer
+    release's state file is refused before anything is served, from its first bytes."""
+    from prometheus_client import generate_latest
+
+    from sinks.event_sink import EventSink
+    from streaming.app.service import build_collector, restore_groups_or_fail
+    from streaming.app.settings import ConfigError, KafkaSettings, RunSettings
+    from tests.support.report_pages import records as golden
+    settings = RunSettings(checkpoint_location=str(tmp_path / "cp"), events_dir=str(tmp_path / "events"),
+                           kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1", log_topics=["logs"]))
+    first = RunCollector(MetricsSink([1.0], registry=CollectorRegistry()), keep_records=False,
+                         state_file=GroupStateFile(str(tmp_path / "cp" / "rebalance-monitor" / "groups.json")),
+                         event_sink=EventSink(str(tmp_path / "events"), roll_seconds=1e12),
+                         batch_rows=lambda rows, _batch: rows.rows)
+    first.snapshot_seconds = 0.0
+    first.foreach_batch(Rows((OutputKind.REBALANCE, dict(golden("rebalances.jsonl")[0], cluster="c", group="g00001")),
+                             *[(OutputKind.SNAPSHOT, _snap(i)) for i in (1, 2)]), 0)
+
+    def page(collector: RunCollector) -> str:
+        return generate_latest(collector.metrics.registry).decode()
+    served = build_collector(settings, MetricsSink([1.0], registry=CollectorRegistry()))
+    before = page(served)
+    assert 'rebalance_monitor_rebalances_total{cluster="c",group="g00001"' in before
+    assert "rebalance_monitor_restoring_groups 1.0" in before
+    assert "rebalance_monitor_group_state{" not in before
+    restore_groups_or_fail(served)
+    after = page(served)
+    assert "rebalance_monitor_restoring_groups 0.0" in after
+    assert {line.split('group="')[1][:6] for line in after.splitlines()
+            if line.startswith("rebalance_monitor_group_state{")} == {"g00001", "g00002"}
+
+    newer = tmp_path / "newer" / "rebalance-monitor" / "groups.json"
+    newer.parent.mkdir(parents=True)
+    newer.write_text(json.dumps({"schema_version": 99, "batch_id": 1, "groups": []}))
+    with pytest.raises(ConfigError, match=f"checkpoint_location: {newer}: state file version 99 was written by a "
+                                          "newer release"):
+        build_collector(settings.model_copy(update={"checkpoint_location": str(tmp_path / "newer")}),
+                        MetricsSink([1.0], registry=CollectorRegistry()))

@@ -25,7 +25,7 @@ def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bounds: 
              restart_ceiling: float, reference: int = 0, live_heaps: list[dict] | None = None
              ) -> list[tuple[str, str, float, float, bool]]:
     """(figure, what is compared, a, b, within its bound) per judged figure; `bounds`: "memory",
-    "flat", "other". The restarts (kill -9 to /metrics serving): the last within "other" x the
+    "flat", "other", "restart". The restarts (kill -9 to /metrics serving): the last within "restart" x the
     first and under `restart_ceiling` s. The JVM's live heap (`live_heaps`, Soak.live_heap): at the last
     full week's kill against at the reference week's, within "memory". Empty: fewer than two weeks, not
     judged."""
@@ -53,5 +53,5 @@ def verdicts(samples: list[dict], restarts: list[dict], week_days: int, bounds: 
     timed = [r["metrics_s"] for r in restarts if r.get("metrics_s") is not None]
     if timed:
         out.append(("restart_metrics_s", "first restart -> last", timed[0], timed[-1],
-                    timed[-1] <= min(bounds["other"] * timed[0], restart_ceiling)))
+                    timed[-1] <= min(bounds["restart"] * timed[0], restart_ceiling)))
     return out

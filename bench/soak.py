@@ -83,7 +83,7 @@ from testbed.monitor import MonitorProcess, MonitorSettings
 LOG_TOPIC, OFFSETS_TOPIC = "soak-logs", "soak-offsets"
 INPUT = "rebalance_monitor_input_records_total"
 RESTARTS = "rebalance_monitor_query_restarts_total"
-REBALANCES = "rebalance_monitor_rebalances_total"
+ENDED = "rebalance_monitor_rebalance_duration_seconds_count"
 RESTORING = "rebalance_monitor_restoring_groups"
 
 
@@ -261,10 +261,10 @@ class Soak:
         m.launch()
         m.wait_ready(timeout=600, batches=0)
         served = time.monotonic() - t0
-        # served with the counters back (a restart's first page, whole: the rebalance counters are
-        # a collector of their own, which a `name[]` scrape leaves out), then the groups' gauges
-        first = parse(m.scrape(timeout=60))
-        counted = sum(v for _, v in first.series(REBALANCES))
+        # served with the counters back (a restart's first page: the cluster histogram's count of
+        # rebalances, a small scrape that does not slow the groups' restore), then the groups' gauges
+        first = parse(m.scrape(ENDED, RESTORING, timeout=60))
+        counted = sum(v for _, v in first.series(ENDED, phase="total"))
         while (parse(m.scrape(RESTORING, timeout=60)).value(RESTORING) or 0) > 0:
             if time.monotonic() - t0 > 600:
                 raise SystemExit("soak: the restarted monitor did not load its groups within 600 s")

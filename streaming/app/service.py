@@ -191,6 +191,8 @@ def _stop_query(query: Any, gate: StopGate | None = None, drain_timeout_s: float
     """Stop the query between two foreachBatch calls (collector.StopGate): wait (up to
     `drain_timeout_s`) for the running one to finish, then stop; a batch that reaches
     foreachBatch after that fails uncommitted and runs again at the next start."""
+    from streaming.spark.session import quiet_streaming_errors
+    quiet_streaming_errors()
     if gate is not None and not gate.close(drain_timeout_s):
         LOG.warning("run: a micro-batch still ran %.0f s after the stop request; stopping it", drain_timeout_s)
     try:

@@ -1,12 +1,13 @@
 """SparkSession for the monitor: local by default, few shuffle partitions, our sources registered."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
 from collections.abc import Mapping
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from streaming.defaults import DEFAULT_DRIVER_MEMORY
@@ -152,3 +153,17 @@ def get_spark(master: str = "local[2]", shuffle_partitions: int = 2, app_name: s
     spark.dataSource.register(KafkaSource)
     spark.dataSource.register(ClockSource)
     return spark
+
+
+def quiet_streaming_errors() -> None:
+    """Spark logs the failure of a batch that reached foreachBatch after the stop (QueryStopping,
+    which is how it is left uncommitted) as a query error with the Python traceback: at a stop that
+    is no error, so Spark's streaming loggers are turned off first (CI saw the trace once)."""
+    try:
+        jvm = SparkContext._jvm
+        if jvm is not None:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                "org.apache.spark.sql.execution.streaming", jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception as exc:   # the JVM may be gone already (a SIGTERM to the process group)
+        logging.getLogger("rebalance_monitor.run").debug("run: Spark's streaming logs stay on at the stop (%s)",
+                                                          type(exc).__name__)

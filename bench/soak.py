@@ -48,9 +48,9 @@ families apart: LAG_SERIES), the last full week's max within `--flat-bound` (1.0
 before's; the state file and the state store's newest snapshots within `--bound` (1.5) x, max against
 max; the JVM's live heap at the last full week's kill within `--memory-bound` x at the reference
 week's; the last restart (kill -9 to /metrics serving) within `--restart-bound` (1.10) x the
-first and under `--restart-ceiling` s. Spark keeps `--batches-to-retain` (10) batches of state deltas, not its 100,
-and snapshots the state every `--deltas-for-snapshot` (5) deltas, not 10: live, 100 batches are a
-minute; here, 50 simulated days. Exit 1 when a bound fails, 2 when a check fails.
+first and under `--restart-ceiling` s. Spark keeps `--batches-to-retain` (10) batches of state
+deltas, not its 100, and snapshots the state every `--deltas-for-snapshot` (5) deltas, not 10:
+live, 100 batches are a minute; here, 50 simulated days. Exit 1 when a bound fails, 2 when a check fails.
 
 Last line: soak_days=… soak_ephemeral_groups=… soak_restart_seconds_first=… … soak_bounded=true|false
 soak_wall_seconds=….
@@ -75,7 +75,7 @@ from pathlib import Path
 from bench.bench_scale import HEAP_COMMITTED, PeakRss, _tree, jvm_heap_mb
 from bench.soak_inputs import DAY_MS, LOG4J, SoakTraffic, ephemeral_name, steady_name
 from bench.soak_verdicts import reference_week, verdicts
-from testbed.bed import KafkaCluster
+from testbed.bed import KafkaCluster, wait_for
 from testbed.bed.admin import create_topic
 from testbed.metrics import parse
 from testbed.monitor import MonitorProcess, MonitorSettings
@@ -265,10 +265,9 @@ class Soak:
         # rebalances, a small scrape that does not slow the groups' restore), then the groups' gauges
         first = parse(m.scrape(ENDED, RESTORING, timeout=60))
         counted = sum(v for _, v in first.series(ENDED, phase="total"))
-        while (parse(m.scrape(RESTORING, timeout=60)).value(RESTORING) or 0) > 0:
-            if time.monotonic() - t0 > 600:
-                raise SystemExit("soak: the restarted monitor did not load its groups within 600 s")
-            time.sleep(0.1)
+        wait_for(lambda: (parse(m.scrape(RESTORING, timeout=60)).value(RESTORING) or 0) == 0,
+                 600 - (time.monotonic() - t0), "the restarted monitor to load its groups", interval=0.1,
+                 alive=m.alive)
         groups_s = time.monotonic() - t0
         self.since_start = {"broker_log": 0, "offsets": 0}
         self.start_rss()
@@ -398,7 +397,6 @@ class Soak:
 # in its own offsets topic (`offsets_topic`) and commit to topics its broker does not hold, so
 # their lag is unknown (no lag series in the runs of 2026-12-04).
 LAG_SERIES = ("rebalance_monitor_group_topic_lag{", "rebalance_monitor_group_topic_lag_seconds{")
-
 
 
 def _write_samples(soak: Soak, out: Path) -> None:

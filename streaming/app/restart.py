@@ -49,7 +49,7 @@ def restore_sink(collector: RunCollector) -> None:
 def restore_groups(collector: RunCollector) -> int:
     """The second half, which `run` does while it already serves /metrics: the group snapshots
     (their gauges), the correlator and the state keys' timeouts from the state file, which grows
-    with the groups (7 s at 250,000 groups: docs/benchmarks.md). Returns the last batch id."""
+    with the groups (8 s at 233,000 groups: docs/benchmarks.md, Soak). Returns the last batch id."""
     last = -1
     saved = collector.state_file.read() if collector.state_file is not None else None
     if saved is not None:

@@ -252,8 +252,9 @@ class Soak:
         """kill -9, start again on the same checkpoint; the start's timings."""
         m = self.monitor
         assert m is not None
-        before = max(m.committed_batches(), default=-1)
         self.live_heap(self.days_done)
+        # after the histogram, which takes seconds: a batch committed meanwhile is not the restart's
+        before = max(m.committed_batches(), default=-1)
         if self.rss is not None:
             self.rss.done.set()
         m.kill9()
